@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librocattach: attach profiling tool libraries to running processes.
+ *
+ * The first part of this header is the ROCm rocattach API: same names, values,
+ * signatures and meanings as AMD's rocprofiler-sdk-rocattach, so code written
+ * against <rocprofiler-sdk-rocattach/rocattach.h> builds and links against
+ * this library unchanged (that header is provided too and includes this one).
+ *
+ * The second part (rocattach_ex_*, rocattach_opts_t, rocattach_report_t,
+ * logging) is ours: per-call options and a per-call report with the error
+ * message and step timings. Option and report structs start with their size
+ * so they can grow without breaking the ABI.
+ *
+ * Dangers, read before use:
+ *  - The target must have an attach listener: a thread named "rocp-bg-attach"
+ *    (start it with ROCP_TOOL_ATTACH=1 and librocattach-agent.so or ROCm's
+ *    rocprofiler-register). Only that thread is ever stopped.
+ *  - The tool libraries run inside the target. A crashing tool crashes it.
+ *  - Between attach and detach the target is not traced: ptrace is held only
+ *    while an operation runs, so a debugger can attach during the window and a
+ *    dying attacher leaves nothing behind.
+ */
+#ifndef ROCATTACH_ROCATTACH_H
+#define ROCATTACH_ROCATTACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rocattach/version.h>
+
+#ifdef __cplusplus
+#define ROCATTACH_EXTERN_C_INIT extern "C" {
+#define ROCATTACH_EXTERN_C_FINI }
+#else
+#define ROCATTACH_EXTERN_C_INIT
+#define ROCATTACH_EXTERN_C_FINI
+#endif
+
+#if defined(ROCATTACH_BUILDING_LIBRARY)
+#define ROCATTACH_API __attribute__((visibility("default")))
+#else
+#define ROCATTACH_API
+#endif
+#define ROCATTACH_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+
+ROCATTACH_EXTERN_C_INIT
+
+/* Frozen order and values: ROCm compatibility. */
+typedef enum rocattach_status_t {
+	ROCATTACH_STATUS_SUCCESS = 0,
+	ROCATTACH_STATUS_ERROR,
+	ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+	ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
+	ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
+	ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED,
+	ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+	ROCATTACH_STATUS_LAST,
+} rocattach_status_t;
+
+typedef struct rocattach_version_triplet_t {
+	uint32_t major;
+	uint32_t minor;
+	uint32_t patch;
+} rocattach_version_triplet_t;
+
+rocattach_status_t rocattach_get_version(uint32_t *major, uint32_t *minor,
+					 uint32_t *patch) ROCATTACH_API;
+rocattach_status_t rocattach_get_version_triplet(rocattach_version_triplet_t *info) ROCATTACH_API
+	ROCATTACH_NONNULL(1);
+
+/*
+ * Attach the tool libraries named by ROCPROF_ATTACH_TOOL_LIBRARY (colon list,
+ * default "librocprofiler-sdk-tool.so.1") to one process.
+ * A PID that already has a session: INVALID_ARGUMENT.
+ */
+rocattach_status_t rocattach_attach(int pid) ROCATTACH_API;
+
+/*
+ * Attach to pid and every descendant (snapshot, breadth-first). The root must
+ * attach or nothing else is tried. Descendants without a listener are skipped
+ * with a warning; other failures are logged and the last one is returned.
+ */
+rocattach_status_t rocattach_attach_tree(int pid) ROCATTACH_API;
+
+/* Detach exactly the PIDs recorded by rocattach_attach_tree(pid). */
+rocattach_status_t rocattach_detach_tree(int pid) ROCATTACH_API;
+
+/* Detach one process; pid 0 detaches every session and returns SUCCESS. */
+rocattach_status_t rocattach_detach(int pid) ROCATTACH_API;
+
+/* Enum identifier / message of a status; NULL for an unknown value. */
+const char *rocattach_get_status_name(rocattach_status_t status) ROCATTACH_API;
+const char *rocattach_get_status_string(rocattach_status_t status) ROCATTACH_API;
+
+/* ---------------------------------------------------------------------------
+ * Extensions (ours).
+ */
+
+/* Steps of an operation, timed in rocattach_report_t.step_ns. */
+enum rocattach_step {
+	ROCATTACH_STEP_PREPARE = 0, /* /proc reads, tool path checks, symbol lookup */
+	ROCATTACH_STEP_SEIZE,	    /* PTRACE_SEIZE + PTRACE_INTERRUPT + stop */
+	ROCATTACH_STEP_MMAP,	    /* remote mmap of the buffers */
+	ROCATTACH_STEP_WRITE,	    /* process_vm_writev of the buffers */
+	ROCATTACH_STEP_CALL,	    /* remote call of the attach/detach entry point */
+	ROCATTACH_STEP_MUNMAP,	    /* remote munmap */
+	ROCATTACH_STEP_RELEASE,	    /* register restore + PTRACE_DETACH */
+	ROCATTACH_STEP_COUNT,
+};
+
+/* Flags for rocattach_opts_t.flags. */
+#define ROCATTACH_F_NO_ENV_TOOL 0x1u /* ignore ROCPROF_ATTACH_TOOL_LIBRARY */
+
+typedef struct rocattach_opts {
+	size_t size; /* sizeof(rocattach_opts_t) */
+	/* Colon-separated tool libraries; NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default. */
+	const char *tool_libraries;
+	/*
+	 * Extra "NAME=VALUE" strings (NULL-terminated array) added to the
+	 * environment buffer after the caller's ROCP* variables. Names must
+	 * start with "ROCP", like everything that crosses into a target.
+	 */
+	const char *const *env;
+	unsigned int flags;
+} rocattach_opts_t;
+
+#define ROCATTACH_MESSAGE_MAX 512
+
+typedef struct rocattach_report {
+	size_t size;		/* sizeof(rocattach_report_t), set by the caller */
+	rocattach_status_t status;
+	int agent_status;	/* value returned by the target's entry point, -1 if not called */
+	int tid;		/* listener thread that was driven, 0 if none found */
+	uint64_t step_ns[ROCATTACH_STEP_COUNT];
+	uint64_t start_ns, end_ns; /* CLOCK_REALTIME around the whole operation */
+	char message[ROCATTACH_MESSAGE_MAX]; /* "" on success */
+} rocattach_report_t;
+
+/* rocattach_attach() with explicit options; report may be NULL. */
+rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
+				       rocattach_report_t *report) ROCATTACH_API;
+/* rocattach_detach() of one pid (> 0) with a report. */
+rocattach_status_t rocattach_detach_ex(int pid, rocattach_report_t *report) ROCATTACH_API;
+
+/*
+ * The message of the last failed call made by this thread ("" if none):
+ * which step, which pid/tid, which syscall, and why.
+ */
+const char *rocattach_last_error(void) ROCATTACH_API;
+
+/* Log levels; the library never prints on its own. */
+enum rocattach_log_level {
+	ROCATTACH_LOG_ERROR = 0,
+	ROCATTACH_LOG_WARNING,
+	ROCATTACH_LOG_INFO,
+	ROCATTACH_LOG_DEBUG,
+};
+
+typedef void (*rocattach_log_fn)(int level, const char *message, void *user);
+
+/*
+ * Install a log callback (NULL: discard) and the most verbose level passed
+ * to it. The environment variable ROCATTACH_LOG_LEVEL (error, warning, info,
+ * debug or 0-3) raises the level.
+ */
+void rocattach_set_log_callback(rocattach_log_fn fn, void *user) ROCATTACH_API;
+void rocattach_set_log_level(int level) ROCATTACH_API;
+
+ROCATTACH_EXTERN_C_FINI
+
+#endif /* ROCATTACH_ROCATTACH_H */

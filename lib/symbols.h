@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Addresses of dynamic symbols in a live process, read with libelf from the
+ * ELF files behind its mappings (container-safe: /proc/PID/map_files/A-B,
+ * else /proc/PID/root/PATH checked against the mapping's dev/inode).
+ */
+#ifndef RA_SYMBOLS_H
+#define RA_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "procfs.h"
+
+/*
+ * Look up the defined (global or weak) function symbols names[0..n) in the
+ * dynamic symbol table (.dynsym) of an ELF file open on fd. vaddr[i] receives
+ * st_value (not yet relocated). *load_bias_base receives the p_vaddr of the
+ * first PT_LOAD rounded down to its page, *load_offset its p_offset rounded
+ * down likewise, so bias = (start of the mapping of that offset) - base.
+ * Returns the number of names found (0..n), or -errno (-ENOEXEC: not an ELF
+ * of this machine's class and architecture, or corrupt).
+ */
+int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr,
+		     uint64_t *load_bias_base, uint64_t *load_offset);
+
+/*
+ * Find one mapped object of pid that defines all names[0..n) as functions
+ * and return their run-time addresses (each checked to land in an executable
+ * mapping of that object). Objects whose basename starts with one of
+ * prefer[] (NULL-terminated, may be NULL) are tried first, in that order;
+ * then every other file-backed object, in address order.
+ * obj receives the object's path as the target sees it.
+ * Returns 0, -ENOENT if no object defines them all, other -errno with e set.
+ */
+int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
+		    const char *const *names, size_t n, const char *const *prefer,
+		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e);
+
+#endif
