@@ -15,9 +15,10 @@ static const struct {
 						 "General ptrace error"},
 	[ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED] =
 		{"ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED",
-		 "ptrace operation not permitted"},
+		 "ptrace returned EPERM, operation not permitted"},
 	[ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND] =
-		{"ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND", "ptrace process not found"},
+		{"ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND",
+		 "ptrace returned ESRCH, no such process"},
 };
 
 const char *rocattach_get_status_name(rocattach_status_t status)
