@@ -1,1 +1,237 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: MIT */
+#include <elf.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "procfs.h"
+#include "ptrace_util.h"
+
+#define CAP_SYS_PTRACE_BIT 19
+
+const char *ra_ptrace_name(int req)
+{
+	switch (req) {
+	case PTRACE_SEIZE:
+		return "PTRACE_SEIZE";
+	case PTRACE_INTERRUPT:
+		return "PTRACE_INTERRUPT";
+	case PTRACE_DETACH:
+		return "PTRACE_DETACH";
+	case PTRACE_CONT:
+		return "PTRACE_CONT";
+	case PTRACE_SYSCALL:
+		return "PTRACE_SYSCALL";
+	case PTRACE_GETREGSET:
+		return "PTRACE_GETREGSET";
+	case PTRACE_SETREGSET:
+		return "PTRACE_SETREGSET";
+	case PTRACE_GET_SYSCALL_INFO:
+		return "PTRACE_GET_SYSCALL_INFO";
+	case PTRACE_PEEKDATA:
+		return "PTRACE_PEEKDATA";
+	case PTRACE_POKEDATA:
+		return "PTRACE_POKEDATA";
+	default:
+		return "ptrace";
+	}
+}
+
+long ra_ptrace(int req, pid_t tid, void *addr, void *data, struct ra_err *e)
+{
+	long ret;
+	int err;
+
+	errno = 0;
+	ret = ptrace((enum __ptrace_request)req, tid, addr, data);
+	if (ret == -1 && errno) {
+		err = errno;
+		ra_err_set(e, ra_status_from_ptrace_errno(err), "%s(%d): %s", ra_ptrace_name(req),
+			   tid, strerror(err));
+		return -err;
+	}
+	return ret;
+}
+
+static int have_cap_sys_ptrace(void)
+{
+	unsigned long long eff = 0;
+	char *text = NULL, *p;
+	size_t len;
+
+	if (ra_read_file("/proc/self/status", &text, &len))
+		return 0;
+	p = strstr(text, "\nCapEff:");
+	if (p)
+		sscanf(p + 8, "%llx", &eff);
+	free(text);
+	return (eff >> CAP_SYS_PTRACE_BIT) & 1;
+}
+
+static int yama_scope(void)
+{
+	char *text = NULL;
+	size_t len;
+	int v = 0;
+
+	if (ra_read_file("/proc/sys/kernel/yama/ptrace_scope", &text, &len))
+		return 0;
+	v = atoi(text);
+	free(text);
+	return v;
+}
+
+static void tracer_comm(pid_t tracer, char *buf, size_t len)
+{
+	char path[64], *text = NULL;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", tracer);
+	if (ra_read_file(path, &text, &n)) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	text[strcspn(text, "\n")] = '\0';
+	snprintf(buf, len, "%s", text);
+	free(text);
+}
+
+void ra_explain_eperm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[64], comm[64];
+	struct ra_status st;
+	struct stat sb;
+	int scope;
+
+	if (ra_status_read(RA_PROCFS, pid, &st) == 0) {
+		struct ra_status tst;
+		char tpath[64];
+
+		/* The tracer is per thread: ask the thread, fall back to the process. */
+		snprintf(tpath, sizeof(tpath), "%s/%d/task", RA_PROCFS, pid);
+		if (ra_status_read(tpath, tid, &tst) == 0 && tst.tracer_pid)
+			st.tracer_pid = tst.tracer_pid;
+		if (st.tracer_pid) {
+			tracer_comm(st.tracer_pid, comm, sizeof(comm));
+			snprintf(buf, len, "already traced by %d (%s): detach that tracer first",
+				 st.tracer_pid, comm);
+			return;
+		}
+		if (st.uid_real != geteuid() && !have_cap_sys_ptrace()) {
+			snprintf(buf, len,
+				 "owned by uid %u and this process (uid %u) lacks CAP_SYS_PTRACE: "
+				 "run as that user or as root",
+				 (unsigned int)st.uid_real, (unsigned int)geteuid());
+			return;
+		}
+	}
+	scope = yama_scope();
+	if (scope >= 1 && !(scope == 1 && have_cap_sys_ptrace())) {
+		snprintf(buf, len,
+			 "Yama ptrace_scope is %d%s", scope,
+			 scope == 3 ? " (attaching is disabled until reboot)"
+				    : ": run as root or set kernel.yama.ptrace_scope=0");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &sb) == 0 && sb.st_uid == 0 && geteuid() != 0) {
+		snprintf(buf, len, "not dumpable (setuid, file capabilities or prctl): run as root");
+		return;
+	}
+	snprintf(buf, len, "denied by a security policy (LSM or seccomp)");
+}
+
+int ra_wait(pid_t tid, int *status, struct ra_err *e)
+{
+	pid_t ret;
+
+	do {
+		ret = waitpid(tid, status, __WALL);
+	} while (ret < 0 && errno == EINTR);
+	if (ret < 0) {
+		int err = errno;
+
+		ra_err_set(e, ra_status_from_ptrace_errno(err), "waitpid(%d): %s", tid,
+			   strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+int ra_getregs(pid_t tid, struct ra_regs *r, struct ra_err *e)
+{
+	struct iovec iov = {ra_arch_regs_data(r), ra_arch_regs_size()};
+	long ret = ra_ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &iov, e);
+
+	return ret < 0 ? (int)ret : 0;
+}
+
+int ra_setregs(pid_t tid, struct ra_regs *r, struct ra_err *e)
+{
+	struct iovec iov = {ra_arch_regs_data(r), ra_arch_regs_size()};
+	long ret = ra_ptrace(PTRACE_SETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &iov, e);
+
+	return ret < 0 ? (int)ret : 0;
+}
+
+static int procmem_io(pid_t pid, uint64_t addr, void *buf, size_t len, int write, struct ra_err *e)
+{
+	char path[64];
+	ssize_t n;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		goto out;
+	}
+	n = write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
+	if (n < 0)
+		err = errno;
+	else if ((size_t)n != len)
+		err = EIO;
+	close(fd);
+out:
+	if (err)
+		ra_err_set(e, err == ESRCH ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
+					   : ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
+			   "%s %zu bytes at 0x%llx of %d via %s: %s", write ? "write" : "read", len,
+			   (unsigned long long)addr, pid, path, strerror(err));
+	return -err;
+}
+
+static int vm_io(pid_t pid, uint64_t addr, void *buf, size_t len, int write, struct ra_err *e)
+{
+	struct iovec local = {buf, len};
+	struct iovec remote = {(void *)(uintptr_t)addr, len};
+	ssize_t n;
+
+	n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+		  : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	/* ENOSYS: no CONFIG_CROSS_MEMORY_ATTACH; partial or EFAULT: let /proc/PID/mem decide. */
+	return procmem_io(pid, addr, buf, len, write, e);
+}
+
+int ra_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len, struct ra_err *e)
+{
+	return vm_io(pid, addr, (void *)buf, len, 1, e);
+}
+
+int ra_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len, struct ra_err *e)
+{
+	return vm_io(pid, addr, buf, len, 0, e);
+}
+
+int ra_mem_write_code(pid_t pid, uint64_t addr, const void *buf, size_t len, struct ra_err *e)
+{
+	return procmem_io(pid, addr, (void *)buf, len, 1, e);
+}

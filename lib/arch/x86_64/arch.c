@@ -1,1 +1,127 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "arch/arch.h"
+
+/* Kernel-internal restart codes, visible to a tracer in rax (include/linux/errno.h). */
+#define ERESTARTSYS 512
+#define ERESTARTNOINTR 513
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
+
+#define X86_EFLAGS_DF 0x400
+#define RED_ZONE 128
+
+/*
+ *  0: 0f 05           syscall          remote syscall starts here
+ *  2: 48 89 c7        mov %rax,%rdi    result -> rdi
+ *  5: b8 22 00 00 00  mov $34,%eax     SYS_pause
+ * 10: 0f 05           syscall          park: entry stop has rip == 12
+ * 12: eb f7           jmp 5
+ * 14: ff d0           call *%rax       remote call starts here
+ * 16: eb f0           jmp 2
+ */
+static const struct ra_tramp x86_64_tramp = {
+	.code = {0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x22, 0x00, 0x00, 0x00,
+		 0x0f, 0x05, 0xeb, 0xf7, 0xff, 0xd0, 0xeb, 0xf0},
+	.len = 18,
+	.syscall_off = 0,
+	.call_off = 14,
+	.park_pc_off = 12,
+	.park_nr = SYS_pause,
+};
+
+const struct ra_tramp *ra_arch_tramp(void)
+{
+	return &x86_64_tramp;
+}
+
+static void set_args(struct user_regs_struct *u, const uint64_t *a, int n)
+{
+	unsigned long long *slot[6] = {&u->rdi, &u->rsi, &u->rdx, &u->r10, &u->r8, &u->r9};
+
+	for (int i = 0; i < n && i < 6; i++)
+		*slot[i] = a[i];
+}
+
+void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
+			   long nr, const uint64_t *args, int n)
+{
+	*r = *saved;
+	set_args(&r->r, args, n);
+	r->r.rax = (unsigned long long)nr;
+	r->r.orig_rax = (unsigned long long)-1; /* not in a syscall: no restart into ours */
+	r->r.rip = tramp + x86_64_tramp.syscall_off;
+	r->r.rsp = ((saved->r.rsp - RED_ZONE) & ~0xfULL);
+}
+
+void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
+			uint64_t fn, const uint64_t *args, int n)
+{
+	unsigned long long rcx = 0;
+
+	*r = *saved;
+	/* The SysV ABI uses rcx for the 4th argument, the syscall ABI r10. */
+	if (n > 3)
+		rcx = args[3];
+	set_args(&r->r, args, n);
+	r->r.rcx = rcx;
+	r->r.rax = fn;
+	r->r.orig_rax = (unsigned long long)-1;
+	r->r.rip = tramp + x86_64_tramp.call_off;
+	/* 16-aligned before the call pushes the return address, as the ABI wants. */
+	r->r.rsp = ((saved->r.rsp - RED_ZONE) & ~0xfULL);
+	r->r.eflags &= ~(unsigned long long)X86_EFLAGS_DF;
+}
+
+uint64_t ra_arch_park_result(const struct ra_regs *r)
+{
+	return r->r.rdi;
+}
+
+uint64_t ra_arch_pc(const struct ra_regs *r)
+{
+	return r->r.rip;
+}
+
+void ra_arch_restore_from_park(struct ra_regs *r, const struct ra_regs *saved)
+{
+	long long rax = (long long)saved->r.rax;
+
+	*r = *saved;
+	if ((long long)saved->r.orig_rax >= 0) {
+		switch (rax) {
+		case -ERESTARTSYS:
+		case -ERESTARTNOINTR:
+		case -ERESTARTNOHAND:
+			r->r.rax = saved->r.orig_rax;
+			r->r.rip -= 2;
+			break;
+		case -ERESTART_RESTARTBLOCK:
+			r->r.rax = SYS_restart_syscall;
+			r->r.rip -= 2;
+			break;
+		default:
+			break;
+		}
+	}
+	/* We are at the park syscall's entry: -1 makes the kernel skip it. */
+	r->r.orig_rax = (unsigned long long)-1;
+}
+
+void ra_arch_cancel_syscall(struct ra_regs *r)
+{
+	r->r.orig_rax = (unsigned long long)-1;
+}
+
+void *ra_arch_regs_data(struct ra_regs *r)
+{
+	return &r->r;
+}
+
+size_t ra_arch_regs_size(void)
+{
+	return sizeof(struct user_regs_struct);
+}

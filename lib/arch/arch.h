@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-architecture part of driving a stopped thread: registers, the
+ * trampoline code, and syscall-restart rules. One implementation per
+ * lib/arch/<arch>/ with the same file names; common code has no #ifdef.
+ *
+ * The trampoline has no trap instruction. Both remote syscalls and remote
+ * calls end in a "park": the result is moved to a register and the thread
+ * loops on a blocking syscall (pause). The tracer resumes with PTRACE_SYSCALL
+ * and recognises the park syscall's entry stop by its number and address.
+ * Should the tracer die at any moment, the kernel detaches the thread and it
+ * simply stays parked (the listener thread has every signal blocked, so
+ * pause never returns): the process never sees a stray SIGTRAP.
+ */
+#ifndef RA_ARCH_H
+#define RA_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch_regs.h" /* struct ra_regs, from lib/arch/<arch>/ */
+
+#define RA_ARCH_TRAMP_MAX 32
+
+struct ra_tramp {
+	uint8_t code[RA_ARCH_TRAMP_MAX];
+	size_t len;	     /* bytes of code[] to write at the trampoline address */
+	size_t syscall_off;  /* start here for a remote syscall */
+	size_t call_off;     /* start here for a remote function call */
+	size_t park_pc_off;  /* instruction pointer at the park syscall's entry stop */
+	long park_nr;	     /* the park syscall's number */
+};
+
+/* This architecture's trampoline. */
+const struct ra_tramp *ra_arch_tramp(void);
+
+/* Registers for a remote syscall nr(args[0..n)), n <= 6, from the saved ones. */
+void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
+			   long nr, const uint64_t *args, int n);
+/* Registers for a remote call fn(args[0..n)), n <= 6: stack below the red zone, aligned. */
+void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
+			uint64_t fn, const uint64_t *args, int n);
+/* The result the trampoline left in its register before parking. */
+uint64_t ra_arch_park_result(const struct ra_regs *r);
+uint64_t ra_arch_pc(const struct ra_regs *r);
+
+/*
+ * Turn the registers saved at the first stop into the ones to install at
+ * the park syscall's entry stop: if the thread was interrupted in a syscall
+ * that the kernel would restart, rewind to the syscall instruction with the
+ * right number (what the kernel's own restart does), and cancel the park
+ * syscall so it never runs. The thread then continues exactly where it was.
+ */
+void ra_arch_restore_from_park(struct ra_regs *r, const struct ra_regs *saved);
+
+/* Let the kernel skip the syscall whose entry stop the thread is in. */
+void ra_arch_cancel_syscall(struct ra_regs *r);
+
+/* Register set for PTRACE_GETREGSET / SETREGSET (NT_PRSTATUS). */
+void *ra_arch_regs_data(struct ra_regs *r);
+size_t ra_arch_regs_size(void);
+
+#endif

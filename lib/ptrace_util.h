@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one choke point for ptrace requests and target memory access: every
+ * failure names the request, the tid and the cause, and maps errno to a
+ * status (EPERM 5, ESRCH 6, other 4).
+ */
+#ifndef RA_PTRACE_UTIL_H
+#define RA_PTRACE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+
+#include "arch/arch.h"
+#include "err.h"
+
+/* ptrace(req, tid, addr, data); on failure sets e and returns -errno. */
+long ra_ptrace(int req, pid_t tid, void *addr, void *data, struct ra_err *e);
+const char *ra_ptrace_name(int req);
+
+/*
+ * Why PTRACE_SEIZE of tid in pid failed with EPERM, as a phrase for the
+ * message: "process already traced by 998 (gdb)", "owned by uid 1000 and we
+ * lack CAP_SYS_PTRACE", "Yama ptrace_scope is 3", "not dumpable", ...
+ */
+void ra_explain_eperm(pid_t pid, pid_t tid, char *buf, size_t len);
+
+/* waitpid(tid, __WALL), retried on EINTR. -errno on failure (e set). */
+int ra_wait(pid_t tid, int *status, struct ra_err *e);
+
+int ra_getregs(pid_t tid, struct ra_regs *r, struct ra_err *e);
+int ra_setregs(pid_t tid, struct ra_regs *r, struct ra_err *e);
+
+/*
+ * Bulk memory of a stopped or running target: process_vm_writev/readv,
+ * falling back to /proc/PID/mem. ra_mem_write_code writes through
+ * /proc/PID/mem (which may write read-only text, like POKETEXT) and needs
+ * the caller to be the tracer.
+ */
+int ra_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len, struct ra_err *e);
+int ra_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len, struct ra_err *e);
+int ra_mem_write_code(pid_t pid, uint64_t addr, const void *buf, size_t len, struct ra_err *e);
+
+#endif
