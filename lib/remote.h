@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote syscalls and calls on one seized thread (see lib/arch/arch.h for
+ * the trampoline). Usage:
+ *   ra_remote_begin -> ra_remote_syscall / ra_remote_call ... -> ra_remote_end
+ * ra_remote_end must be called after a successful begin whatever happened:
+ * it puts back the code bytes and every register and releases the thread.
+ */
+#ifndef RA_REMOTE_H
+#define RA_REMOTE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arch/arch.h"
+#include "err.h"
+
+struct ra_remote {
+	pid_t pid, tid;
+	uint64_t tramp;		/* where the trampoline is written (AT_ENTRY) */
+	uint8_t orig_code[RA_ARCH_TRAMP_MAX];
+	struct ra_regs saved;	/* registers at the first stop */
+	bool seized;		/* we are the tracer */
+	bool code_written;	/* trampoline is in place */
+	bool parked;		/* thread sits at the park syscall's entry stop */
+	bool gone;		/* thread or process exited under us */
+	int signals_forwarded;
+	struct ra_err *e;
+};
+
+/*
+ * Seize tid of pid, stop it, save its registers and write the trampoline at
+ * tramp (its original bytes are saved first). On failure nothing is left:
+ * the thread is released and the code untouched.
+ */
+int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, struct ra_err *e);
+
+/* nr(args) in the target. *ret is the raw return (-4095..-1 is -errno). */
+int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n, uint64_t *ret);
+
+/* fn(args) in the target; signals not caused by us are forwarded to the thread. */
+int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t *ret);
+
+/* Restore code and registers, PTRACE_DETACH. Safe to call when begin failed. */
+int ra_remote_end(struct ra_remote *r);
+
+#endif
