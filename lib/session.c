@@ -1,1 +1,703 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sessions and the public attach/detach API.
+ *
+ * A session records that a process is attached. Unlike ROCm's attacher we do
+ * not stay the tracer between attach and detach: ptrace is held only while an
+ * operation runs. So an open window costs the attacher no thread and no CPU,
+ * any thread may detach what another attached, a debugger may attach during
+ * the window, and an attacher that dies leaves no tracee behind.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/envbuf.h"
+#include "common/toollist.h"
+#include "log.h"
+#include "procfs.h"
+#include "ptrace_util.h"
+#include "remote.h"
+#include "symbols.h"
+
+#define LISTENER_COMM "rocp-bg-attach"
+#define DEFAULT_TOOL "librocprofiler-sdk-tool.so.1"
+
+extern char **environ;
+
+static const char *const entry_names[] = {"rocprofiler_register_attach",
+					  "rocprofiler_register_detach"};
+static const char *const entry_objects[] = {"librocprofiler-register.so", "librocattach-agent.so",
+					    NULL};
+
+struct session {
+	struct session *next;
+	pid_t pid;
+	bool busy;	     /* an attach or detach is running on it */
+	bool attached;
+	uint64_t starttime;  /* with pid, identifies the process */
+	pid_t tid;	     /* listener thread */
+	uint64_t tramp;	     /* AT_ENTRY */
+	uint64_t fn_detach;
+	pid_t *tree;	     /* recorded by attach_tree on its root */
+	size_t tree_n;
+	bool has_tree;
+};
+
+static pthread_mutex_t sessions_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct session *sessions;
+static __thread char last_error[ROCATTACH_MESSAGE_MAX];
+
+/* One operation's error, timings and report. */
+struct op {
+	struct ra_err e;
+	rocattach_report_t rep;
+	uint64_t t_step;
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void op_init(struct op *op)
+{
+	memset(op, 0, sizeof(*op));
+	op->rep.size = sizeof(op->rep);
+	op->rep.agent_status = -1;
+	op->rep.start_ns = clock_ns(CLOCK_REALTIME);
+	op->t_step = clock_ns(CLOCK_MONOTONIC);
+}
+
+/* Close the running step: its time goes to step_ns[step]. */
+static void op_step(struct op *op, enum rocattach_step step)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	op->rep.step_ns[step] += now - op->t_step;
+	op->t_step = now;
+}
+
+static rocattach_status_t op_finish(struct op *op, rocattach_report_t *out)
+{
+	op->rep.status = op->e.status;
+	op->rep.end_ns = clock_ns(CLOCK_REALTIME);
+	snprintf(op->rep.message, sizeof(op->rep.message), "%s", op->e.msg);
+	if (op->e.status != ROCATTACH_STATUS_SUCCESS) {
+		snprintf(last_error, sizeof(last_error), "%s", op->e.msg);
+		ra_error("%s", op->e.msg);
+	}
+	if (out && out->size >= offsetof(rocattach_report_t, message))
+		memcpy(out, &op->rep, out->size < sizeof(op->rep) ? out->size : sizeof(op->rep));
+	return op->e.status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Session table. */
+
+static struct session *find_locked(pid_t pid)
+{
+	for (struct session *s = sessions; s; s = s->next)
+		if (s->pid == pid)
+			return s;
+	return NULL;
+}
+
+/* A new busy session for pid, or NULL (e set) if pid already has one. */
+static struct session *claim_new(pid_t pid, struct ra_err *e)
+{
+	struct session *s = NULL;
+
+	pthread_mutex_lock(&sessions_lock);
+	if (find_locked(pid)) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			   "process %d already has an attach session: detach it first", pid);
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
+		goto out;
+	}
+	s->pid = pid;
+	s->busy = true;
+	s->next = sessions;
+	sessions = s;
+out:
+	pthread_mutex_unlock(&sessions_lock);
+	return s;
+}
+
+/* The attached session of pid, marked busy, or NULL (e set). */
+static struct session *claim_existing(pid_t pid, struct ra_err *e)
+{
+	struct session *s;
+
+	pthread_mutex_lock(&sessions_lock);
+	s = find_locked(pid);
+	if (!s || !s->attached) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			   "process %d has no attach session", pid);
+		s = NULL;
+	} else if (s->busy) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			   "process %d: another attach or detach is in progress", pid);
+		s = NULL;
+	} else {
+		s->busy = true;
+	}
+	pthread_mutex_unlock(&sessions_lock);
+	return s;
+}
+
+/* End an operation on s: keep it (attached) or drop it. */
+static void release(struct session *s, bool keep)
+{
+	struct session **pp;
+
+	pthread_mutex_lock(&sessions_lock);
+	s->busy = false;
+	s->attached = keep;
+	if (!keep) {
+		for (pp = &sessions; *pp; pp = &(*pp)->next) {
+			if (*pp == s) {
+				*pp = s->next;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&sessions_lock);
+	if (!keep) {
+		free(s->tree);
+		free(s);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Preparing an attach: everything slow and fallible before any ptrace. */
+
+struct prepared {
+	struct ra_toollist tools;
+	const char *tool_path;
+	char *payload;	    /* env buffer, then the tool path */
+	size_t env_len, payload_len;
+	uint64_t fn_attach, fn_detach;
+	char object[512];
+};
+
+static const char *tool_list_for(const rocattach_opts_t *o)
+{
+	const char *v;
+
+	if (o->tool_libraries)
+		return o->tool_libraries;
+	/* Under secure execution the caller's environment is not trusted. */
+	if (!(o->flags & ROCATTACH_F_NO_ENV_TOOL) && !getauxval(AT_SECURE)) {
+		v = getenv("ROCPROF_ATTACH_TOOL_LIBRARY");
+		if (v && *v)
+			return v;
+	}
+	return DEFAULT_TOOL;
+}
+
+/* Paths with a '/' are checked as the target sees them; bare names are the target's to search. */
+static int check_tools(pid_t pid, struct prepared *p, struct ra_err *e)
+{
+	char path[4096];
+	struct stat sb;
+
+	for (size_t i = 0; i < p->tools.n; i++) {
+		const char *t = p->tools.v[i];
+
+		if (!strchr(t, '/'))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/%s/%s", pid, t[0] == '/' ? "root" : "cwd",
+			 t);
+		if (stat(path, &sb) < 0) {
+			int err = errno;
+
+			return ra_err_set(e, err == ESRCH ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
+							  : ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+					  "tool library %s as seen from process %d (%s): %s", t,
+					  pid, path, strerror(err));
+		}
+		if (!S_ISREG(sb.st_mode))
+			return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+					  "tool library %s in process %d is not a regular file", t,
+					  pid);
+	}
+	return 0;
+}
+
+static int build_payload(const rocattach_opts_t *o, struct prepared *p, struct ra_err *e)
+{
+	size_t n_env = 0, n_extra = 0, k = 0, plen;
+	const char **all;
+	char *buf;
+	int ret;
+
+	while (environ && environ[n_env])
+		n_env++;
+	while (o->env && o->env[n_extra])
+		n_extra++;
+	all = calloc(n_env + n_extra + 1, sizeof(*all));
+	if (!all)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
+	for (size_t i = 0; i < n_env; i++)
+		if (!strncmp(environ[i], "ROCP", 4))
+			all[k++] = environ[i];
+	for (size_t i = 0; i < n_extra; i++)
+		all[k++] = o->env[i];
+	ret = ra_envbuf_encode(all, k, &buf, &p->env_len, NULL);
+	free(all);
+	if (ret)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "environment buffer: %s",
+				  strerror(-ret));
+	plen = strlen(p->tool_path) + 1;
+	p->payload = realloc(buf, p->env_len + plen);
+	if (!p->payload) {
+		free(buf);
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
+	}
+	memcpy(p->payload + p->env_len, p->tool_path, plen);
+	p->payload_len = p->env_len + plen;
+	return 0;
+}
+
+static rocattach_status_t no_process(pid_t pid, int err, struct ra_err *e)
+{
+	if (err == -ESRCH || err == -ENOENT)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+				  "process %d does not exist", pid);
+	return ra_err_set(e, ROCATTACH_STATUS_ERROR, "reading /proc/%d: %s", pid, strerror(-err));
+}
+
+static int find_listener(pid_t pid, pid_t *tid, struct ra_err *e)
+{
+	int ret = ra_find_thread_by_comm(RA_PROCFS, pid, LISTENER_COMM, tid);
+
+	if (ret == -ENOENT)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d has no attach listener (no thread named '%s'): start "
+				  "it with ROCP_TOOL_ATTACH=1 (and LD_PRELOAD=librocattach-agent.so "
+				  "if it does not use ROCm)",
+				  pid, LISTENER_COMM);
+	if (ret)
+		return no_process(pid, ret, e);
+	return 0;
+}
+
+static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
+{
+	struct ra_maps maps = {0};
+	uint64_t addrs[2];
+	int ret;
+
+	ret = ra_maps_read(RA_PROCFS, pid, &maps);
+	if (ret)
+		return no_process(pid, ret, e);
+	ret = ra_symbols_find(RA_PROCFS, pid, &maps, entry_names, 2, entry_objects, addrs,
+			      p->object, sizeof(p->object), e);
+	ra_maps_free(&maps);
+	if (ret == -ENOENT)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d has a '%s' thread but no loaded object exports %s "
+				  "and %s",
+				  pid, LISTENER_COMM, entry_names[0], entry_names[1]);
+	if (ret)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "symbol lookup in process %d: %s",
+				  pid, strerror(-ret));
+	p->fn_attach = addrs[0];
+	p->fn_detach = addrs[1];
+	return 0;
+}
+
+static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+		   struct ra_err *e)
+{
+	struct ra_stat st;
+	int ret;
+
+	ret = ra_stat_read(RA_PROCFS, s->pid, &st);
+	if (ret)
+		return no_process(s->pid, ret, e);
+	if (st.state == 'Z' || st.state == 'X')
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+				  "process %d is a zombie (exited, not yet reaped)", s->pid);
+	s->starttime = st.starttime;
+	p->tool_path = tool_list_for(o);
+	ret = ra_toollist_parse(p->tool_path, &p->tools);
+	if (ret)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+				  "tool library list '%s' is %s", p->tool_path,
+				  ret == -E2BIG ? "too long" : "empty");
+	if (check_tools(s->pid, p, e) || find_listener(s->pid, &s->tid, e) ||
+	    find_entry_points(s->pid, p, e))
+		return -1;
+	ret = ra_auxv_read(RA_PROCFS, s->pid, AT_ENTRY, &s->tramp);
+	if (ret)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d: no AT_ENTRY in /proc/%d/auxv: %s", s->pid, s->pid,
+				  strerror(-ret));
+	s->fn_detach = p->fn_detach;
+	return build_payload(o, p, e);
+}
+
+static void prepared_free(struct prepared *p)
+{
+	ra_toollist_free(&p->tools);
+	free(p->payload);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Driving the target. */
+
+static const char *register_error_name(int v)
+{
+	static const char *const names[] = {
+		"SUCCESS", "NO_TOOLS", "DEADLOCK", "BAD_API_TABLE_LENGTH", "UNSUPPORTED_API",
+		"INVALID_API_ADDRESS", "ROCPROFILER_ERROR", "EXCESS_API_INSTANCES",
+		"INVALID_ARGUMENT", "ATTACHMENT_NOT_AVAILABLE"};
+
+	if (v < 0 || v >= (int)(sizeof(names) / sizeof(names[0])))
+		return "unknown error";
+	return names[v];
+}
+
+/* Our agent explains its failures; ask it (ROCm's rocprofiler-register has no such call). */
+static void agent_message(struct ra_remote *r, char *buf, size_t len)
+{
+	static const char *const name[] = {"rocattach_agent_last_error"};
+	static const char *const obj[] = {"librocattach-agent.so", NULL};
+	struct ra_err ignore = {0};
+	struct ra_maps maps = {0};
+	uint64_t fn, str;
+
+	buf[0] = '\0';
+	if (ra_maps_read(RA_PROCFS, r->pid, &maps))
+		return;
+	if (!ra_symbols_find(RA_PROCFS, r->pid, &maps, name, 1, obj, &fn, NULL, 0, &ignore) &&
+	    !ra_remote_call(r, fn, NULL, 0, &str) && str &&
+	    !ra_mem_read(r->pid, str, buf, len - 1, &ignore))
+		buf[len - 1] = '\0';
+	else
+		buf[0] = '\0';
+	ra_maps_free(&maps);
+}
+
+static void agent_failed(struct ra_remote *r, const char *fn, int v, struct ra_err *e)
+{
+	char why[256];
+
+	agent_message(r, why, sizeof(why));
+	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
+		   v, register_error_name(v), why[0] ? ": " : "", why);
+}
+
+static int remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr)
+{
+	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 (uint64_t)-1, 0};
+	int ret = ra_remote_syscall(r, SYS_mmap, a, 6, addr);
+
+	if (ret)
+		return ret;
+	if (*addr > (uint64_t)-4096)
+		return ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "remote mmap(%zu) in process %d: %s",
+				  len, r->pid, strerror((int)-(int64_t)*addr));
+	return 0;
+}
+
+static int remote_munmap(struct ra_remote *r, uint64_t addr, size_t len)
+{
+	uint64_t a[2] = {addr, len}, ret;
+
+	return ra_remote_syscall(r, SYS_munmap, a, 2, &ret);
+}
+
+/* Call the attach entry point with the payload in a temporary mapping. */
+static void drive_attach(struct session *s, struct prepared *p, struct ra_remote *r, struct op *op)
+{
+	uint64_t addr = 0, args[2], ret;
+
+	if (remote_mmap(r, p->payload_len, &addr))
+		return;
+	op_step(op, ROCATTACH_STEP_MMAP);
+	if (ra_mem_write(s->pid, addr, p->payload, p->payload_len, &op->e))
+		goto unmap;
+	op_step(op, ROCATTACH_STEP_WRITE);
+	args[0] = addr;
+	args[1] = addr + p->env_len;
+	if (ra_remote_call(r, p->fn_attach, args, 2, &ret))
+		return; /* the thread may be anywhere: leave the mapping */
+	op->rep.agent_status = (int)(int32_t)ret;
+	if (op->rep.agent_status)
+		agent_failed(r, entry_names[0], op->rep.agent_status, &op->e);
+	op_step(op, ROCATTACH_STEP_CALL);
+unmap:
+	remote_munmap(r, addr, p->payload_len);
+	op_step(op, ROCATTACH_STEP_MUNMAP);
+}
+
+static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
+{
+	struct prepared p = {0};
+	struct ra_remote r;
+
+	if (prepare(s, o, &p, &op->e))
+		goto out;
+	op->rep.tid = s->tid;
+	op_step(op, ROCATTACH_STEP_PREPARE);
+	ra_debug("attach %d: listener %d, entry points in %s, tools %s", s->pid, s->tid, p.object,
+		 p.tool_path);
+	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
+		goto out;
+	op_step(op, ROCATTACH_STEP_SEIZE);
+	drive_attach(s, &p, &r, op);
+	ra_remote_end(&r);
+	op_step(op, ROCATTACH_STEP_RELEASE);
+out:
+	prepared_free(&p);
+}
+
+static void copy_opts(rocattach_opts_t *dst, const rocattach_opts_t *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	if (src)
+		memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+	dst->size = sizeof(*dst);
+}
+
+static rocattach_status_t attach_one(int pid, const rocattach_opts_t *opts,
+				     rocattach_report_t *report)
+{
+	rocattach_opts_t o;
+	struct session *s;
+	struct op op;
+
+	op_init(&op);
+	copy_opts(&o, opts);
+	last_error[0] = '\0';
+	if (pid <= 0 || pid == getpid()) {
+		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			   pid <= 0 ? "invalid pid %d" : "process %d is the caller itself", pid);
+		return op_finish(&op, report);
+	}
+	s = claim_new(pid, &op.e);
+	if (s) {
+		do_attach(s, &o, &op);
+		release(s, op.e.status == ROCATTACH_STATUS_SUCCESS);
+	}
+	return op_finish(&op, report);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Detach. */
+
+/* Is s still the same process with the same listener thread? */
+static int still_there(struct session *s, struct ra_err *e)
+{
+	struct ra_stat st;
+	pid_t tid;
+
+	if (ra_stat_read(RA_PROCFS, s->pid, &st) || st.starttime != s->starttime ||
+	    st.state == 'Z' || st.state == 'X')
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+				  "process %d exited during the window", s->pid);
+	/* The listener dies with an exec; a new image means new addresses. */
+	if (ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &tid) || tid != s->tid)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d lost its attach listener thread %d during the "
+				  "window (exec?)",
+				  s->pid, s->tid);
+	return 0;
+}
+
+/* Returns true when the session must be kept (the target could not be reached). */
+static bool do_detach(struct session *s, struct op *op)
+{
+	struct ra_remote r;
+	uint64_t ret;
+	int err;
+
+	op->rep.tid = s->tid;
+	if (still_there(s, &op->e))
+		return false;
+	op_step(op, ROCATTACH_STEP_PREPARE);
+	err = ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e);
+	op_step(op, ROCATTACH_STEP_SEIZE);
+	if (err)
+		return err == -EPERM; /* e.g. a debugger holds it: let the caller retry */
+	if (!ra_remote_call(&r, s->fn_detach, NULL, 0, &ret)) {
+		op->rep.agent_status = (int)(int32_t)ret;
+		if (op->rep.agent_status)
+			agent_failed(&r, entry_names[1], op->rep.agent_status, &op->e);
+	}
+	op_step(op, ROCATTACH_STEP_CALL);
+	ra_remote_end(&r);
+	op_step(op, ROCATTACH_STEP_RELEASE);
+	return false;
+}
+
+static rocattach_status_t detach_one(int pid, rocattach_report_t *report)
+{
+	struct session *s;
+	struct op op;
+
+	op_init(&op);
+	last_error[0] = '\0';
+	if (pid <= 0) {
+		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT, "invalid pid %d", pid);
+		return op_finish(&op, report);
+	}
+	s = claim_existing(pid, &op.e);
+	if (s)
+		release(s, do_detach(s, &op));
+	return op_finish(&op, report);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public API. */
+
+rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
+				       rocattach_report_t *report)
+{
+	return attach_one(pid, opts, report);
+}
+
+rocattach_status_t rocattach_detach_ex(int pid, rocattach_report_t *report)
+{
+	return detach_one(pid, report);
+}
+
+rocattach_status_t rocattach_attach(int pid)
+{
+	return attach_one(pid, NULL, NULL);
+}
+
+static void record_tree(pid_t root, pid_t *pids, size_t n)
+{
+	struct session *s;
+
+	pthread_mutex_lock(&sessions_lock);
+	s = find_locked(root);
+	if (s && s->attached) {
+		free(s->tree);
+		s->tree = pids;
+		s->tree_n = n;
+		s->has_tree = true;
+		pids = NULL;
+	}
+	pthread_mutex_unlock(&sessions_lock);
+	free(pids);
+}
+
+rocattach_status_t rocattach_attach_tree(int pid)
+{
+	rocattach_status_t st, last = ROCATTACH_STATUS_SUCCESS;
+	pid_t *pids = NULL, tid;
+	size_t n = 0, done = 0;
+	struct op op;
+	int ret;
+
+	if (pid <= 0)
+		return attach_one(pid, NULL, NULL);
+	ret = ra_tree(RA_PROCFS, pid, &pids, &n);
+	if (ret) {
+		op_init(&op);
+		no_process(pid, ret, &op.e);
+		return op_finish(&op, NULL);
+	}
+	st = attach_one(pid, NULL, NULL);
+	if (st != ROCATTACH_STATUS_SUCCESS)
+		goto out;
+	pids[done++] = pid;
+	for (size_t i = 1; i < n; i++) {
+		if (ra_find_thread_by_comm(RA_PROCFS, pids[i], LISTENER_COMM, &tid) == -ENOENT) {
+			ra_warn("attach tree %d: skipping process %d: no attach listener "
+				"(a child forked without exec?)",
+				pid, pids[i]);
+			continue;
+		}
+		st = attach_one(pids[i], NULL, NULL);
+		if (st == ROCATTACH_STATUS_SUCCESS)
+			pids[done++] = pids[i];
+		else
+			last = st;
+	}
+	record_tree(pid, pids, done);
+	return last;
+out:
+	free(pids);
+	return st;
+}
+
+rocattach_status_t rocattach_detach_tree(int pid)
+{
+	rocattach_status_t st, last = ROCATTACH_STATUS_SUCCESS;
+	struct session *s;
+	pid_t *pids = NULL;
+	size_t n = 0;
+	struct op op;
+
+	pthread_mutex_lock(&sessions_lock);
+	s = find_locked(pid);
+	if (s && s->has_tree) {
+		pids = s->tree;
+		n = s->tree_n;
+		s->tree = NULL;
+		s->tree_n = 0;
+		s->has_tree = false;
+	}
+	pthread_mutex_unlock(&sessions_lock);
+	if (!pids) {
+		op_init(&op);
+		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			   "process %d has no tree attach session", pid);
+		return op_finish(&op, NULL);
+	}
+	for (size_t i = 0; i < n; i++) {
+		st = detach_one(pids[i], NULL);
+		if (st != ROCATTACH_STATUS_SUCCESS)
+			last = st;
+	}
+	free(pids);
+	return last;
+}
+
+rocattach_status_t rocattach_detach(int pid)
+{
+	pid_t *pids = NULL;
+	size_t n = 0, cap = 0;
+
+	if (pid != 0)
+		return detach_one(pid, NULL);
+	pthread_mutex_lock(&sessions_lock);
+	for (struct session *s = sessions; s; s = s->next)
+		cap++;
+	pids = calloc(cap ? cap : 1, sizeof(*pids));
+	for (struct session *s = sessions; s && pids; s = s->next)
+		if (s->attached && !s->busy)
+			pids[n++] = s->pid;
+	pthread_mutex_unlock(&sessions_lock);
+	for (size_t i = 0; i < n; i++)
+		detach_one(pids[i], NULL);
+	free(pids);
+	return ROCATTACH_STATUS_SUCCESS;
+}
+
+const char *rocattach_last_error(void)
+{
+	return last_error;
+}
