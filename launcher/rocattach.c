@@ -1,1 +1,149 @@
-int main(void) { return 0; }
+/* SPDX-License-Identifier: MIT */
+/*
+ * rocattach: the single-node CLI, equivalent to ROCm's rocprof-attach.
+ * Attach, hold the window (a duration, Enter on a terminal, or a signal),
+ * detach. Signals are taken through a signalfd so the window can end at any
+ * moment without async-signal-safety concerns, and a signal that arrives
+ * during the attach itself is acted upon right after it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rocattach/rocattach.h>
+
+#include "cli_opts.h"
+
+static void log_to_stderr(int level, const char *msg, void *user)
+{
+	static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
+
+	(void)user;
+	fprintf(stderr, "rocattach: %s%s\n", prefix[level & 3], msg);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Block the window-ending signals; they are read from the returned signalfd. */
+static int signals_to_fd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+/* Hold the window. Returns the signal that ended it, or 0. */
+static int hold_window(int sfd, long long duration_ms)
+{
+	struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+	long long deadline = duration_ms >= 0 ? now_ms() + duration_ms : -1;
+	int nfds = duration_ms < 0 && isatty(STDIN_FILENO) ? 2 : 1;
+	struct signalfd_siginfo si;
+	char line[256];
+
+	for (;;) {
+		long long left = deadline < 0 ? -1 : deadline - now_ms();
+		int n;
+
+		if (deadline >= 0 && left <= 0)
+			return 0;
+		n = poll(pfd, nfds, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (n < 0 && errno != EINTR)
+			return 0;
+		if (n > 0 && (pfd[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si))
+			return (int)si.ssi_signo;
+		if (n > 0 && nfds == 2 && pfd[1].revents) {
+			/* Enter ends the window; at end of input only a signal or -d can. */
+			if (!fgets(line, sizeof(line), stdin))
+				nfds = 1;
+			else
+				return 0;
+		}
+	}
+}
+
+static int attach(const struct cli_opts *o)
+{
+	return o->children ? rocattach_attach_tree(o->pid) : rocattach_attach(o->pid);
+}
+
+static int detach(const struct cli_opts *o)
+{
+	return o->children ? rocattach_detach_tree(o->pid) : rocattach_detach(o->pid);
+}
+
+static int run(const struct cli_opts *o)
+{
+	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
+
+	if (sfd < 0) {
+		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
+		return CLI_EXIT_ATTACH;
+	}
+	st = attach(o);
+	if (st != ROCATTACH_STATUS_SUCCESS) {
+		/* With children, a root that attached makes this a partial success. */
+		if (!rocattach_is_attached(o->pid)) {
+			fprintf(stderr, "rocattach: nothing attached to process %d (%s)\n", o->pid,
+				rocattach_get_status_name(st));
+			return CLI_EXIT_ATTACH;
+		}
+		code = CLI_EXIT_PARTIAL;
+	}
+	fprintf(stderr, "rocattach: attached to process %d%s; %s\n", o->pid,
+		o->children ? " and its descendants" : "",
+		o->duration_ms >= 0 ? "detaching when the duration ends or on SIGINT/SIGTERM"
+				    : "press Enter (on a terminal) or Ctrl-C to detach");
+	sig = hold_window(sfd, o->duration_ms);
+	if (sig)
+		fprintf(stderr, "rocattach: %s received, detaching\n", strsignal(sig));
+	if (detach(o) != ROCATTACH_STATUS_SUCCESS)
+		return CLI_EXIT_DETACH;
+	fprintf(stderr, "rocattach: detached from process %d\n", o->pid);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_opts o;
+	char err[512];
+
+	if (cli_opts_parse(argc, argv, &o, err, sizeof(err))) {
+		fprintf(stderr, "rocattach: %s\n", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (o.help) {
+		fputs(cli_usage, stdout);
+		return CLI_EXIT_OK;
+	}
+	if (o.version) {
+		printf("rocattach (rocattach-mpi) %s\n", ROCATTACH_VERSION_STRING);
+		return CLI_EXIT_OK;
+	}
+	/* The tree calls take the tool list from the environment, as ROCm's do. */
+	if (o.tools && setenv("ROCPROF_ATTACH_TOOL_LIBRARY", o.tools, 1)) {
+		fprintf(stderr, "rocattach: setenv: %s\n", strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	rocattach_set_log_callback(log_to_stderr, NULL);
+	rocattach_set_log_level(o.verbose >= 2 ? ROCATTACH_LOG_DEBUG
+			       : o.verbose ? ROCATTACH_LOG_INFO : ROCATTACH_LOG_WARNING);
+	return run(&o);
+}

@@ -697,6 +697,18 @@ rocattach_status_t rocattach_detach(int pid)
 	return ROCATTACH_STATUS_SUCCESS;
 }
 
+int rocattach_is_attached(int pid)
+{
+	struct session *s;
+	int ret;
+
+	pthread_mutex_lock(&sessions_lock);
+	s = find_locked(pid);
+	ret = s && s->attached;
+	pthread_mutex_unlock(&sessions_lock);
+	return ret;
+}
+
 const char *rocattach_last_error(void)
 {
 	return last_error;

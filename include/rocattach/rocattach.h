@@ -143,6 +143,9 @@ rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
 /* rocattach_detach() of one pid (> 0) with a report. */
 rocattach_status_t rocattach_detach_ex(int pid, rocattach_report_t *report) ROCATTACH_API;
 
+/* 1 if pid has an attach session (attached and not yet detached), else 0. */
+int rocattach_is_attached(int pid) ROCATTACH_API;
+
 /*
  * The message of the last failed call made by this thread ("" if none):
  * which step, which pid/tid, which syscall, and why.

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Options of the single-node `rocattach` CLI (the rocprof-attach equivalent). */
+#ifndef RA_CLI_OPTS_H
+#define RA_CLI_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Exit codes of `rocattach`, documented in the README and --help. */
+enum cli_exit {
+	CLI_EXIT_OK = 0,	  /* attached and detached */
+	CLI_EXIT_ATTACH = 1,	  /* the attach failed: nothing is attached */
+	CLI_EXIT_USAGE = 2,	  /* bad command line or environment */
+	CLI_EXIT_DETACH = 3,	  /* attached, but the detach failed */
+	CLI_EXIT_PARTIAL = 4,	  /* tree: the root attached, some descendants failed */
+};
+
+struct cli_opts {
+	int pid;
+	const char *tools;   /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
+	long long duration_ms; /* -1: until Enter (on a terminal) or a signal */
+	bool children;
+	int verbose;
+	bool help, version;
+};
+
+/*
+ * Parse argv, with ROCPROF_ATTACH_PID, ROCPROF_ATTACH_TOOL_LIBRARY,
+ * ROCPROF_ATTACH_DURATION and ROCPROF_ATTACH_CHILDREN as defaults.
+ * Returns 0, or -1 with a one-line reason (cause and fix) in err.
+ */
+int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
+
+/* "0/false/no/off" -> 0, "1/true/yes/on" -> 1 (case-insensitive), else -1. */
+int cli_parse_bool(const char *s);
+/* Strict decimal in [min, max]; 0 or -1. */
+int cli_parse_ll(const char *s, long long min, long long max, long long *out);
+
+extern const char cli_usage[];
+
+#endif
