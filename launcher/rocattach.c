@@ -99,12 +99,12 @@ static int run(const struct cli_opts *o)
 	}
 	st = attach(o);
 	if (st != ROCATTACH_STATUS_SUCCESS) {
-		/* With children, a root that attached makes this a partial success. */
-		if (!rocattach_is_attached(o->pid)) {
-			fprintf(stderr, "rocattach: nothing attached to process %d (%s)\n", o->pid,
-				rocattach_get_status_name(st));
+		/*
+		 * The library has logged one line per failure. With children, a
+		 * root that attached makes this a partial success.
+		 */
+		if (!rocattach_is_attached(o->pid))
 			return CLI_EXIT_ATTACH;
-		}
 		code = CLI_EXIT_PARTIAL;
 	}
 	fprintf(stderr, "rocattach: attached to process %d%s; %s\n", o->pid,
