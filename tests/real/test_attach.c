@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The attach library on real processes: the example target as victim, the
+ * example tool recording the lifecycle inside it.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <rocattach/rocattach.h>
+
+#include "victim.h"
+
+static char outdir[256];
+static char logbuf[65536];
+
+static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
+
+static int setup(void **state)
+{
+	(void)state;
+	make_outdir(outdir, sizeof(outdir));
+	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
+	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
+	return outdir[0] ? 0 : -1;
+}
+
+static void start(struct victim *v, const struct victim_opts *o)
+{
+	assert_int_equal(victim_start(v, o), 0);
+}
+
+static const char *log_of(pid_t pid)
+{
+	tool_log(outdir, pid, logbuf, sizeof(logbuf));
+	return logbuf;
+}
+
+/* The victim still works: answers, its workers advance, nobody traces it. */
+static void assert_unharmed(struct victim *v)
+{
+	char reply[256];
+	long long w1, w2;
+
+	assert_true(proc_alive(v->pid));
+	assert_int_equal(proc_tracer(v->pid), 0);
+	assert_int_equal(victim_cmd(v, "ping", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "pong");
+	w1 = victim_status(v, "work");
+	usleep(50 * 1000);
+	w2 = victim_status(v, "work");
+	assert_true(w1 >= 0 && w2 > w1);
+	assert_int_equal(victim_status(v, "eintr"), 0);
+}
+
+static void test_attach_detach_reattach_lifecycle(void **state)
+{
+	char events[512], reply[512];
+	struct victim v;
+
+	(void)state;
+	setenv("ROCP_TEST_MARKER", "crossed", 1);
+	start(&v, &with_agent);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_is_attached(v.pid), 1);
+	tool_events(log_of(v.pid), events, sizeof(events));
+	assert_string_equal(events, "configure configure_attach initialize tool_attach");
+	assert_non_null(strstr(logbuf, "detach_func=null"));
+	/* ROCP* variables cross into the target, others do not. */
+	assert_int_equal(victim_cmd(&v, "env ROCP_TEST_MARKER", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "env ROCP_TEST_MARKER=crossed");
+	assert_int_equal(victim_cmd(&v, "env HOME", reply, sizeof(reply)), 0);
+	assert_unharmed(&v);
+
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_is_attached(v.pid), 0);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	tool_events(log_of(v.pid), events, sizeof(events));
+	assert_string_equal(events, "configure configure_attach initialize tool_attach "
+				    "tool_detach tool_attach tool_detach");
+	assert_unharmed(&v);
+	assert_true(WIFEXITED(victim_stop(&v)));
+	/* finalize runs once, at exit. */
+	assert_int_equal(tool_count(log_of(v.pid), "finalize"), 1);
+	unsetenv("ROCP_TEST_MARKER");
+}
+
+static void test_attach_ex_report_steps(void **state)
+{
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	struct victim v;
+
+	(void)state;
+	start(&v, &with_agent);
+	assert_int_equal(rocattach_attach_ex(v.pid, NULL, &rep), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rep.status, ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rep.agent_status, 0);
+	assert_int_equal(rep.tid, proc_thread(v.pid, "rocp-bg-attach"));
+	assert_string_equal(rep.message, "");
+	assert_true(rep.step_ns[ROCATTACH_STEP_SEIZE] > 0);
+	assert_true(rep.step_ns[ROCATTACH_STEP_CALL] > 0);
+	assert_true(rep.end_ns >= rep.start_ns);
+	memset(&rep, 0, sizeof(rep));
+	rep.size = sizeof(rep);
+	assert_int_equal(rocattach_detach_ex(v.pid, &rep), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rep.agent_status, 0);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void test_attach_opts_tool_and_env(void **state)
+{
+	const char *env[] = {"ROCP_EXTRA=yes", "NOT_ROCP=no", NULL};
+	rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = RA_TOOL_PATH, .env = env};
+	char reply[256];
+	struct victim v;
+
+	(void)state;
+	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", "/nonexistent/ignored.so", 1);
+	start(&v, &with_agent);
+	assert_int_equal(rocattach_attach_ex(v.pid, &o, NULL), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(victim_cmd(&v, "env ROCP_EXTRA", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "env ROCP_EXTRA=yes");
+	assert_int_equal(victim_cmd(&v, "env NOT_ROCP", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "env NOT_ROCP unset");
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
+	victim_stop(&v);
+}
+
+static void test_attach_session_rules(void **state)
+{
+	struct victim v;
+
+	(void)state;
+	start(&v, &with_agent);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(rocattach_detach_tree(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_non_null(strstr(rocattach_last_error(), "already has an attach session"));
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void test_attach_without_rocp_tool_attach(void **state)
+{
+	struct victim_opts o = {.agent = true, .attach_env = false};
+	struct victim v;
+
+	(void)state;
+	start(&v, &o);
+	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR);
+	assert_non_null(strstr(rocattach_last_error(), "ROCP_TOOL_ATTACH=1"));
+	assert_int_equal(rocattach_is_attached(v.pid), 0);
+	assert_string_equal(log_of(v.pid), "");
+	assert_unharmed(&v);
+	/* A failed attach leaves no session: the same call fails the same way again. */
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR);
+	victim_stop(&v);
+}
+
+static void test_attach_dead_or_invalid_pid(void **state)
+{
+	pid_t dead;
+
+	(void)state;
+	assert_int_equal(rocattach_attach(0), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(rocattach_attach(-5), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(rocattach_attach(getpid()), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	assert_int_equal(rocattach_attach(dead), ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	assert_non_null(strstr(rocattach_last_error(), "does not exist"));
+	assert_int_equal(rocattach_attach_tree(dead),
+			 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+}
+
+static void test_attach_missing_tool_rejected_before_ptrace(void **state)
+{
+	char reply[256];
+	struct victim v;
+
+	(void)state;
+	start(&v, &with_agent);
+	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", "/nonexistent/libtool.so", 1);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_non_null(strstr(rocattach_last_error(), "/nonexistent/libtool.so"));
+	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
+	/* Nothing reached the target: its environment is untouched. */
+	assert_int_equal(victim_cmd(&v, "env ROCPROF_ATTACH_TOOL_LIBRARY", reply, sizeof(reply)),
+			 0);
+	assert_string_equal(reply, "env ROCPROF_ATTACH_TOOL_LIBRARY unset");
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void test_attach_tool_declines_reports_agent_error(void **state)
+{
+	struct victim v;
+	char reply[256];
+
+	(void)state;
+	start(&v, &with_agent);
+	setenv("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL", "1", 1);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR);
+	unsetenv("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL");
+	assert_non_null(strstr(rocattach_last_error(), "NO_TOOLS"));
+	/* The environment buffer was rolled back in the target. */
+	assert_int_equal(victim_cmd(&v, "env ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL", reply,
+				    sizeof(reply)), 0);
+	assert_string_equal(reply, "env ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL unset");
+	assert_unharmed(&v);
+	/* A later attach succeeds. */
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	victim_stop(&v);
+}
+
+static pid_t child_with_listener(pid_t parent, bool want_listener)
+{
+	char path[64];
+	FILE *f;
+	pid_t c;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", parent, parent);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%d", &c) == 1) {
+		if ((proc_thread(c, "rocp-bg-attach") != 0) == want_listener) {
+			fclose(f);
+			return c;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+static bool grandchild_listening(void *arg)
+{
+	pid_t child = child_with_listener(*(pid_t *)arg, true);
+
+	return child && child_with_listener(child, true);
+}
+
+static void test_attach_tree_skips_fork_only_child(void **state)
+{
+	struct victim_opts o = with_agent;
+	pid_t child, grandchild, forkonly;
+	struct victim v;
+
+	(void)state;
+	o.argv[0] = "--depth";
+	o.argv[1] = "3";
+	o.argv[2] = "--fork-only-child";
+	start(&v, &o);
+	assert_true(wait_until(grandchild_listening, &v.pid, 10000));
+	child = child_with_listener(v.pid, true);
+	grandchild = child_with_listener(child, true);
+	forkonly = child_with_listener(v.pid, false);
+	assert_true(child > 0 && grandchild > 0 && forkonly > 0);
+
+	assert_int_equal(rocattach_attach_tree(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_attach"), 1);
+	assert_int_equal(tool_count(log_of(child), "tool_attach"), 1);
+	assert_int_equal(tool_count(log_of(grandchild), "tool_attach"), 1);
+	assert_string_equal(log_of(forkonly), "");
+	assert_true(proc_alive(forkonly));
+
+	assert_int_equal(rocattach_detach_tree(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_int_equal(tool_count(log_of(child), "tool_detach"), 1);
+	assert_int_equal(tool_count(log_of(grandchild), "tool_detach"), 1);
+	assert_int_equal(rocattach_detach_tree(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_unharmed(&v);
+	assert_int_equal(proc_tracer(child), 0);
+	victim_stop(&v);
+}
+
+static void test_attach_tree_root_without_listener(void **state)
+{
+	struct victim_opts o = {.program = "/bin/sh"};
+	char script[512];
+	struct victim v;
+	pid_t child;
+
+	(void)state;
+	/* sh (no listener) -> example target (listener): the root must attach first. */
+	snprintf(script, sizeof(script),
+		 "ROCP_TOOL_ATTACH=1 LD_PRELOAD=%s %s </dev/null & echo ready; wait", RA_AGENT_PATH,
+		 RA_TARGET_PATH);
+	o.argv[0] = "-c";
+	o.argv[1] = script;
+	start(&v, &o);
+	for (int i = 0; i < 500 && !(child = child_with_listener(v.pid, true)); i++)
+		usleep(10000);
+	assert_true(child > 0);
+	assert_int_equal(rocattach_attach_tree(v.pid), ROCATTACH_STATUS_ERROR);
+	assert_int_equal(rocattach_is_attached(child), 0);
+	assert_string_equal(log_of(child), "");
+	assert_true(proc_alive(child) && proc_alive(v.pid));
+	assert_int_equal(proc_tracer(child), 0);
+	kill(child, SIGTERM);
+	victim_stop(&v);
+}
+
+static void test_detach_zero_detaches_every_session(void **state)
+{
+	struct victim a, b;
+
+	(void)state;
+	start(&a, &with_agent);
+	start(&b, &with_agent);
+	assert_int_equal(rocattach_attach(a.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_attach(b.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(0), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_is_attached(a.pid), 0);
+	assert_int_equal(rocattach_is_attached(b.pid), 0);
+	assert_int_equal(tool_count(log_of(a.pid), "tool_detach"), 1);
+	assert_int_equal(tool_count(log_of(b.pid), "tool_detach"), 1);
+	assert_unharmed(&a);
+	assert_unharmed(&b);
+	victim_stop(&a);
+	victim_stop(&b);
+}
+
+static void test_attach_blocked_read_keeps_data_no_eintr(void **state)
+{
+	char reply[256], cmd[64];
+	struct victim v;
+
+	(void)state;
+	start(&v, &with_agent);
+	for (int i = 0; i < 25; i++) {
+		assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+		/* A line written while attached is read whole by the blocked reader. */
+		snprintf(cmd, sizeof(cmd), "echo cycle-%d", i);
+		assert_int_equal(victim_cmd(&v, cmd, reply, sizeof(reply)), 0);
+		assert_string_equal(reply, cmd);
+		assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	}
+	assert_int_equal(victim_status(&v, "eintr"), 0);
+	/* 25 echoes + this status + the one in the previous line's call. */
+	assert_int_equal(victim_status(&v, "lines"), 27);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void test_attach_signal_in_window_reaches_target(void **state)
+{
+	struct victim v;
+
+	(void)state;
+	start(&v, &with_agent);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	for (int i = 0; i < 3; i++) {
+		kill(v.pid, SIGUSR1);
+		usleep(20000);
+	}
+	assert_int_equal(victim_status(&v, "sigusr1"), 3);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(victim_status(&v, "sigusr1"), 3);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+/* Run fn(pid) in a child that is SIGKILLed after delay_ms. */
+static void kill_attacher_after(pid_t pid, int (*fn)(int), int delay_ms)
+{
+	int status;
+	pid_t a = fork();
+
+	if (a == 0) {
+		fn(pid);
+		pause();
+		_exit(0);
+	}
+	usleep((useconds_t)delay_ms * 1000);
+	kill(a, SIGKILL);
+	waitpid(a, &status, 0);
+	assert_true(WIFSIGNALED(status));
+}
+
+static void test_attacher_sigkill_while_idle(void **state)
+{
+	struct victim v;
+
+	(void)state;
+	start(&v, &with_agent);
+	kill_attacher_after(v.pid, rocattach_attach, 500);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_attach"), 1);
+	assert_unharmed(&v);
+	/* The listener is intact: the process can be attached again. */
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	victim_stop(&v);
+}
+
+static int attach_then_detach(int pid)
+{
+	rocattach_attach(pid);
+	return rocattach_detach(pid);
+}
+
+static void test_attacher_sigkill_mid_call(void **state)
+{
+	struct victim_opts o = with_agent;
+	struct victim v;
+
+	(void)state;
+	start(&v, &o);
+	/* tool_detach sleeps 1.5 s: the attacher dies inside the remote call. */
+	setenv("ROCPROF_EXAMPLE_TOOL_DETACH_MS", "1500", 1);
+	kill_attacher_after(v.pid, attach_then_detach, 700);
+	unsetenv("ROCPROF_EXAMPLE_TOOL_DETACH_MS");
+	usleep(1500 * 1000);
+	/* No stray trap: the process lives, untraced, its work goes on. */
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_unharmed(&v);
+	/* The listener parked: it can still be driven. */
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 2);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void test_detach_after_target_exit(void **state)
+{
+	struct victim v;
+	pid_t pid;
+
+	(void)state;
+	start(&v, &with_agent);
+	pid = v.pid;
+	assert_int_equal(rocattach_attach(pid), ROCATTACH_STATUS_SUCCESS);
+	victim_stop(&v);
+	assert_int_equal(rocattach_detach(pid), ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	assert_non_null(strstr(rocattach_last_error(), "exited during the window"));
+	assert_int_equal(rocattach_is_attached(pid), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attach_detach_reattach_lifecycle),
+		cmocka_unit_test(test_attach_ex_report_steps),
+		cmocka_unit_test(test_attach_opts_tool_and_env),
+		cmocka_unit_test(test_attach_session_rules),
+		cmocka_unit_test(test_attach_without_rocp_tool_attach),
+		cmocka_unit_test(test_attach_dead_or_invalid_pid),
+		cmocka_unit_test(test_attach_missing_tool_rejected_before_ptrace),
+		cmocka_unit_test(test_attach_tool_declines_reports_agent_error),
+		cmocka_unit_test(test_attach_tree_skips_fork_only_child),
+		cmocka_unit_test(test_attach_tree_root_without_listener),
+		cmocka_unit_test(test_detach_zero_detaches_every_session),
+		cmocka_unit_test(test_attach_blocked_read_keeps_data_no_eintr),
+		cmocka_unit_test(test_attach_signal_in_window_reaches_target),
+		cmocka_unit_test(test_attacher_sigkill_while_idle),
+		cmocka_unit_test(test_attacher_sigkill_mid_call),
+		cmocka_unit_test(test_detach_after_target_exit),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}

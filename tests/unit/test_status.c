@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <rocattach/rocattach.h>
+
+#include "err.h"
+
+static void test_status_values_frozen(void **state)
+{
+	(void)state;
+	/* ROCm ABI: order and values never change. */
+	assert_int_equal(ROCATTACH_STATUS_SUCCESS, 0);
+	assert_int_equal(ROCATTACH_STATUS_ERROR, 1);
+	assert_int_equal(ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT, 2);
+	assert_int_equal(ROCATTACH_STATUS_ERROR_NOT_SUPPORTED, 3);
+	assert_int_equal(ROCATTACH_STATUS_ERROR_PTRACE_ERROR, 4);
+	assert_int_equal(ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED, 5);
+	assert_int_equal(ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND, 6);
+	assert_int_equal(ROCATTACH_STATUS_LAST, 7);
+	assert_int_equal(sizeof(rocattach_status_t), sizeof(int));
+}
+
+static void test_get_status_name_and_string(void **state)
+{
+	(void)state;
+	assert_string_equal(rocattach_get_status_name(ROCATTACH_STATUS_SUCCESS),
+			    "ROCATTACH_STATUS_SUCCESS");
+	assert_string_equal(rocattach_get_status_string(ROCATTACH_STATUS_SUCCESS), "Success");
+	assert_string_equal(rocattach_get_status_string(ROCATTACH_STATUS_ERROR), "General error");
+	assert_string_equal(rocattach_get_status_name(ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND),
+			    "ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND");
+	assert_string_equal(
+		rocattach_get_status_string(ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED),
+		"ptrace returned EPERM, operation not permitted");
+	for (int s = 0; s < ROCATTACH_STATUS_LAST; s++) {
+		assert_non_null(rocattach_get_status_name((rocattach_status_t)s));
+		assert_non_null(rocattach_get_status_string((rocattach_status_t)s));
+	}
+	assert_null(rocattach_get_status_name(ROCATTACH_STATUS_LAST));
+	assert_null(rocattach_get_status_string((rocattach_status_t)-1));
+	assert_null(rocattach_get_status_string((rocattach_status_t)1000));
+}
+
+static void test_get_version_matches_header(void **state)
+{
+	rocattach_version_triplet_t t;
+	uint32_t major, minor, patch;
+
+	(void)state;
+	assert_int_equal(rocattach_get_version(&major, &minor, &patch), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(major, ROCATTACH_VERSION_MAJOR);
+	assert_int_equal(minor, ROCATTACH_VERSION_MINOR);
+	assert_int_equal(patch, ROCATTACH_VERSION_PATCH);
+	assert_int_equal(rocattach_get_version(NULL, NULL, NULL), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_get_version_triplet(&t), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(t.minor, minor);
+}
+
+static void test_status_from_ptrace_errno_mapping(void **state)
+{
+	(void)state;
+	assert_int_equal(ra_status_from_ptrace_errno(1 /* EPERM */),
+			 ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
+	assert_int_equal(ra_status_from_ptrace_errno(3 /* ESRCH */),
+			 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	assert_int_equal(ra_status_from_ptrace_errno(5 /* EIO */),
+			 ROCATTACH_STATUS_ERROR_PTRACE_ERROR);
+}
+
+static void test_err_set_keeps_first(void **state)
+{
+	struct ra_err e = {0};
+
+	(void)state;
+	ra_err_set(&e, ROCATTACH_STATUS_ERROR, "first %d", 1);
+	ra_err_set(&e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR, "second");
+	assert_int_equal(e.status, ROCATTACH_STATUS_ERROR);
+	assert_string_equal(e.msg, "first 1");
+	ra_err_reset(&e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR, "third");
+	assert_string_equal(e.msg, "third");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_values_frozen),
+		cmocka_unit_test(test_get_status_name_and_string),
+		cmocka_unit_test(test_get_version_matches_header),
+		cmocka_unit_test(test_status_from_ptrace_errno_mapping),
+		cmocka_unit_test(test_err_set_keeps_first),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
