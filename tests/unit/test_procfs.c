@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: MIT */
+/* /proc readers on captured trees (tests/data/, see its README.md) and on /proc/self. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+#define TREE1 RA_TEST_DATA "/proc-tree1"
+#define EDGE RA_TEST_DATA "/proc-edge"
+
+static int maps_parse_str(const char *text, struct ra_maps *m)
+{
+	return ra_maps_parse(text, strlen(text), m);
+}
+
+static const struct ra_map *maps_by_path(const struct ra_maps *m, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i].path, path))
+			return &m->v[i];
+	return NULL;
+}
+
+/* ---- ra_read_file ---- */
+
+static void test_ra_read_file_grows_past_first_buffer(void **state)
+{
+	char tmpl[] = "/tmp/ra-test-readXXXXXX";
+	char data[10000], *buf;
+	size_t len, i;
+	int fd;
+
+	(void)state;
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, sizeof(data)), sizeof(data));
+	close(fd);
+	assert_int_equal(ra_read_file(tmpl, &buf, &len), 0);
+	unlink(tmpl);
+	assert_int_equal(len, sizeof(data));
+	assert_memory_equal(buf, data, sizeof(data));
+	assert_int_equal(buf[len], '\0');
+	free(buf);
+}
+
+static void test_ra_read_file_proc_self_status(void **state)
+{
+	char *buf;
+	size_t len;
+
+	(void)state;
+	/* st_size is 0 for /proc files: the text must come through anyway. */
+	assert_int_equal(ra_read_file("/proc/self/status", &buf, &len), 0);
+	assert_true(len > 100);
+	assert_int_equal(strlen(buf), len);
+	assert_non_null(strstr(buf, "Name:"));
+	free(buf);
+}
+
+static void test_ra_read_file_missing(void **state)
+{
+	char *buf = (char *)1;
+
+	(void)state;
+	assert_int_equal(ra_read_file(RA_TEST_DATA "/no-such-file", &buf, NULL), -ENOENT);
+	assert_null(buf);
+}
+
+/* ---- maps ---- */
+
+static void test_ra_maps_read_captured(void **state)
+{
+	const struct ra_map *m;
+	struct ra_maps maps;
+
+	(void)state;
+	assert_int_equal(ra_maps_read(TREE1, 4584, &maps), 0);
+	assert_int_equal(maps.n, 32);
+
+	m = &maps.v[0];
+	assert_int_equal(m->start, 0x55d604a35000);
+	assert_int_equal(m->end, 0x55d604a36000);
+	assert_true(m->r && !m->w && !m->x && m->p);
+	assert_string_equal(m->path, "/tmp/ra-capture/capture");
+
+	m = ra_maps_find(&maps, 0x7f247af98000 + 0x1234);
+	assert_non_null(m);
+	assert_true(m->r && !m->w && m->x && m->p);
+	assert_int_equal(m->offset, 0x26000);
+	assert_int_equal(m->dev_major, 0xfe);
+	assert_int_equal(m->dev_minor, 0);
+	assert_int_equal(m->inode, 332835);
+	assert_false(m->deleted);
+	assert_string_equal(m->path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+
+	/* Anonymous: the kernel leaves a trailing blank and no path. */
+	m = ra_maps_find(&maps, 0x7f2479f6d000);
+	assert_non_null(m);
+	assert_true(!m->r && !m->w && !m->x);
+	assert_int_equal(m->inode, 0);
+	assert_string_equal(m->path, "");
+
+	assert_non_null(maps_by_path(&maps, "[stack]"));
+	assert_non_null(maps_by_path(&maps, "[vdso]"));
+	m = maps_by_path(&maps, "[vsyscall]");
+	assert_non_null(m);
+	assert_int_equal(m->start, 0xffffffffff600000);
+	assert_true(m->x && !m->r);
+	ra_maps_free(&maps);
+}
+
+static void test_ra_maps_parse_deleted_and_spaces(void **state)
+{
+	const struct ra_map *m;
+	struct ra_maps maps;
+
+	(void)state;
+	assert_int_equal(ra_maps_read(TREE1, 4584, &maps), 0);
+	m = maps_by_path(&maps, "/tmp/ra-capture/gone.bin");
+	assert_non_null(m);
+	assert_true(m->deleted);
+	assert_false(m->p); /* the shared mapping comes first */
+	assert_int_equal(m->offset, 0x1000);
+	m = maps_by_path(&maps, "/tmp/ra-capture/data file.bin");
+	assert_non_null(m);
+	assert_false(m->deleted);
+	assert_int_equal(m->inode, 10952796);
+	ra_maps_free(&maps);
+}
+
+static void test_ra_maps_parse_edge_lines(void **state)
+{
+	struct ra_maps maps;
+
+	(void)state;
+	/* No trailing newline, a path that ends in spaces, a name with " (deleted)" inside. */
+	assert_int_equal(maps_parse_str("1000-2000 r-xs 0000abcd 103:0f 42  /a (deleted)/b  \n"
+					"2000-3000 rw-p 00000000 00:00 0",
+					&maps),
+			 0);
+	assert_int_equal(maps.n, 2);
+	assert_string_equal(maps.v[0].path, "/a (deleted)/b  ");
+	assert_false(maps.v[0].deleted);
+	assert_int_equal(maps.v[0].dev_major, 0x103);
+	assert_int_equal(maps.v[0].dev_minor, 0xf);
+	assert_int_equal(maps.v[0].offset, 0xabcd);
+	assert_false(maps.v[0].p);
+	assert_string_equal(maps.v[1].path, "");
+	assert_null(ra_maps_find(&maps, 0x3000));
+	assert_null(ra_maps_find(&maps, 0xfff));
+	ra_maps_free(&maps);
+
+	assert_int_equal(maps_parse_str("", &maps), 0);
+	assert_int_equal(maps.n, 0);
+	assert_null(maps.v);
+	ra_maps_free(&maps);
+}
+
+static void test_ra_maps_parse_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"1000-2000 r-xp 00000000 00:00 0 x\n\n", /* empty line */
+		"1000 r-xp 00000000 00:00 0\n",		/* no end */
+		"1000-2000 r-x 00000000 00:00 0\n",	/* short perms */
+		"1000-2000 rwzp 00000000 00:00 0\n",	/* bad perm */
+		"1000-2000 r-xp 00000000 00-00 0\n",	/* bad dev */
+		"1000-2000 r-xp 00000000 00:00 x\n",	/* bad inode */
+		"1000-2000 r-xp 00000000 00:00 12/x\n", /* no blank before path */
+		"2000-1000 r-xp 00000000 00:00 0\n",	/* end before start */
+		"-1000-2000 r-xp 00000000 00:00 0\n",	/* sign */
+		"0x1000-2000 r-xp 00000000 00:00 0\n",	/* prefix */
+		"10000000000000000-2 r-xp 0 00:00 0\n", /* overflow */
+		" 1000-2000 r-xp 00000000 00:00 0\n",	/* leading blank */
+	};
+	struct ra_maps maps;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(maps_parse_str(bad[i], &maps), -EINVAL);
+		assert_null(maps.v);
+		assert_int_equal(maps.n, 0);
+	}
+	/* An embedded NUL in the path. */
+	assert_int_equal(ra_maps_parse("1000-2000 r-xp 0 00:00 1 /a\0b", 29, &maps), -EINVAL);
+}
+
+static void test_ra_maps_read_missing(void **state)
+{
+	struct ra_maps maps;
+
+	(void)state;
+	assert_int_equal(ra_maps_read(TREE1, 99999, &maps), -ESRCH);
+	/* The process is there, the file is not. */
+	assert_int_equal(ra_maps_read(TREE1, 4587, &maps), -ENOENT);
+}
+
+static void test_ra_maps_read_self(void **state)
+{
+	const struct ra_map *m;
+	struct ra_maps maps;
+	char exe[4096];
+	ssize_t len;
+
+	(void)state;
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(len > 0);
+	exe[len] = '\0';
+	assert_int_equal(ra_maps_read(RA_PROCFS, getpid(), &maps), 0);
+	m = ra_maps_find(&maps, (uint64_t)(uintptr_t)&test_ra_maps_read_self);
+	assert_non_null(m);
+	assert_true(m->x && m->r && m->p);
+	assert_string_equal(m->path, exe);
+	m = ra_maps_find(&maps, (uint64_t)(uintptr_t)&m);
+	assert_non_null(m);
+	assert_string_equal(m->path, "[stack]");
+	ra_maps_free(&maps);
+}
+
+/* ---- auxv ---- */
+
+static void test_ra_auxv_read_captured(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(ra_auxv_read(TREE1, 4584, AT_ENTRY, &v), 0);
+	assert_int_equal(v, 94377689178432);
+	assert_int_equal(ra_auxv_read(TREE1, 4584, AT_PAGESZ, &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(ra_auxv_read(TREE1, 4584, AT_SECURE, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(ra_auxv_read(TREE1, 4584, AT_BASE_PLATFORM, &v), -ENOENT);
+	assert_int_equal(ra_auxv_read(TREE1, 4587, AT_ENTRY, &v), -ENOENT);
+	assert_int_equal(ra_auxv_read(TREE1, 99999, AT_ENTRY, &v), -ESRCH);
+}
+
+static void test_ra_auxv_parse_edges(void **state)
+{
+	uint64_t data[7] = { AT_PAGESZ, 4096, AT_NULL, 0, AT_ENTRY, 0x1234, 0 };
+	unsigned char odd[1 + 4 * sizeof(uint64_t)];
+	uint64_t v = 0;
+
+	(void)state;
+	/* Nothing after AT_NULL counts; a partial trailing entry is ignored. */
+	assert_int_equal(ra_auxv_parse(data, sizeof(data), AT_ENTRY, &v), -ENOENT);
+	assert_int_equal(ra_auxv_parse(data, 8, AT_PAGESZ, &v), -ENOENT);
+	assert_int_equal(ra_auxv_parse(data, 0, AT_PAGESZ, &v), -ENOENT);
+	assert_int_equal(ra_auxv_parse(data, sizeof(data), AT_NULL, &v), -EINVAL);
+	/* Unaligned buffer. */
+	memcpy(odd + 1, data, 4 * sizeof(uint64_t));
+	assert_int_equal(ra_auxv_parse(odd + 1, 4 * sizeof(uint64_t), AT_PAGESZ, &v), 0);
+	assert_int_equal(v, 4096);
+}
+
+static void test_ra_auxv_read_self(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(ra_auxv_read(NULL, getpid(), AT_ENTRY, &v), 0);
+	assert_int_equal(v, getauxval(AT_ENTRY));
+	assert_int_equal(ra_auxv_read(RA_PROCFS, getpid(), AT_PAGESZ, &v), 0);
+	assert_int_equal(v, (uint64_t)sysconf(_SC_PAGESIZE));
+}
+
+/* ---- threads ---- */
+
+static void test_ra_find_thread_by_comm_found(void **state)
+{
+	pid_t tid = 0;
+
+	(void)state;
+	assert_int_equal(ra_find_thread_by_comm(TREE1, 4584, "rocp-bg-attach", &tid), 0);
+	assert_int_equal(tid, 4585);
+	assert_int_equal(ra_find_thread_by_comm(TREE1, 4584, "worker", &tid), 0);
+	assert_int_equal(tid, 4586);
+	/* comm with blanks and parentheses, newline stripped. */
+	assert_int_equal(ra_find_thread_by_comm(TREE1, 4584, "a) b (c)", &tid), 0);
+	assert_int_equal(tid, 4584);
+}
+
+static void test_ra_find_thread_by_comm_not_found(void **state)
+{
+	pid_t tid = 0;
+
+	(void)state;
+	assert_int_equal(ra_find_thread_by_comm(TREE1, 4584, "rocp-bg-attac", &tid), -ENOENT);
+	assert_int_equal(ra_find_thread_by_comm(TREE1, 4584, "rocp-bg-attach\n", &tid), -ENOENT);
+	assert_int_equal(ra_find_thread_by_comm(TREE1, 4587, "rocp-bg-attach", &tid), -ENOENT);
+	assert_int_equal(ra_find_thread_by_comm(TREE1, 99999, "rocp-bg-attach", &tid), -ESRCH);
+	assert_int_equal(tid, 0);
+}
+
+static pthread_mutex_t thr_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t thr_cond = PTHREAD_COND_INITIALIZER;
+static pid_t thr_tid;
+static int thr_stop;
+
+static void *named_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&thr_lock);
+	thr_tid = gettid();
+	pthread_cond_broadcast(&thr_cond);
+	while (!thr_stop)
+		pthread_cond_wait(&thr_cond, &thr_lock);
+	pthread_mutex_unlock(&thr_lock);
+	return NULL;
+}
+
+static void test_ra_find_thread_by_comm_self(void **state)
+{
+	pthread_t t;
+	pid_t tid = 0;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, named_thread, NULL), 0);
+	pthread_mutex_lock(&thr_lock);
+	while (!thr_tid)
+		pthread_cond_wait(&thr_cond, &thr_lock);
+	pthread_mutex_unlock(&thr_lock);
+	assert_int_equal(pthread_setname_np(t, "ra-test-named"), 0);
+
+	assert_int_equal(ra_find_thread_by_comm(NULL, getpid(), "ra-test-named", &tid), 0);
+	assert_int_equal(tid, thr_tid);
+
+	pthread_mutex_lock(&thr_lock);
+	thr_stop = 1;
+	pthread_cond_broadcast(&thr_cond);
+	pthread_mutex_unlock(&thr_lock);
+	pthread_join(t, NULL);
+	assert_int_equal(ra_find_thread_by_comm(NULL, getpid(), "ra-test-named", &tid), -ENOENT);
+}
+
+/* ---- children and trees ---- */
+
+static void test_ra_children_parse_edges(void **state)
+{
+	pid_t *v;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(ra_children_parse("7 3 7 9 3 \n", 11, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0], 7);
+	assert_int_equal(v[1], 3);
+	assert_int_equal(v[2], 9);
+	free(v);
+	assert_int_equal(ra_children_parse("", 0, &v, &n), 0);
+	assert_int_equal(n, 0);
+	assert_null(v);
+	assert_int_equal(ra_children_parse("12 x4 ", 6, &v, &n), -EINVAL);
+	assert_int_equal(ra_children_parse("12,13", 5, &v, &n), -EINVAL);
+	assert_int_equal(ra_children_parse("0 ", 2, &v, &n), -EINVAL);
+	assert_int_equal(ra_children_parse("-4 ", 3, &v, &n), -EINVAL);
+	assert_int_equal(ra_children_parse("2147483648 ", 11, &v, &n), -EINVAL);
+	/* Only the first len bytes count. */
+	assert_int_equal(ra_children_parse("12 x", 3, &v, &n), 0);
+	assert_int_equal(n, 1);
+	free(v);
+}
+
+static void test_ra_children_union_of_threads(void **state)
+{
+	pid_t *v;
+	size_t n;
+
+	(void)state;
+	/* Thread 4584 forked 4587 and 4588, thread 4586 forked 4590. */
+	assert_int_equal(ra_children(TREE1, 4584, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0], 4587);
+	assert_int_equal(v[1], 4588);
+	assert_int_equal(v[2], 4590);
+	free(v);
+	assert_int_equal(ra_children(TREE1, 4591, &v, &n), 0);
+	assert_int_equal(n, 0);
+	assert_null(v);
+	/* Duplicates across threads. */
+	assert_int_equal(ra_children(EDGE, 201, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0], 200);
+	assert_int_equal(v[1], 203);
+	free(v);
+}
+
+static void test_ra_children_errors(void **state)
+{
+	pid_t *v;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(ra_children(TREE1, 99999, &v, &n), -ESRCH);
+	/* The thread is there but has no children file: CONFIG_PROC_CHILDREN=n. */
+	assert_int_equal(ra_children(EDGE, 100, &v, &n), -EOPNOTSUPP);
+	assert_int_equal(ra_children(EDGE, 300, &v, &n), -EINVAL);
+	assert_null(v);
+}
+
+static void test_ra_children_self(void **state)
+{
+	pid_t child, *v;
+	size_t n, i;
+	int found = 0, status;
+
+	(void)state;
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(ra_children(NULL, getpid(), &v, &n), 0);
+	for (i = 0; i < n; i++)
+		found |= v[i] == child;
+	free(v);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	assert_true(found);
+}
+
+static void test_ra_tree_breadth_first(void **state)
+{
+	static const pid_t want[] = { 4584, 4587, 4588, 4590, 4591, 4592 };
+	pid_t *v;
+	size_t n, i;
+
+	(void)state;
+	assert_int_equal(ra_tree(TREE1, 4584, &v, &n), 0);
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < n; i++)
+		assert_int_equal(v[i], want[i]);
+	free(v);
+
+	assert_int_equal(ra_tree(TREE1, 4587, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0], 4587);
+	free(v);
+
+	assert_int_equal(ra_tree(TREE1, 4592, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0], 4592);
+	free(v);
+}
+
+static void test_ra_tree_cycle_and_vanished(void **state)
+{
+	pid_t *v;
+	size_t n;
+
+	(void)state;
+	/* 200 -> 201 -> {200, 203}: 200 is not revisited, 203 has gone. */
+	assert_int_equal(ra_tree(EDGE, 200, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0], 200);
+	assert_int_equal(v[1], 201);
+	assert_int_equal(v[2], 203);
+	free(v);
+}
+
+static void test_ra_tree_missing_root(void **state)
+{
+	pid_t *v = (pid_t *)1;
+	size_t n = 1;
+
+	(void)state;
+	assert_int_equal(ra_tree(TREE1, 99999, &v, &n), -ESRCH);
+	assert_null(v);
+	assert_int_equal(n, 0);
+	assert_int_equal(ra_tree(TREE1, 0, &v, &n), -EINVAL);
+}
+
+/* ---- status ---- */
+
+static void test_ra_status_read_captured(void **state)
+{
+	struct ra_status st;
+
+	(void)state;
+	assert_int_equal(ra_status_read(TREE1, 4584, &st), 0);
+	assert_string_equal(st.name, "a) b (c)");
+	assert_int_equal(st.state, 'S');
+	assert_int_equal(st.tgid, 4584);
+	assert_int_equal(st.ppid, 1);
+	assert_int_equal(st.tracer_pid, 0);
+	assert_int_equal(st.uid_real, 0);
+	assert_int_equal(st.uid_effective, 0);
+	assert_int_equal(st.nspid_n, 1);
+	assert_int_equal(st.nspid[0], 4584);
+}
+
+static void test_ra_status_read_nested_pidns(void **state)
+{
+	struct ra_status st;
+
+	(void)state;
+	assert_int_equal(ra_status_read(TREE1, 4588, &st), 0);
+	assert_string_equal(st.name, "in-pidns");
+	assert_int_equal(st.ppid, 4584);
+	assert_int_equal(st.nspid_n, 2);
+	assert_int_equal(st.nspid[0], 4588);
+	assert_int_equal(st.nspid[1], 1);
+}
+
+static void test_ra_status_read_old_kernel(void **state)
+{
+	struct ra_status st;
+
+	(void)state;
+	assert_int_equal(ra_status_read(EDGE, 300, &st), 0);
+	assert_string_equal(st.name, "old-kernel");
+	assert_int_equal(st.state, 'R');
+	assert_int_equal(st.tracer_pid, 42);
+	assert_int_equal(st.uid_real, 1000);
+	assert_int_equal(st.uid_effective, 1001);
+	assert_int_equal(st.nspid_n, 1);
+	assert_int_equal(st.nspid[0], 300);
+	assert_int_equal(ra_status_read(EDGE, 100, &st), -ENOENT);
+	assert_int_equal(ra_status_read(EDGE, 99999, &st), -ESRCH);
+}
+
+static int status_str(const char *text, struct ra_status *st)
+{
+	return ra_status_parse(text, strlen(text), st);
+}
+
+#define ST_HEAD "Name:\t  x\nState:\tZ (zombie)\nTgid:\t5\nPPid:\t0\nTracerPid:\t0\n"
+
+static void test_ra_status_parse_edges(void **state)
+{
+	struct ra_status st;
+
+	(void)state;
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nNSpid:\t5\t4\t3\t2\t1\t9\t8\t7", &st), 0);
+	assert_string_equal(st.name, "  x");
+	assert_int_equal(st.state, 'Z');
+	assert_int_equal(st.nspid_n, 8);
+	assert_int_equal(st.nspid[7], 7);
+	/* Deeper than we can hold. */
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nNSpid:\t1\t2\t3\t4\t5\t6\t7\t8\t9", &st),
+			 -EOVERFLOW);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\n", &st), -EINVAL);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\tx\t3\t4\n", &st), -EINVAL);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t4294967296\t0\t0\t0\n", &st), -EINVAL);
+	assert_int_equal(status_str(ST_HEAD, &st), -EINVAL);
+	assert_int_equal(status_str("Tgid:\t5 6\n", &st), -EINVAL);
+	assert_int_equal(status_str("Tgid:\n", &st), -EINVAL);
+	assert_int_equal(status_str("", &st), -EINVAL);
+}
+
+static void test_ra_status_read_self(void **state)
+{
+	struct ra_status st;
+
+	(void)state;
+	assert_int_equal(ra_status_read(NULL, getpid(), &st), 0);
+	assert_int_equal(st.tgid, getpid());
+	assert_int_equal(st.ppid, getppid());
+	assert_int_equal(st.uid_real, getuid());
+	assert_int_equal(st.uid_effective, geteuid());
+	assert_true(st.nspid_n >= 1);
+	assert_int_equal(st.nspid[0], getpid());
+}
+
+/* ---- stat ---- */
+
+static void test_ra_stat_read_captured(void **state)
+{
+	struct ra_stat st;
+
+	(void)state;
+	/* comm "a) b (c)": only the last ')' ends it. */
+	assert_int_equal(ra_stat_read(TREE1, 4584, &st), 0);
+	assert_int_equal(st.state, 'S');
+	assert_int_equal(st.ppid, 1);
+	assert_int_equal(st.starttime, 45281);
+	assert_int_equal(ra_stat_read(TREE1, 4587, &st), 0);
+	assert_int_equal(st.ppid, 4584);
+	assert_int_equal(ra_stat_read(TREE1, 99999, &st), -ESRCH);
+}
+
+static int stat_str(const char *text, struct ra_stat *st)
+{
+	return ra_stat_parse(text, strlen(text), st);
+}
+
+static void test_ra_stat_parse_edges(void **state)
+{
+	static const char tail[] = " 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 -16 17 18 777 19 20\n";
+	char buf[256];
+	struct ra_stat st;
+
+	(void)state;
+	snprintf(buf, sizeof(buf), "12 ()) ) t%s", tail);
+	assert_int_equal(stat_str(buf, &st), 0);
+	assert_int_equal(st.state, 't');
+	assert_int_equal(st.ppid, 1);
+	assert_int_equal(st.starttime, 777);
+	snprintf(buf, sizeof(buf), "12 () R%s", tail);
+	assert_int_equal(stat_str(buf, &st), 0);
+
+	assert_int_equal(stat_str("12 (x) R 1 2 3\n", &st), -EINVAL); /* too short */
+	snprintf(buf, sizeof(buf), "12 (x) RR%s", tail);
+	assert_int_equal(stat_str(buf, &st), -EINVAL);
+	snprintf(buf, sizeof(buf), "12 (x)  R%s", tail);
+	assert_int_equal(stat_str(buf, &st), -EINVAL);
+	snprintf(buf, sizeof(buf), "(x) R%s", tail);
+	assert_int_equal(stat_str(buf, &st), -EINVAL);
+	snprintf(buf, sizeof(buf), "12 x) R%s", tail);
+	assert_int_equal(stat_str(buf, &st), -EINVAL);
+	snprintf(buf, sizeof(buf), "12 (x R%s", tail);
+	assert_int_equal(stat_str(buf, &st), -EINVAL);
+	assert_int_equal(stat_str("12 (x) R -1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n",
+				  &st),
+			 -EINVAL);
+}
+
+static void test_ra_stat_read_self(void **state)
+{
+	struct ra_stat st;
+
+	(void)state;
+	assert_int_equal(ra_stat_read(NULL, getpid(), &st), 0);
+	assert_int_equal(st.state, 'R');
+	assert_int_equal(st.ppid, getppid());
+	assert_true(st.starttime > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ra_read_file_grows_past_first_buffer),
+		cmocka_unit_test(test_ra_read_file_proc_self_status),
+		cmocka_unit_test(test_ra_read_file_missing),
+		cmocka_unit_test(test_ra_maps_read_captured),
+		cmocka_unit_test(test_ra_maps_parse_deleted_and_spaces),
+		cmocka_unit_test(test_ra_maps_parse_edge_lines),
+		cmocka_unit_test(test_ra_maps_parse_malformed),
+		cmocka_unit_test(test_ra_maps_read_missing),
+		cmocka_unit_test(test_ra_maps_read_self),
+		cmocka_unit_test(test_ra_auxv_read_captured),
+		cmocka_unit_test(test_ra_auxv_parse_edges),
+		cmocka_unit_test(test_ra_auxv_read_self),
+		cmocka_unit_test(test_ra_find_thread_by_comm_found),
+		cmocka_unit_test(test_ra_find_thread_by_comm_not_found),
+		cmocka_unit_test(test_ra_find_thread_by_comm_self),
+		cmocka_unit_test(test_ra_children_parse_edges),
+		cmocka_unit_test(test_ra_children_union_of_threads),
+		cmocka_unit_test(test_ra_children_errors),
+		cmocka_unit_test(test_ra_children_self),
+		cmocka_unit_test(test_ra_tree_breadth_first),
+		cmocka_unit_test(test_ra_tree_cycle_and_vanished),
+		cmocka_unit_test(test_ra_tree_missing_root),
+		cmocka_unit_test(test_ra_status_read_captured),
+		cmocka_unit_test(test_ra_status_read_nested_pidns),
+		cmocka_unit_test(test_ra_status_read_old_kernel),
+		cmocka_unit_test(test_ra_status_parse_edges),
+		cmocka_unit_test(test_ra_status_read_self),
+		cmocka_unit_test(test_ra_stat_read_captured),
+		cmocka_unit_test(test_ra_stat_parse_edges),
+		cmocka_unit_test(test_ra_stat_read_self),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
