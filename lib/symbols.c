@@ -1,1 +1,429 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run-time addresses of dynamic symbols in another process, from the ELF
+ * files behind its mappings. Everything read from an ELF file is untrusted:
+ * every libelf call is checked, and a bad file only means "not found here".
+ */
+#include "symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* The one per-architecture fact here: the e_machine we can call into. */
+#if defined(__x86_64__)
+#define RA_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define RA_ELF_MACHINE EM_AARCH64
+#else
+#error "symbols.c: unsupported architecture"
+#endif
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RA_ELF_DATA ELFDATA2LSB
+#else
+#define RA_ELF_DATA ELFDATA2MSB
+#endif
+
+/* .gnu.version: a non-default version (sym@VER, not sym@@VER) that dlsym never returns. */
+#define RA_VERSYM_HIDDEN 0x8000
+
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static bool elf_ready;
+
+/* elf_version() sets libelf's global state: once per process, not per call. */
+static void elf_init(void)
+{
+	elf_ready = elf_version(EV_CURRENT) != EV_NONE;
+}
+
+static int check_header(Elf *elf)
+{
+	GElf_Ehdr eh;
+
+	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 ||
+	    !gelf_getehdr(elf, &eh))
+		return -ENOEXEC;
+	if (eh.e_ident[EI_DATA] != RA_ELF_DATA || eh.e_machine != RA_ELF_MACHINE)
+		return -ENOEXEC;
+	return eh.e_type == ET_DYN || eh.e_type == ET_EXEC ? 0 : -ENOEXEC;
+}
+
+/*
+ * The first PT_LOAD, rounded down to the page the way the kernel and ld.so
+ * map it: its mapping starts at bias + base and has file offset off.
+ */
+static int first_load(Elf *elf, uint64_t *base, uint64_t *off)
+{
+	uint64_t mask = ~((uint64_t)sysconf(_SC_PAGESIZE) - 1);
+	GElf_Phdr ph;
+	size_t i, num;
+
+	if (elf_getphdrnum(elf, &num) != 0 || num > INT_MAX)
+		return -ENOEXEC;
+	for (i = 0; i < num; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -ENOEXEC;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		/* ld.so refuses a segment whose address and offset disagree mod the page. */
+		if ((ph.p_vaddr & ~mask) != (ph.p_offset & ~mask))
+			return -ENOEXEC;
+		*base = ph.p_vaddr & mask;
+		*off = ph.p_offset & mask;
+		return 0;
+	}
+	return -ENOEXEC;
+}
+
+static bool callable(const GElf_Sym *sym)
+{
+	int bind = GELF_ST_BIND(sym->st_info), vis = GELF_ST_VISIBILITY(sym->st_other);
+
+	/* STT_GNU_IFUNC is a resolver, not the function: calling it would be wrong. */
+	return sym->st_shndx != SHN_UNDEF && sym->st_value != 0 &&
+	       GELF_ST_TYPE(sym->st_info) == STT_FUNC && (bind == STB_GLOBAL || bind == STB_WEAK) &&
+	       vis != STV_HIDDEN && vis != STV_INTERNAL;
+}
+
+/* Record value for every still-missing names[i] equal to name; returns how many. */
+static size_t match(const char *name, const char *const *names, size_t n, uint64_t *vaddr,
+		    uint64_t value)
+{
+	size_t i, hits = 0;
+
+	for (i = 0; i < n; i++) {
+		if (vaddr[i] || strcmp(name, names[i]))
+			continue;
+		vaddr[i] = value;
+		hits++;
+	}
+	return hits;
+}
+
+static int scan_syms(Elf *elf, Elf_Scn *symscn, size_t strndx, Elf_Scn *verscn,
+		     const char *const *names, size_t n, uint64_t *vaddr)
+{
+	Elf_Data *syms = elf_getdata(symscn, NULL);
+	Elf_Data *vers = verscn ? elf_getdata(verscn, NULL) : NULL;
+	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	size_t i, count, found = 0;
+	const char *name;
+	GElf_Versym vs;
+	GElf_Sym sym;
+
+	if (!syms || !entsize)
+		return -ENOEXEC;
+	count = syms->d_size / entsize;
+	if (count > INT_MAX)
+		count = INT_MAX;
+	/* Entry 0 is the null symbol. */
+	for (i = 1; i < count && found < n; i++) {
+		if (!gelf_getsym(syms, (int)i, &sym))
+			break;
+		if (!callable(&sym))
+			continue;
+		if (vers && gelf_getversym(vers, (int)i, &vs) && (vs & RA_VERSYM_HIDDEN))
+			continue;
+		name = elf_strptr(elf, strndx, sym.st_name);
+		if (name)
+			found += match(name, names, n, vaddr, sym.st_value);
+	}
+	return (int)found;
+}
+
+/* .dynsym, its string table (sh_link) and .gnu.version, found by section headers. */
+static int lookup_dynsym(Elf *elf, const char *const *names, size_t n, uint64_t *vaddr)
+{
+	Elf_Scn *scn = NULL, *symscn = NULL, *verscn = NULL;
+	size_t strndx = 0, shnum;
+	GElf_Ehdr eh;
+	GElf_Shdr sh;
+
+	/* libelf quietly drops a section header table cut short: corrupt, not stripped. */
+	if (!gelf_getehdr(elf, &eh) || elf_getshdrnum(elf, &shnum) != 0 || (eh.e_shoff && !shnum))
+		return -ENOEXEC;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (sh.sh_type == SHT_DYNSYM && !symscn) {
+			symscn = scn;
+			strndx = sh.sh_link;
+		} else if (sh.sh_type == SHT_GNU_versym && !verscn) {
+			verscn = scn;
+		}
+	}
+	/* A static executable, or one whose section headers were stripped. */
+	if (!symscn)
+		return 0;
+	return scan_syms(elf, symscn, strndx, verscn, names, n, vaddr);
+}
+
+int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr,
+		     uint64_t *load_bias_base, uint64_t *load_offset)
+{
+	uint64_t base = 0, off = 0;
+	struct stat sb;
+	Elf *elf;
+	int r;
+
+	if (fd < 0 || (n && (!names || !vaddr)))
+		return -EINVAL;
+	if (n)
+		memset(vaddr, 0, n * sizeof(*vaddr));
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ready)
+		return -ENOSYS;
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if (!S_ISREG(sb.st_mode) || sb.st_size < (off_t)sizeof(Elf64_Ehdr))
+		return -ENOEXEC;
+	/* READ_MMAP shares the page cache; plain READ copies, for files that cannot be mapped. */
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	r = check_header(elf);
+	if (r == 0)
+		r = first_load(elf, &base, &off);
+	if (r == 0)
+		r = lookup_dynsym(elf, names, n, vaddr);
+	elf_end(elf);
+	if (r >= 0 && load_bias_base)
+		*load_bias_base = base;
+	if (r >= 0 && load_offset)
+		*load_offset = off;
+	return r;
+}
+
+/* ---- objects of a live process ---- */
+
+struct find_ctx {
+	const char *procfs;
+	pid_t pid;
+	const struct ra_maps *maps;
+	const char *const *names;
+	size_t n;
+	uint64_t *vaddr; /* link-time values of the object being tried */
+	uint64_t *addrs; /* run-time addresses, the result */
+};
+
+/* One mapped file: all mappings with the same identity as first. */
+struct object {
+	const struct ra_map *first;
+	size_t rank; /* index of the first prefer[] entry matching the basename */
+	bool exec;
+};
+
+static bool same_file(const struct ra_map *a, const struct ra_map *b)
+{
+	return a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+	       a->inode == b->inode && a->deleted == b->deleted && !strcmp(a->path, b->path);
+}
+
+static size_t prefer_rank(const char *path, const char *const *prefer, size_t nprefer)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t i;
+
+	for (i = 0; i < nprefer; i++)
+		if (!strncmp(base, prefer[i], strlen(prefer[i])))
+			return i;
+	return nprefer;
+}
+
+/* Group file-backed mappings (not "[vdso]", anonymous or "anon_inode:") in address order. */
+static size_t group_objects(const struct ra_maps *maps, const char *const *prefer,
+			    size_t nprefer, struct object *objs)
+{
+	const struct ra_map *m;
+	size_t i, j, nobj = 0;
+
+	for (i = 0; i < maps->n; i++) {
+		m = &maps->v[i];
+		if (m->inode == 0 || m->path[0] != '/')
+			continue;
+		/* Mappings of one file are nearly always adjacent: search backwards. */
+		for (j = nobj; j > 0 && !same_file(objs[j - 1].first, m); j--)
+			;
+		if (j == 0) {
+			objs[nobj].first = m;
+			objs[nobj].rank = prefer_rank(m->path, prefer, nprefer);
+			objs[nobj].exec = false;
+			j = ++nobj;
+		}
+		objs[j - 1].exec |= m->x;
+	}
+	return nobj;
+}
+
+/* The file itself, or a path to it that must be checked to be the same file. */
+static int open_object(const struct find_ctx *c, const struct ra_map *m)
+{
+	const char *root = c->procfs ? c->procfs : RA_PROCFS;
+	char path[PATH_MAX];
+	struct stat sb;
+	int fd, len;
+
+	/*
+	 * map_files hands us the mapped file even if it was deleted or lives in
+	 * another mount namespace, but opening it needs CAP_SYS_ADMIN.
+	 * O_NONBLOCK: a path swapped for a FIFO must not hang us.
+	 */
+	len = snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, root,
+		       (int)c->pid, m->start, m->end);
+	if (len > 0 && (size_t)len < sizeof(path)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd >= 0)
+			return fd;
+	}
+	if (m->deleted)
+		return -ENOENT;
+	len = snprintf(path, sizeof(path), "%s/%d/root%s", root, (int)c->pid, m->path);
+	if (len < 0 || (size_t)len >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	/* The path may have been replaced since it was mapped. */
+	if (fstat(fd, &sb) < 0 || sb.st_dev != makedev(m->dev_major, m->dev_minor) ||
+	    sb.st_ino != m->inode) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* With this bias, does every symbol land in an executable mapping of the object? */
+static bool relocate(const struct find_ctx *c, const struct ra_map *id, uint64_t bias)
+{
+	const struct ra_map *m;
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		c->addrs[i] = c->vaddr[i] + bias;
+		m = ra_maps_find(c->maps, c->addrs[i]);
+		if (!m || !m->x || !same_file(m, id))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Every mapping at the first segment's file offset is a candidate load
+ * address: the file may be mapped twice (dlmopen), or a tiny file may have a
+ * later segment at the same page offset. Address order puts the first
+ * PT_LOAD of the lowest copy first.
+ */
+static int place(const struct find_ctx *c, const struct ra_map *id, uint64_t base, uint64_t off)
+{
+	const struct ra_map *m;
+	size_t i;
+
+	for (i = 0; i < c->maps->n; i++) {
+		m = &c->maps->v[i];
+		if (m->offset == off && same_file(m, id) && relocate(c, id, m->start - base))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* 0 if the object defines every name; -ENOMEM is the only error worth stopping for. */
+static int try_object(const struct find_ctx *c, const struct object *o)
+{
+	uint64_t base, off;
+	int fd, r;
+
+	fd = open_object(c, o->first);
+	if (fd < 0)
+		return fd;
+	r = ra_elf_lookup_fd(fd, c->names, c->n, c->vaddr, &base, &off);
+	close(fd);
+	if (r < 0)
+		return r;
+	if ((size_t)r < c->n)
+		return -ENOENT;
+	return place(c, o->first, base, off);
+}
+
+/* Preferred objects first, in prefer[] order, then the rest; each rank in address order. */
+static const struct object *search(const struct find_ctx *c, const struct object *objs,
+				   size_t nobj, size_t nprefer, int *err)
+{
+	size_t rank, i;
+	int r;
+
+	for (rank = 0; rank <= nprefer; rank++) {
+		for (i = 0; i < nobj; i++) {
+			if (objs[i].rank != rank || !objs[i].exec)
+				continue;
+			r = try_object(c, &objs[i]);
+			if (r == 0)
+				return &objs[i];
+			if (r == -ENOMEM) {
+				*err = r;
+				return NULL;
+			}
+		}
+	}
+	*err = -ENOENT;
+	return NULL;
+}
+
+int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
+		    const char *const *names, size_t n, const char *const *prefer,
+		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
+{
+	struct find_ctx c = { procfs, pid, maps, names, n, NULL, addrs };
+	const struct object *found;
+	struct object *objs = NULL;
+	size_t nprefer = 0, nobj;
+	int r;
+
+	if (pid <= 0 || !maps || !names || !n || !addrs) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			   "symbol lookup in pid %d: invalid argument", (int)pid);
+		return -EINVAL;
+	}
+	if (!maps->n) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR,
+			   "symbol lookup in pid %d: no memory mappings (exited or zombie?)", (int)pid);
+		return -ESRCH;
+	}
+	while (prefer && prefer[nprefer])
+		nprefer++;
+	c.vaddr = calloc(n, sizeof(*c.vaddr));
+	objs = calloc(maps->n, sizeof(*objs));
+	if (!c.vaddr || !objs) {
+		r = -ENOMEM;
+		goto out;
+	}
+	nobj = group_objects(maps, prefer, nprefer, objs);
+	found = search(&c, objs, nobj, nprefer, &r);
+	if (found && obj && objlen)
+		snprintf(obj, objlen, "%s", found->first->path);
+	if (found)
+		r = 0;
+out:
+	if (r < 0)
+		memset(addrs, 0, n * sizeof(*addrs));
+	/* -ENOENT is an answer, not a failure: the caller knows what it was looking for. */
+	if (r < 0 && r != -ENOENT)
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "symbol lookup in pid %d (%s): %s",
+			   (int)pid, names[0], strerror(-r));
+	free(objs);
+	free(c.vaddr);
+	return r;
+}
