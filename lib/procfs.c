@@ -279,6 +279,10 @@ out:
 	return r;
 }
 
+/*
+ * Each read() of maps resumes after the last address printed, so a mapping
+ * that changes while we read may show its old or new state, never a torn line.
+ */
 int ra_maps_read(const char *procfs, pid_t pid, struct ra_maps *out)
 {
 	char *text;
