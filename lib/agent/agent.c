@@ -1,1 +1,823 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: MIT */
+/*
+ * librocattach-agent: the target side of an attach (protocol.md sections 2, 3).
+ *
+ * With ROCP_TOOL_ATTACH=1 at start, a constructor parks one thread named
+ * rocp-bg-attach in a condition wait. An attacher stops that thread with
+ * ptrace and calls rocprofiler_register_attach/_detach on it, so the calls
+ * run on a thread that holds no application lock. They may also be called
+ * directly by any thread; calls serialize on agent_lock.
+ *
+ * Tools live in tools[], appended only, never freed: a tool may keep the
+ * address of its client id, and its fini callback (agent_fini) may run on
+ * any thread at any time, even inside one of our calls, so that path reads
+ * tools[] without the lock.
+ *
+ * Nothing is printed unless ROCP_AGENT_DEBUG=1 (read at each message, so an
+ * attacher can switch it on through the environment buffer).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rocattach/tool.h>
+#include <rocattach/version.h>
+
+#include "common/envbuf.h"
+#include "common/toollist.h"
+
+#define RA_EXPORT __attribute__((visibility("default")))
+#define RA_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+#define MAX_TOOLS RA_TOOLLIST_MAX
+#define ERR_MAX 4096
+#define START_HINT_MAX_NS (10ULL * 1000000000ULL)
+#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+typedef rocprofiler_tool_configure_result_t *(*configure_fn)(uint32_t, const char *, uint32_t,
+							     rocprofiler_client_id_t *);
+typedef rocprofiler_tool_configure_attach_result_t *(*configure_attach_fn)(
+	uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
+
+struct tool {
+	rocprofiler_client_id_t id; /* handed to the tool: must never move */
+	void *handle;
+	rocprofiler_tool_initialize_t initialize;
+	rocprofiler_tool_finalize_t finalize;
+	void *data;
+	rocprofiler_tool_attach_t attach;
+	rocprofiler_tool_detach_t detach;
+	void *attach_data;
+	struct tool *next_declined;
+	const char *why; /* why it cannot attach, NULL if it can */
+	char whybuf[96];
+	bool attached;
+	atomic_bool live;      /* initialize entered and did not fail */
+	atomic_bool finalized; /* finalize ran, or must never run */
+};
+
+struct env_prev {
+	char *name;
+	char *value; /* NULL: was unset */
+};
+
+struct env_undo {
+	struct env_prev *v;
+	size_t n, cap;
+};
+
+static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local bool in_agent;
+static bool listening;
+static bool attached;
+static char *first_path; /* tool_lib_path of the first successful attach */
+static bool atexit_registered;
+static pid_t tools_pid; /* the process whose tools were initialized */
+
+static struct tool *tools[MAX_TOOLS];
+static atomic_uint n_tools;
+static struct tool *declined; /* kept: a tool may hold on to &t->id */
+
+static char err_text[ERR_MAX];
+static char err_copy[ERR_MAX];
+static char notes[ERR_MAX - 128]; /* leaves room for a prefix in err_text */
+
+/* The listener parks on park_cond; nothing ever signals it. */
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t parked_cond = PTHREAD_COND_INITIALIZER;
+static bool parked;
+static bool park_released;
+
+static bool debug_on(void)
+{
+	const char *v = getenv("ROCP_AGENT_DEBUG");
+
+	return v && !strcmp(v, "1");
+}
+
+/* One write(2) per message, so lines from several processes do not mix. */
+static RA_PRINTF(1, 2) void dbg(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n, m;
+
+	if (!debug_on())
+		return;
+	n = snprintf(line, sizeof(line), "rocattach-agent[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m;
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}
+
+static RA_PRINTF(2, 3) int fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err_text, sizeof(err_text), fmt, ap);
+	va_end(ap);
+	dbg("error %d: %s", code, err_text);
+	return code;
+}
+
+/* Per-library reasons, joined with "; ", for the NO_TOOLS message. */
+static void note(const char *lib, const char *why)
+{
+	size_t len = strlen(notes);
+
+	snprintf(notes + len, sizeof(notes) - len, "%s%s: %s", len ? "; " : "", lib, why);
+	dbg("%s: %s", lib, why);
+}
+
+static void agent_enter(void)
+{
+	pthread_mutex_lock(&agent_lock);
+	in_agent = true;
+	err_text[0] = '\0';
+	notes[0] = '\0';
+}
+
+static void agent_leave(void)
+{
+	in_agent = false;
+	pthread_mutex_unlock(&agent_lock);
+}
+
+/*
+ * A maps line into [lo, hi) and whether we may scan it: readable, and not
+ * [vvar] (some of its pages fault) nor a device (reads of a GPU's MMIO or
+ * doorbell mapping can have effects). /dev/zero is shared anonymous memory.
+ */
+static int map_parse(const char *line, unsigned long *lo, unsigned long *hi, bool *ok)
+{
+	const char *path;
+	char perms[5];
+	int n = 0;
+
+	if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", lo, hi, perms, &n) != 3)
+		return -1;
+	path = n ? line + n : "";
+	*ok = perms[0] == 'r' && strncmp(path, "[vvar", 5) &&
+	      (strncmp(path, "/dev/", 5) || !strncmp(path, "/dev/zero", 9) ||
+	       !strncmp(path, "/dev/shm/", 9));
+	return 0;
+}
+
+/*
+ * Bytes we may read from p on: the rest of the mapping holding p plus
+ * scannable mappings that follow without a gap. 0 if p is not in one.
+ */
+static size_t readable_bytes(const void *p)
+{
+	unsigned long lo, hi, end = 0, a = (unsigned long)p;
+	char *line = NULL;
+	size_t cap = 0;
+	bool ok;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return 0;
+	while (getline(&line, &cap, f) > 0 && !map_parse(line, &lo, &hi, &ok)) {
+		if (end && (lo != end || !ok))
+			break;
+		if (end || (a >= lo && a < hi && ok))
+			end = hi;
+		else if (a < hi)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return end ? end - a : 0;
+}
+
+static bool readable_string(const char *s)
+{
+	size_t len = readable_bytes(s);
+
+	return len && memchr(s, '\0', len);
+}
+
+/* Accept a symbol only from the object behind handle, not from its dependencies. */
+static void *own_symbol(void *handle, const char *name)
+{
+	struct link_map *obj, *owner = NULL;
+	Dl_info info;
+	void *sym;
+
+	dlerror();
+	sym = dlsym(handle, name);
+	if (!sym || dlinfo(handle, RTLD_DI_LINKMAP, &obj) != 0)
+		return NULL;
+	if (!dladdr1(sym, &info, (void **)&owner, RTLD_DL_LINKMAP) || owner != obj)
+		return NULL;
+	return sym;
+}
+
+static void tool_finalize(struct tool *t)
+{
+	if (!atomic_load(&t->live) || atomic_exchange(&t->finalized, true))
+		return;
+	dbg("finalize tool %u", t->id.handle);
+	if (t->finalize)
+		t->finalize(t->data);
+}
+
+/* The fini callback handed to initialize: finalize one tool, once. */
+static void agent_fini(rocprofiler_client_id_t id)
+{
+	if (id.handle < atomic_load(&n_tools))
+		tool_finalize(tools[id.handle]);
+}
+
+/* A fork child inherits the tools' state but never initialized them: skip it. */
+static void agent_atexit(void)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+
+	if (getpid() != tools_pid)
+		return;
+	for (i = 0; i < n; i++)
+		tool_finalize(tools[i]);
+}
+
+static struct tool *tool_new(void *handle, unsigned int idx)
+{
+	const rocprofiler_client_id_t id = { .name = NULL, .handle = idx };
+	struct tool *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	/* handle is const in the ABI: fill it by copy, into storage without a declared type. */
+	memcpy(&t->id, &id, sizeof(id));
+	t->handle = handle;
+	return t;
+}
+
+static void tool_publish(struct tool *t)
+{
+	unsigned int idx = t->id.handle;
+
+	if (!atexit_registered && !atexit(agent_atexit))
+		atexit_registered = true;
+	tools_pid = getpid();
+	tools[idx] = t;
+	atomic_store(&n_tools, idx + 1);
+}
+
+static void tool_set_why(struct tool *t, const char *fmt, ...) RA_PRINTF(2, 3);
+static void tool_set_why(struct tool *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->whybuf, sizeof(t->whybuf), fmt, ap);
+	va_end(ap);
+	t->why = t->whybuf;
+}
+
+static void tool_configure_attach(struct tool *t, configure_attach_fn fn)
+{
+	rocprofiler_tool_configure_attach_result_t *res;
+	size_t need = FIELD_END(rocprofiler_tool_configure_attach_result_t, tool_data);
+
+	if (!fn) {
+		t->why = "no rocprofiler_configure_attach";
+		return;
+	}
+	res = fn(ROCATTACH_VERSION, ROCATTACH_VERSION_STRING, t->id.handle, &t->id);
+	if (!res) {
+		t->why = "no rocprofiler_configure_attach (returned NULL)";
+	} else if (res->size < need) {
+		tool_set_why(t, "no rocprofiler_configure_attach (result size %zu < %zu)",
+			     res->size, need);
+	} else if (!res->tool_attach) {
+		t->why = "no rocprofiler_configure_attach (tool_attach is NULL)";
+	} else {
+		t->attach = res->tool_attach;
+		t->detach = res->tool_detach;
+		t->attach_data = res->tool_data;
+	}
+}
+
+/*
+ * live is set before initialize runs because the tool may call its fini
+ * from inside initialize. A tool whose initialize fails is never finalized.
+ */
+static void tool_initialize(struct tool *t)
+{
+	int r;
+
+	atomic_store(&t->live, true);
+	if (!t->initialize)
+		return;
+	r = t->initialize(agent_fini, t->data);
+	if (!r)
+		return;
+	atomic_store(&t->live, false);
+	atomic_store(&t->finalized, true);
+	tool_set_why(t, "initialize failed (returned %d)", r);
+}
+
+static struct tool *no_tool(const char *lib, const char *why)
+{
+	note(lib, why);
+	return NULL;
+}
+
+/* configure, configure_attach, initialize. NULL if the library is no tool. */
+static struct tool *tool_setup(void *handle, const char *lib)
+{
+	size_t need = FIELD_END(rocprofiler_tool_configure_result_t, tool_data);
+	rocprofiler_tool_configure_result_t *res;
+	unsigned int idx = atomic_load(&n_tools);
+	configure_fn configure;
+	struct tool *t;
+
+	configure = (configure_fn)own_symbol(handle, "rocprofiler_configure");
+	if (!configure)
+		return no_tool(lib, "rocprofiler_configure not exported by this library");
+	if (idx == MAX_TOOLS)
+		return no_tool(lib, "too many tool libraries");
+	t = tool_new(handle, idx);
+	if (!t)
+		return no_tool(lib, "out of memory");
+	res = configure(ROCATTACH_VERSION, ROCATTACH_VERSION_STRING, idx, &t->id);
+	if (!res) {
+		/* Not freed: the tool may have kept &t->id. It is asked again next attach. */
+		t->next_declined = declined;
+		declined = t;
+		return no_tool(lib, "configure declined (returned NULL)");
+	}
+	tool_publish(t);
+	if (res->size < need) {
+		tool_set_why(t, "rocprofiler_configure result size %zu < %zu", res->size, need);
+		atomic_store(&t->finalized, true);
+		return t;
+	}
+	t->initialize = res->initialize;
+	t->finalize = res->finalize;
+	t->data = res->tool_data;
+	tool_configure_attach(t, (configure_attach_fn)own_symbol(handle,
+								 "rocprofiler_configure_attach"));
+	tool_initialize(t);
+	return t;
+}
+
+static struct tool *tool_find(void *handle)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+
+	for (i = 0; i < n; i++)
+		if (tools[i]->handle == handle)
+			return tools[i];
+	return NULL;
+}
+
+static const char *tool_unusable(const struct tool *t)
+{
+	if (t->why)
+		return t->why;
+	if (atomic_load(&t->finalized))
+		return "tool already finalized itself";
+	return NULL;
+}
+
+/*
+ * A library already configured by an earlier, failed attach is reused as it
+ * is: no tool is configured or initialized twice. Libraries stay loaded.
+ */
+static void tool_load(const char *lib)
+{
+	struct tool *t;
+	void *handle;
+	const char *why;
+
+	handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!handle) {
+		why = dlerror();
+		note(lib, why ? why : "dlopen failed");
+		return;
+	}
+	t = tool_find(handle);
+	if (!t)
+		t = tool_setup(handle, lib);
+	why = t ? tool_unusable(t) : NULL;
+	if (why)
+		note(lib, why);
+}
+
+static unsigned int tools_usable(void)
+{
+	unsigned int i, n = atomic_load(&n_tools), usable = 0;
+
+	for (i = 0; i < n; i++)
+		usable += !tool_unusable(tools[i]);
+	return usable;
+}
+
+static int first_attach(const char *path)
+{
+	struct ra_toollist tl;
+	char *copy;
+	size_t i;
+	int err;
+
+	copy = strdup(path);
+	if (!copy)
+		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
+	err = ra_toollist_parse(path, &tl);
+	if (err) {
+		free(copy);
+		if (err == -ENOMEM)
+			return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "tool_lib_path \"%s\": %s", path,
+			    err == -E2BIG ? "more than 64 libraries" : "names no library");
+	}
+	for (i = 0; i < tl.n; i++)
+		tool_load(tl.v[i]);
+	ra_toollist_free(&tl);
+	if (!tools_usable()) {
+		free(copy);
+		return fail(ROCATTACH_REGISTER_NO_TOOLS, "no tool can attach: %s", notes);
+	}
+	if (notes[0])
+		snprintf(err_text, sizeof(err_text), "attached; skipped: %s", notes);
+	first_path = copy;
+	return ROCATTACH_REGISTER_SUCCESS;
+}
+
+static void start_hint_wait(void)
+{
+	const char *s = getenv("ROCP_ATTACH_START_NS");
+	unsigned long long at, now;
+	struct timespec ts;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return;
+	errno = 0;
+	at = strtoull(s, &end, 10);
+	if (errno || *end || clock_gettime(CLOCK_REALTIME, &ts))
+		return;
+	now = (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+	if (at <= now || at - now > START_HINT_MAX_NS) {
+		dbg("ignoring ROCP_ATTACH_START_NS=%s", s);
+		return;
+	}
+	ts.tv_sec = (time_t)(at / 1000000000ULL);
+	ts.tv_nsec = (long)(at % 1000000000ULL);
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static int tools_attach(void)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+
+	if (!tools_usable())
+		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
+	start_hint_wait();
+	for (i = 0; i < n; i++) {
+		if (tool_unusable(tools[i]))
+			continue;
+		dbg("tool_attach tool %u", i);
+		tools[i]->attach(NULL, NULL, 0, tools[i]->attach_data);
+		tools[i]->attached = true;
+	}
+	attached = true;
+	return ROCATTACH_REGISTER_SUCCESS;
+}
+
+static int env_save(struct env_undo *u, const char *name)
+{
+	const char *old = getenv(name);
+	struct env_prev *v;
+
+	if (u->n == u->cap) {
+		v = realloc(u->v, (u->cap ? 2 * u->cap : 8) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		u->v = v;
+		u->cap = u->cap ? 2 * u->cap : 8;
+	}
+	v = &u->v[u->n];
+	v->name = strdup(name);
+	v->value = old ? strdup(old) : NULL;
+	if (!v->name || (old && !v->value)) {
+		free(v->name);
+		free(v->value);
+		return -ENOMEM;
+	}
+	u->n++;
+	return 0;
+}
+
+static int env_apply_one(const char *name, const char *value, void *arg)
+{
+	if (!strcmp(name, "ROCPROFILER_REGISTER_TOOL_ATTACHED"))
+		return 0;
+	if (env_save(arg, name))
+		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
+	if (setenv(name, value, 1))
+		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "setenv(%s): %s", name,
+			    strerror(errno));
+	return 0;
+}
+
+/* Newest first, so a name given twice gets its original value back. */
+static void env_rollback(struct env_undo *u)
+{
+	size_t i;
+
+	for (i = u->n; i-- > 0;) {
+		if (u->v[i].value)
+			setenv(u->v[i].name, u->v[i].value, 1);
+		else
+			unsetenv(u->v[i].name);
+	}
+}
+
+static void env_undo_free(struct env_undo *u)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++) {
+		free(u->v[i].name);
+		free(u->v[i].value);
+	}
+	free(u->v);
+}
+
+static int check_env_buffer(const char *env, size_t *len)
+{
+	*len = 0;
+	if (!env)
+		return 0;
+	*len = readable_bytes(env);
+	if (!*len)
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
+			    "environment_buffer %p is not in readable memory", (const void *)env);
+	if (ra_envbuf_decode(env, *len, NULL, NULL))
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
+			    "environment_buffer %p is malformed", (const void *)env);
+	return 0;
+}
+
+static int no_listener(void)
+{
+	return fail(ROCATTACH_REGISTER_ATTACHMENT_NOT_AVAILABLE,
+		    "no attach support in this process: start it with ROCP_TOOL_ATTACH=1"
+		    " (a child forked without exec has none)");
+}
+
+static int check_attach_args(const char *env, const char *path, size_t *envlen)
+{
+	int ret;
+
+	if (!listening)
+		return no_listener();
+	if (!readable_string(path))
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
+			    "tool_lib_path %p is not a string in readable memory",
+			    (const void *)path);
+	ret = check_env_buffer(env, envlen);
+	if (ret)
+		return ret;
+	if (first_path && strcmp(first_path, path))
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
+			    "tool_lib_path \"%s\" differs from the first attach's \"%s\"", path,
+			    first_path);
+	return 0;
+}
+
+static int attach_locked(const char *env, const char *path)
+{
+	struct env_undo undo = { 0 };
+	size_t envlen;
+	int ret;
+
+	ret = check_attach_args(env, path, &envlen);
+	if (ret)
+		return ret;
+	if (attached) {
+		/* An attacher that lost its session tries again: nothing to do. */
+		dbg("already attached");
+		return ROCATTACH_REGISTER_SUCCESS;
+	}
+	if (env)
+		ret = ra_envbuf_decode(env, envlen, env_apply_one, &undo);
+	if (!ret && !first_path)
+		ret = first_attach(path);
+	if (!ret)
+		ret = tools_attach();
+	if (ret)
+		env_rollback(&undo);
+	env_undo_free(&undo);
+	return ret;
+}
+
+RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer,
+					  const char *tool_lib_path)
+{
+	int ret;
+
+	if (in_agent) {
+		/* A tool calling back from its callback: this thread holds agent_lock. */
+		note("rocprofiler_register_attach", "called from inside a tool callback");
+		return tool_lib_path ? ROCATTACH_REGISTER_DEADLOCK
+				     : ROCATTACH_REGISTER_INVALID_ARGUMENT;
+	}
+	agent_enter();
+	if (tool_lib_path)
+		ret = attach_locked(environment_buffer, tool_lib_path);
+	else
+		ret = fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "tool_lib_path is NULL");
+	dbg("attach(%s) = %d", tool_lib_path ? "path" : "NULL", ret);
+	agent_leave();
+	return ret;
+}
+
+static int detach_locked(void)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+	struct tool *t;
+
+	if (!listening)
+		return no_listener();
+	if (!attached)
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
+	for (i = 0; i < n; i++) {
+		t = tools[i];
+		if (!t->attached)
+			continue;
+		t->attached = false;
+		if (t->detach && !atomic_load(&t->finalized))
+			t->detach(t->attach_data);
+	}
+	attached = false;
+	return ROCATTACH_REGISTER_SUCCESS;
+}
+
+RA_EXPORT int rocprofiler_register_detach(void)
+{
+	int ret;
+
+	if (in_agent) {
+		note("rocprofiler_register_detach", "called from inside a tool callback");
+		return ROCATTACH_REGISTER_DEADLOCK;
+	}
+	agent_enter();
+	ret = detach_locked();
+	dbg("detach = %d", ret);
+	agent_leave();
+	return ret;
+}
+
+RA_EXPORT const char *rocattach_agent_last_error(void)
+{
+	if (in_agent) {
+		memcpy(err_copy, err_text, sizeof(err_copy));
+		return err_copy;
+	}
+	pthread_mutex_lock(&agent_lock);
+	memcpy(err_copy, err_text, sizeof(err_copy));
+	pthread_mutex_unlock(&agent_lock);
+	return err_copy;
+}
+
+RA_EXPORT unsigned int rocattach_agent_version(void)
+{
+	return ROCATTACH_VERSION;
+}
+
+/*
+ * The attacher stops this thread inside the futex wait and runs our entry
+ * points on it. pthread_cond_wait has released park_lock by then, so the
+ * thread holds no lock anyone else wants; a remote call may end the wait
+ * early, hence the loop.
+ */
+static void *listener_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&park_lock);
+	parked = true;
+	pthread_cond_signal(&parked_cond);
+	while (!park_released)
+		pthread_cond_wait(&park_cond, &park_lock);
+	pthread_mutex_unlock(&park_lock);
+	return NULL;
+}
+
+/*
+ * Only the forking thread survives: there is no listener any more, and a
+ * thread that held agent_lock is gone. If the forking thread itself is in
+ * one of our calls (a tool forked), it holds the lock and will release it.
+ */
+static void agent_atfork_child(void)
+{
+	listening = false;
+	if (!in_agent)
+		pthread_mutex_init(&agent_lock, NULL);
+}
+
+/*
+ * The listener runs our code forever: if the host dlopen'ed us, a dlclose
+ * must not unmap it.
+ */
+static void pin_self(void)
+{
+	Dl_info info;
+
+	if (!dladdr((void *)listener_main, &info) || !info.dli_fname)
+		return;
+	if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+		dbg("cannot pin %s: %s", info.dli_fname, dlerror());
+}
+
+/*
+ * glibc starts a thread with every signal blocked and installs the inherited
+ * mask only once it runs. The listener gives park_lock up only by entering
+ * its wait, so once we get it back, an attacher arriving right after start
+ * finds the thread settled and parked.
+ */
+static void listener_wait_parked(void)
+{
+	pthread_mutex_lock(&park_lock);
+	while (!parked)
+		pthread_cond_wait(&parked_cond, &park_lock);
+	pthread_mutex_unlock(&park_lock);
+}
+
+/*
+ * The new thread inherits the creator's signal mask, so block everything
+ * around pthread_create: the listener never takes a signal meant for the
+ * application. (glibc keeps its internal cancel/setxid signals unblocked.)
+ */
+static int listener_start(void)
+{
+	sigset_t all, old;
+	pthread_t th;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&th, NULL, listener_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	pthread_setname_np(th, "rocp-bg-attach");
+	pthread_detach(th);
+	listener_wait_parked();
+	return 0;
+}
+
+static bool env_true(const char *name)
+{
+	static const char *const yes[] = { "1", "true", "yes", "on" };
+	const char *v = getenv(name);
+	size_t i;
+
+	for (i = 0; v && i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!strcasecmp(v, yes[i]))
+			return true;
+	return false;
+}
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	int err;
+
+	if (!env_true("ROCP_TOOL_ATTACH"))
+		return;
+	err = listener_start();
+	if (err) {
+		dbg("cannot start the attach listener: %s", strerror(-err));
+		return;
+	}
+	pin_self();
+	pthread_atfork(NULL, NULL, agent_atfork_child);
+	listening = true;
+	dbg("attach listener rocp-bg-attach started");
+}
