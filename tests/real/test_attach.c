@@ -67,6 +67,7 @@ static void test_attach_detach_reattach_lifecycle(void **state)
 {
 	char events[512], reply[512];
 	struct victim v;
+	pid_t pid;
 
 	(void)state;
 	setenv("ROCP_TEST_MARKER", "crossed", 1);
@@ -90,9 +91,10 @@ static void test_attach_detach_reattach_lifecycle(void **state)
 	assert_string_equal(events, "configure configure_attach initialize tool_attach "
 				    "tool_detach tool_attach tool_detach");
 	assert_unharmed(&v);
+	pid = v.pid;
 	assert_true(WIFEXITED(victim_stop(&v)));
 	/* finalize runs once, at exit. */
-	assert_int_equal(tool_count(log_of(v.pid), "finalize"), 1);
+	assert_int_equal(tool_count(log_of(pid), "finalize"), 1);
 	unsetenv("ROCP_TEST_MARKER");
 }
 
@@ -200,13 +202,15 @@ static void test_attach_missing_tool_rejected_before_ptrace(void **state)
 	(void)state;
 	start(&v, &with_agent);
 	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", "/nonexistent/libtool.so", 1);
+	setenv("ROCP_TEST_NOT_SENT", "1", 1);
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
 	assert_non_null(strstr(rocattach_last_error(), "/nonexistent/libtool.so"));
 	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
+	unsetenv("ROCP_TEST_NOT_SENT");
 	/* Nothing reached the target: its environment is untouched. */
-	assert_int_equal(victim_cmd(&v, "env ROCPROF_ATTACH_TOOL_LIBRARY", reply, sizeof(reply)),
-			 0);
-	assert_string_equal(reply, "env ROCPROF_ATTACH_TOOL_LIBRARY unset");
+	assert_int_equal(victim_cmd(&v, "env ROCP_TEST_NOT_SENT", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "env ROCP_TEST_NOT_SENT unset");
+	assert_string_equal(log_of(v.pid), "");
 	assert_unharmed(&v);
 	victim_stop(&v);
 }
@@ -398,13 +402,18 @@ static void kill_attacher_after(pid_t pid, int (*fn)(int), int delay_ms)
 	assert_true(WIFSIGNALED(status));
 }
 
+static int attach_only(int pid)
+{
+	return rocattach_attach(pid);
+}
+
 static void test_attacher_sigkill_while_idle(void **state)
 {
 	struct victim v;
 
 	(void)state;
 	start(&v, &with_agent);
-	kill_attacher_after(v.pid, rocattach_attach, 500);
+	kill_attacher_after(v.pid, attach_only, 500);
 	assert_int_equal(tool_count(log_of(v.pid), "tool_attach"), 1);
 	assert_unharmed(&v);
 	/* The listener is intact: the process can be attached again. */

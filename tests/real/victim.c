@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,8 @@ static void child_exec(const struct victim_opts *o, int in, int out)
 	const char *argv[16] = {o->program ? o->program : RA_TARGET_PATH};
 	int n = 1;
 
+	/* A test that dies takes its victims along. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	dup2(in, 0);
 	dup2(out, 1);
 	unsetenv("ROCP_TOOL_ATTACH");
@@ -145,7 +148,7 @@ bool proc_alive(pid_t pid)
 
 pid_t proc_tracer(pid_t pid)
 {
-	char path[128], buf[4096], *p;
+	char path[512], buf[4096], *p;
 	struct dirent *d;
 	pid_t max = 0;
 	DIR *dir;
@@ -168,7 +171,7 @@ pid_t proc_tracer(pid_t pid)
 
 pid_t proc_thread(pid_t pid, const char *comm)
 {
-	char path[128], buf[64];
+	char path[512], buf[64];
 	struct dirent *d;
 	pid_t tid = 0;
 	DIR *dir;
