@@ -4,6 +4,7 @@
  * files behind its mappings. Everything read from an ELF file is untrusted:
  * every libelf call is checked, and a bad file only means "not found here".
  */
+#include "arch/arch.h"
 #include "symbols.h"
 
 #include <errno.h>
@@ -19,15 +20,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-/* The one per-architecture fact here: the e_machine we can call into. */
-#if defined(__x86_64__)
-#define RA_ELF_MACHINE EM_X86_64
-#elif defined(__aarch64__)
-#define RA_ELF_MACHINE EM_AARCH64
-#else
-#error "symbols.c: unsupported architecture"
-#endif
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define RA_ELF_DATA ELFDATA2LSB
@@ -54,7 +46,7 @@ static int check_header(Elf *elf)
 	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 ||
 	    !gelf_getehdr(elf, &eh))
 		return -ENOEXEC;
-	if (eh.e_ident[EI_DATA] != RA_ELF_DATA || eh.e_machine != RA_ELF_MACHINE)
+	if (eh.e_ident[EI_DATA] != RA_ELF_DATA || eh.e_machine != ra_arch_elf_machine())
 		return -ENOEXEC;
 	return eh.e_type == ET_DYN || eh.e_type == ET_EXEC ? 0 : -ENOEXEC;
 }

@@ -57,6 +57,9 @@ void ra_arch_restore_from_park(struct ra_regs *r, const struct ra_regs *saved);
 /* Let the kernel skip the syscall whose entry stop the thread is in. */
 void ra_arch_cancel_syscall(struct ra_regs *r);
 
+/* ELF e_machine of code we can call into (EM_X86_64, ...). */
+unsigned int ra_arch_elf_machine(void);
+
 /* Register set for PTRACE_GETREGSET / SETREGSET (NT_PRSTATUS). */
 void *ra_arch_regs_data(struct ra_regs *r);
 size_t ra_arch_regs_size(void);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <elf.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -124,4 +125,9 @@ void *ra_arch_regs_data(struct ra_regs *r)
 size_t ra_arch_regs_size(void)
 {
 	return sizeof(struct user_regs_struct);
+}
+
+unsigned int ra_arch_elf_machine(void)
+{
+	return EM_X86_64;
 }
