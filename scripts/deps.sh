@@ -3,7 +3,7 @@
 # As root: installs what is missing with apt-get. Otherwise: names them and fails.
 set -euo pipefail
 
-PACKAGES=(gcc make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev
+PACKAGES=(gcc make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
 	openmpi-bin libopenmpi-dev)
 
 missing=()

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node layer: everything one node does for a cluster-wide attach, with
+ * no MPI in it. Find the job's local processes (selectors), read their
+ * topology (hwloc), attach and detach them in parallel, and keep one record
+ * per target that serializes compactly (for gathering) and to JSON.
+ */
+#ifndef RN_NODE_H
+#define RN_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rocattach/rocattach.h>
+
+#define RN_ERR_MAX 512
+
+/* ------------------------------------------------------------------------ */
+/* Rank lists: "0-3,8,10-11". */
+
+struct rn_range {
+	long lo, hi;
+};
+
+struct rn_ranks {
+	struct rn_range *v;
+	size_t n;
+};
+
+/* Parse a rank list; 0, or -1 with a one-line reason in err. Ranks are 0..2^31-1. */
+int rn_ranks_parse(const char *s, struct rn_ranks *out, char *err, size_t errlen);
+bool rn_ranks_contains(const struct rn_ranks *r, long rank);
+void rn_ranks_free(struct rn_ranks *r);
+
+/* ------------------------------------------------------------------------ */
+/* Selectors. */
+
+struct rn_selector {
+	/* Sources (their matches are united). */
+	pid_t *pids;		/* --pid */
+	size_t n_pids;
+	pid_t *trees;		/* --pid-tree: the pid and its descendants */
+	size_t n_trees;
+	const char *slurm_step; /* --slurm-step JOBID[.STEP]; bare JOBID = every step but ours */
+	pid_t mpirun_pid;	/* --mpirun-pid: ranks among its descendants */
+	const char *mpi_job;	/* --mpi-job ID (PMIX_NAMESPACE or OMPI job id); "" = any MPI job but ours */
+	/* Filters (all must hold). Alone, --exe and --uid are also a source over all processes. */
+	const char *exe;	/* --exe NAME: basename of the executable */
+	long uid;		/* --uid, -1 = any */
+	const struct rn_ranks *ranks; /* --ranks, NULL = all */
+	const char *rank_var;	/* --rank-var NAME, NULL = the usual ones */
+	bool children;		/* --attach-children: expand each match to its tree */
+	/* Roots for tests on captured trees; NULL = "/proc", "/sys/fs/cgroup". */
+	const char *procfs;
+	const char *cgroupfs;
+	/* Who we are (our own processes and job step are never selected); 0 = getpid(). */
+	pid_t self;
+};
+
+/* What is known of a target before anything is attached. */
+struct rn_topo {
+	char cpus[64];	 /* CPU binding as a list, "0-3,8"; "" if unknown */
+	char numa[32];	 /* NUMA nodes of those CPUs, "0" or "0-1" */
+	char gpus[128];	 /* closest GPUs, comma-separated ("card0(0000:c1:00.0)"), "" if none */
+	int n_cpus;
+};
+
+enum rn_state {
+	RN_FOUND = 0,	   /* selected, nothing done yet */
+	RN_ATTACHED,	   /* attached, window open */
+	RN_ATTACH_FAILED,
+	RN_DETACHED,	   /* attached then detached: the full success */
+	RN_DETACH_FAILED,
+	RN_EXITED,	   /* the process exited during the window */
+};
+
+struct rn_target {
+	pid_t pid;	       /* as this node's launcher sees it */
+	pid_t nspid;	       /* innermost pid namespace's view (containers); == pid if none */
+	long rank;	       /* job rank from the environment, -1 if none */
+	uid_t uid;
+	pid_t ppid;
+	char exe[64];	       /* basename of the executable */
+	bool listener;	       /* has a rocp-bg-attach thread */
+	struct rn_topo topo;
+	/* Results, filled by the pool. */
+	enum rn_state state;
+	rocattach_status_t status; /* of the failed step, SUCCESS otherwise */
+	int agent_status;
+	int windows;	       /* windows completed (attach + detach) */
+	uint64_t attach_start_ns, attach_end_ns; /* CLOCK_REALTIME, of the last window */
+	uint64_t detach_start_ns, detach_end_ns;
+	char message[256];     /* the error, "" if none */
+};
+
+/*
+ * Find the targets on this node. *out is malloc'd (sorted by pid, no
+ * duplicates); 0 targets is not an error. Returns 0, or -1 with a one-line
+ * reason (cause and fix) in err, e.g. a selector that cannot be parsed.
+ */
+int rn_select(const struct rn_selector *sel, struct rn_target **out, size_t *n, char *err,
+	      size_t errlen);
+
+/* Fill in each target's topology with hwloc. Returns 0, or -1 with err. */
+int rn_topology(struct rn_target *t, size_t n, char *err, size_t errlen);
+
+/*
+ * Bind the calling thread to CPUs that no target is bound to, if there are
+ * any (else leave it alone). Returns the number of CPUs used, 0 if unchanged.
+ */
+int rn_bind_away(const struct rn_target *t, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Parallel attach and detach. */
+
+struct rn_pool_opts {
+	int jobs;		 /* workers; 0 = from the number of targets and cores */
+	const char *tools;	 /* colon-separated tool libraries (NULL: env/default) */
+	const char *const *env;	 /* extra ROCP* "NAME=VALUE" for the environment buffer */
+	uint64_t start_ns;	 /* CLOCK_REALTIME to fire at (0 = now) */
+	bool inject;		 /* load the agent into targets without a listener */
+	/* Progress callback (done so far, total), from worker threads, may be NULL. */
+	void (*progress)(size_t done, size_t total, void *user);
+	void *user;
+};
+
+/* Attach every target in state RN_FOUND (or RN_DETACHED for a next window). */
+void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
+/* Detach every target in state RN_ATTACHED. */
+void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
+/* Worker count that rn_*_all will use for n targets. */
+int rn_pool_jobs(const struct rn_pool_opts *o, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Records. */
+
+/*
+ * Compact binary form of a node's records for MPI gathering: fixed-size,
+ * little-endian-independent only within one cluster (native order), with a
+ * header carrying a magic and version. rn_pack returns the bytes needed
+ * (call with buf NULL to size it).
+ */
+size_t rn_pack(const char *host, const struct rn_target *t, size_t n, void *buf, size_t len);
+/* Unpack; 0 or -1 if malformed. *t is malloc'd. host must hold 256 bytes. */
+int rn_unpack(const void *buf, size_t len, char *host, struct rn_target **t, size_t *n);
+
+const char *rn_state_name(enum rn_state s);
+
+/* One target as a JSON object (jansson; the caller owns the reference). */
+struct json_t;
+struct json_t *rn_target_to_json(const struct rn_target *t);
+
+#endif
