@@ -79,7 +79,7 @@ struct env_undo {
 
 static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local bool in_agent;
-static bool listening;
+static atomic_bool listening; /* set once the listener is parked */
 static bool attached;
 static char *first_path; /* tool_lib_path of the first successful attach */
 static bool atexit_registered;
@@ -615,7 +615,7 @@ static int check_attach_args(const char *env, const char *path, size_t *envlen)
 static int attach_locked(const char *env, const char *path)
 {
 	struct env_undo undo = { 0 };
-	size_t envlen;
+	size_t envlen = 0;
 	int ret;
 
 	ret = check_attach_args(env, path, &envlen);
@@ -805,19 +805,41 @@ static bool env_true(const char *name)
 	return false;
 }
 
-__attribute__((constructor)) static void agent_init(void)
+/* Start the listener once; 0 if it runs (now or already), else -errno. */
+static int agent_enable(void)
 {
-	int err;
+	static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
+	int err = 0;
 
-	if (!env_true("ROCP_TOOL_ATTACH"))
-		return;
+	pthread_mutex_lock(&enable_lock);
+	if (listening)
+		goto out;
 	err = listener_start();
 	if (err) {
 		dbg("cannot start the attach listener: %s", strerror(-err));
-		return;
+		goto out;
 	}
 	pin_self();
 	pthread_atfork(NULL, NULL, agent_atfork_child);
 	listening = true;
 	dbg("attach listener rocp-bg-attach started");
+out:
+	pthread_mutex_unlock(&enable_lock);
+	return err;
+}
+
+/*
+ * Ours: start the listener in a process that did not have ROCP_TOOL_ATTACH=1
+ * at start. The attacher calls it remotely after loading us with dlopen
+ * (--inject); it returns once the listener is parked.
+ */
+RA_EXPORT int rocattach_agent_enable(void)
+{
+	return agent_enable();
+}
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	if (env_true("ROCP_TOOL_ATTACH"))
+		agent_enable();
 }
