@@ -22,6 +22,7 @@
 
 #include "common/envbuf.h"
 #include "common/toollist.h"
+#include "inject.h"
 #include "log.h"
 #include "procfs.h"
 #include "ptrace_util.h"
@@ -211,32 +212,34 @@ static const char *tool_list_for(const rocattach_opts_t *o)
 	return DEFAULT_TOOL;
 }
 
-/* Paths with a '/' are checked as the target sees them; bare names are the target's to search. */
-static int check_tools(pid_t pid, struct prepared *p, struct ra_err *e)
+/* A path with a '/' is checked as the target sees it; a bare name is the target's to search. */
+static int check_one_tool(pid_t pid, const char *t, struct ra_err *e)
 {
 	char path[4096];
 	struct stat sb;
 
-	for (size_t i = 0; i < p->tools.n; i++) {
-		const char *t = p->tools.v[i];
+	if (!strchr(t, '/'))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/%s/%s", pid, t[0] == '/' ? "root" : "cwd", t);
+	if (stat(path, &sb) < 0) {
+		int err = errno;
 
-		if (!strchr(t, '/'))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/%s/%s", pid, t[0] == '/' ? "root" : "cwd",
-			 t);
-		if (stat(path, &sb) < 0) {
-			int err = errno;
-
-			return ra_err_set(e, err == ESRCH ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
-							  : ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-					  "tool library %s as seen from process %d (%s): %s", t,
-					  pid, path, strerror(err));
-		}
-		if (!S_ISREG(sb.st_mode))
-			return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-					  "tool library %s in process %d is not a regular file", t,
-					  pid);
+		return ra_err_set(e, err == ESRCH ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
+						  : ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+				  "library %s as seen from process %d (%s): %s", t, pid, path,
+				  strerror(err));
 	}
+	if (!S_ISREG(sb.st_mode))
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+				  "library %s in process %d is not a regular file", t, pid);
+	return 0;
+}
+
+static int check_tools(pid_t pid, struct prepared *p, struct ra_err *e)
+{
+	for (size_t i = 0; i < p->tools.n; i++)
+		if (check_one_tool(pid, p->tools.v[i], e))
+			return -1;
 	return 0;
 }
 
@@ -323,9 +326,31 @@ static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
 	return 0;
 }
 
-static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
-		   struct ra_err *e)
+/* --inject: no listener yet, so load the agent, which starts one. */
+static int inject_listener(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
+	char agent[4096];
+	uint64_t pause_ns;
+	int ret;
+
+	ret = ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &s->tid);
+	if (ret != -ENOENT)
+		return 0; /* found, or an error that find_listener reports */
+	if (ra_inject_agent_path(o->agent_path, agent, sizeof(agent), &op->e))
+		return -1;
+	if (check_one_tool(s->pid, agent, &op->e))
+		return -1;
+	ra_info("process %d has no listener: loading %s into it", s->pid, agent);
+	ret = ra_inject(s->pid, agent, &pause_ns, &op->e);
+	op->rep.step_ns[ROCATTACH_STEP_INJECT] = pause_ns;
+	return ret;
+}
+
+static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+		   struct op *op)
+{
+	struct ra_err *e = &op->e;
+
 	struct ra_stat st;
 	int ret;
 
@@ -342,8 +367,11 @@ static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 				  "tool library list '%s' is %s", p->tool_path,
 				  ret == -E2BIG ? "too long" : "empty");
-	if (check_tools(s->pid, p, e) || find_listener(s->pid, &s->tid, e) ||
-	    find_entry_points(s->pid, p, e))
+	if (check_tools(s->pid, p, e))
+		return -1;
+	if ((o->flags & ROCATTACH_F_INJECT) && inject_listener(s, o, op))
+		return -1;
+	if (find_listener(s->pid, &s->tid, e) || find_entry_points(s->pid, p, e))
 		return -1;
 	ret = ra_auxv_read(RA_PROCFS, s->pid, AT_ENTRY, &s->tramp);
 	if (ret)
@@ -455,7 +483,7 @@ static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	struct prepared p = {0};
 	struct ra_remote r;
 
-	if (prepare(s, o, &p, &op->e))
+	if (prepare(s, o, &p, op))
 		goto out;
 	op->rep.tid = s->tid;
 	op_step(op, ROCATTACH_STEP_PREPARE);

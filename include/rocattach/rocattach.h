@@ -106,11 +106,19 @@ enum rocattach_step {
 	ROCATTACH_STEP_CALL,	    /* remote call of the attach/detach entry point */
 	ROCATTACH_STEP_MUNMAP,	    /* remote munmap */
 	ROCATTACH_STEP_RELEASE,	    /* register restore + PTRACE_DETACH */
+	ROCATTACH_STEP_INJECT,	    /* --inject: time an application thread was stopped */
 	ROCATTACH_STEP_COUNT,
 };
 
 /* Flags for rocattach_opts_t.flags. */
 #define ROCATTACH_F_NO_ENV_TOOL 0x1u /* ignore ROCPROF_ATTACH_TOOL_LIBRARY */
+/*
+ * A target without a listener first gets librocattach-agent loaded by a
+ * remote dlopen on one of its threads (glibc only), which starts the
+ * listener. That thread is stopped for the dlopen (see step_ns INJECT); if
+ * the attacher dies during it, that thread stays blocked.
+ */
+#define ROCATTACH_F_INJECT 0x2u
 
 typedef struct rocattach_opts {
 	size_t size; /* sizeof(rocattach_opts_t) */
@@ -123,6 +131,12 @@ typedef struct rocattach_opts {
 	 */
 	const char *const *env;
 	unsigned int flags;
+	/*
+	 * The agent for ROCATTACH_F_INJECT, as an absolute path valid in the
+	 * target's root. NULL: ROCATTACH_AGENT, else librocattach-agent.so.0
+	 * next to this library (or in ../lib from a program linking it statically).
+	 */
+	const char *agent_path;
 } rocattach_opts_t;
 
 #define ROCATTACH_MESSAGE_MAX 512

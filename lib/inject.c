@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --inject: a process started without ROCP_TOOL_ATTACH=1 has no listener.
+ * We borrow one of its threads for as short a time as possible to dlopen the
+ * agent, whose rocattach_agent_enable() starts the listener; from then on the
+ * normal protocol runs on the listener only.
+ *
+ * The borrowed thread is preferably one sleeping in a syscall: it is then not
+ * inside malloc or the dynamic linker, whose locks dlopen needs. Its syscall
+ * is restarted transparently when it is released (see lib/arch/arch.h).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject.h"
+#include "procfs.h"
+#include "ptrace_util.h"
+#include "remote.h"
+#include "symbols.h"
+
+#define AGENT_SONAME "librocattach-agent.so.0"
+#define RTLD_NOW_ 0x2
+#define RTLD_DLOPEN_ 0x80000000 /* glibc's __RTLD_DLOPEN, for __libc_dlopen_mode */
+
+static int exists_file(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, struct ra_err *e)
+{
+	static const char *const rel[] = {"", "../lib/", "../lib64/"};
+	const char *env = getenv("ROCATTACH_AGENT");
+	char dir[PATH_MAX], *slash;
+	Dl_info info;
+
+	if (explicit_path || (env && *env)) {
+		snprintf(path, len, "%s", explicit_path ? explicit_path : env);
+		return 0;
+	}
+	if (dladdr((void *)ra_inject_agent_path, &info) && info.dli_fname &&
+	    realpath(info.dli_fname, dir) && (slash = strrchr(dir, '/'))) {
+		slash[1] = '\0';
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(path, len, "%s%s%s", dir, rel[i], AGENT_SONAME);
+			if (exists_file(path))
+				return 0;
+		}
+	}
+	ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+		   "cannot find %s for --inject: set ROCATTACH_AGENT=/path/to/%s", AGENT_SONAME,
+		   AGENT_SONAME);
+	return -ENOENT;
+}
+
+/* A thread of pid sleeping in a syscall, else the main thread. */
+static pid_t borrow_thread(pid_t pid)
+{
+	char task[64];
+	struct dirent *d;
+	struct ra_stat st;
+	pid_t tid = pid;
+	DIR *dir;
+
+	snprintf(task, sizeof(task), "%s/%d/task", RA_PROCFS, pid);
+	dir = opendir(task);
+	if (!dir)
+		return pid;
+	while ((d = readdir(dir))) {
+		pid_t t = (pid_t)atoi(d->d_name);
+
+		if (t > 0 && !ra_stat_read(task, t, &st) && st.state == 'S') {
+			tid = t;
+			break;
+		}
+	}
+	closedir(dir);
+	return tid;
+}
+
+struct libc_fns {
+	uint64_t dlopen, dlerror;
+	bool libc_mode; /* __libc_dlopen_mode (glibc < 2.34) */
+};
+
+static int find_dlopen(pid_t pid, struct libc_fns *f, struct ra_err *e)
+{
+	static const char *const prefer[] = {"libc.so.6", NULL};
+	static const char *const modern[] = {"dlopen", "dlerror"};
+	static const char *const old[] = {"__libc_dlopen_mode"};
+	struct ra_maps maps = {0};
+	uint64_t a[2];
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	ret = ra_maps_read(RA_PROCFS, pid, &maps);
+	if (ret) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+			   "process %d does not exist", pid);
+		return ret;
+	}
+	ret = ra_symbols_find(RA_PROCFS, pid, &maps, modern, 2, prefer, a, NULL, 0, e);
+	if (!ret) {
+		f->dlopen = a[0];
+		f->dlerror = a[1];
+	} else if (ret == -ENOENT) {
+		ret = ra_symbols_find(RA_PROCFS, pid, &maps, old, 1, prefer, a, NULL, 0, e);
+		f->dlopen = a[0];
+		f->libc_mode = true;
+	}
+	ra_maps_free(&maps);
+	if (ret == -ENOENT)
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
+			   "process %d has no glibc dlopen (statically linked or not glibc): "
+			   "--inject cannot load the agent; start it with ROCP_TOOL_ATTACH=1 and "
+			   "LD_PRELOAD=%s instead",
+			   pid, AGENT_SONAME);
+	return ret;
+}
+
+static int find_enable(pid_t pid, uint64_t *fn, struct ra_err *e)
+{
+	static const char *const name[] = {"rocattach_agent_enable"};
+	static const char *const prefer[] = {"librocattach-agent.so", NULL};
+	struct ra_maps maps = {0};
+	int ret;
+
+	ret = ra_maps_read(RA_PROCFS, pid, &maps);
+	if (!ret)
+		ret = ra_symbols_find(RA_PROCFS, pid, &maps, name, 1, prefer, fn, NULL, 0, e);
+	ra_maps_free(&maps);
+	if (ret)
+		ra_err_set(e, ROCATTACH_STATUS_ERROR,
+			   "process %d: the loaded agent exports no rocattach_agent_enable", pid);
+	return ret;
+}
+
+/* Copy dlerror()'s text out of the target for the message. */
+static void remote_dlerror(struct ra_remote *r, uint64_t fn, char *buf, size_t len)
+{
+	struct ra_err ignore = {0};
+	uint64_t str = 0;
+
+	buf[0] = '\0';
+	if (fn && !ra_remote_call(r, fn, NULL, 0, &str) && str &&
+	    !ra_mem_read(r->pid, str, buf, len - 1, &ignore))
+		buf[len - 1] = '\0';
+	else
+		buf[0] = '\0';
+}
+
+static int remote_dlopen(struct ra_remote *r, const struct libc_fns *f, const char *agent,
+			 struct ra_err *e)
+{
+	size_t len = strlen(agent) + 1;
+	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 (uint64_t)-1, 0};
+	uint64_t buf, handle = 0, unused;
+	char why[256];
+	int ret;
+
+	ret = ra_remote_syscall(r, SYS_mmap, a, 6, &buf);
+	if (ret)
+		return ret;
+	if (buf > (uint64_t)-4096) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "remote mmap in process %d failed", r->pid);
+		return -ENOMEM;
+	}
+	ret = ra_mem_write(r->pid, buf, agent, len, e);
+	a[0] = buf;
+	a[1] = f->libc_mode ? RTLD_NOW_ | RTLD_DLOPEN_ : RTLD_NOW_;
+	if (!ret)
+		ret = ra_remote_call(r, f->dlopen, a, 2, &handle);
+	if (!ret && !handle) {
+		remote_dlerror(r, f->dlerror, why, sizeof(why));
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "dlopen(%s) in process %d failed%s%s", agent,
+			   r->pid, why[0] ? ": " : "", why);
+		ret = -ENOEXEC;
+	}
+	a[1] = len;
+	ra_remote_syscall(r, SYS_munmap, a, 2, &unused);
+	return ret;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e)
+{
+	struct libc_fns f;
+	struct ra_remote r;
+	uint64_t tramp, enable, ret = 0, t0;
+	pid_t tid;
+	int err;
+
+	*pause_ns = 0;
+	if (find_dlopen(pid, &f, e))
+		return -1;
+	if (ra_auxv_read(RA_PROCFS, pid, AT_ENTRY, &tramp)) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: no AT_ENTRY in its auxv", pid);
+		return -1;
+	}
+	tid = borrow_thread(pid);
+	t0 = now_ns();
+	if (ra_remote_begin(&r, pid, tid, tramp, e))
+		return -1;
+	err = remote_dlopen(&r, &f, agent, e);
+	if (!err)
+		err = find_enable(pid, &enable, e);
+	if (!err)
+		err = ra_remote_call(&r, enable, NULL, 0, &ret);
+	ra_remote_end(&r);
+	*pause_ns = now_ns() - t0;
+	if (!err && (int32_t)ret != 0) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "rocattach_agent_enable in process %d failed: %s",
+			   pid, strerror((int)-(int32_t)ret));
+		err = -1;
+	}
+	return err ? -1 : 0;
+}

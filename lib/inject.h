@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Loading the agent into a process that was started without it (--inject). */
+#ifndef RA_INJECT_H
+#define RA_INJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/*
+ * The agent to load: explicit path, else $ROCATTACH_AGENT, else next to the
+ * object this code is in. 0 and path, or -ENOENT with e set.
+ */
+int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, struct ra_err *e);
+
+/*
+ * dlopen(agent) on one thread of pid (a sleeping one if any), then
+ * rocattach_agent_enable(). *pause_ns receives how long that application
+ * thread was stopped. 0, or -1 with e set (nothing left behind).
+ */
+int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e);
+
+#endif

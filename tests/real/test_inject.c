@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* --inject: attach processes started without any attach support. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <rocattach/rocattach.h>
+
+#include "victim.h"
+
+static char outdir[256];
+static char logbuf[65536];
+
+static int setup(void **state)
+{
+	(void)state;
+	make_outdir(outdir, sizeof(outdir));
+	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
+	return outdir[0] ? 0 : -1;
+}
+
+static const rocattach_opts_t inject_opts = {
+	.size = sizeof(rocattach_opts_t),
+	.tool_libraries = RA_TOOL_PATH,
+	.flags = ROCATTACH_F_INJECT,
+	.agent_path = RA_AGENT_PATH,
+};
+
+static void test_inject_plain_program_full_lifecycle(void **state)
+{
+	const struct victim_opts plain = {0};
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	char events[256], reply[256];
+	struct victim v;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &plain), 0);
+	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
+	/* Without --inject: ROCm's behaviour, a clear refusal. */
+	assert_int_equal(rocattach_attach_ex(v.pid, &(rocattach_opts_t){.size = sizeof(rocattach_opts_t),
+				.tool_libraries = RA_TOOL_PATH}, NULL), ROCATTACH_STATUS_ERROR);
+
+	assert_int_equal(rocattach_attach_ex(v.pid, &inject_opts, &rep), ROCATTACH_STATUS_SUCCESS);
+	assert_true(rep.step_ns[ROCATTACH_STEP_INJECT] > 0);
+	print_message("inject: application thread stopped %.3f ms\n",
+		      rep.step_ns[ROCATTACH_STEP_INJECT] / 1e6);
+	assert_true(proc_thread(v.pid, "rocp-bg-attach") > 0);
+	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
+	tool_events(logbuf, events, sizeof(events));
+	assert_string_equal(events, "configure configure_attach initialize tool_attach");
+	/* The borrowed thread (the reader, blocked in read) lost nothing. */
+	assert_int_equal(victim_cmd(&v, "echo after-inject", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "echo after-inject");
+	assert_int_equal(victim_status(&v, "eintr"), 0);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	/* Second window: the listener is there now, no second load. */
+	memset(&rep, 0, sizeof(rep));
+	rep.size = sizeof(rep);
+	assert_int_equal(rocattach_attach_ex(v.pid, &inject_opts, &rep), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rep.step_ns[ROCATTACH_STEP_INJECT], 0);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
+	assert_int_equal(tool_count(logbuf, "tool_detach"), 2);
+	assert_int_equal(tool_count(logbuf, "configure"), 1);
+	assert_int_equal(proc_tracer(v.pid), 0);
+	assert_int_equal(victim_cmd(&v, "ping", reply, sizeof(reply)), 0);
+	assert_int_equal(victim_status(&v, "eintr"), 0);
+	victim_stop(&v);
+}
+
+static void test_inject_static_program_refused(void **state)
+{
+	const struct victim_opts o = {.program = RA_STATIC_SLEEPER};
+	struct victim v;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &o), 0);
+	assert_int_equal(rocattach_attach_ex(v.pid, &inject_opts, NULL),
+			 ROCATTACH_STATUS_ERROR_NOT_SUPPORTED);
+	assert_non_null(strstr(rocattach_last_error(), "no glibc dlopen"));
+	assert_true(proc_alive(v.pid));
+	assert_int_equal(proc_tracer(v.pid), 0);
+	victim_stop(&v);
+}
+
+static void test_inject_missing_agent_rejected(void **state)
+{
+	rocattach_opts_t o = inject_opts;
+	struct victim v;
+
+	(void)state;
+	o.agent_path = "/nonexistent/librocattach-agent.so.0";
+	assert_int_equal(victim_start(&v, &(struct victim_opts){0}), 0);
+	assert_int_equal(rocattach_attach_ex(v.pid, &o, NULL),
+			 ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	assert_non_null(strstr(rocattach_last_error(), "/nonexistent/"));
+	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
+	victim_stop(&v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_inject_plain_program_full_lifecycle),
+		cmocka_unit_test(test_inject_static_program_refused),
+		cmocka_unit_test(test_inject_missing_agent_rejected),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
