@@ -1,1 +1,163 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parallel attach and detach over a node's targets.
+ *
+ * The attach library holds ptrace only for the duration of one operation and
+ * releases the thread before returning, so a target never belongs to one
+ * worker: any worker may attach a target and any other detach it. Workers
+ * take the next target from a shared counter, so a slow target never holds
+ * up the others. Workers inherit the caller's CPU affinity (see rn_bind_away).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "node.h"
+
+/* The work is mostly waiting for targets to run the remote calls: oversubscribe. */
+#define JOBS_PER_CPU 4
+#define JOBS_MAX 256
+
+struct pool {
+	struct rn_target *t;
+	size_t n;
+	const struct rn_pool_opts *o;
+	bool attach;
+	atomic_size_t next;
+	atomic_size_t done;
+	size_t todo;
+};
+
+int rn_pool_jobs(const struct rn_pool_opts *o, size_t n)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long jobs = o && o->jobs > 0 ? o->jobs : (cpus > 0 ? cpus : 1) * JOBS_PER_CPU;
+
+	if (jobs > JOBS_MAX)
+		jobs = JOBS_MAX;
+	if ((size_t)jobs > n)
+		jobs = (long)n;
+	return jobs > 0 ? (int)jobs : 1;
+}
+
+static bool wanted(const struct rn_target *t, bool attach)
+{
+	if (attach)
+		return t->state == RN_FOUND || t->state == RN_DETACHED;
+	return t->state == RN_ATTACHED;
+}
+
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+	if (!ns)
+		return;
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* Messages are cut to the record's size: the start names the step and the cause. */
+static void copy_message(struct rn_target *t, const char *msg)
+{
+	snprintf(t->message, sizeof(t->message), "%.*s", (int)sizeof(t->message) - 1, msg);
+}
+
+static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
+{
+	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools, .env = o->env};
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	rocattach_status_t st;
+
+	if (o->inject)
+		ro.flags |= ROCATTACH_F_INJECT;
+	st = rocattach_attach_ex(t->pid, &ro, &rep);
+	t->status = st;
+	t->agent_status = rep.agent_status;
+	t->attach_start_ns = rep.start_ns;
+	t->attach_end_ns = rep.end_ns;
+	t->detach_start_ns = t->detach_end_ns = 0;
+	copy_message(t, rep.message);
+	if (st == ROCATTACH_STATUS_SUCCESS) {
+		t->state = RN_ATTACHED;
+		t->listener = true;
+	} else {
+		t->state = st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND ? RN_EXITED
+										 : RN_ATTACH_FAILED;
+	}
+}
+
+static void detach_one(struct rn_target *t)
+{
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	rocattach_status_t st;
+
+	st = rocattach_detach_ex(t->pid, &rep);
+	t->status = st;
+	t->agent_status = rep.agent_status;
+	t->detach_start_ns = rep.start_ns;
+	t->detach_end_ns = rep.end_ns;
+	copy_message(t, rep.message);
+	if (st == ROCATTACH_STATUS_SUCCESS) {
+		t->state = RN_DETACHED;
+		t->windows++;
+	} else {
+		t->state = st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND ? RN_EXITED
+										 : RN_DETACH_FAILED;
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	size_t i, done;
+
+	sleep_until(p->o->start_ns);
+	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
+		if (!wanted(&p->t[i], p->attach))
+			continue;
+		if (p->attach)
+			attach_one(&p->t[i], p->o);
+		else
+			detach_one(&p->t[i]);
+		done = atomic_fetch_add(&p->done, 1) + 1;
+		if (p->o->progress)
+			p->o->progress(done, p->todo, p->o->user);
+	}
+	return NULL;
+}
+
+static void run(struct rn_target *t, size_t n, const struct rn_pool_opts *o, bool attach)
+{
+	static const struct rn_pool_opts defaults;
+	pthread_t th[JOBS_MAX];
+	struct pool p = {.t = t, .n = n, .o = o ? o : &defaults, .attach = attach};
+	int jobs, started = 0;
+
+	for (size_t i = 0; i < n; i++)
+		p.todo += wanted(&t[i], attach);
+	if (!p.todo)
+		return;
+	jobs = rn_pool_jobs(p.o, p.todo);
+	/* The calling thread is one of the workers; a failed create just means fewer. */
+	for (int k = 1; k < jobs; k++)
+		if (!pthread_create(&th[started], NULL, worker, &p))
+			started++;
+	worker(&p);
+	for (int k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+}
+
+void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
+{
+	run(t, n, o, true);
+}
+
+void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
+{
+	run(t, n, o, false);
+}
