@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "node.h"
+
+#define HDR 272	  /* magic 8 + version 4 + count 4 + host 256 */
+#define ENTRY 640 /* see the wire layout in node/records.c */
+
+static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
+{
+	size_t plen = strlen(pattern), k;
+
+	for (k = 0; k + 1 < size; k++)
+		dst[k] = pattern[(k + i) % plen];
+	dst[size - 1] = '\0';
+}
+
+/* Every field distinct per index, strings filled to the last byte. */
+static void make_target(struct rn_target *t, size_t i, bool long_strings)
+{
+	memset(t, 0, sizeof(*t));
+	t->pid = (pid_t)(1000 + i);
+	t->nspid = (pid_t)(10 + i);
+	t->rank = i % 3 == 0 ? -1 : (long)(i * 7);
+	t->uid = (uid_t)(500 + i);
+	t->ppid = (pid_t)(900 + i);
+	t->listener = i % 2;
+	t->topo.n_cpus = (int)i;
+	t->state = (enum rn_state)(i % (RN_EXITED + 1));
+	t->status = (rocattach_status_t)(i % ROCATTACH_STATUS_LAST);
+	t->agent_status = i % 4 == 0 ? -1 : (int)i;
+	t->windows = (int)(i * 2);
+	t->attach_start_ns = 1700000000000000000ull + i;
+	t->attach_end_ns = t->attach_start_ns + 1000 + i;
+	t->detach_start_ns = i % 5 ? t->attach_end_ns + 5 : 0;
+	t->detach_end_ns = t->detach_start_ns ? t->detach_start_ns + 7 : 0;
+	if (long_strings) {
+		fill_str(t->exe, sizeof(t->exe), "x\"\n\\\xc3\xa9", i);
+		fill_str(t->topo.cpus, sizeof(t->topo.cpus), "0-3,", i);
+		fill_str(t->topo.numa, sizeof(t->topo.numa), "0,1", i);
+		fill_str(t->topo.gpus, sizeof(t->topo.gpus), "card0(0000:c1:00.0),", i);
+		fill_str(t->message, sizeof(t->message), "err \"q\"\t\x01\n\xe2\x82\xac ", i);
+	} else {
+		snprintf(t->exe, sizeof(t->exe), "app_%zu", i);
+		snprintf(t->topo.cpus, sizeof(t->topo.cpus), "%zu", i % 2);
+		snprintf(t->topo.numa, sizeof(t->topo.numa), "0");
+		snprintf(t->message, sizeof(t->message), "%s", i % 2 ? "" : "ptrace: \"EPERM\"\n");
+	}
+}
+
+static void assert_target_equal(const struct rn_target *a, const struct rn_target *b)
+{
+	assert_int_equal(a->pid, b->pid);
+	assert_int_equal(a->nspid, b->nspid);
+	assert_int_equal(a->rank, b->rank);
+	assert_int_equal(a->uid, b->uid);
+	assert_int_equal(a->ppid, b->ppid);
+	assert_string_equal(a->exe, b->exe);
+	assert_int_equal(a->listener, b->listener);
+	assert_string_equal(a->topo.cpus, b->topo.cpus);
+	assert_string_equal(a->topo.numa, b->topo.numa);
+	assert_string_equal(a->topo.gpus, b->topo.gpus);
+	assert_int_equal(a->topo.n_cpus, b->topo.n_cpus);
+	assert_int_equal(a->state, b->state);
+	assert_int_equal(a->status, b->status);
+	assert_int_equal(a->agent_status, b->agent_status);
+	assert_int_equal(a->windows, b->windows);
+	assert_true(a->attach_start_ns == b->attach_start_ns);
+	assert_true(a->attach_end_ns == b->attach_end_ns);
+	assert_true(a->detach_start_ns == b->detach_start_ns);
+	assert_true(a->detach_end_ns == b->detach_end_ns);
+	assert_string_equal(a->message, b->message);
+}
+
+static void round_trip(size_t n, bool long_strings)
+{
+	struct rn_target *in = calloc(n ? n : 1, sizeof(*in)), *out = NULL;
+	char host[256], long_host[300];
+	size_t size, got = 99, i;
+	void *buf;
+
+	assert_non_null(in);
+	for (i = 0; i < n; i++)
+		make_target(&in[i], i, long_strings);
+	fill_str(long_host, sizeof(long_host), "node-\"01\".example\n", 0);
+	size = rn_pack(long_host, in, n, NULL, 0);
+	assert_int_equal(size, HDR + n * ENTRY);
+	buf = malloc(size);
+	assert_non_null(buf);
+	assert_int_equal(rn_pack(long_host, in, n, buf, size), size);
+	assert_int_equal(rn_unpack(buf, size, host, &out, &got), 0);
+	assert_int_equal(got, n);
+	/* The host is cut to 255 bytes and terminated. */
+	assert_int_equal(strlen(host), 255);
+	assert_memory_equal(host, long_host, 255);
+	for (i = 0; i < n; i++)
+		assert_target_equal(&in[i], &out[i]);
+	free(out);
+	free(buf);
+	free(in);
+}
+
+static void test_rn_pack_round_trip_empty(void **state)
+{
+	(void)state;
+	round_trip(0, false);
+}
+
+static void test_rn_pack_round_trip_one(void **state)
+{
+	(void)state;
+	round_trip(1, false);
+	round_trip(1, true);
+}
+
+static void test_rn_pack_round_trip_hundred(void **state)
+{
+	(void)state;
+	round_trip(100, false);
+	round_trip(100, true);
+}
+
+static void test_rn_pack_short_buffer_writes_nothing(void **state)
+{
+	struct rn_target t;
+	unsigned char buf[HDR + ENTRY];
+	size_t i;
+
+	(void)state;
+	make_target(&t, 1, true);
+	memset(buf, 0xa5, sizeof(buf));
+	assert_int_equal(rn_pack("h", &t, 1, buf, sizeof(buf) - 1), sizeof(buf));
+	for (i = 0; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], 0xa5);
+	assert_int_equal(rn_pack(NULL, &t, 1, NULL, 12345), sizeof(buf));
+	/* A bigger buffer is fine and only the needed bytes are written. */
+	assert_int_equal(rn_pack(NULL, NULL, 0, buf, sizeof(buf)), HDR);
+	assert_int_equal(buf[HDR], 0xa5);
+}
+
+/* Bytes after a string's NUL never reach the wire. */
+static void test_rn_pack_pads_strings_with_zeros(void **state)
+{
+	struct rn_target a, b;
+	unsigned char ba[HDR + ENTRY], bb[HDR + ENTRY];
+
+	(void)state;
+	make_target(&a, 2, false);
+	b = a;
+	memset(a.message, 'A', sizeof(a.message));
+	memset(b.message, 'B', sizeof(b.message));
+	strcpy(a.message, "same");
+	strcpy(b.message, "same");
+	assert_int_equal(rn_pack("h", &a, 1, ba, sizeof(ba)), sizeof(ba));
+	assert_int_equal(rn_pack("h", &b, 1, bb, sizeof(bb)), sizeof(bb));
+	assert_memory_equal(ba, bb, sizeof(ba));
+}
+
+/* Pack n targets into a malloc'd buffer. */
+static unsigned char *packed(size_t n, size_t *size)
+{
+	struct rn_target t[3];
+	unsigned char *buf;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		make_target(&t[i], i + 1, true);
+	*size = rn_pack("host", t, n, NULL, 0);
+	buf = malloc(*size);
+	assert_non_null(buf);
+	assert_int_equal(rn_pack("host", t, n, buf, *size), *size);
+	return buf;
+}
+
+/* A copy of exactly len bytes, so any over-read shows up under ASan. */
+static int unpack_copy(const unsigned char *buf, size_t len)
+{
+	unsigned char *copy = malloc(len ? len : 1);
+	struct rn_target *t = NULL;
+	char host[256];
+	size_t n = 0;
+	int ret;
+
+	assert_non_null(copy);
+	memcpy(copy, buf, len);
+	ret = rn_unpack(copy, len, host, &t, &n);
+	if (ret == 0)
+		free(t);
+	free(copy);
+	return ret;
+}
+
+static void test_rn_unpack_bad_header(void **state)
+{
+	size_t size;
+	unsigned char *buf = packed(2, &size);
+	uint32_t v;
+
+	(void)state;
+	assert_int_equal(unpack_copy(buf, size), 0);
+	buf[0] ^= 1;
+	assert_int_equal(unpack_copy(buf, size), -1);
+	buf[0] ^= 1;
+	buf[7] = 'x';
+	assert_int_equal(unpack_copy(buf, size), -1);
+	buf[7] = 0;
+	v = 2;
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 0;
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	free(buf);
+}
+
+static void test_rn_unpack_count_mismatch(void **state)
+{
+	uint32_t counts[] = { 0, 1, 3, 100, UINT32_MAX, UINT32_MAX / ENTRY + 1 };
+	size_t size, i;
+	unsigned char *buf = packed(2, &size);
+
+	(void)state;
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		memcpy(buf + 12, &counts[i], 4);
+		assert_int_equal(unpack_copy(buf, size), -1);
+	}
+	free(buf);
+}
+
+static void test_rn_unpack_truncated_or_extra(void **state)
+{
+	size_t size, len;
+	unsigned char *buf = packed(2, &size), *big;
+
+	(void)state;
+	/* Every shorter length, including inside the header and zero. */
+	for (len = 0; len < size; len++)
+		assert_int_equal(unpack_copy(buf, len), -1);
+	big = calloc(1, size + ENTRY + 1);
+	assert_non_null(big);
+	memcpy(big, buf, size);
+	assert_int_equal(unpack_copy(big, size + 1), -1);
+	assert_int_equal(unpack_copy(big, size + ENTRY), -1);
+	assert_int_equal(unpack_copy(big, size + ENTRY + 1), -1);
+	free(big);
+	free(buf);
+}
+
+static void test_rn_unpack_bad_enum(void **state)
+{
+	size_t size;
+	unsigned char *buf = packed(1, &size);
+	/* listener, state, status offsets inside the entry. */
+	size_t listener = HDR + 40 + 64, st = listener + 4 + 64 + 32 + 128 + 4;
+	int32_t bad[] = { -1, 2, 99, INT32_MIN };
+	int32_t badstate[] = { -1, RN_EXITED + 1, INT32_MAX };
+	int32_t badstatus[] = { -1, ROCATTACH_STATUS_LAST };
+	unsigned char save[12];
+	size_t i;
+
+	(void)state;
+	memcpy(save, buf + st, 12);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(buf + listener, &bad[i], 4);
+		assert_int_equal(unpack_copy(buf, size), -1);
+	}
+	memset(buf + listener, 0, 4);
+	assert_int_equal(unpack_copy(buf, size), 0);
+	for (i = 0; i < sizeof(badstate) / sizeof(badstate[0]); i++) {
+		memcpy(buf + st, &badstate[i], 4);
+		assert_int_equal(unpack_copy(buf, size), -1);
+	}
+	memcpy(buf + st, save, 12);
+	for (i = 0; i < sizeof(badstatus) / sizeof(badstatus[0]); i++) {
+		memcpy(buf + st + 4, &badstatus[i], 4);
+		assert_int_equal(unpack_copy(buf, size), -1);
+	}
+	free(buf);
+}
+
+/* Strings without a NUL on the wire come back terminated, not overrun. */
+static void test_rn_unpack_forces_nul(void **state)
+{
+	size_t size;
+	unsigned char *buf = packed(1, &size);
+	struct rn_target *t = NULL;
+	char host[256];
+	size_t n;
+
+	(void)state;
+	memset(buf + 16, 'h', 256);
+	memset(buf + HDR + 40, 'e', 64);
+	memset(buf + HDR + 40 + 64 + 4, 'c', 64 + 32 + 128);
+	memset(buf + size - 256, 'm', 256);
+	assert_int_equal(rn_unpack(buf, size, host, &t, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(strlen(host), 255);
+	assert_int_equal(strlen(t->exe), 63);
+	assert_int_equal(strlen(t->topo.cpus), 63);
+	assert_int_equal(strlen(t->topo.numa), 31);
+	assert_int_equal(strlen(t->topo.gpus), 127);
+	assert_int_equal(strlen(t->message), 255);
+	free(t);
+	free(buf);
+}
+
+/* Random bytes behind a valid header and length: never crashes. */
+static void test_rn_unpack_random_bytes(void **state)
+{
+	size_t size, i, k;
+	unsigned char *buf = packed(3, &size);
+
+	(void)state;
+	srand(42);
+	for (i = 0; i < 2000; i++) {
+		for (k = 16; k < size; k++)
+			buf[k] = (unsigned char)rand();
+		(void)unpack_copy(buf, size);
+	}
+	free(buf);
+}
+
+static void test_rn_state_name_every_state(void **state)
+{
+	(void)state;
+	assert_string_equal(rn_state_name(RN_FOUND), "found");
+	assert_string_equal(rn_state_name(RN_ATTACHED), "attached");
+	assert_string_equal(rn_state_name(RN_ATTACH_FAILED), "attach-failed");
+	assert_string_equal(rn_state_name(RN_DETACHED), "detached");
+	assert_string_equal(rn_state_name(RN_DETACH_FAILED), "detach-failed");
+	assert_string_equal(rn_state_name(RN_EXITED), "exited");
+	assert_string_equal(rn_state_name((enum rn_state)(RN_EXITED + 1)), "unknown");
+	assert_string_equal(rn_state_name((enum rn_state)-1), "unknown");
+}
+
+/* Dump with jansson and parse back, as the report reader would. */
+static json_t *through_text(const struct rn_target *t)
+{
+	json_t *j = rn_target_to_json(t), *back;
+	json_error_t err;
+	char *text;
+
+	assert_non_null(j);
+	text = json_dumps(j, JSON_COMPACT);
+	assert_non_null(text);
+	back = json_loads(text, 0, &err);
+	if (!back)
+		fail_msg("json_loads: %s in %s", err.text, text);
+	json_decref(j);
+	free(text);
+	return back;
+}
+
+static void test_rn_target_to_json_all_keys(void **state)
+{
+	const char *keys[] = { "pid",	 "nspid",	 "rank",    "uid",    "ppid",
+			       "exe",	 "listener",	 "topology", "state", "status",
+			       "agent_status", "windows", "attach", "detach", "message" };
+	struct rn_target t;
+	json_t *j, *topo, *att;
+	size_t i;
+
+	(void)state;
+	make_target(&t, 1, false);
+	snprintf(t.topo.gpus, sizeof(t.topo.gpus), "card0(0000:c1:00.0),renderD128(0000:c1:00.0)");
+	j = through_text(&t);
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_non_null(json_object_get(j, keys[i]));
+	assert_int_equal(json_object_size(j), sizeof(keys) / sizeof(keys[0]));
+	assert_int_equal(json_integer_value(json_object_get(j, "pid")), 1001);
+	assert_int_equal(json_integer_value(json_object_get(j, "rank")), 7);
+	assert_int_equal(json_integer_value(json_object_get(j, "agent_status")), 1);
+	assert_true(json_is_boolean(json_object_get(j, "listener")));
+	assert_true(json_is_true(json_object_get(j, "listener")));
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "attached");
+	assert_string_equal(json_string_value(json_object_get(j, "status")),
+			    "ROCATTACH_STATUS_ERROR");
+	topo = json_object_get(j, "topology");
+	assert_string_equal(json_string_value(json_object_get(topo, "cpus")), "1");
+	assert_string_equal(json_string_value(json_object_get(topo, "numa")), "0");
+	assert_int_equal(json_integer_value(json_object_get(topo, "n_cpus")), 1);
+	assert_int_equal(json_array_size(json_object_get(topo, "gpus")), 2);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(topo, "gpus"), 1)),
+			    "renderD128(0000:c1:00.0)");
+	att = json_object_get(j, "attach");
+	assert_true(json_integer_value(json_object_get(att, "start_ns")) ==
+		    (json_int_t)1700000000000000001ll);
+	assert_int_equal(json_integer_value(json_object_get(att, "duration_ns")), 1001);
+	assert_true(json_is_object(json_object_get(j, "detach")));
+	json_decref(j);
+}
+
+static void test_rn_target_to_json_nulls(void **state)
+{
+	struct rn_target t;
+	json_t *j, *topo;
+
+	(void)state;
+	make_target(&t, 0, false);
+	t.message[0] = '\0';
+	t.attach_start_ns = t.attach_end_ns = 0;
+	t.detach_start_ns = t.detach_end_ns = 0;
+	t.topo.gpus[0] = '\0';
+	j = through_text(&t);
+	assert_true(json_is_null(json_object_get(j, "rank")));
+	assert_true(json_is_null(json_object_get(j, "agent_status")));
+	assert_true(json_is_null(json_object_get(j, "attach")));
+	assert_true(json_is_null(json_object_get(j, "detach")));
+	assert_true(json_is_null(json_object_get(j, "message")));
+	assert_true(json_is_false(json_object_get(j, "listener")));
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "found");
+	assert_string_equal(json_string_value(json_object_get(j, "status")),
+			    "ROCATTACH_STATUS_SUCCESS");
+	topo = json_object_get(j, "topology");
+	assert_true(json_is_array(json_object_get(topo, "gpus")));
+	assert_int_equal(json_array_size(json_object_get(topo, "gpus")), 0);
+	json_decref(j);
+}
+
+/* An attach that started but has no end yet: no negative duration. */
+static void test_rn_target_to_json_unfinished_step(void **state)
+{
+	struct rn_target t;
+	json_t *j, *att;
+
+	(void)state;
+	make_target(&t, 1, false);
+	t.attach_end_ns = 0;
+	j = through_text(&t);
+	att = json_object_get(j, "attach");
+	assert_true(json_is_object(att));
+	assert_true(json_is_integer(json_object_get(att, "start_ns")));
+	assert_true(json_is_null(json_object_get(att, "end_ns")));
+	assert_true(json_is_null(json_object_get(att, "duration_ns")));
+	json_decref(j);
+}
+
+static void test_rn_target_to_json_escapes_strings(void **state)
+{
+	const char *msg = "PTRACE_SEIZE(12): \"quoted\"\nline2\ttab\x01\x1f back\\slash \xe2\x82\xac";
+	const char *exe = "we\"ird\n\xc3\xa9xe";
+	struct rn_target t;
+	json_t *j;
+
+	(void)state;
+	make_target(&t, 1, false);
+	snprintf(t.message, sizeof(t.message), "%s", msg);
+	snprintf(t.exe, sizeof(t.exe), "%s", exe);
+	j = through_text(&t);
+	assert_string_equal(json_string_value(json_object_get(j, "message")), msg);
+	assert_string_equal(json_string_value(json_object_get(j, "exe")), exe);
+	json_decref(j);
+}
+
+/* Bytes that are not UTF-8 still give a string, with '?' for non-ASCII. */
+static void test_rn_target_to_json_invalid_utf8(void **state)
+{
+	struct rn_target t;
+	json_t *j;
+
+	(void)state;
+	make_target(&t, 1, false);
+	snprintf(t.exe, sizeof(t.exe), "bad\xff\xfe");
+	snprintf(t.message, sizeof(t.message), "half \xe2\x82 \xc3\xa9");
+	j = through_text(&t);
+	assert_string_equal(json_string_value(json_object_get(j, "exe")), "bad??");
+	assert_string_equal(json_string_value(json_object_get(j, "message")), "half ?? ??");
+	json_decref(j);
+}
+
+/* Fields filled to the last byte without a NUL are read within bounds. */
+static void test_rn_target_to_json_unterminated_fields(void **state)
+{
+	struct rn_target t;
+	json_t *j, *topo;
+
+	(void)state;
+	make_target(&t, 1, false);
+	memset(t.exe, 'e', sizeof(t.exe));
+	memset(t.topo.gpus, 'g', sizeof(t.topo.gpus));
+	memset(t.message, 'm', sizeof(t.message));
+	j = through_text(&t);
+	assert_int_equal(strlen(json_string_value(json_object_get(j, "exe"))), sizeof(t.exe));
+	assert_int_equal(strlen(json_string_value(json_object_get(j, "message"))),
+			 sizeof(t.message));
+	topo = json_object_get(j, "topology");
+	assert_int_equal(strlen(json_string_value(json_array_get(json_object_get(topo, "gpus"), 0))),
+			 sizeof(t.topo.gpus));
+	json_decref(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rn_pack_round_trip_empty),
+		cmocka_unit_test(test_rn_pack_round_trip_one),
+		cmocka_unit_test(test_rn_pack_round_trip_hundred),
+		cmocka_unit_test(test_rn_pack_short_buffer_writes_nothing),
+		cmocka_unit_test(test_rn_pack_pads_strings_with_zeros),
+		cmocka_unit_test(test_rn_unpack_bad_header),
+		cmocka_unit_test(test_rn_unpack_count_mismatch),
+		cmocka_unit_test(test_rn_unpack_truncated_or_extra),
+		cmocka_unit_test(test_rn_unpack_bad_enum),
+		cmocka_unit_test(test_rn_unpack_forces_nul),
+		cmocka_unit_test(test_rn_unpack_random_bytes),
+		cmocka_unit_test(test_rn_state_name_every_state),
+		cmocka_unit_test(test_rn_target_to_json_all_keys),
+		cmocka_unit_test(test_rn_target_to_json_nulls),
+		cmocka_unit_test(test_rn_target_to_json_unfinished_step),
+		cmocka_unit_test(test_rn_target_to_json_escapes_strings),
+		cmocka_unit_test(test_rn_target_to_json_invalid_utf8),
+		cmocka_unit_test(test_rn_target_to_json_unterminated_fields),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
