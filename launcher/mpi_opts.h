@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* Options of rocattach-mpi. Rank 0 parses and validates; every rank parses the same argv. */
+#ifndef RM_OPTS_H
+#define RM_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "node.h"
+
+/* Exit codes of rocattach-mpi, documented in the README and --help. */
+enum rm_exit {
+	RM_EXIT_OK = 0,		/* every selected target attached and detached */
+	RM_EXIT_ERROR = 1,	/* internal or MPI error */
+	RM_EXIT_USAGE = 2,	/* bad command line */
+	RM_EXIT_NO_TARGETS = 3, /* no node found a target */
+	RM_EXIT_FAILED = 4,	/* some targets failed (see the summary) */
+	RM_EXIT_INTERRUPTED = 5, /* a signal cut a window short (targets were detached) */
+};
+
+#define RM_MAX_PIDS 4096
+
+struct rm_opts {
+	struct rn_selector sel;
+	pid_t pids[RM_MAX_PIDS];
+	pid_t trees[RM_MAX_PIDS];
+	struct rn_ranks ranks;
+	bool have_ranks;
+	const char *tools;	    /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
+	long long duration_ms;	    /* -1: until Enter / SIGINT on rank 0 */
+	long long delay_ms;	    /* --windows DELAY */
+	int windows;		    /* --windows COUNT, 1 without */
+	long long max_window_ms;    /* upper bound of any window */
+	long long start_lead_ms;    /* how far ahead rank 0 sets the start; -1 = automatic */
+	int jobs;		    /* 0 = automatic */
+	bool inject, dry_run, one_node_per_rank;
+	const char *report, *timeline;
+	int verbose;
+	bool help, version;
+};
+
+/* Parse; 0, or -1 with a one-line reason (cause and fix) in err. */
+int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t len);
+void rm_opts_free(struct rm_opts *o);
+/* --report / --timeline can be written (rank 0 only: the paths are rank 0's). */
+int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len);
+
+extern const char rm_usage[];
+
+#endif

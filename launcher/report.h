@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What rocattach-mpi's rank 0 shows and writes at the end of a run: the
+ * summary table, the JSON report (schema in the README), the SVG timeline,
+ * and the --dry-run listing. Pure functions of the gathered data: no MPI.
+ */
+#ifndef RM_REPORT_H
+#define RM_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "node.h"
+
+/* One node's records as gathered after a window (or after selection, for --dry-run). */
+struct rm_node {
+	char host[256];
+	struct rn_target *t;
+	size_t n;
+	const char *error; /* why this node could not select targets, NULL if it could */
+};
+
+/* One profiling window across all nodes. */
+struct rm_window {
+	int index;		 /* 1-based */
+	uint64_t start_ns;	 /* the start time rank 0 broadcast (CLOCK_REALTIME) */
+	uint64_t stop_ns;	 /* the stop time rank 0 broadcast */
+	const char *stop_reason; /* "duration", "enter", "SIGINT", "SIGTERM", "max-window", ... */
+	struct rm_node *nodes;
+	size_t n_nodes;
+};
+
+/* The configuration as run, for the report. */
+struct rm_config {
+	int argc;
+	char **argv;		 /* the command line as rank 0 validated it */
+	const char *tools;
+	long long duration_ms;	 /* -1: until Enter/SIGINT */
+	long long delay_ms;	 /* --windows DELAY */
+	int windows;		 /* --windows COUNT (1 without) */
+	int jobs;
+	int inject;
+	int ranks;		 /* MPI ranks of the launcher */
+};
+
+struct rm_run {
+	struct rm_config cfg;
+	struct rm_window *w;
+	size_t n_w;
+	uint64_t started_ns, ended_ns; /* CLOCK_REALTIME of the launcher run */
+	int exit_code;
+	const char *exit_reason; /* e.g. "ok", "no targets found", "3 targets failed", "interrupted" */
+};
+
+/* Spread (max - min) of attach end and detach start over every attached target of a window. */
+struct rm_skew {
+	uint64_t attach_ns, detach_ns;
+	size_t n; /* targets counted */
+};
+struct rm_skew rm_window_skew(const struct rm_window *w);
+
+/* Median and maximum attach duration (end - start) of a node's attached targets, in ns. */
+void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max);
+
+/*
+ * Summary table: one row per node (host, found, attached, failed, attach
+ * p50/max, window start skew of that node), then every failure with its
+ * message, then one line per window with the skew figures.
+ */
+void rm_print_summary(FILE *f, const struct rm_run *r);
+
+/* --dry-run: per node, the processes that would be attached. */
+void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);
+
+/* Write the JSON report / SVG timeline; 0, or -1 with a one-line reason in err. */
+int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len);
+int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_t len);
+
+#endif
