@@ -36,9 +36,12 @@ _Static_assert(sizeof(((struct rn_topo *)0)->gpus) == 128, "gpus width is on the
 _Static_assert(sizeof(((struct rn_target *)0)->message) == 256, "message width is on the wire");
 
 static const char *const state_names[] = {
-	[RN_FOUND] = "found",		  [RN_ATTACHED] = "attached",
-	[RN_ATTACH_FAILED] = "attach-failed", [RN_DETACHED] = "detached",
-	[RN_DETACH_FAILED] = "detach-failed", [RN_EXITED] = "exited",
+	[RN_FOUND] = "found",
+	[RN_ATTACHED] = "attached",
+	[RN_ATTACH_FAILED] = "attach-failed",
+	[RN_DETACHED] = "detached",
+	[RN_DETACH_FAILED] = "detach-failed",
+	[RN_EXITED] = "exited",
 };
 
 const char *rn_state_name(enum rn_state s)
@@ -306,7 +309,7 @@ static json_t *step_json(uint64_t start, uint64_t end)
 	rc |= json_object_set_new(o, "start_ns", json_integer((json_int_t)start));
 	rc |= json_object_set_new(o, "end_ns", ended ? json_integer((json_int_t)end) : json_null());
 	rc |= json_object_set_new(o, "duration_ns",
-				 ended ? json_integer((json_int_t)(end - start)) : json_null());
+				  ended ? json_integer((json_int_t)(end - start)) : json_null());
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -330,8 +333,8 @@ static int set_results(json_t *o, const struct rn_target *t)
 	rc |= json_object_set_new(o, "windows", json_integer(t->windows));
 	rc |= json_object_set_new(o, "attach", step_json(t->attach_start_ns, t->attach_end_ns));
 	rc |= json_object_set_new(o, "detach", step_json(t->detach_start_ns, t->detach_end_ns));
-	rc |= json_object_set_new(o, "message", t->message[0] ?
-				 str_json(t->message, sizeof(t->message)) : json_null());
+	rc |= json_object_set_new(o, "message",
+				  t->message[0] ? str_json(t->message, sizeof(t->message)) : json_null());
 	return rc;
 }
 
