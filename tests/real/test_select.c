@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Selectors on the real /proc: fake jobs made of sleeping processes with
+ * Slurm and MPI environments, decoys around them, and a fake launcher whose
+ * step and MPI job must be left alone. Every fake runs a private copy of
+ * sleep with a unique name, so --exe finds ours and nobody else's, and the
+ * job ids are derived from our pid so that parallel runs do not meet.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "node.h"
+#include "victim.h"
+
+#define NOBODY 65534
+#define ENV_MAX 8
+
+/* The fakes; parents come before their children. */
+enum {
+	L,   /* the launcher: J.1, MPI job OWN rank 0 */
+	LC,  /* its child, with J.0's variables: ours, so never selected */
+	T0,  /* J.0 rank 0 */
+	T1,  /* J.0 rank 1 */
+	T1C, /* T1's child, no variables */
+	O1,  /* J.1 rank 1, MPI job OWN: our step and job, not our process */
+	D1,  /* job J+1, step 0 */
+	D2,  /* no variables */
+	M,   /* "mpirun" in the batch step of J */
+	R0,  /* its ranks: SLURM_PROCID=0 in both, as under sbatch */
+	R1,
+	DMN, /* its daemon: no rank */
+	R1C, /* R1's child, no variables */
+	U,   /* another user's MPI rank */
+	NSP, /* parent of NSK */
+	NSK, /* in its own pid namespace: pid 1 there */
+	NFAKE
+};
+
+struct fake {
+	int parent; /* -1: the test */
+	bool root_only;
+	bool other_uid, new_pidns;
+	char env[ENV_MAX][128];
+	pid_t pid;
+};
+
+static struct fake fakes[NFAKE];
+static char dir[64], sleeper[128], exe_name[16];
+static unsigned long job;
+static char own_ns[64], mpi_ns[64], other_ns[64];
+
+/* ---- making the fakes ---- */
+
+__attribute__((format(printf, 2, 3))) static void add_env(int i, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	for (k = 0; k < ENV_MAX && fakes[i].env[k][0]; k++)
+		;
+	assert_true(k < ENV_MAX);
+	va_start(ap, fmt);
+	vsnprintf(fakes[i].env[k], sizeof(fakes[i].env[k]), fmt, ap);
+	va_end(ap);
+}
+
+static void slurm(int i, unsigned long j, int step, int procid)
+{
+	add_env(i, "SLURM_JOB_ID=%lu", j);
+	if (step >= 0)
+		add_env(i, "SLURM_STEP_ID=%d", step);
+	add_env(i, "SLURM_PROCID=%d", procid);
+}
+
+static void mpi(int i, const char *ns, int rank)
+{
+	add_env(i, "PMIX_NAMESPACE=%s", ns);
+	add_env(i, "PMIX_RANK=%d", rank);
+	add_env(i, "OMPI_COMM_WORLD_RANK=%d", rank);
+}
+
+static void plan(void)
+{
+	int i;
+
+	memset(fakes, 0, sizeof(fakes));
+	for (i = 0; i < NFAKE; i++)
+		fakes[i].parent = -1;
+	fakes[LC].parent = L;
+	fakes[T1C].parent = T1;
+	fakes[R0].parent = fakes[R1].parent = fakes[DMN].parent = M;
+	fakes[R1C].parent = R1;
+	fakes[NSK].parent = NSP;
+	fakes[U].root_only = fakes[U].other_uid = true;
+	fakes[NSP].root_only = fakes[NSK].root_only = fakes[NSK].new_pidns = true;
+	slurm(L, job, 1, 0);
+	add_env(L, "PMIX_NAMESPACE=%s", own_ns);
+	add_env(L, "PMIX_RANK=0");
+	slurm(LC, job, 0, 0);
+	slurm(T0, job, 0, 0);
+	slurm(T1, job, 0, 1);
+	slurm(O1, job, 1, 1);
+	add_env(O1, "PMIX_NAMESPACE=%s", own_ns);
+	add_env(O1, "PMIX_RANK=1");
+	slurm(D1, job + 1, 0, 0);
+	slurm(M, job, -1, 0);
+	slurm(R0, job, -1, 0);
+	mpi(R0, mpi_ns, 0);
+	slurm(R1, job, -1, 0);
+	mpi(R1, mpi_ns, 1);
+	slurm(DMN, job, -1, 0);
+	mpi(U, other_ns, 0);
+	add_env(NSK, "PMIX_RANK=5");
+	for (i = 0; i < NFAKE; i++)
+		add_env(i, "HOME=/");
+}
+
+static bool planned(int i)
+{
+	return !fakes[i].root_only || geteuid() == 0;
+}
+
+/* Running: planned, and its namespace could be made. */
+static bool spawned(int i)
+{
+	return fakes[i].pid > 0;
+}
+
+static pid_t spawn(int i, int fd);
+static void stop_mover(void);
+
+/* In the child: drop privileges if asked, start our own children, become the sleeper. */
+__attribute__((noreturn)) static void become(int i, int fd)
+{
+	char *argv[] = { exe_name, "120", NULL };
+	char *envp[ENV_MAX + 1] = { NULL };
+	int j, k = 0;
+
+	if (fakes[i].other_uid && (setgid(NOBODY) < 0 || setuid(NOBODY) < 0))
+		_exit(126);
+	/* Set after setuid, which clears it; our test dies, we die. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (j = i + 1; j < NFAKE; j++)
+		if (fakes[j].parent == i && planned(j) && spawn(j, fd) < 0)
+			_exit(125);
+	for (j = 0; j < ENV_MAX && fakes[i].env[j][0]; j++)
+		envp[k++] = fakes[i].env[j];
+	execve(sleeper, argv, envp);
+	_exit(127);
+}
+
+/*
+ * Fork fake i and report "i pid" on fd (the child's pid as its parent sees
+ * it); "i -1" when a pid namespace cannot be made here (no CAP_SYS_ADMIN).
+ */
+static pid_t spawn(int i, int fd)
+{
+	int rec[2];
+	pid_t pid = -1;
+
+	/* Only the next child goes to the new namespace: NSP has no other. */
+	if (!fakes[i].new_pidns || unshare(CLONE_NEWPID) == 0) {
+		pid = fork();
+		if (pid == 0)
+			become(i, fd);
+		if (pid < 0)
+			return -1;
+	}
+	rec[0] = i;
+	rec[1] = (int)pid;
+	if (write(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+		return -1;
+	return pid < 0 ? 0 : pid;
+}
+
+static int read_records(int fd, int want)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rec[2], got = 0;
+
+	while (got < want) {
+		if (poll(&p, 1, 5000) <= 0 || read(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+			return -1;
+		if (rec[0] < 0 || rec[0] >= NFAKE)
+			return -1;
+		fakes[rec[0]].pid = rec[1];
+		got++;
+	}
+	return 0;
+}
+
+static bool execed(void *arg)
+{
+	char path[64], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)*(pid_t *)arg);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return !strcmp(link, sleeper);
+}
+
+static int start_fakes(void)
+{
+	int fd[2], i, r, want = 0;
+
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return -1;
+	for (i = 0; i < NFAKE; i++) {
+		want += planned(i);
+		if (fakes[i].parent < 0 && planned(i) && spawn(i, fd[1]) < 0)
+			return -1;
+	}
+	close(fd[1]);
+	r = read_records(fd[0], want);
+	close(fd[0]);
+	for (i = 0; i < NFAKE && r == 0; i++)
+		if (spawned(i) && !wait_until(execed, &fakes[i].pid, 5000))
+			r = -1;
+	return r;
+}
+
+/* A private sleep with a name nobody else runs (comm keeps it whole: < 16 bytes). */
+static int make_sleeper(void)
+{
+	char cmd[512];
+
+	snprintf(exe_name, sizeof(exe_name), "rasel%d", (int)getpid() % 10000000);
+	snprintf(dir, sizeof(dir), "/tmp/ra-select-XXXXXX");
+	if (!mkdtemp(dir) || chmod(dir, 0755) < 0)
+		return -1;
+	snprintf(sleeper, sizeof(sleeper), "%s/%s", dir, exe_name);
+	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s' && chmod 755 '%s'", sleeper, sleeper);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void reap_all(void)
+{
+	int tries;
+
+	for (tries = 0; tries < 200; tries++) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+			return;
+		usleep(10 * 1000);
+	}
+}
+
+static int teardown(void **state);
+
+static int setup(void **state)
+{
+	/* Orphaned grandchildren come back to us to be reaped. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	job = 700000000ul + (unsigned long)getpid() % 100000000ul;
+	snprintf(own_ns, sizeof(own_ns), "ra-select-%d@own", (int)getpid());
+	snprintf(mpi_ns, sizeof(mpi_ns), "ra-select-%d@1", (int)getpid());
+	snprintf(other_ns, sizeof(other_ns), "ra-select-%d@2", (int)getpid());
+	plan();
+	if (make_sleeper() < 0 || start_fakes() < 0) {
+		fprintf(stderr, "cannot start the fake jobs\n");
+		teardown(state);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	int i;
+
+	(void)state;
+	stop_mover();
+	for (i = NFAKE - 1; i >= 0; i--)
+		if (fakes[i].pid > 0)
+			kill(fakes[i].pid, SIGKILL);
+	reap_all();
+	unlink(sleeper);
+	rmdir(dir);
+	return 0;
+}
+
+/* ---- checking ---- */
+
+static struct rn_selector sel(void)
+{
+	struct rn_selector s = { .uid = -1, .self = fakes[L].pid };
+
+	return s;
+}
+
+static size_t run(const struct rn_selector *s, struct rn_target **t)
+{
+	char err[RN_ERR_MAX] = "";
+	size_t n;
+
+	if (rn_select(s, t, &n, err, sizeof(err)) != 0)
+		fail_msg("rn_select: %s", err);
+	return n;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The fakes listed (-1 ends), as sorted pids; those not spawned left out. */
+static size_t pids_of(const int *idx, pid_t *out)
+{
+	size_t n = 0;
+
+	for (; *idx >= 0; idx++)
+		if (spawned(*idx))
+			out[n++] = fakes[*idx].pid;
+	qsort(out, n, sizeof(*out), cmp_pid);
+	return n;
+}
+
+static const struct rn_target *find(const struct rn_target *t, size_t n, int i)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if (t[k].pid == fakes[i].pid)
+			return &t[k];
+	return NULL;
+}
+
+/* rn_select gives exactly these fakes. */
+#define EXPECT(s, ...) expect_exactly(s, (const int[]){ __VA_ARGS__, -1 })
+static void expect_exactly(const struct rn_selector *s, const int *idx)
+{
+	pid_t want[NFAKE];
+	struct rn_target *t;
+	size_t n, nw, k;
+
+	nw = pids_of(idx, want);
+	n = run(s, &t);
+	for (k = 0; k < n && k < nw; k++)
+		if (t[k].pid != want[k])
+			break;
+	if (k != n || n != nw) {
+		for (k = 0; k < n; k++)
+			fprintf(stderr, "  got %d %s rank %ld\n", (int)t[k].pid, t[k].exe, t[k].rank);
+		for (k = 0; k < nw; k++)
+			fprintf(stderr, "  want %d\n", (int)want[k]);
+		fail_msg("selection differs");
+	}
+	free(t);
+}
+
+static void expect_ranks(const struct rn_selector *s, const int *idx, const long *ranks)
+{
+	const struct rn_target *x;
+	struct rn_target *t;
+	size_t n = run(s, &t);
+
+	for (; *idx >= 0; idx++, ranks++) {
+		x = find(t, n, *idx);
+		assert_non_null(x);
+		assert_int_equal(x->rank, *ranks);
+	}
+	free(t);
+}
+
+/* ---- tests ---- */
+
+static void test_select_slurm_step(void **state)
+{
+	struct rn_selector s = sel();
+	char step[64];
+
+	(void)state;
+	snprintf(step, sizeof(step), "%lu.0", job);
+	s.slurm_step = step;
+	/* LC has J.0's variables but is the launcher's child. */
+	EXPECT(&s, T0, T1);
+	expect_ranks(&s, (const int[]){ T0, T1, -1 }, (const long[]){ 0, 1 });
+	s.children = true;
+	EXPECT(&s, T0, T1, T1C);
+	expect_ranks(&s, (const int[]){ T1C, -1 }, (const long[]){ -1 });
+	snprintf(step, sizeof(step), "%lu.%s", job, "1");
+	EXPECT(&s, -1);
+	snprintf(step, sizeof(step), "%lu", job + 1);
+	EXPECT(&s, D1);
+}
+
+static void test_select_slurm_bare_job_skips_own_step(void **state)
+{
+	struct rn_selector s = sel();
+	char step[64];
+
+	(void)state;
+	/* O1 shares our step; the batch step's processes have no SLURM_STEP_ID. */
+	snprintf(step, sizeof(step), "%lu", job);
+	s.slurm_step = step;
+	EXPECT(&s, T0, T1);
+	/* A launcher in no step (D2) sees step 1 like any other, L and LC included. */
+	s.self = fakes[D2].pid;
+	EXPECT(&s, L, LC, T0, T1, O1);
+	snprintf(step, sizeof(step), "%lu.1", job);
+	EXPECT(&s, L, O1);
+}
+
+static void test_select_mpirun_pid(void **state)
+{
+	struct rn_selector s = sel();
+	struct rn_ranks r;
+	char err[RN_ERR_MAX];
+
+	(void)state;
+	s.mpirun_pid = fakes[M].pid;
+	EXPECT(&s, R0, R1);
+	/* SLURM_PROCID is 0 in both: the MPI variables give the ranks. */
+	expect_ranks(&s, (const int[]){ R0, R1, -1 }, (const long[]){ 0, 1 });
+	s.children = true;
+	EXPECT(&s, R0, R1, R1C);
+	assert_int_equal(rn_ranks_parse("1", &r, err, sizeof(err)), 0);
+	s.ranks = &r;
+	EXPECT(&s, R1, R1C);
+	rn_ranks_free(&r);
+}
+
+static void test_select_mpi_job(void **state)
+{
+	struct rn_selector s = sel();
+	struct rn_target *t;
+	size_t n;
+
+	(void)state;
+	s.mpi_job = mpi_ns;
+	EXPECT(&s, R0, R1);
+	s.mpi_job = other_ns;
+	EXPECT(&s, U);
+	/* Any MPI job but ours: the whole machine's, so check ours are in, O1 and L out. */
+	s.mpi_job = "";
+	n = run(&s, &t);
+	assert_non_null(find(t, n, R0));
+	assert_non_null(find(t, n, R1));
+	assert_true(!spawned(U) || find(t, n, U));
+	assert_true(!spawned(NSK) || find(t, n, NSK));
+	assert_null(find(t, n, O1));
+	assert_null(find(t, n, L));
+	assert_null(find(t, n, T0));
+	assert_null(find(t, n, DMN));
+	free(t);
+}
+
+static void test_select_exe_uid_ranks(void **state)
+{
+	struct rn_selector s = sel();
+	struct rn_ranks r;
+	char err[RN_ERR_MAX];
+
+	(void)state;
+	s.exe = exe_name;
+	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, U, NSP, NSK);
+	s.uid = (long)getuid();
+	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK);
+	if (spawned(U)) {
+		s.uid = NOBODY;
+		EXPECT(&s, U);
+	}
+	s.uid = -1;
+	assert_int_equal(rn_ranks_parse("1", &r, err, sizeof(err)), 0);
+	s.ranks = &r;
+	/* T1: SLURM_PROCID=1; O1: PMIX_RANK=1; R1: OMPI_COMM_WORLD_RANK=1. */
+	EXPECT(&s, T1, O1, R1);
+	s.rank_var = "SLURM_PROCID";
+	EXPECT(&s, T1, O1);
+	rn_ranks_free(&r);
+}
+
+static void test_select_pid_and_tree(void **state)
+{
+	struct rn_selector s = sel();
+	pid_t pids[2] = { fakes[T0].pid, fakes[D2].pid };
+	pid_t trees[1] = { fakes[M].pid };
+
+	(void)state;
+	s.pids = pids;
+	s.n_pids = 2;
+	EXPECT(&s, T0, D2);
+	s.n_pids = 0;
+	s.trees = trees;
+	s.n_trees = 1;
+	EXPECT(&s, M, R0, R1, DMN, R1C);
+	/* Ours never, even by pid. */
+	pids[0] = fakes[L].pid;
+	pids[1] = fakes[LC].pid;
+	s.n_pids = 2;
+	s.n_trees = 0;
+	EXPECT(&s, -1);
+}
+
+static void test_select_pid_namespace(void **state)
+{
+	struct rn_selector s = sel();
+	const struct rn_target *x;
+	struct rn_target *t;
+	pid_t pid = fakes[NSK].pid;
+	size_t n;
+
+	(void)state;
+	if (!spawned(NSK))
+		skip();
+	s.pids = &pid;
+	s.n_pids = 1;
+	n = run(&s, &t);
+	assert_int_equal(n, 1);
+	x = find(t, n, NSK);
+	assert_non_null(x);
+	assert_int_equal(x->nspid, 1);
+	assert_int_equal(x->rank, 5);
+	assert_int_equal(x->ppid, fakes[NSP].pid);
+	free(t);
+}
+
+/* A step's cgroup beats the environ: a process moved into job_J2/step_0 with J.0's variables. */
+static char cg_dirs[3][256]; /* top, job, step */
+static pid_t mover;
+
+static int cgroup_make(unsigned long j)
+{
+	const char *base;
+	int i;
+
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0)
+		base = "/sys/fs/cgroup";
+	else if (access("/sys/fs/cgroup/freezer/cgroup.procs", F_OK) == 0)
+		base = "/sys/fs/cgroup/freezer";
+	else
+		return -1;
+	snprintf(cg_dirs[0], sizeof(cg_dirs[0]), "%s/ra-select-%d", base, (int)getpid());
+	snprintf(cg_dirs[1], sizeof(cg_dirs[1]), "%.200s/job_%lu", cg_dirs[0], j);
+	snprintf(cg_dirs[2], sizeof(cg_dirs[2]), "%.230s/step_0", cg_dirs[1]);
+	for (i = 0; i < 3; i++)
+		if (mkdir(cg_dirs[i], 0755) < 0)
+			return -1;
+	return 0;
+}
+
+static void cgroup_remove(void)
+{
+	int i;
+
+	for (i = 2; i >= 0; i--)
+		if (cg_dirs[i][0])
+			rmdir(cg_dirs[i]);
+}
+
+static int cgroup_enter(const char *cg, pid_t pid)
+{
+	char path[320];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	r = fprintf(f, "%d\n", (int)pid) < 0;
+	return fclose(f) || r ? -1 : 0;
+}
+
+/* A second fake with T0's variables (J.0), moved into J+2's step 0; *pid 0 if not started. */
+static int start_mover(pid_t *pid)
+{
+	int fd[2];
+
+	*pid = 0;
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return -1;
+	*pid = spawn(T0, fd[1]);
+	close(fd[1]);
+	close(fd[0]);
+	if (*pid <= 0) {
+		*pid = 0;
+		return -1;
+	}
+	if (!wait_until(execed, pid, 5000) || cgroup_enter(cg_dirs[2], *pid) < 0)
+		return -1;
+	return 0;
+}
+
+static void stop_mover(void)
+{
+	if (mover > 0) {
+		kill(mover, SIGKILL);
+		waitpid(mover, NULL, 0);
+		mover = 0;
+	}
+	cgroup_remove();
+}
+
+static void test_select_slurm_step_from_real_cgroup(void **state)
+{
+	struct rn_selector s = sel();
+	struct rn_target *t = NULL, *j0 = NULL;
+	size_t n = 0, nj0 = 0;
+	char step[64];
+	pid_t pid;
+	int r;
+
+	(void)state;
+	if (geteuid() != 0 || cgroup_make(job + 2) < 0) {
+		cgroup_remove();
+		skip();
+	}
+	r = start_mover(&mover);
+	pid = mover;
+	s.slurm_step = step;
+	snprintf(step, sizeof(step), "%lu.0", job + 2);
+	if (r == 0)
+		n = run(&s, &t);
+	/* Its environ says J.0, its cgroup J+2.0: the cgroup wins. */
+	snprintf(step, sizeof(step), "%lu.0", job);
+	if (r == 0)
+		nj0 = run(&s, &j0);
+	stop_mover();
+	assert_int_equal(r, 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(t[0].pid, pid);
+	assert_int_equal(nj0, 2);
+	assert_non_null(find(j0, nj0, T0));
+	assert_non_null(find(j0, nj0, T1));
+	free(t);
+	free(j0);
+}
+
+/* The example target with the agent has a listener thread; the selector sees it. */
+static void test_select_listener(void **state)
+{
+	const struct victim_opts o = { .agent = true, .attach_env = true,
+				       .env = { "PMIX_RANK=3", NULL } };
+	struct rn_selector s = sel();
+	char err[RN_ERR_MAX], want[64];
+	struct victim v;
+	struct rn_target *t;
+	pid_t pid;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &o), 0);
+	pid = v.pid;
+	s.pids = &pid;
+	s.n_pids = 1;
+	n = run(&s, &t);
+	victim_stop(&v);
+	assert_int_equal(n, 1);
+	assert_true(t[0].listener);
+	assert_int_equal(t[0].rank, 3);
+	assert_int_equal(t[0].ppid, getpid());
+	assert_int_equal(t[0].uid, geteuid());
+	free(t);
+	/* Gone now: an error naming it. */
+	assert_int_equal(rn_select(&s, &t, &n, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "process %d does not exist", (int)pid);
+	assert_non_null(strstr(err, want));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_select_slurm_step),
+		cmocka_unit_test(test_select_slurm_bare_job_skips_own_step),
+		cmocka_unit_test(test_select_mpirun_pid),
+		cmocka_unit_test(test_select_mpi_job),
+		cmocka_unit_test(test_select_exe_uid_ranks),
+		cmocka_unit_test(test_select_pid_and_tree),
+		cmocka_unit_test(test_select_pid_namespace),
+		cmocka_unit_test(test_select_slurm_step_from_real_cgroup),
+		cmocka_unit_test(test_select_listener),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
