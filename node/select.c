@@ -506,7 +506,7 @@ static void proc_exe(const struct sel_ctx *c, struct proc *p)
 	link[n] = '\0';
 	if ((size_t)n > dl && !strcmp(link + n - dl, del))
 		link[n - dl] = '\0';
-	snprintf(p->exe, sizeof(p->exe), "%s", base_name(link));
+	snprintf(p->exe, sizeof(p->exe), "%.*s", (int)sizeof(p->exe) - 1, base_name(link));
 }
 
 /* 0, or -ESRCH when the process is gone (it may exit at any moment). */
