@@ -1,0 +1,1474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What rank 0 shows and writes at the end of a run, from the records that
+ * every node sent after each window: the summary table, the --dry-run
+ * listing, the JSON report and the SVG timeline. No MPI here.
+ *
+ * Timing: a target's tools start (tool_attach) at the very end of its attach
+ * call and stop at the start of its detach call, so attach_end_ns and
+ * detach_start_ns are the best launcher-side figures for when profiling
+ * began and ended in that process; skews are spreads of those. All
+ * timestamps are CLOCK_REALTIME of the node that took them: across nodes
+ * they include the nodes' clock offsets (NTP/PTP quality).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <rocattach/version.h>
+
+#include "report.h"
+
+#define NS_PER_MS 1e6
+
+/* ------------------------------------------------------------------------ */
+/* Figures. */
+
+/*
+ * Attached: its attach call returned and did not fail. A target that exited
+ * during its attach call (RN_EXITED with no detach) never was attached.
+ */
+static bool attached(const struct rn_target *t)
+{
+	if (t->attach_end_ns == 0 || t->state == RN_ATTACH_FAILED)
+		return false;
+	return !(t->state == RN_EXITED && t->detach_start_ns == 0);
+}
+
+/*
+ * Attached in the window that started at since (0: any). A target that
+ * failed is not attached again, and later windows gather its old record
+ * again: its timestamps are older than their start. Each node fires at
+ * start_ns by its own clock, the clock of its timestamps, so a record of
+ * this window never ends its attach before the window's start.
+ */
+static bool attached_since(const struct rn_target *t, uint64_t since)
+{
+	return attached(t) && t->attach_end_ns >= since;
+}
+
+static bool failed(const struct rn_target *t)
+{
+	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED ||
+	       t->state == RN_EXITED;
+}
+
+struct spread {
+	uint64_t lo, hi;
+	size_t n;
+};
+
+static void spread_add(struct spread *s, uint64_t v)
+{
+	if (!s->n || v < s->lo)
+		s->lo = v;
+	if (!s->n || v > s->hi)
+		s->hi = v;
+	s->n++;
+}
+
+static uint64_t spread_ns(const struct spread *s)
+{
+	return s->n ? s->hi - s->lo : 0;
+}
+
+static void node_spreads(const struct rm_node *n, uint64_t since, struct spread *a,
+			 struct spread *d)
+{
+	const struct rn_target *t;
+	size_t k;
+
+	for (k = 0; k < n->n; k++) {
+		t = &n->t[k];
+		if (!attached_since(t, since))
+			continue;
+		spread_add(a, t->attach_end_ns);
+		if (t->detach_start_ns)
+			spread_add(d, t->detach_start_ns);
+	}
+}
+
+struct rm_skew rm_window_skew(const struct rm_window *w)
+{
+	struct spread a = {0}, d = {0};
+	struct rm_skew s;
+	size_t i;
+
+	for (i = 0; i < w->n_nodes; i++)
+		node_spreads(&w->nodes[i], w->start_ns, &a, &d);
+	s.attach_ns = spread_ns(&a);
+	s.detach_ns = spread_ns(&d);
+	s.n = a.n;
+	return s;
+}
+
+/* Spread of attach ends within one node; n = 0 when nothing attached there. */
+static struct spread node_attach_spread(const struct rm_node *n, uint64_t since)
+{
+	struct spread a = {0}, d = {0};
+
+	node_spreads(n, since, &a, &d);
+	return a;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median of an even count: the mean of the two middle values, rounded down. */
+static void node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint64_t *max)
+{
+	const struct rn_target *t;
+	uint64_t *v;
+	size_t k, m = 0;
+
+	*p50 = *max = 0;
+	if (!n->n || !(v = malloc(n->n * sizeof(*v))))
+		return;
+	for (k = 0; k < n->n; k++) {
+		t = &n->t[k];
+		if (attached_since(t, since))
+			v[m++] = t->attach_end_ns > t->attach_start_ns ?
+					 t->attach_end_ns - t->attach_start_ns : 0;
+	}
+	if (m) {
+		qsort(v, m, sizeof(*v), cmp_u64);
+		*p50 = m % 2 ? v[m / 2] : v[m / 2 - 1] + (v[m / 2] - v[m / 2 - 1]) / 2;
+		*max = v[m - 1];
+	}
+	free(v);
+}
+
+void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
+{
+	node_times(n, 0, p50, max);
+}
+
+struct counts {
+	size_t found, attached, failed, detached;
+};
+
+/*
+ * Each window's records are the same targets gathered again, so the counts
+ * of a run are those of its last window. attached: completed a window or got
+ * past its attach call in this one.
+ */
+static void count_node(const struct rm_node *n, struct counts *c)
+{
+	const struct rn_target *t;
+	size_t k;
+
+	c->found += n->n;
+	for (k = 0; k < n->n; k++) {
+		t = &n->t[k];
+		if (t->windows > 0 || t->state == RN_ATTACHED || t->state == RN_DETACHED ||
+		    t->state == RN_DETACH_FAILED)
+			c->attached++;
+		c->failed += failed(t);
+		c->detached += t->state == RN_DETACHED;
+	}
+}
+
+static struct counts count_window(const struct rm_window *w)
+{
+	struct counts c = {0};
+	size_t i;
+
+	for (i = 0; w && i < w->n_nodes; i++)
+		count_node(&w->nodes[i], &c);
+	return c;
+}
+
+static const struct rm_window *last_window(const struct rm_run *r)
+{
+	return r->n_w ? &r->w[r->n_w - 1] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Finding a target again in another window, and failures shown once. */
+
+static const struct rm_node *find_node(const struct rm_window *w, size_t hint, const char *host)
+{
+	size_t i;
+
+	if (hint < w->n_nodes && !strncmp(w->nodes[hint].host, host, sizeof(w->nodes[hint].host)))
+		return &w->nodes[hint];
+	for (i = 0; i < w->n_nodes; i++)
+		if (!strncmp(w->nodes[i].host, host, sizeof(w->nodes[i].host)))
+			return &w->nodes[i];
+	return NULL;
+}
+
+static const struct rn_target *find_target(const struct rm_node *n, size_t hint, pid_t pid)
+{
+	size_t k;
+
+	if (!n)
+		return NULL;
+	if (hint < n->n && n->t[hint].pid == pid)
+		return &n->t[hint];
+	for (k = 0; k < n->n; k++)
+		if (n->t[k].pid == pid)
+			return &n->t[k];
+	return NULL;
+}
+
+/*
+ * A failed target keeps its state and record in the windows after its
+ * failure (the pool only attaches found or detached targets): report and
+ * draw a failure in the first window that has it, not again.
+ */
+static bool new_failure(const struct rm_run *r, size_t wi, size_t ni, size_t ti)
+{
+	const struct rm_node *n = &r->w[wi].nodes[ni];
+	const struct rn_target *t = &n->t[ti], *p;
+
+	if (!failed(t))
+		return false;
+	if (wi == 0)
+		return true;
+	p = find_target(find_node(&r->w[wi - 1], ni, n->host), ti, t->pid);
+	return !p || p->state != t->state || p->attach_start_ns != t->attach_start_ns ||
+	       strncmp(p->message, t->message, sizeof(t->message));
+}
+
+typedef int (*failure_fn)(const struct rm_window *w, const struct rm_node *n,
+			  const struct rn_target *t, void *arg);
+
+/* fn on every failure once, in window order; stops at (and returns) fn's first non-zero. */
+static int for_each_failure(const struct rm_run *r, failure_fn fn, void *arg)
+{
+	const struct rm_node *n;
+	size_t wi, ni, ti;
+	int rc;
+
+	for (wi = 0; wi < r->n_w; wi++) {
+		for (ni = 0; ni < r->w[wi].n_nodes; ni++) {
+			n = &r->w[wi].nodes[ni];
+			for (ti = 0; ti < n->n; ti++) {
+				if (!new_failure(r, wi, ni, ti))
+					continue;
+				rc = fn(&r->w[wi], n, &n->t[ti], arg);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text output. */
+
+/* CLOCK_REALTIME ns as ISO-8601 UTC with milliseconds; "-" for 0. */
+static void fmt_time(uint64_t ns, char *buf, size_t len)
+{
+	time_t sec = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	size_t k;
+
+	if (!ns || !gmtime_r(&sec, &tm) || !(k = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm))) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	snprintf(buf + k, len - k, ".%03uZ", (unsigned)(ns / 1000000u % 1000u));
+}
+
+static void fmt_ms(uint64_t ns, bool known, char *buf, size_t len)
+{
+	if (known)
+		snprintf(buf, len, "%.3fms", (double)ns / NS_PER_MS);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* Text from other hosts and processes on a terminal: no control characters. */
+static void put_text(FILE *f, const char *s, size_t width)
+{
+	size_t len = strnlen(s, width), i;
+
+	for (i = 0; i < len; i++)
+		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i], f);
+}
+
+/* s in exactly width columns: padded, or cut with a '~'. */
+static void put_col(FILE *f, const char *s, size_t max, int width)
+{
+	int len = (int)strnlen(s, max);
+
+	if (len > width) {
+		put_text(f, s, (size_t)width - 1);
+		fputc('~', f);
+		return;
+	}
+	put_text(f, s, (size_t)len);
+	fprintf(f, "%*s", width - len, "");
+}
+
+/* The host column: as wide as the longest host, within 15..32. */
+static int host_width(const struct rm_node *nodes, size_t n_nodes)
+{
+	size_t i, w = 15, len;
+
+	for (i = 0; i < n_nodes; i++) {
+		len = strnlen(nodes[i].host, sizeof(nodes[i].host));
+		if (len > w)
+			w = len;
+	}
+	return w > 32 ? 32 : (int)w;
+}
+
+static void print_headline(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = last_window(r);
+	struct counts c = count_window(w);
+	size_t other = c.found - c.detached - c.failed;
+
+	if (!w)
+		fprintf(f, "rocattach-mpi: no window ran");
+	else
+		fprintf(f, "rocattach-mpi: %zu node%s, %zu target%s", w->n_nodes,
+			w->n_nodes == 1 ? "" : "s", c.found, c.found == 1 ? "" : "s");
+	if (r->n_w > 1)
+		fprintf(f, ", %zu windows", r->n_w);
+	if (c.found)
+		fprintf(f, ": %zu attached and detached, %zu failed", c.detached, c.failed);
+	if (c.found && other)
+		fprintf(f, ", %zu not completed", other);
+	fprintf(f, " (exit %d%s%s)\n", r->exit_code, r->exit_reason ? ": " : "",
+		r->exit_reason ? r->exit_reason : "");
+}
+
+static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int hw)
+{
+	struct spread a = node_attach_spread(n, since);
+	struct counts c = {0};
+	char p50s[32], maxs[32], skews[32];
+	uint64_t p50, max;
+
+	put_col(f, n->host, sizeof(n->host), hw);
+	if (!n->n) {
+		fprintf(f, " %5d  no targets found\n", 0);
+		return;
+	}
+	count_node(n, &c);
+	node_times(n, since, &p50, &max);
+	fmt_ms(p50, a.n, p50s, sizeof(p50s));
+	fmt_ms(max, a.n, maxs, sizeof(maxs));
+	fmt_ms(spread_ns(&a), a.n, skews, sizeof(skews));
+	fprintf(f, " %5zu %8zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed, p50s, maxs,
+		skews);
+}
+
+static void print_window_line(FILE *f, const struct rm_window *w)
+{
+	struct rm_skew s = rm_window_skew(w);
+	char start[40];
+
+	fmt_time(w->start_ns, start, sizeof(start));
+	fprintf(f, "window %d: start %s, ", w->index, start);
+	if (w->stop_ns >= w->start_ns && w->start_ns)
+		fprintf(f, "%.1f ms", (double)(w->stop_ns - w->start_ns) / NS_PER_MS);
+	else
+		fprintf(f, "? ms");
+	fprintf(f, ", stop reason %s, ", w->stop_reason ? w->stop_reason : "-");
+	if (s.n)
+		fprintf(f, "attach skew %.3f ms, detach skew %.3f ms (%zu target%s)\n",
+			(double)s.attach_ns / NS_PER_MS, (double)s.detach_ns / NS_PER_MS, s.n,
+			s.n == 1 ? "" : "s");
+	else
+		fprintf(f, "no target attached\n");
+}
+
+struct failure_out {
+	FILE *f;
+	bool windows; /* name the window: there was more than one */
+	bool any;
+};
+
+static int print_failure(const struct rm_window *w, const struct rm_node *n,
+			 const struct rn_target *t, void *arg)
+{
+	struct failure_out *o = arg;
+
+	if (!o->any)
+		fputs("failures:\n", o->f);
+	o->any = true;
+	fputs("  ", o->f);
+	put_text(o->f, n->host, sizeof(n->host));
+	fprintf(o->f, " pid %d", (int)t->pid);
+	if (t->rank >= 0)
+		fprintf(o->f, " rank %ld", t->rank);
+	fputs(" (", o->f);
+	put_text(o->f, t->exe, sizeof(t->exe));
+	fputc(')', o->f);
+	if (o->windows)
+		fprintf(o->f, ", window %d", w->index);
+	fprintf(o->f, ": %s: ", rn_state_name(t->state));
+	if (t->message[0])
+		put_text(o->f, t->message, sizeof(t->message));
+	else
+		fputs("(no message)", o->f);
+	fputc('\n', o->f);
+	return 0;
+}
+
+/* Rows are the nodes of the last window: the same targets, gathered last. */
+void rm_print_summary(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = last_window(r);
+	size_t i;
+	int hw;
+
+	print_headline(f, r);
+	if (w && w->n_nodes) {
+		hw = host_width(w->nodes, w->n_nodes);
+		fprintf(f, "%-*s found attached failed  attach p50  attach max  start skew\n", hw,
+			"node");
+		for (i = 0; i < w->n_nodes; i++)
+			print_node_row(f, &w->nodes[i], w->start_ns, hw);
+	}
+	for (i = 0; i < r->n_w; i++)
+		print_window_line(f, &r->w[i]);
+	for_each_failure(r, print_failure, &(struct failure_out){.f = f, .windows = r->n_w > 1});
+	fflush(f);
+}
+
+static void print_dry_target(FILE *f, const struct rn_target *t)
+{
+	char pid[32], rank[24];
+
+	if (t->nspid && t->nspid != t->pid)
+		snprintf(pid, sizeof(pid), "%d (%d)", (int)t->pid, (int)t->nspid);
+	else
+		snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	if (t->rank >= 0)
+		snprintf(rank, sizeof(rank), "%ld", t->rank);
+	else
+		snprintf(rank, sizeof(rank), "-");
+	fprintf(f, "  %-15s %6s %6u  ", pid, rank, (unsigned)t->uid);
+	put_col(f, t->exe, sizeof(t->exe), 16);
+	fprintf(f, " %-8s  ", t->listener ? "yes" : "no");
+	put_col(f, t->topo.cpus[0] ? t->topo.cpus : "-", sizeof(t->topo.cpus), 13);
+	fputc(' ', f);
+	put_col(f, t->topo.numa[0] ? t->topo.numa : "-", sizeof(t->topo.numa), 5);
+	fputc(' ', f);
+	put_text(f, t->topo.gpus[0] ? t->topo.gpus : "-", sizeof(t->topo.gpus));
+	fputc('\n', f);
+}
+
+void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes)
+{
+	size_t i, k, total = 0;
+
+	for (i = 0; i < n_nodes; i++) {
+		put_text(f, nodes[i].host, sizeof(nodes[i].host));
+		fprintf(f, ": %zu process%s\n", nodes[i].n, nodes[i].n == 1 ? "" : "es");
+		if (!nodes[i].n) {
+			fputs("  (no matching processes)\n", f);
+			continue;
+		}
+		fprintf(f, "  %-15s %6s %6s  %-16s %-8s  %-13s %-5s %s\n", "pid (nspid)", "rank",
+			"uid", "exe", "listener", "cpus", "numa", "gpus");
+		for (k = 0; k < nodes[i].n; k++)
+			print_dry_target(f, &nodes[i].t[k]);
+		total += nodes[i].n;
+	}
+	fprintf(f, "dry run: %zu process%s on %zu node%s would be attached; nothing was attached\n",
+		total, total == 1 ? "" : "es", n_nodes, n_nodes == 1 ? "" : "s");
+	fflush(f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files, written whole or not at all: PATH.tmp, then renamed over PATH. */
+
+struct out {
+	FILE *f;
+	char *tmp;
+	const char *path, *what;
+};
+
+static int out_fail(struct out *o, int e, char *err, size_t len)
+{
+	snprintf(err, len, "cannot write %s %s: %s", o->what, o->path, strerror(e));
+	if (o->f)
+		fclose(o->f);
+	if (o->tmp) {
+		unlink(o->tmp);
+		free(o->tmp);
+	}
+	o->f = NULL;
+	o->tmp = NULL;
+	return -1;
+}
+
+/*
+ * Rank 0 may run as root and PATH may be in a shared directory: never
+ * follow a symbolic link planted at PATH.tmp.
+ */
+static int out_open(struct out *o, const char *path, const char *what, char *err, size_t len)
+{
+	int fd, e;
+
+	*o = (struct out){.path = path, .what = what};
+	if (asprintf(&o->tmp, "%s.tmp", path) < 0) {
+		o->tmp = NULL;
+		return out_fail(o, ENOMEM, err, len);
+	}
+	fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		/* Nothing was created: keep unlink away from a file that is not ours. */
+		e = errno;
+		free(o->tmp);
+		o->tmp = NULL;
+		return out_fail(o, e, err, len);
+	}
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		e = errno;
+		close(fd);
+		return out_fail(o, e, err, len);
+	}
+	errno = 0;
+	return 0;
+}
+
+static int out_close(struct out *o, char *err, size_t len)
+{
+	int e = 0;
+
+	if (ferror(o->f))
+		e = errno ? errno : EIO;
+	if (fclose(o->f) && !e)
+		e = errno;
+	o->f = NULL;
+	if (!e && rename(o->tmp, o->path))
+		e = errno;
+	if (e)
+		return out_fail(o, e, err, len);
+	free(o->tmp);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON report. json_object_set_new() takes (and on failure frees) the value. */
+
+/* jansson refuses what is not UTF-8: then non-ASCII bytes become '?'. */
+static json_t *jstr(const char *s, size_t width)
+{
+	size_t len = strnlen(s, width), i;
+	json_t *j = json_stringn(s, len);
+	char *copy;
+
+	if (j || !(copy = malloc(len + 1)))
+		return j;
+	for (i = 0; i < len; i++)
+		copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+	j = json_stringn(copy, len);
+	free(copy);
+	return j;
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+	return s ? jstr(s, (size_t)-1) : json_null();
+}
+
+/* Timestamps and durations in ns fit: CLOCK_REALTIME stays below 2^63 ns until 2262. */
+static json_t *jint_or_null(uint64_t v, bool known)
+{
+	return known ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *argv_json(const struct rm_config *c)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; a && c->argv && i < c->argc; i++) {
+		if (json_array_append_new(a, jstr_or_null(c->argv[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *config_json(const struct rm_config *c)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "argv", argv_json(c));
+	rc |= json_object_set_new(o, "tools", jstr_or_null(c->tools));
+	rc |= json_object_set_new(o, "duration_ms",
+				  jint_or_null((uint64_t)c->duration_ms, c->duration_ms != -1));
+	rc |= json_object_set_new(o, "delay_ms", json_integer(c->delay_ms));
+	rc |= json_object_set_new(o, "windows", json_integer(c->windows));
+	rc |= json_object_set_new(o, "jobs", json_integer(c->jobs));
+	rc |= json_object_set_new(o, "inject", json_boolean(c->inject));
+	rc |= json_object_set_new(o, "ranks", json_integer(c->ranks));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* found is "found" in a node, "targets" in the run's summary. */
+static json_t *counts_json(json_t *o, const struct counts *c, const char *found)
+{
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, found, json_integer((json_int_t)c->found));
+	rc |= json_object_set_new(o, "attached", json_integer((json_int_t)c->attached));
+	rc |= json_object_set_new(o, "failed", json_integer((json_int_t)c->failed));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *summary_json(const struct rm_run *r)
+{
+	const struct rm_window *w = last_window(r);
+	struct counts c = count_window(w);
+	json_t *o = json_object();
+
+	if (o && json_object_set_new(o, "nodes", json_integer(w ? (json_int_t)w->n_nodes : 0))) {
+		json_decref(o);
+		return NULL;
+	}
+	return counts_json(o, &c, "targets");
+}
+
+/* A node's topology: the union of its targets' CPU and NUMA lists. */
+struct ranges {
+	struct rn_range *v;
+	size_t n, cap;
+};
+
+static int ranges_push(struct ranges *r, long lo, long hi)
+{
+	struct rn_range *v;
+
+	if (r->n == r->cap) {
+		v = realloc(r->v, (r->cap ? 2 * r->cap : 16) * sizeof(*v));
+		if (!v)
+			return -1;
+		r->v = v;
+		r->cap = r->cap ? 2 * r->cap : 16;
+	}
+	r->v[r->n++] = (struct rn_range){lo, hi};
+	return 0;
+}
+
+/* "0-3,8" into r; what does not parse is skipped. */
+static int ranges_parse(struct ranges *r, const char *s, size_t width)
+{
+	char buf[128], *p, *end;
+	long lo, hi;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)strnlen(s, width), s);
+	for (p = buf; *p; p = *end ? end + 1 : end) {
+		lo = hi = strtol(p, &end, 10);
+		if (end != p && *end == '-') {
+			p = end + 1;
+			hi = strtol(p, &end, 10);
+			if (end == p)
+				hi = -1;
+		}
+		if (end != p && lo >= 0 && hi >= lo && ranges_push(r, lo, hi))
+			return -1;
+		end = strchrnul(end, ',');
+	}
+	return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct rn_range *x = a, *y = b;
+
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Sorted and merged, as a list ("0-5,8"); NULL if out of memory. */
+static json_t *ranges_json(struct ranges *r)
+{
+	char *s = NULL;
+	size_t len = 0, i, k;
+	FILE *f = open_memstream(&s, &len);
+	json_t *j = NULL;
+
+	if (!f)
+		return NULL;
+	qsort(r->v, r->n, sizeof(*r->v), cmp_range);
+	for (i = 0; i < r->n; i = k) {
+		long hi = r->v[i].hi;
+
+		for (k = i + 1; k < r->n && r->v[k].lo <= hi + 1; k++)
+			hi = r->v[k].hi > hi ? r->v[k].hi : hi;
+		fprintf(f, i ? ",%ld" : "%ld", r->v[i].lo);
+		if (hi > r->v[i].lo)
+			fprintf(f, "-%ld", hi);
+	}
+	if (!fclose(f))
+		j = json_string(s);
+	free(s);
+	return j;
+}
+
+static json_t *list_union_json(const struct rm_node *n, bool numa)
+{
+	struct ranges r = {0};
+	json_t *j = NULL;
+	size_t k;
+
+	for (k = 0; k < n->n; k++) {
+		const struct rn_topo *t = &n->t[k].topo;
+
+		if (numa ? ranges_parse(&r, t->numa, sizeof(t->numa)) :
+			   ranges_parse(&r, t->cpus, sizeof(t->cpus)))
+			goto out;
+	}
+	j = ranges_json(&r);
+out:
+	free(r.v);
+	return j;
+}
+
+static bool has_string(json_t *a, const char *s, size_t len)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v) {
+		if (json_string_length(v) == len && !memcmp(json_string_value(v), s, len))
+			return true;
+	}
+	return false;
+}
+
+/* The GPUs near any target of the node, each once, in order of appearance. */
+static json_t *gpus_union_json(const struct rm_node *n)
+{
+	json_t *a = json_array();
+	const char *g;
+	size_t k, i, e, len;
+
+	for (k = 0; a && k < n->n; k++) {
+		g = n->t[k].topo.gpus;
+		len = strnlen(g, sizeof(n->t[k].topo.gpus));
+		for (i = 0; i < len; i = e + 1) {
+			for (e = i; e < len && g[e] != ','; e++)
+				;
+			if (e == i || has_string(a, g + i, e - i))
+				continue;
+			if (json_array_append_new(a, jstr(g + i, e - i))) {
+				json_decref(a);
+				return NULL;
+			}
+		}
+	}
+	return a;
+}
+
+static json_t *topology_json(const struct rm_node *n)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "cpus", list_union_json(n, false));
+	rc |= json_object_set_new(o, "numa", list_union_json(n, true));
+	rc |= json_object_set_new(o, "gpus", gpus_union_json(n));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *targets_json(const struct rm_node *n)
+{
+	json_t *a = json_array();
+	size_t k;
+
+	for (k = 0; a && k < n->n; k++) {
+		if (json_array_append_new(a, rn_target_to_json(&n->t[k]))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *node_json(const struct rm_node *n, uint64_t since)
+{
+	struct spread a = node_attach_spread(n, since);
+	struct counts c = {0};
+	json_t *o = json_object();
+	uint64_t p50, max;
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	count_node(n, &c);
+	node_times(n, since, &p50, &max);
+	rc |= json_object_set_new(o, "host", jstr(n->host, sizeof(n->host)));
+	rc |= json_object_set_new(o, "topology", topology_json(n));
+	if (rc || !(o = counts_json(o, &c, "found"))) {
+		json_decref(o);
+		return NULL;
+	}
+	rc |= json_object_set_new(o, "attach_p50_ns", jint_or_null(p50, a.n));
+	rc |= json_object_set_new(o, "attach_max_ns", jint_or_null(max, a.n));
+	rc |= json_object_set_new(o, "attach_skew_ns", jint_or_null(spread_ns(&a), a.n));
+	rc |= json_object_set_new(o, "targets", targets_json(n));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *skew_json(const struct rm_window *w)
+{
+	struct rm_skew s = rm_window_skew(w);
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "attach_ns", json_integer((json_int_t)s.attach_ns));
+	rc |= json_object_set_new(o, "detach_ns", json_integer((json_int_t)s.detach_ns));
+	rc |= json_object_set_new(o, "targets", json_integer((json_int_t)s.n));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *window_json(const struct rm_window *w)
+{
+	json_t *o = json_object(), *nodes = json_array();
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; nodes && i < w->n_nodes; i++)
+		rc |= json_array_append_new(nodes, node_json(&w->nodes[i], w->start_ns));
+	if (!o || rc) {
+		json_decref(nodes);
+		json_decref(o);
+		return NULL;
+	}
+	rc |= json_object_set_new(o, "index", json_integer(w->index));
+	rc |= json_object_set_new(o, "start_ns", jint_or_null(w->start_ns, w->start_ns));
+	rc |= json_object_set_new(o, "stop_ns", jint_or_null(w->stop_ns, w->stop_ns));
+	rc |= json_object_set_new(o, "stop_reason", jstr_or_null(w->stop_reason));
+	rc |= json_object_set_new(o, "skew", skew_json(w));
+	rc |= json_object_set_new(o, "nodes", nodes);
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *error_json(const struct rm_window *w, const struct rm_node *n,
+			  const struct rn_target *t)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "window", json_integer(w->index));
+	rc |= json_object_set_new(o, "host", jstr(n->host, sizeof(n->host)));
+	rc |= json_object_set_new(o, "pid", json_integer(t->pid));
+	rc |= json_object_set_new(o, "rank", t->rank >= 0 ? json_integer(t->rank) : json_null());
+	rc |= json_object_set_new(o, "state", json_string(rn_state_name(t->state)));
+	rc |= json_object_set_new(o, "message", t->message[0] ?
+				  jstr(t->message, sizeof(t->message)) : json_null());
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int append_error(const struct rm_window *w, const struct rm_node *n,
+			const struct rn_target *t, void *arg)
+{
+	return json_array_append_new(arg, error_json(w, n, t));
+}
+
+/* Every failure once, in the first window that has it (see new_failure). */
+static json_t *errors_json(const struct rm_run *r)
+{
+	json_t *a = json_array();
+
+	if (a && for_each_failure(r, append_error, a)) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
+static json_t *windows_json(const struct rm_run *r)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && i < r->n_w; i++) {
+		if (json_array_append_new(a, window_json(&r->w[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *run_json(const struct rm_run *r)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "schema", json_string("rocattach-mpi-report/1"));
+	rc |= json_object_set_new(o, "version", json_string(ROCATTACH_VERSION_STRING));
+	rc |= json_object_set_new(o, "started_ns", json_integer((json_int_t)r->started_ns));
+	rc |= json_object_set_new(o, "ended_ns", json_integer((json_int_t)r->ended_ns));
+	rc |= json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+	rc |= json_object_set_new(o, "exit_reason", jstr_or_null(r->exit_reason));
+	rc |= json_object_set_new(o, "config", config_json(&r->cfg));
+	rc |= json_object_set_new(o, "summary", summary_json(r));
+	rc |= json_object_set_new(o, "windows", windows_json(r));
+	rc |= json_object_set_new(o, "errors", errors_json(r));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	json_t *j = run_json(r);
+	struct out o;
+	int rc = -1;
+
+	if (!j) {
+		snprintf(err, len, "cannot write report %s: %s", path, strerror(ENOMEM));
+		return -1;
+	}
+	if (out_open(&o, path, "report", err, len))
+		goto out;
+	if (json_dumpf(j, o.f, JSON_INDENT(1) | JSON_PRESERVE_ORDER) || fputc('\n', o.f) == EOF) {
+		rc = out_fail(&o, errno ? errno : EIO, err, len);
+		goto out;
+	}
+	rc = out_close(&o, err, len);
+out:
+	json_decref(j);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SVG timeline: one lane per target, grouped by node, windows left to right. */
+
+#define SVG_W 1200
+#define SVG_LABEL_W 220 /* lane labels left of the plot */
+#define SVG_RIGHT 24
+#define SVG_TOP 74	/* title, window labels, tick labels */
+#define SVG_GROUP_H 24
+#define SVG_LANE_H 18
+#define SVG_BOTTOM 44	/* legend */
+#define SVG_CHAR_W 6.6	/* average width of an 11px sans-serif character, with margin */
+
+#define SVG_OK "#3a9d5d"
+#define SVG_FAIL "#d64541"
+#define SVG_CALL "#1d3557"
+
+struct svg {
+	FILE *f;
+	const struct rm_run *r;
+	uint64_t t0, lo, hi; /* window 1's start; the axis range */
+	double px_per_ns;
+	int y; /* top of the next row */
+};
+
+/*
+ * Text into XML: escaped, control characters (not allowed in XML 1.0 even
+ * escaped) and non-ASCII bytes (maybe not UTF-8) as '?', cut at max
+ * characters with a '~'.
+ */
+static void xml_put(FILE *f, const char *s, size_t width, size_t max)
+{
+	size_t len = strnlen(s, width), i;
+	bool cut = len > max;
+	unsigned char c;
+
+	for (i = 0; i < (cut ? max - 1 : len); i++) {
+		c = (unsigned char)s[i];
+		switch (c) {
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&apos;", f);
+			break;
+		default:
+			fputc(c < 0x20 || c >= 0x7f ? '?' : c, f);
+		}
+	}
+	if (cut)
+		fputc('~', f);
+}
+
+static double svg_x(const struct svg *s, uint64_t ns)
+{
+	return SVG_LABEL_W + (double)(int64_t)(ns - s->lo) * s->px_per_ns;
+}
+
+static double rel_ms(const struct svg *s, uint64_t ns)
+{
+	return (double)(int64_t)(ns - s->t0) / NS_PER_MS;
+}
+
+static void range_add(struct spread *sp, uint64_t ns)
+{
+	if (ns)
+		spread_add(sp, ns);
+}
+
+/* Every timestamp of the run, with a little room on both sides. */
+static void svg_range(struct svg *s)
+{
+	const struct rm_window *w;
+	const struct rn_target *t;
+	struct spread sp = {0};
+	uint64_t pad;
+	size_t wi, ni, k;
+
+	for (wi = 0; wi < s->r->n_w; wi++) {
+		w = &s->r->w[wi];
+		range_add(&sp, w->start_ns);
+		range_add(&sp, w->stop_ns);
+		for (ni = 0; ni < w->n_nodes; ni++) {
+			for (k = 0; k < w->nodes[ni].n; k++) {
+				t = &w->nodes[ni].t[k];
+				range_add(&sp, t->attach_start_ns);
+				range_add(&sp, t->attach_end_ns);
+				range_add(&sp, t->detach_start_ns);
+				range_add(&sp, t->detach_end_ns);
+			}
+		}
+	}
+	if (spread_ns(&sp) < 1000000)
+		sp.hi = sp.lo + 1000000;
+	pad = spread_ns(&sp) / 50;
+	if (pad > sp.lo) /* nothing ran: an axis from 0 */
+		pad = sp.lo;
+	s->t0 = s->r->n_w && s->r->w[0].start_ns ? s->r->w[0].start_ns : sp.lo;
+	s->lo = sp.lo - pad;
+	s->hi = sp.hi + pad;
+	s->px_per_ns = (double)(SVG_W - SVG_LABEL_W - SVG_RIGHT) / (double)(s->hi - s->lo);
+}
+
+static int svg_height(const struct rm_run *r)
+{
+	const struct rm_window *w = last_window(r);
+	size_t i, h = SVG_TOP + SVG_BOTTOM;
+
+	for (i = 0; w && i < w->n_nodes; i++)
+		h += SVG_GROUP_H + w->nodes[i].n * SVG_LANE_H;
+	return (int)h;
+}
+
+static void svg_head(struct svg *s, int height)
+{
+	const struct rm_run *r = s->r;
+	struct counts c = count_window(last_window(r));
+	size_t n_nodes = r->n_w ? last_window(r)->n_nodes : 0;
+	char line[256], start[40];
+
+	fprintf(s->f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\">\n<style>\n"
+		"text{font-family:DejaVu Sans,Arial,sans-serif;font-size:11px;fill:#222}\n"
+		".title{font-size:14px;font-weight:bold}\n.host{font-weight:bold}\n"
+		".dim{fill:#777}\n.tick{font-size:10px;fill:#666}\n.bad{fill:" SVG_FAIL "}\n"
+		".inbar{fill:#fff;font-size:9px}\n"
+		".halo{paint-order:stroke;stroke:#fff;stroke-width:5px;stroke-linejoin:round}\n"
+		"</style>\n<path d=\"M0 0H%dV%dH0Z\" fill=\"#fff\"/>\n",
+		SVG_W, height, SVG_W, height, SVG_W, height);
+	fmt_time(s->t0, start, sizeof(start));
+	snprintf(line, sizeof(line),
+		 "rocattach-mpi: %zu node%s, %zu target%s, %zu window%s from %s, exit %d%s%s",
+		 n_nodes, n_nodes == 1 ? "" : "s", c.found, c.found == 1 ? "" : "s", r->n_w,
+		 r->n_w == 1 ? "" : "s", start, r->exit_code, r->exit_reason ? ": " : "",
+		 r->exit_reason ? r->exit_reason : "");
+	fputs("<text class=\"title\" x=\"8\" y=\"20\">", s->f);
+	xml_put(s->f, line, sizeof(line), sizeof(line));
+	fputs("</text>\n", s->f);
+}
+
+/* 1, 2 or 5 times a power of ten: at most 10 ticks over span. */
+static double nice_step(double span_ms, int *decimals)
+{
+	static const double m[] = {1, 2, 5};
+	double base = 0.001;
+	int i;
+
+	for (*decimals = 3; base < 1e12; base *= 10, *decimals -= *decimals > 0) {
+		for (i = 0; i < 3; i++)
+			if (span_ms / (m[i] * base) <= 10)
+				return m[i] * base;
+	}
+	return base;
+}
+
+/*
+ * Ticks in ms (or s past 10 s per tick) since window 1's start: grid lines
+ * (under everything) or their labels (over the window lines).
+ */
+static void svg_axis(struct svg *s, int bottom, bool labels)
+{
+	double lo = rel_ms(s, s->lo), hi = rel_ms(s, s->hi), step, x;
+	long long k;
+	bool sec;
+	int dec;
+
+	step = nice_step(hi - lo, &dec);
+	sec = step >= 10000;
+	if (labels)
+		fprintf(s->f, "<text class=\"tick\" x=\"8\" y=\"%d\">%s since window 1 start"
+			"</text>\n", SVG_TOP - 8, sec ? "s" : "ms");
+	k = (long long)(lo / step);
+	for (k += (double)k * step < lo; (double)k * step <= hi; k++) {
+		x = SVG_LABEL_W + ((double)k * step - lo) * NS_PER_MS * s->px_per_ns;
+		if (!labels)
+			fprintf(s->f,
+				"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+				"stroke=\"#e4e4e4\"/>\n",
+				x, SVG_TOP - 4, x, bottom);
+		else
+			fprintf(s->f,
+				"<text class=\"tick halo\" x=\"%.1f\" y=\"%d\" "
+				"text-anchor=\"middle\">%.*f</text>\n",
+				x, SVG_TOP - 8, sec ? 0 : dec, (double)k * step / (sec ? 1000 : 1));
+	}
+}
+
+/* The label over a window, as long as fits before the next window starts. */
+static void svg_window_label(struct svg *s, const struct rm_window *w, double x, double room)
+{
+	struct rm_skew sk = rm_window_skew(w);
+	char text[160];
+	size_t len;
+
+	len = (size_t)snprintf(text, sizeof(text),
+			       "window %d: attach skew %.3f ms, detach skew %.3f ms", w->index,
+			       (double)sk.attach_ns / NS_PER_MS, (double)sk.detach_ns / NS_PER_MS);
+	if (!sk.n)
+		len = (size_t)snprintf(text, sizeof(text), "window %d: nothing attached", w->index);
+	if (len * SVG_CHAR_W > room && sk.n)
+		len = (size_t)snprintf(text, sizeof(text), "w%d skew: attach %.3f, detach %.3f ms",
+				       w->index, (double)sk.attach_ns / NS_PER_MS,
+				       (double)sk.detach_ns / NS_PER_MS);
+	if (len * SVG_CHAR_W > room)
+		len = (size_t)snprintf(text, sizeof(text), "w%d", w->index);
+	if (len * SVG_CHAR_W > room)
+		return;
+	fprintf(s->f, "<text class=\"halo\" x=\"%.1f\" y=\"%d\">%s</text>\n", x + 3, SVG_TOP - 28,
+		text);
+}
+
+static void svg_vline(struct svg *s, uint64_t ns, int bottom, const char *what, int index)
+{
+	double x = svg_x(s, ns);
+
+	fprintf(s->f,
+		"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#555\" "
+		"stroke-dasharray=\"5 3\"><title>window %d %s</title></line>\n",
+		x, SVG_TOP - 40, x, bottom, index, what);
+}
+
+/* Dashed lines at each window's start and stop, labelled with its skews. */
+static void svg_windows(struct svg *s, int bottom)
+{
+	const struct rm_window *w;
+	double x, next;
+	size_t i;
+
+	for (i = 0; i < s->r->n_w; i++) {
+		w = &s->r->w[i];
+		if (!w->start_ns)
+			continue;
+		x = svg_x(s, w->start_ns);
+		next = i + 1 < s->r->n_w && s->r->w[i + 1].start_ns ?
+			       svg_x(s, s->r->w[i + 1].start_ns) : SVG_W - 4;
+		svg_window_label(s, w, x, next - x - 6);
+		svg_vline(s, w->start_ns, bottom, "start", w->index);
+		if (w->stop_ns)
+			svg_vline(s, w->stop_ns, bottom, "stop", w->index);
+	}
+}
+
+static void svg_title(struct svg *s, const char *text)
+{
+	fputs("<title>", s->f);
+	xml_put(s->f, text, (size_t)-1, (size_t)-1);
+	fputs("</title>", s->f);
+}
+
+/* A thin dark mark over a call span (at least 2 px, so a fast call still shows). */
+static void svg_call(struct svg *s, uint64_t start, uint64_t end, int y, const char *what)
+{
+	double x1 = svg_x(s, start), x2 = end > start ? svg_x(s, end) : x1;
+	char t[96];
+
+	if (!start)
+		return;
+	if (x2 - x1 < 2)
+		x2 = x1 + 2;
+	snprintf(t, sizeof(t), "%s call: %.3f ms", what,
+		 end > start ? (double)(end - start) / NS_PER_MS : 0.0);
+	fprintf(s->f,
+		"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" SVG_CALL
+		"\" stroke-width=\"14\">",
+		x1, y + 9, x2, y + 9);
+	svg_title(s, t);
+	fputs("</line>\n", s->f);
+}
+
+/*
+ * Where a target's bar of one window goes: profiling (attach end to detach
+ * start, or to the window's stop if it never detached), or for a failed
+ * attach the attach call itself. false: nothing to draw.
+ */
+static bool bar_span(const struct rm_window *w, const struct rn_target *t, uint64_t *from,
+		     uint64_t *to)
+{
+	if (attached(t)) {
+		*from = t->attach_end_ns;
+		*to = t->detach_start_ns ? t->detach_start_ns : w->stop_ns;
+	} else if (failed(t)) {
+		*from = t->attach_start_ns ? t->attach_start_ns : w->start_ns;
+		*to = t->attach_end_ns;
+	} else {
+		return false;
+	}
+	if (*to < *from)
+		*to = *from;
+	return *from != 0;
+}
+
+static void bar_title(const struct rm_window *w, const struct rm_node *n,
+		      const struct rn_target *t, const struct svg *s, char *buf, size_t len)
+{
+	int k = snprintf(buf, len, "%.*s pid %d (%.*s), window %d: %s", (int)sizeof(n->host),
+			 n->host, (int)t->pid, (int)sizeof(t->exe), t->exe, w->index,
+			 rn_state_name(t->state));
+
+	if (k < 0 || (size_t)k >= len)
+		return;
+	if (t->message[0])
+		snprintf(buf + k, len - (size_t)k, ": %.*s", (int)sizeof(t->message), t->message);
+	else if (attached(t))
+		snprintf(buf + k, len - (size_t)k, ", attached %+.3f ms to %+.3f ms",
+			 rel_ms(s, t->attach_end_ns),
+			 rel_ms(s, t->detach_start_ns ? t->detach_start_ns : w->stop_ns));
+}
+
+/*
+ * A failed target is not attached again: the rest of its lane is free for
+ * its state's name; at the right edge, the name goes inside the bar.
+ */
+static void svg_state_label(struct svg *s, const struct rn_target *t, double x1, double x2, int y)
+{
+	const char *name = rn_state_name(t->state);
+	double w = (double)strlen(name) * SVG_CHAR_W;
+
+	if (x2 + 4 + w > SVG_W && x2 - x1 > w + 8)
+		fprintf(s->f, "<text class=\"inbar\" x=\"%.1f\" y=\"%d\" text-anchor=\"end\">%s"
+			"</text>\n", x2 - 4, y + 12, name);
+	else
+		fprintf(s->f, "<text class=\"bad halo\" x=\"%.1f\" y=\"%d\">%s</text>\n", x2 + 4,
+			y + 13, name);
+}
+
+/* One target in one window: its bar (green, or red if it failed), then its call marks. */
+static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t ni, size_t ti,
+		       int y)
+{
+	const struct rm_window *w = &s->r->w[wi];
+	const struct rm_node *wn = find_node(w, ni, n->host);
+	const struct rn_target *t = find_target(wn, ti, n->t[ti].pid);
+	uint64_t from, to;
+	double x1, x2;
+	char title[512];
+
+	if (!t || !bar_span(w, t, &from, &to))
+		return;
+	if (failed(t) && !new_failure(s->r, wi, (size_t)(wn - w->nodes), (size_t)(t - wn->t)))
+		return;
+	x1 = svg_x(s, from);
+	x2 = svg_x(s, to);
+	if (x2 - x1 < 6)
+		x2 = x1 + 6;
+	bar_title(w, n, t, s, title, sizeof(title));
+	fprintf(s->f,
+		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">",
+		x1, y + 4, x2 - x1, failed(t) ? SVG_FAIL : SVG_OK);
+	svg_title(s, title);
+	fputs("</rect>\n", s->f);
+	/* A failed attach's bar is its call: no mark over it. */
+	if (attached(t))
+		svg_call(s, t->attach_start_ns, t->attach_end_ns, y, "attach");
+	svg_call(s, t->detach_start_ns, t->detach_end_ns, y, "detach");
+	if (failed(t))
+		svg_state_label(s, t, x1, x2, y);
+}
+
+/* Every other lane shaded, drawn before the grid so that it shows through. */
+static void svg_shading(struct svg *s, const struct rm_window *w)
+{
+	int y = SVG_TOP;
+	size_t i, k;
+
+	for (i = 0; w && i < w->n_nodes; i++) {
+		y += SVG_GROUP_H;
+		for (k = 0; k < w->nodes[i].n; k++, y += SVG_LANE_H)
+			if (k % 2)
+				fprintf(s->f, "<path d=\"M0 %dH%dV%dH0Z\" fill=\"#f1f4f8\"/>\n", y,
+					SVG_W, y + SVG_LANE_H);
+	}
+}
+
+static void svg_lane(struct svg *s, const struct rm_node *n, size_t ni, size_t ti)
+{
+	const struct rn_target *t = &n->t[ti];
+	char label[64];
+	size_t wi;
+
+	if (t->rank >= 0)
+		snprintf(label, sizeof(label), "%d (rank %ld)", (int)t->pid, t->rank);
+	else
+		snprintf(label, sizeof(label), "%d", (int)t->pid);
+	fprintf(s->f, "<text x=\"20\" y=\"%d\"%s>%s <tspan class=\"dim\">", s->y + 13,
+		failed(t) ? " class=\"bad\"" : "", label);
+	xml_put(s->f, t->exe, sizeof(t->exe), 18);
+	fputs("</tspan></text>\n", s->f);
+	for (wi = 0; wi < s->r->n_w; wi++)
+		svg_target(s, wi, n, ni, ti, s->y);
+	s->y += SVG_LANE_H;
+}
+
+/* A node's label row, then one lane per target. */
+static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
+{
+	struct counts c = {0};
+	size_t k;
+
+	count_node(n, &c);
+	fprintf(s->f,
+		"<line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#bbb\"/>\n"
+		"<text class=\"host\" x=\"8\" y=\"%d\"><title>",
+		s->y, SVG_W, s->y, s->y + 16);
+	xml_put(s->f, n->host, sizeof(n->host), sizeof(n->host));
+	fputs("</title>", s->f);
+	xml_put(s->f, n->host, sizeof(n->host), 30);
+	/* Right of window 1's start line, so that no line crosses it unless windows are narrow. */
+	fprintf(s->f, "</text>\n<text class=\"dim halo\" x=\"%.1f\" y=\"%d\">",
+		svg_x(s, s->t0) + 6, s->y + 16);
+	if (n->n)
+		fprintf(s->f, "%zu found, %zu attached, %zu failed</text>\n", c.found, c.attached,
+			c.failed);
+	else
+		fputs("no targets found</text>\n", s->f);
+	s->y += SVG_GROUP_H;
+	for (k = 0; k < n->n; k++)
+		svg_lane(s, n, ni, k);
+}
+
+static void svg_legend_item(struct svg *s, int x, const char *stroke, const char *dash,
+			    const char *text)
+{
+	fprintf(s->f,
+		"<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
+		"stroke-width=\"%d\"%s/>\n"
+		"<text x=\"%d\" y=\"%d\">%s</text>\n",
+		x, s->y + 20, x + 22, s->y + 20, stroke, dash ? 1 : 10, dash ? dash : "", x + 28,
+		s->y + 24, text);
+}
+
+static void svg_legend(struct svg *s)
+{
+	svg_legend_item(s, 8, SVG_OK, NULL, "profiling: attach end to detach start");
+	svg_legend_item(s, 300, SVG_CALL, NULL, "attach / detach call");
+	svg_legend_item(s, 470, SVG_FAIL, NULL, "failed (hover for the message)");
+	svg_legend_item(s, 700, "#555", " stroke-dasharray=\"5 3\"", "window start / stop");
+}
+
+static void svg_write(struct svg *s)
+{
+	const struct rm_window *w = last_window(s->r);
+	int height = svg_height(s->r), bottom = height - SVG_BOTTOM;
+	size_t i;
+
+	svg_range(s);
+	svg_head(s, height);
+	svg_shading(s, w);
+	svg_axis(s, bottom, false);
+	svg_windows(s, bottom);
+	svg_axis(s, bottom, true);
+	s->y = SVG_TOP;
+	for (i = 0; w && i < w->n_nodes; i++)
+		svg_node(s, &w->nodes[i], i);
+	if (!w)
+		fprintf(s->f, "<text x=\"8\" y=\"%d\">no window ran</text>\n", s->y + 16);
+	s->y = bottom;
+	svg_legend(s);
+	fputs("</svg>\n", s->f);
+}
+
+/* Lanes are the targets of the last window; earlier windows are matched by host and pid. */
+int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	struct svg s = {.r = r};
+	struct out o;
+
+	if (out_open(&o, path, "timeline", err, len))
+		return -1;
+	s.f = o.f;
+	svg_write(&s);
+	return out_close(&o, err, len);
+}

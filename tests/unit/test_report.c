@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The end-of-run outputs of rocattach-mpi on a run built by hand: two
+ * windows over three nodes (one without targets), a target whose attach
+ * failed with a message full of characters to escape, and one that exited
+ * during the second window.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include <rocattach/version.h>
+
+#include "report.h"
+
+#define MS 1000000ull
+/* 2026-11-21T07:30:01.123Z */
+#define T1 1795246201123000000ull
+#define S1 (T1 + 1000 * MS)
+#define T2 (S1 + 500 * MS)
+#define S2 (T2 + 1000 * MS)
+
+#define BAD_MESSAGE "PTRACE_SEIZE(201): \"denied\"\n<&> 'x'"
+
+static struct rn_target w1_node1[2], w1_node2[2], w2_node1[2], w2_node2[2];
+static struct rm_node w1_nodes[3], w2_nodes[3];
+static struct rm_window windows[2];
+static struct rm_run run;
+static char *argv_run[] = {"rocattach-mpi", "--slurm-step", "42.0"};
+static char dir[] = "/tmp/test_report.XXXXXX";
+
+static struct rn_target target(pid_t pid, long rank, const char *exe, enum rn_state state)
+{
+	struct rn_target t = {.pid = pid, .nspid = pid, .rank = rank, .uid = 1000, .ppid = 1,
+			      .listener = true, .state = state};
+
+	snprintf(t.exe, sizeof(t.exe), "%s", exe);
+	return t;
+}
+
+static void times(struct rn_target *t, uint64_t as, uint64_t ae, uint64_t ds, uint64_t de)
+{
+	t->attach_start_ns = as;
+	t->attach_end_ns = ae;
+	t->detach_start_ns = ds;
+	t->detach_end_ns = de;
+}
+
+static void topo(struct rn_target *t, const char *cpus, const char *numa, const char *gpus)
+{
+	snprintf(t->topo.cpus, sizeof(t->topo.cpus), "%s", cpus);
+	snprintf(t->topo.numa, sizeof(t->topo.numa), "%s", numa);
+	snprintf(t->topo.gpus, sizeof(t->topo.gpus), "%s", gpus);
+}
+
+static void build_window1(void)
+{
+	struct rn_target *a = w1_node1, *b = w1_node2;
+
+	a[0] = target(100, 0, "app", RN_DETACHED);
+	times(&a[0], T1 + 100000, T1 + 900000, S1 + 50000, S1 + 300000);
+	topo(&a[0], "0-3", "0", "card0(0000:c1:00.0)");
+	a[1] = target(101, 1, "app", RN_DETACHED);
+	a[1].nspid = 7;
+	times(&a[1], T1 + 120000, T1 + 1320000, S1 + 250000, S1 + 600000);
+	topo(&a[1], "4-7,16", "0", "card0(0000:c1:00.0),card1(0000:c2:00.0)");
+	a[0].windows = a[1].windows = 1;
+
+	b[0] = target(200, 2, "a<b&c", RN_DETACHED);
+	times(&b[0], T1 + 50000, T1 + 650000, S1 + 400000, S1 + 700000);
+	b[0].windows = 1;
+	b[1] = target(201, -1, "app", RN_ATTACH_FAILED);
+	times(&b[1], T1 + 60000, T1 + 2060000, 0, 0);
+	b[1].status = ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED;
+	b[1].agent_status = -1;
+	snprintf(b[1].message, sizeof(b[1].message), "%s", BAD_MESSAGE);
+}
+
+/* The same targets gathered again: 200 exits during the window, 201 stays failed. */
+static void build_window2(void)
+{
+	struct rn_target *a = w2_node1, *b = w2_node2;
+
+	memcpy(a, w1_node1, sizeof(w1_node1));
+	memcpy(b, w1_node2, sizeof(w1_node2));
+	times(&a[0], T2 + 100000, T2 + 400000, S2 + 10000, S2 + 20000);
+	times(&a[1], T2 + 200000, T2 + 700000, S2 + 30000, S2 + 40000);
+	a[0].windows = a[1].windows = 2;
+	times(&b[0], T2 + 150000, T2 + 250000, S2 + 90000, S2 + 95000);
+	b[0].state = RN_EXITED;
+	b[0].status = ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND;
+	snprintf(b[0].message, sizeof(b[0].message), "process exited");
+}
+
+static void nodes(struct rm_node *n, struct rn_target *t1, struct rn_target *t2)
+{
+	memset(n, 0, 3 * sizeof(*n));
+	snprintf(n[0].host, sizeof(n[0].host), "node1");
+	n[0].t = t1;
+	n[0].n = 2;
+	snprintf(n[1].host, sizeof(n[1].host), "node2");
+	n[1].t = t2;
+	n[1].n = 2;
+	snprintf(n[2].host, sizeof(n[2].host), "node3");
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	build_window1();
+	build_window2();
+	nodes(w1_nodes, w1_node1, w1_node2);
+	nodes(w2_nodes, w2_node1, w2_node2);
+	windows[0] = (struct rm_window){1, T1, S1, "duration", w1_nodes, 3};
+	windows[1] = (struct rm_window){2, T2, S2, "duration", w2_nodes, 3};
+	run = (struct rm_run){
+		.cfg = {.argc = 3, .argv = argv_run, .tools = "libtool.so", .duration_ms = -1,
+			.delay_ms = 500, .windows = 2, .jobs = 4, .inject = 1, .ranks = 3},
+		.w = windows,
+		.n_w = 2,
+		.started_ns = T1 - 2000 * MS,
+		.ended_ns = S2 + 100 * MS,
+		.exit_code = 4,
+		.exit_reason = "2 targets failed",
+	};
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) ? -1 : 0;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 1 << 20);
+	size_t n;
+
+	assert_non_null(f);
+	assert_non_null(buf);
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	assert_true(n < (1 << 20) - 1);
+	fclose(f);
+	return buf;
+}
+
+static size_t count(const char *s, const char *what)
+{
+	size_t n = 0;
+
+	for (; (s = strstr(s, what)); s++)
+		n++;
+	return n;
+}
+
+static void test_rm_window_skew_attached_targets(void **state)
+{
+	struct rm_skew s1 = rm_window_skew(&windows[0]), s2 = rm_window_skew(&windows[1]);
+
+	(void)state;
+	/* Window 1: attach ends 0.90, 1.32, 0.65 ms; detach starts +0.05, +0.25, +0.40 ms. */
+	assert_int_equal(s1.attach_ns, 670000);
+	assert_int_equal(s1.detach_ns, 350000);
+	assert_int_equal(s1.n, 3);
+	/* Window 2: 200 exited during the window: it was attached, so it counts. */
+	assert_int_equal(s2.attach_ns, 450000);
+	assert_int_equal(s2.detach_ns, 80000);
+	assert_int_equal(s2.n, 3);
+}
+
+static void test_rm_window_skew_exited_during_attach(void **state)
+{
+	struct rn_target t[2] = {target(1, 0, "x", RN_DETACHED), target(2, 1, "x", RN_EXITED)};
+	struct rm_node n = {.host = "h", .t = t, .n = 2};
+	struct rm_window w = {.index = 1, .nodes = &n, .n_nodes = 1};
+	struct rm_skew s;
+
+	(void)state;
+	times(&t[0], 10, 20, 100, 110);
+	times(&t[1], 10, 500, 0, 0);
+	s = rm_window_skew(&w);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.attach_ns, 0);
+	assert_int_equal(s.detach_ns, 0);
+}
+
+/* A target whose detach failed in window 1 is not attached again: window 2 has its old record. */
+static void test_rm_window_skew_ignores_earlier_windows(void **state)
+{
+	struct rn_target t[2] = {target(1, 0, "x", RN_DETACHED),
+				 target(2, 1, "x", RN_DETACH_FAILED)};
+	struct rm_node n = {.host = "h", .t = t, .n = 2};
+	struct rm_window w = {.index = 2, .start_ns = T2, .nodes = &n, .n_nodes = 1};
+	struct rm_skew s;
+
+	(void)state;
+	times(&t[0], T2 + 10, T2 + 20, S2 + 100, S2 + 110);
+	times(&t[1], T1 + 10, T1 + 50, S1 + 100, S1 + 110);
+	s = rm_window_skew(&w);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.attach_ns, 0);
+	assert_int_equal(s.detach_ns, 0);
+	w.start_ns = 0; /* "now": no way to tell, every record counts */
+	s = rm_window_skew(&w);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.attach_ns, T2 + 20 - (T1 + 50));
+}
+
+static void test_rm_node_attach_times_median(void **state)
+{
+	uint64_t p50, max;
+
+	(void)state;
+	rm_node_attach_times(&w1_nodes[0], &p50, &max);
+	assert_int_equal(p50, 1000000); /* mean of 0.8 and 1.2 ms */
+	assert_int_equal(max, 1200000);
+	rm_node_attach_times(&w1_nodes[1], &p50, &max); /* the failed attach does not count */
+	assert_int_equal(p50, 600000);
+	assert_int_equal(max, 600000);
+	rm_node_attach_times(&w1_nodes[2], &p50, &max);
+	assert_int_equal(p50, 0);
+	assert_int_equal(max, 0);
+}
+
+static void test_rm_print_summary_rows_and_failures(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	rm_print_summary(f, &run);
+	fclose(f);
+	assert_non_null(strstr(buf, "rocattach-mpi: 3 nodes, 4 targets, 2 windows: 2 attached and "
+				    "detached, 2 failed (exit 4: 2 targets failed)\n"));
+	assert_non_null(strstr(buf, "node            found attached failed  attach p50  attach "
+				    "max  start skew\n"));
+	assert_non_null(strstr(buf, "\nnode1               2        2      0     0.400ms     "
+				    "0.500ms     0.300ms\n"));
+	assert_non_null(strstr(buf, "\nnode2               2        1      2     0.100ms     "
+				    "0.100ms     0.000ms\n"));
+	assert_non_null(strstr(buf, "\nnode3               0  no targets found\n"));
+	assert_non_null(strstr(buf, "window 1: start 2026-11-21T07:30:01.123Z, 1000.0 ms, stop "
+				    "reason duration, attach skew 0.670 ms, detach skew 0.350 ms "
+				    "(3 targets)\n"));
+	assert_non_null(strstr(buf, "window 2: start 2026-11-21T07:30:02.623Z"));
+	/* Each failure once, on one line, in the window where it happened. */
+	assert_non_null(strstr(buf, "failures:\n  node2 pid 201 (app), window 1: attach-failed: "
+				    "PTRACE_SEIZE(201): \"denied\" <&> 'x'\n"));
+	assert_non_null(strstr(buf, "  node2 pid 200 rank 2 (a<b&c), window 2: exited: process "
+				    "exited\n"));
+	assert_int_equal(count(buf, "pid 201"), 1);
+	free(buf);
+}
+
+static void test_rm_print_summary_long_host(void **state)
+{
+	struct rm_node n[2] = {{.t = w1_node1, .n = 2}, {.t = NULL, .n = 0}};
+	struct rm_window w = {1, T1, S1, "enter", n, 2};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 0, .exit_reason = "ok"};
+	char *buf = NULL, *line, want[128];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	memset(n[0].host, 'h', sizeof(n[0].host) - 1);
+	snprintf(n[1].host, sizeof(n[1].host), "short");
+	assert_non_null(f);
+	rm_print_summary(f, &r);
+	fclose(f);
+	/* Cut to 32 columns with a '~', the columns after it aligned. */
+	line = strstr(buf, "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh~     2        2      0 ");
+	assert_non_null(line);
+	assert_true(strchr(line, '\n') - line < 100);
+	snprintf(want, sizeof(want), "\n%-32s %5d  no targets found\n", "short", 0);
+	assert_non_null(strstr(buf, want));
+	assert_null(strstr(buf, "failures:"));
+	free(buf);
+}
+
+static void test_rm_print_dry_run_lists_targets(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	rm_print_dry_run(f, w1_nodes, 3);
+	fclose(f);
+	assert_non_null(strstr(buf, "node1: 2 processes\n"));
+	assert_non_null(strstr(buf, "  100                  0   1000  app              yes       "
+				    "0-3           0     card0(0000:c1:00.0)\n"));
+	assert_non_null(strstr(buf, "  101 (7)              1   1000  app"));
+	assert_non_null(strstr(buf, "card0(0000:c1:00.0),card1(0000:c2:00.0)\n"));
+	assert_non_null(strstr(buf, "  201                  -   1000  app              yes       "
+				    "-             -     -\n"));
+	assert_non_null(strstr(buf, "node3: 0 processes\n  (no matching processes)\n"));
+	assert_non_null(strstr(buf, "dry run: 4 processes on 3 nodes would be attached"));
+	free(buf);
+}
+
+static char *path_in_dir(const char *name)
+{
+	static char path[2][256];
+	static int i;
+
+	i = !i;
+	snprintf(path[i], sizeof(path[i]), "%s/%s", dir, name);
+	return path[i];
+}
+
+static json_t *load_report(void)
+{
+	char err[256] = "";
+	json_error_t jerr;
+	json_t *j;
+
+	assert_int_equal(rm_write_report(path_in_dir("run.json"), &run, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(access(path_in_dir("run.json.tmp"), F_OK), -1);
+	j = json_load_file(path_in_dir("run.json"), 0, &jerr);
+	if (!j)
+		fail_msg("%s:%d: %s", jerr.source, jerr.line, jerr.text);
+	return j;
+}
+
+static json_int_t jint(json_t *o, const char *path)
+{
+	json_t *v = o;
+	char key[64], *k, *save;
+
+	snprintf(key, sizeof(key), "%s", path);
+	for (k = strtok_r(key, ".", &save); k; k = strtok_r(NULL, ".", &save)) {
+		if (json_is_array(v))
+			v = json_array_get(v, (size_t)atoi(k));
+		else
+			v = json_object_get(v, k);
+	}
+	if (!json_is_integer(v))
+		fail_msg("%s is not an integer", path);
+	return json_integer_value(v);
+}
+
+static json_t *jget(json_t *o, const char *path)
+{
+	char key[64], *k, *save;
+
+	snprintf(key, sizeof(key), "%s", path);
+	for (k = strtok_r(key, ".", &save); o && k; k = strtok_r(NULL, ".", &save))
+		o = json_is_array(o) ? json_array_get(o, (size_t)atoi(k)) : json_object_get(o, k);
+	if (!o)
+		fail_msg("%s is missing", path);
+	return o;
+}
+
+static void test_rm_write_report_top_and_config(void **state)
+{
+	json_t *j = load_report();
+
+	(void)state;
+	assert_string_equal(json_string_value(jget(j, "schema")), "rocattach-mpi-report/1");
+	assert_string_equal(json_string_value(jget(j, "version")), ROCATTACH_VERSION_STRING);
+	assert_int_equal(jint(j, "started_ns"), T1 - 2000 * MS);
+	assert_int_equal(jint(j, "ended_ns"), S2 + 100 * MS);
+	assert_int_equal(jint(j, "exit_code"), 4);
+	assert_string_equal(json_string_value(jget(j, "exit_reason")), "2 targets failed");
+	assert_int_equal(json_array_size(jget(j, "config.argv")), 3);
+	assert_string_equal(json_string_value(jget(j, "config.argv.2")), "42.0");
+	assert_string_equal(json_string_value(jget(j, "config.tools")), "libtool.so");
+	assert_true(json_is_null(jget(j, "config.duration_ms")));
+	assert_int_equal(jint(j, "config.delay_ms"), 500);
+	assert_int_equal(jint(j, "config.windows"), 2);
+	assert_int_equal(jint(j, "config.jobs"), 4);
+	assert_true(json_is_true(jget(j, "config.inject")));
+	assert_int_equal(jint(j, "config.ranks"), 3);
+	assert_int_equal(jint(j, "summary.nodes"), 3);
+	assert_int_equal(jint(j, "summary.targets"), 4);
+	assert_int_equal(jint(j, "summary.attached"), 3);
+	assert_int_equal(jint(j, "summary.failed"), 2);
+	json_decref(j);
+}
+
+static void check_window(json_t *j, size_t i)
+{
+	struct rm_skew s = rm_window_skew(&windows[i]);
+	json_t *w = json_array_get(jget(j, "windows"), i);
+
+	assert_int_equal(jint(w, "index"), (json_int_t)i + 1);
+	assert_int_equal(jint(w, "start_ns"), windows[i].start_ns);
+	assert_int_equal(jint(w, "stop_ns"), windows[i].stop_ns);
+	assert_string_equal(json_string_value(jget(w, "stop_reason")), "duration");
+	assert_int_equal(jint(w, "skew.attach_ns"), s.attach_ns);
+	assert_int_equal(jint(w, "skew.detach_ns"), s.detach_ns);
+	assert_int_equal(jint(w, "skew.targets"), s.n);
+	assert_int_equal(json_array_size(jget(w, "nodes")), 3);
+	assert_string_equal(json_string_value(jget(w, "nodes.2.host")), "node3");
+	assert_int_equal(jint(w, "nodes.2.found"), 0);
+	assert_true(json_is_null(jget(w, "nodes.2.attach_p50_ns")));
+	assert_int_equal(json_array_size(jget(w, "nodes.2.targets")), 0);
+}
+
+static void test_rm_write_report_windows(void **state)
+{
+	json_t *j = load_report(), *t;
+
+	(void)state;
+	assert_int_equal(json_array_size(jget(j, "windows")), 2);
+	check_window(j, 0);
+	check_window(j, 1);
+	assert_int_equal(jint(j, "windows.0.nodes.0.attach_p50_ns"), 1000000);
+	assert_int_equal(jint(j, "windows.0.nodes.0.attach_max_ns"), 1200000);
+	assert_int_equal(jint(j, "windows.1.nodes.0.attach_skew_ns"), 300000);
+	assert_int_equal(jint(j, "windows.1.nodes.1.attached"), 1);
+	assert_int_equal(jint(j, "windows.1.nodes.1.failed"), 2);
+	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.cpus")),
+			    "0-7,16");
+	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.numa")), "0");
+	assert_int_equal(json_array_size(jget(j, "windows.0.nodes.0.topology.gpus")), 2);
+	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.gpus.1")),
+			    "card1(0000:c2:00.0)");
+	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.2.topology.cpus")), "");
+	/* The records as rn_target_to_json writes them, nulls included. */
+	t = jget(j, "windows.0.nodes.1.targets.1");
+	assert_int_equal(jint(t, "pid"), 201);
+	assert_true(json_is_null(jget(t, "rank")));
+	assert_string_equal(json_string_value(jget(t, "state")), "attach-failed");
+	assert_true(json_is_null(jget(t, "detach")));
+	assert_string_equal(json_string_value(jget(t, "message")), BAD_MESSAGE);
+	t = jget(j, "windows.0.nodes.0.targets.0");
+	assert_true(json_is_null(jget(t, "message")));
+	assert_int_equal(jint(t, "attach.end_ns"), T1 + 900000);
+	json_decref(j);
+}
+
+static void test_rm_write_report_errors_once(void **state)
+{
+	json_t *j = load_report(), *e;
+
+	(void)state;
+	e = jget(j, "errors");
+	assert_int_equal(json_array_size(e), 2);
+	assert_int_equal(jint(e, "0.window"), 1);
+	assert_string_equal(json_string_value(jget(e, "0.host")), "node2");
+	assert_int_equal(jint(e, "0.pid"), 201);
+	assert_true(json_is_null(jget(e, "0.rank")));
+	assert_string_equal(json_string_value(jget(e, "0.state")), "attach-failed");
+	assert_string_equal(json_string_value(jget(e, "0.message")), BAD_MESSAGE);
+	assert_int_equal(jint(e, "1.window"), 2);
+	assert_int_equal(jint(e, "1.pid"), 200);
+	assert_int_equal(jint(e, "1.rank"), 2);
+	assert_string_equal(json_string_value(jget(e, "1.state")), "exited");
+	json_decref(j);
+}
+
+/* Every '<' opens a tag and every '&' an entity: what a parser would choke on first. */
+static void assert_xml_text_escaped(const char *s)
+{
+	const char *p;
+
+	for (p = s; (p = strchr(p, '<')); p++)
+		assert_true(p[1] == '/' || (p[1] >= 'a' && p[1] <= 'z'));
+	for (p = s; (p = strchr(p, '&')); p++)
+		assert_true(!strncmp(p, "&amp;", 5) || !strncmp(p, "&lt;", 4) ||
+			    !strncmp(p, "&gt;", 4) || !strncmp(p, "&quot;", 6) ||
+			    !strncmp(p, "&apos;", 6));
+}
+
+static void test_rm_write_timeline_svg(void **state)
+{
+	char err[256] = "", *svg;
+
+	(void)state;
+	assert_int_equal(rm_write_timeline(path_in_dir("run.svg"), &run, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(access(path_in_dir("run.svg.tmp"), F_OK), -1);
+	svg = slurp(path_in_dir("run.svg"));
+	assert_int_equal(strncmp(svg, "<svg", 4), 0);
+	assert_int_equal(count(svg, "<svg"), 1);
+	assert_non_null(strstr(svg, "</svg>\n"));
+	/*
+	 * Bars: window 1 has 3 green and 1 red (201's attach); window 2 has 2
+	 * green and 1 red (200 exited); 201's failure is not drawn twice.
+	 */
+	assert_int_equal(count(svg, "<rect"), 7);
+	assert_int_equal(count(svg, "</rect>"), 7);
+	assert_int_equal(count(svg, "fill=\"#d64541\">"), 2);
+	assert_int_equal(count(svg, "<title>"), count(svg, "</title>"));
+	assert_null(strstr(svg, "<&"));
+	assert_xml_text_escaped(svg);
+	assert_non_null(strstr(svg, "a&lt;b&amp;c"));
+	assert_non_null(strstr(svg, "attach-failed: PTRACE_SEIZE(201): &quot;denied&quot;?&lt;&amp;"
+				    "&gt; &apos;x&apos;</title>"));
+	assert_non_null(strstr(svg, ">node3</text>"));
+	assert_non_null(strstr(svg, "no targets found"));
+	assert_non_null(strstr(svg, ">201 <tspan"));
+	assert_non_null(strstr(svg, ">100 (rank 0) <tspan"));
+	assert_int_equal(count(svg, "stroke-dasharray"), 5); /* 2 windows x 2, and the legend */
+	free(svg);
+}
+
+static void test_rm_write_missing_dir(void **state)
+{
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(rm_write_report("/nonexistent-dir/x/y.json", &run, err, sizeof(err)), -1);
+	assert_string_equal(err, "cannot write report /nonexistent-dir/x/y.json: No such file or "
+				 "directory");
+	assert_int_equal(rm_write_timeline("/nonexistent-dir/t.svg", &run, err, sizeof(err)), -1);
+	assert_string_equal(err, "cannot write timeline /nonexistent-dir/t.svg: No such file or "
+				 "directory");
+}
+
+/* Rank 0 may be root writing into a shared directory. */
+static void test_rm_write_report_refuses_tmp_symlink(void **state)
+{
+	char err[256] = "", *target = strdup(path_in_dir("victim"));
+
+	(void)state;
+	assert_int_equal(symlink(target, path_in_dir("link.json.tmp")), 0);
+	assert_int_equal(rm_write_report(path_in_dir("link.json"), &run, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "link.json: Too many levels of symbolic links"));
+	assert_int_equal(access(target, F_OK), -1);
+	assert_int_equal(access(path_in_dir("link.json"), F_OK), -1);
+	free(target);
+}
+
+static void test_rm_write_timeline_no_window(void **state)
+{
+	struct rm_run r = {.exit_code = 3, .exit_reason = "no targets found"};
+	char err[256] = "", *svg;
+
+	(void)state;
+	assert_int_equal(rm_write_timeline(path_in_dir("none.svg"), &r, err, sizeof(err)), 0);
+	svg = slurp(path_in_dir("none.svg"));
+	assert_non_null(strstr(svg, "no window ran"));
+	assert_int_equal(count(svg, "<rect"), 0);
+	free(svg);
+	assert_int_equal(rm_write_report(path_in_dir("none.json"), &r, err, sizeof(err)), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rm_window_skew_attached_targets),
+		cmocka_unit_test(test_rm_window_skew_exited_during_attach),
+		cmocka_unit_test(test_rm_window_skew_ignores_earlier_windows),
+		cmocka_unit_test(test_rm_node_attach_times_median),
+		cmocka_unit_test(test_rm_print_summary_rows_and_failures),
+		cmocka_unit_test(test_rm_print_summary_long_host),
+		cmocka_unit_test(test_rm_print_dry_run_lists_targets),
+		cmocka_unit_test(test_rm_write_report_top_and_config),
+		cmocka_unit_test(test_rm_write_report_windows),
+		cmocka_unit_test(test_rm_write_report_errors_once),
+		cmocka_unit_test(test_rm_write_timeline_svg),
+		cmocka_unit_test(test_rm_write_missing_dir),
+		cmocka_unit_test(test_rm_write_report_refuses_tmp_symlink),
+		cmocka_unit_test(test_rm_write_timeline_no_window),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
