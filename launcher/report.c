@@ -124,7 +124,13 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Median of an even count: the mean of the two middle values, rounded down. */
+/*
+ * Attach time of a window: from the later of the call's start and the
+ * window's start (since) to the call's return. Our agent loads the tools
+ * ahead and waits for the window's start before tool_attach, so the part
+ * before the start is preparation, not lateness. Median of an even count:
+ * the mean of the two middle values, rounded down.
+ */
 static void node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint64_t *max)
 {
 	const struct rn_target *t;
@@ -136,9 +142,10 @@ static void node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, u
 		return;
 	for (k = 0; k < n->n; k++) {
 		t = &n->t[k];
+		uint64_t from = t->attach_start_ns > since ? t->attach_start_ns : since;
+
 		if (attached_since(t, since))
-			v[m++] = t->attach_end_ns > t->attach_start_ns ?
-					 t->attach_end_ns - t->attach_start_ns : 0;
+			v[m++] = t->attach_end_ns > from ? t->attach_end_ns - from : 0;
 	}
 	if (m) {
 		qsort(v, m, sizeof(*v), cmp_u64);
@@ -357,7 +364,8 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 
 	put_col(f, n->host, sizeof(n->host), hw);
 	if (!n->n) {
-		fprintf(f, " %5d  no targets found\n", 0);
+		fprintf(f, " %5d  %s%s\n", 0, n->error ? "selection failed: " : "no targets found",
+			n->error ? n->error : "");
 		return;
 	}
 	count_node(n, &c);
@@ -831,6 +839,7 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	count_node(n, &c);
 	node_times(n, since, &p50, &max);
 	rc |= json_object_set_new(o, "host", jstr(n->host, sizeof(n->host)));
+	rc |= json_object_set_new(o, "error", jstr_or_null(n->error));
 	rc |= json_object_set_new(o, "topology", topology_json(n));
 	if (rc || !(o = counts_json(o, &c, "found"))) {
 		json_decref(o);

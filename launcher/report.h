@@ -59,13 +59,17 @@ struct rm_skew {
 };
 struct rm_skew rm_window_skew(const struct rm_window *w);
 
-/* Median and maximum attach duration (end - start) of a node's attached targets, in ns. */
+/*
+ * Median and maximum attach call duration (end - start) of a node's attached
+ * targets, in ns. (The summary and the report count a window's attach time
+ * from the window's start when the call began earlier: see report.c.)
+ */
 void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max);
 
 /*
  * Summary table: one row per node (host, found, attached, failed, attach
- * p50/max, window start skew of that node), then every failure with its
- * message, then one line per window with the skew figures.
+ * p50/max, window start skew of that node), then one line per window with
+ * the skew figures, then every failure with its message.
  */
 void rm_print_summary(FILE *f, const struct rm_run *r);
 

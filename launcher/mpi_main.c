@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rocattach-mpi: one rank per node; rank 0 coordinates synchronized
+ * profiling windows and gathers every node's records.
+ *
+ * Every rank runs the same sequence of collectives whatever happens on its
+ * node: errors are data (records), never a reason to leave the sequence, so
+ * one bad node cannot hang the others.
+ *
+ *   config   rank 0 validates argv and broadcasts it; all parse the same argv
+ *   select   the worker of each node finds its targets (no MPI)
+ *   gather   records -> rank 0 (found / dry-run)
+ *   per window:
+ *     start  rank 0 broadcasts a start time T a little ahead; workers attach
+ *            at once with T in the environment buffer: our agent loads the
+ *            tools early and calls tool_attach exactly at T
+ *     hold   rank 0 decides the stop (duration, Enter, a signal on any rank)
+ *            and broadcasts a stop time S (non-blocking, so every rank keeps
+ *            watching its own signals); every worker detaches at S
+ *     gather records -> rank 0
+ *   report   rank 0 prints the summary, writes JSON and SVG; exit code broadcast
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "mpi_opts.h"
+#include "node.h"
+#include "report.h"
+
+#define TAG_STOP 17
+#define POLL_MS 5		       /* how often the window loop looks around */
+#define STOP_MARGIN_NS 30000000ull     /* a decided stop happens this far ahead */
+#define LEAD_BASE_NS 150000000ull      /* automatic start lead: base ... */
+#define LEAD_PER_TARGET_NS 3000000ull  /* ... plus this per target on the busiest node */
+#define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
+
+struct ctx {
+	int rank, size;
+	bool worker;		/* does this node's work */
+	char host[256];
+	struct rm_opts o;
+	char **argv;		/* the validated command line (rank 0's) */
+	int argc;
+	struct rn_target *t;	/* this node's targets */
+	size_t n;
+	char node_error[256];	/* selection failure on this node */
+	int sfd;		/* signalfd of the window-ending signals */
+	bool stdin_open;
+	int stops_sent;		/* STOP messages this rank sent to rank 0 */
+	int interrupted;	/* signal that cut a window short, 0 if none */
+	struct rm_run run;	/* rank 0 */
+	size_t max_targets;	/* on the busiest node, rank 0 */
+	size_t total_targets;	/* on all nodes, rank 0 */
+};
+
+struct stop_msg {
+	uint64_t stop_ns;
+	int32_t signo;		/* the signal that caused it, 0 if none */
+	char reason[52];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void say(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->rank != 0)
+		return;
+	va_start(ap, fmt);
+	fputs("rocattach-mpi: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* The library's messages, prefixed host:rank so thousands of ranks stay readable. */
+static void log_cb(int level, const char *msg, void *user)
+{
+	const struct ctx *c = user;
+	static const char *const lv[] = {"error", "warning", "info", "debug"};
+
+	fprintf(stderr, "rocattach-mpi[%s:%d] %s: %s\n", c->host, c->rank, lv[level & 3], msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Configuration: rank 0's argv, validated, is what every rank runs. */
+
+static int bcast_argv(struct ctx *c, int argc, char **argv)
+{
+	size_t len = 0;
+	char *buf = NULL;
+	uint64_t blen;
+
+	for (int i = 0; c->rank == 0 && i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	blen = len;
+	MPI_Bcast(&blen, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	buf = malloc(blen ? blen : 1);
+	if (!buf)
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	for (int i = 0, off = 0; c->rank == 0 && i < argc; i++) {
+		memcpy(buf + off, argv[i], strlen(argv[i]) + 1);
+		off += (int)strlen(argv[i]) + 1;
+	}
+	MPI_Bcast(buf, (int)blen, MPI_CHAR, 0, MPI_COMM_WORLD);
+	c->argv = calloc(blen + 1, sizeof(char *));
+	for (size_t off = 0; c->argv && off < blen; off += strlen(buf + off) + 1)
+		c->argv[c->argc++] = buf + off;
+	return c->argv ? 0 : -1;
+}
+
+/* 0 to go on, else the exit code every rank uses. */
+static int configure(struct ctx *c, int argc, char **argv)
+{
+	char err[512];
+	int code = 0;
+
+	if (bcast_argv(c, argc, argv))
+		return RM_EXIT_ERROR;
+	if (rm_opts_parse(c->argc, c->argv, &c->o, err, sizeof(err)) ||
+	    (c->rank == 0 && rm_opts_check_outputs(&c->o, err, sizeof(err)))) {
+		code = RM_EXIT_USAGE;
+		say(c, "%s", err);
+	} else if (c->o.help || c->o.version) {
+		if (c->rank == 0 && c->o.help)
+			fputs(rm_usage, stdout);
+		if (c->rank == 0 && c->o.version)
+			printf("rocattach-mpi %s\n", ROCATTACH_VERSION_STRING);
+		code = -1;
+	}
+	/* Rank 0's verdict counts, so all ranks leave or stay together. */
+	MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	return code;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Who works: the lowest rank of each node (or every rank, for tests). */
+
+static void elect(struct ctx *c)
+{
+	MPI_Comm node;
+	int local;
+
+	if (c->o.one_node_per_rank) {
+		c->worker = true;
+		return;
+	}
+	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node);
+	MPI_Comm_rank(node, &local);
+	c->worker = local == 0;
+	MPI_Comm_free(&node);
+}
+
+static void select_targets(struct ctx *c)
+{
+	char err[512];
+
+	if (!c->worker)
+		return;
+	c->o.sel.self = getpid();
+	if (rn_select(&c->o.sel, &c->t, &c->n, err, sizeof(err))) {
+		snprintf(c->node_error, sizeof(c->node_error), "%.*s",
+			 (int)sizeof(c->node_error) - 1, err);
+		c->t = NULL;
+		c->n = 0;
+		return;
+	}
+	if (c->n && rn_topology(c->t, c->n, err, sizeof(err)))
+		fprintf(stderr, "rocattach-mpi[%s:%d] warning: topology: %s\n", c->host, c->rank,
+			err);
+	rn_bind_away(c->t, c->n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gathering records at rank 0. */
+
+static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
+{
+	int len = 0, *lens = NULL, *displs = NULL, total = 0, ret = 0;
+	char *buf = NULL, *all = NULL;
+	char errs[256];
+
+	if (c->worker) {
+		len = (int)rn_pack(c->host, c->t, c->n, NULL, 0);
+		buf = malloc((size_t)len);
+		if (!buf)
+			MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+		rn_pack(c->host, c->t, c->n, buf, (size_t)len);
+	}
+	if (c->rank == 0) {
+		lens = calloc((size_t)c->size, sizeof(int));
+		displs = calloc((size_t)c->size, sizeof(int));
+	}
+	MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	for (int i = 0; c->rank == 0 && i < c->size; i++) {
+		displs[i] = total;
+		total += lens[i];
+	}
+	if (c->rank == 0)
+		all = malloc(total ? (size_t)total : 1);
+	MPI_Gatherv(buf, len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, MPI_COMM_WORLD);
+	snprintf(errs, sizeof(errs), "%s", c->node_error);
+	char *errs_all = c->rank == 0 ? calloc((size_t)c->size, sizeof(errs)) : NULL;
+
+	MPI_Gather(errs, sizeof(errs), MPI_CHAR, errs_all, sizeof(errs), MPI_CHAR, 0,
+		   MPI_COMM_WORLD);
+	if (c->rank == 0) {
+		*nodes = calloc((size_t)c->size, sizeof(**nodes));
+		*n_nodes = 0;
+		for (int i = 0; *nodes && i < c->size; i++) {
+			struct rm_node *nd = &(*nodes)[*n_nodes];
+
+			if (!lens[i])
+				continue;
+			if (rn_unpack(all + displs[i], (size_t)lens[i], nd->host, &nd->t, &nd->n)) {
+				ret = -1;
+				continue;
+			}
+			nd->error = errs_all[i * sizeof(errs)] ? strdup(errs_all + i * sizeof(errs))
+							       : NULL;
+			(*n_nodes)++;
+		}
+	}
+	free(errs_all);
+	free(buf);
+	free(all);
+	free(lens);
+	free(displs);
+	return ret;
+}
+
+static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
+{
+	size_t total = 0;
+
+	*max = 0;
+	for (size_t i = 0; i < n; i++) {
+		total += nodes[i].n;
+		if (nodes[i].n > *max)
+			*max = nodes[i].n;
+	}
+	return total;
+}
+
+static void free_nodes(struct rm_node *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(nodes[i].t);
+		free((char *)nodes[i].error);
+	}
+	free(nodes);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Signals: blocked from the start (so MPI's own threads never take them) and read from a signalfd. */
+
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, set, NULL);
+}
+
+/* A pending window-ending signal, or 0. */
+static int take_signal(struct ctx *c)
+{
+	struct signalfd_siginfo si;
+
+	if (read(c->sfd, &si, sizeof(si)) == sizeof(si))
+		return (int)si.ssi_signo;
+	return 0;
+}
+
+/* Enter on rank 0's standard input (mpirun forwards it); end of input stops only that. */
+static bool took_enter(struct ctx *c)
+{
+	struct pollfd p = {STDIN_FILENO, POLLIN, 0};
+	char buf[256];
+	ssize_t n;
+
+	if (!c->stdin_open || poll(&p, 1, 0) <= 0)
+		return false;
+	n = read(STDIN_FILENO, buf, sizeof(buf));
+	if (n <= 0) {
+		c->stdin_open = false;
+		return false;
+	}
+	return memchr(buf, '\n', (size_t)n) != NULL;
+}
+
+static void wait_a_little(struct ctx *c)
+{
+	struct pollfd p = {c->sfd, POLLIN, 0};
+
+	poll(&p, 1, POLL_MS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One window. */
+
+static uint64_t pick_start(struct ctx *c, uint64_t earliest)
+{
+	uint64_t lead = c->o.start_lead_ms >= 0 ? (uint64_t)c->o.start_lead_ms * 1000000u
+						: LEAD_BASE_NS + LEAD_PER_TARGET_NS * c->max_targets;
+	uint64_t t = now_ns() + lead;
+
+	return t > earliest ? t : earliest;
+}
+
+static struct rn_pool_opts pool_opts(const struct ctx *c, const char *const *env)
+{
+	struct rn_pool_opts p = {.tools = c->o.tools, .env = env, .inject = c->o.inject};
+
+	/* For a common start, every attach must be in flight before T: one worker per target. */
+	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
+	return p;
+}
+
+static void attach_phase(struct ctx *c, uint64_t start_ns)
+{
+	char hint[64];
+	const char *env[] = {hint, NULL};
+	struct rn_pool_opts p;
+
+	if (!c->worker || !c->n)
+		return;
+	snprintf(hint, sizeof(hint), "ROCP_ATTACH_START_NS=%llu", (unsigned long long)start_ns);
+	p = pool_opts(c, env);
+	rn_attach_all(c->t, c->n, &p);
+}
+
+static void count_states(const struct ctx *c, long long out[2])
+{
+	out[0] = out[1] = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		out[0] += c->t[i].state == RN_ATTACHED;
+		out[1] += c->t[i].state == RN_DETACHED;
+	}
+}
+
+/* Rank 0: has the window ended? Fills m when it has. */
+static bool root_decides(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
+{
+	uint64_t now = now_ns(), planned = 0;
+	int flag = 0, sig;
+	MPI_Status st;
+
+	if (c->o.duration_ms >= 0)
+		planned = start_ns + (uint64_t)c->o.duration_ms * 1000000u;
+	if (planned && now + STOP_MARGIN_NS >= planned) {
+		m->stop_ns = planned;
+		snprintf(m->reason, sizeof(m->reason), "duration");
+		return true;
+	}
+	if (now >= start_ns + (uint64_t)c->o.max_window_ms * 1000000u) {
+		snprintf(m->reason, sizeof(m->reason), "max-window");
+	} else if ((sig = take_signal(c))) {
+		m->signo = sig;
+		snprintf(m->reason, sizeof(m->reason), "%s on rank 0", sigabbrev_np(sig));
+	} else if (took_enter(c)) {
+		snprintf(m->reason, sizeof(m->reason), "enter");
+	} else {
+		MPI_Iprobe(MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD, &flag, &st);
+		if (!flag)
+			return false;
+		MPI_Recv(&sig, 1, MPI_INT, st.MPI_SOURCE, TAG_STOP, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		c->stops_sent--; /* rank 0 counts what it has received against the total */
+		m->signo = sig;
+		snprintf(m->reason, sizeof(m->reason), "%s on rank %d", sigabbrev_np(sig),
+			 st.MPI_SOURCE);
+	}
+	m->stop_ns = now + STOP_MARGIN_NS;
+	return true;
+}
+
+/* Other ranks: a local signal is sent to rank 0, which stops everyone. */
+static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
+{
+	int sig = take_signal(c);
+	MPI_Request req;
+
+	if (!sig)
+		return;
+	MPI_Isend(&sig, 1, MPI_INT, 0, TAG_STOP, MPI_COMM_WORLD, &req);
+	MPI_Request_free(&req);
+	c->stops_sent++;
+	if (!*orphan_deadline)
+		*orphan_deadline = now_ns() + ORPHAN_TIMEOUT_NS;
+}
+
+static void hold_window(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
+{
+	uint64_t orphan_deadline = 0;
+	MPI_Request req = MPI_REQUEST_NULL;
+	int done = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (c->rank != 0)
+		MPI_Ibcast(m, sizeof(*m), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+	while (!done) {
+		if (c->rank == 0) {
+			if (root_decides(c, start_ns, m)) {
+				MPI_Ibcast(m, sizeof(*m), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+				MPI_Wait(&req, MPI_STATUS_IGNORE);
+				break;
+			}
+		} else {
+			MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+			if (done)
+				break;
+			watch_local(c, &orphan_deadline);
+			/* Rank 0 is gone or stuck: never leave targets attached. */
+			if (orphan_deadline && now_ns() > orphan_deadline) {
+				rn_detach_all(c->t, c->n, NULL);
+				fprintf(stderr, "rocattach-mpi[%s:%d] error: no word from rank 0 "
+						"after a signal: detached and aborting\n",
+					c->host, c->rank);
+				MPI_Abort(MPI_COMM_WORLD, RM_EXIT_INTERRUPTED);
+			}
+		}
+		wait_a_little(c);
+	}
+	if (m->signo && m->signo != SIGUSR1 && !(m->signo == SIGINT && c->o.duration_ms < 0))
+		c->interrupted = m->signo;
+}
+
+static void detach_phase(struct ctx *c, uint64_t stop_ns)
+{
+	struct rn_pool_opts p;
+
+	sleep_until(stop_ns);
+	if (!c->worker || !c->n)
+		return;
+	p = pool_opts(c, NULL);
+	rn_detach_all(c->t, c->n, &p);
+}
+
+/* STOP messages rank 0 did not read while deciding: receive them so none is left pending. */
+static void drain_stops(struct ctx *c)
+{
+	int sent = c->stops_sent, total = 0, sig;
+
+	MPI_Reduce(&sent, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	for (int i = 0; c->rank == 0 && i < total; i++)
+		MPI_Recv(&sig, 1, MPI_INT, MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+	c->stops_sent = 0;
+}
+
+static void progress(struct ctx *c, int w, const char *what, int idx, uint64_t since)
+{
+	long long mine[2], sum[2];
+
+	count_states(c, mine);
+	MPI_Reduce(mine, sum, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+	say(c, "window %d: %s %lld/%zu targets (%.1f ms)", w, what, sum[idx], c->total_targets,
+	    (double)(now_ns() - since) / 1e6);
+}
+
+/* Rank 0 keeps each window's gathered records for the report. */
+static void keep_window(struct ctx *c, int w, uint64_t start, const struct stop_msg *m)
+{
+	struct rm_window *win, *grown;
+
+	grown = realloc(c->run.w, (c->run.n_w + 1) * sizeof(*grown));
+	if (!grown)
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	c->run.w = grown;
+	win = &c->run.w[c->run.n_w];
+	memset(win, 0, sizeof(*win));
+	win->index = w;
+	win->start_ns = start;
+	win->stop_ns = m->stop_ns;
+	win->stop_reason = strdup(m->reason);
+	gather(c, &win->nodes, &win->n_nodes);
+	if (c->rank == 0)
+		c->run.n_w++;
+}
+
+static void run_windows(struct ctx *c)
+{
+	uint64_t start, earliest = 0, t0;
+	struct stop_msg m;
+
+	for (int w = 1; w <= c->o.windows && !c->interrupted; w++) {
+		if (c->rank == 0)
+			start = pick_start(c, earliest);
+		MPI_Bcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+		t0 = now_ns();
+		attach_phase(c, start);
+		progress(c, w, "attached", 0, t0);
+		hold_window(c, start, &m);
+		t0 = now_ns();
+		detach_phase(c, m.stop_ns);
+		progress(c, w, "detached", 1, t0);
+		drain_stops(c);
+		keep_window(c, w, start, &m);
+		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * 1000000u;
+		if (w < c->o.windows && c->o.delay_ms)
+			say(c, "next window in %lld ms", c->o.delay_ms);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The end: summary, files, one exit code for all. */
+
+static size_t failed_targets(const struct rm_run *r)
+{
+	size_t failed = 0;
+
+	for (size_t w = 0; w < r->n_w; w++)
+		for (size_t i = 0; i < r->w[w].n_nodes; i++)
+			for (size_t k = 0; k < r->w[w].nodes[i].n; k++)
+				failed += r->w[w].nodes[i].t[k].state != RN_DETACHED;
+	return failed;
+}
+
+static int finish(struct ctx *c)
+{
+	char err[512], reason[64];
+	size_t failed;
+	int code = RM_EXIT_OK;
+
+	if (c->rank == 0) {
+		failed = failed_targets(&c->run);
+		if (c->interrupted) {
+			code = RM_EXIT_INTERRUPTED;
+			snprintf(reason, sizeof(reason), "interrupted by %s",
+				 sigabbrev_np(c->interrupted));
+		} else if (failed) {
+			code = RM_EXIT_FAILED;
+			snprintf(reason, sizeof(reason), "%zu target windows failed", failed);
+		} else {
+			snprintf(reason, sizeof(reason), "ok");
+		}
+		c->run.exit_code = code;
+		c->run.exit_reason = reason;
+		c->run.ended_ns = now_ns();
+		rm_print_summary(stdout, &c->run);
+		fflush(stdout);
+		if (c->o.report && rm_write_report(c->o.report, &c->run, err, sizeof(err))) {
+			say(c, "%s", err);
+			code = code ? code : RM_EXIT_ERROR;
+		} else if (c->o.report) {
+			say(c, "report written to %s", c->o.report);
+		}
+		if (c->o.timeline && rm_write_timeline(c->o.timeline, &c->run, err, sizeof(err))) {
+			say(c, "%s", err);
+			code = code ? code : RM_EXIT_ERROR;
+		} else if (c->o.timeline) {
+			say(c, "timeline written to %s", c->o.timeline);
+		}
+	}
+	MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	return code;
+}
+
+/* Found targets, or the dry-run listing. 0 to go on, else the exit code. */
+static int survey(struct ctx *c)
+{
+	struct rm_node *nodes = NULL;
+	size_t n_nodes = 0, empty = 0;
+	int code = 0;
+
+	gather(c, &nodes, &n_nodes);
+	if (c->rank == 0) {
+		c->total_targets = count_targets(nodes, n_nodes, &c->max_targets);
+		for (size_t i = 0; i < n_nodes; i++)
+			empty += nodes[i].n == 0;
+		say(c, "found %zu targets on %zu nodes (%zu without targets)", c->total_targets,
+		    n_nodes, empty);
+		for (size_t i = 0; i < n_nodes; i++)
+			if (nodes[i].error)
+				say(c, "%s: %s", nodes[i].host, nodes[i].error);
+		if (c->o.dry_run)
+			rm_print_dry_run(stdout, nodes, n_nodes);
+		if (!c->total_targets) {
+			say(c, "no targets found on any node: check the selector (try --dry-run, "
+			       "--attach-children, or run where the job runs)");
+			code = RM_EXIT_NO_TARGETS;
+		} else if (c->o.dry_run) {
+			code = -1;
+		}
+		free_nodes(nodes, n_nodes);
+	}
+	MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	return code;
+}
+
+static void init_run(struct ctx *c)
+{
+	struct rm_config *cfg = &c->run.cfg;
+
+	c->run.started_ns = now_ns();
+	cfg->argc = c->argc;
+	cfg->argv = c->argv;
+	cfg->tools = c->o.tools ? c->o.tools : getenv("ROCPROF_ATTACH_TOOL_LIBRARY");
+	cfg->duration_ms = c->o.duration_ms;
+	cfg->delay_ms = c->o.delay_ms;
+	cfg->windows = c->o.windows;
+	cfg->jobs = c->o.jobs;
+	cfg->inject = c->o.inject;
+	cfg->ranks = c->size;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctx c = {.sfd = -1, .stdin_open = true};
+	sigset_t set;
+	int code;
+
+	/* Before MPI_Init: the threads it starts inherit the mask. */
+	block_signals(&set);
+	c.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &c.size);
+	gethostname(c.host, sizeof(c.host) - 1);
+	rocattach_set_log_callback(log_cb, &c);
+	code = configure(&c, argc, argv);
+	if (code)
+		goto out;
+	if (c.o.verbose)
+		rocattach_set_log_level(c.o.verbose > 1 ? ROCATTACH_LOG_DEBUG : ROCATTACH_LOG_INFO);
+	init_run(&c);
+	elect(&c);
+	select_targets(&c);
+	code = survey(&c);
+	if (code)
+		goto out;
+	run_windows(&c);
+	code = finish(&c);
+out:
+	MPI_Finalize();
+	return code < 0 ? RM_EXIT_OK : code;
+}
