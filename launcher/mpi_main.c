@@ -385,7 +385,7 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 		snprintf(m->reason, sizeof(m->reason), "max-window");
 	} else if ((sig = take_signal(c))) {
 		m->signo = sig;
-		snprintf(m->reason, sizeof(m->reason), "%s on rank 0", sigabbrev_np(sig));
+		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank 0", sigabbrev_np(sig));
 	} else if (took_enter(c)) {
 		snprintf(m->reason, sizeof(m->reason), "enter");
 	} else {
@@ -396,7 +396,7 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 			 MPI_STATUS_IGNORE);
 		c->stops_sent--; /* rank 0 counts what it has received against the total */
 		m->signo = sig;
-		snprintf(m->reason, sizeof(m->reason), "%s on rank %d", sigabbrev_np(sig),
+		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank %d", sigabbrev_np(sig),
 			 st.MPI_SOURCE);
 	}
 	m->stop_ns = now + STOP_MARGIN_NS;
@@ -555,7 +555,7 @@ static int finish(struct ctx *c)
 		failed = failed_targets(&c->run);
 		if (c->interrupted) {
 			code = RM_EXIT_INTERRUPTED;
-			snprintf(reason, sizeof(reason), "interrupted by %s",
+			snprintf(reason, sizeof(reason), "interrupted by SIG%s",
 				 sigabbrev_np(c->interrupted));
 		} else if (failed) {
 			code = RM_EXIT_FAILED;

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(gcc make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
-	openmpi-bin libopenmpi-dev)
+	openmpi-bin libopenmpi-dev jq)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

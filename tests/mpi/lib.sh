@@ -1,0 +1,48 @@
+# Shared helpers for the launcher tests (sourced). Needs B (build dir) set.
+set -u
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+AGENT=$B/lib/librocattach-agent.so.0
+TOOL=$B/lib/librocattach-example-tool.so
+MPI_TARGET=$B/bin/rocattach-example-mpi-target
+LAUNCHER=$B/bin/rocattach-mpi
+PASSED=0
+FAILED=0
+CHILDREN=()
+
+fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
+ok() { echo "ok: $*"; PASSED=$((PASSED + 1)); }
+check() { # check "description" command... (output of the command is discarded)
+	local what=$1; shift
+	if "$@" >/dev/null; then ok "$what"; else fail "$what"; fi
+}
+cleanup() {
+	for p in "${CHILDREN[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+trap cleanup EXIT
+
+# Start the example MPI job with N ranks (attachable); sets JOB_PID (its mpirun).
+start_job() {
+	local n=$1 out=$2
+	mpirun -np "$n" -x ROCP_TOOL_ATTACH=1 -x LD_PRELOAD="$AGENT" "$MPI_TARGET" \
+		</dev/null >"$out" 2>&1 &
+	JOB_PID=$!
+	CHILDREN+=("$JOB_PID")
+	for _ in $(seq 300); do
+		[ "$(grep -c '^ready' "$out" 2>/dev/null)" -ge "$n" ] && return 0
+		sleep 0.05
+	done
+	echo "job did not start:" >&2; cat "$out" >&2; return 1
+}
+
+# Ranks (pids) of the job whose mpirun is $1.
+job_ranks() { pgrep -f "^$MPI_TARGET" -P "$1" | sort -n; }
+
+# Number of lines of event $2 in the tool log of pid $3 under dir $1.
+events() { cat "$1"/rocattach-tool.*."$3".log 2>/dev/null | grep -c "^$2 " || true; }
+
+finish() {
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# rocattach-mpi under a real mpirun on this machine (oversubscribed, as root).
+B=${1:?usage: test_mpirun.sh BUILD_DIR}
+. "$(dirname "$0")/lib.sh"
+W=$(mktemp -d /tmp/rocattach-mpi-test.XXXXXX)
+
+start_job 4 "$W/job.out" || exit 1
+mapfile -t RANKS < <(job_ranks "$JOB_PID")
+check "the example job has 4 ranks" test "${#RANKS[@]}" -eq 4
+
+# 1. Two launcher ranks on one node: one works, every target attached exactly once.
+export ROCPROF_OUTPUT_PATH=$W/w1
+mpirun -np 2 "$LAUNCHER" --mpi-job -t "$TOOL" -d 300 --report "$W/r1.json" \
+	--timeline "$W/t1.svg" </dev/null >"$W/l1.out" 2>&1
+rc=$?
+check "window run exits 0 (got $rc)" test "$rc" -eq 0
+for p in "${RANKS[@]}"; do
+	check "pid $p attached once" test "$(events "$W/w1" tool_attach "$p")" -eq 1
+	check "pid $p detached once" test "$(events "$W/w1" tool_detach "$p")" -eq 1
+done
+check "report: schema" jq -e '.schema == "rocattach-mpi-report/1"' "$W/r1.json"
+check "report: one node, 4 targets, all detached" jq -e \
+	'(.windows[0].nodes | length) == 1 and (.windows[0].nodes[0].targets | length) == 4
+	 and ([.windows[0].nodes[0].targets[].state] | all(. == "detached"))' "$W/r1.json"
+check "report: job ranks 0..3" jq -e \
+	'[.windows[0].nodes[0].targets[].rank] | sort == [0,1,2,3]' "$W/r1.json"
+check "report: well-typed fields" jq -e \
+	'(.started_ns|type)=="number" and (.config.argv|type)=="array" and .exit_code==0
+	 and (.windows[0].skew.attach_ns|type)=="number" and .summary.failed==0
+	 and (.windows[0].nodes[0].targets[0].attach.start_ns|type)=="number"
+	 and (.errors|length)==0' "$W/r1.json"
+check "timeline written" grep -q "<svg" "$W/t1.svg"
+check "summary printed" grep -q "4 targets: 4 attached and detached" "$W/l1.out"
+
+# 2. --dry-run lists the ranks and attaches nothing.
+export ROCPROF_OUTPUT_PATH=$W/w2
+mpirun -np 1 "$LAUNCHER" --mpi-job --dry-run -t "$TOOL" </dev/null >"$W/l2.out" 2>&1
+check "dry-run exits 0" test $? -eq 0
+for p in "${RANKS[@]}"; do
+	check "dry-run lists $p" grep -qw "$p" "$W/l2.out"
+done
+check "dry-run attached nothing" test ! -e "$W/w2"
+
+# 3. Repeated windows.
+export ROCPROF_OUTPUT_PATH=$W/w3
+mpirun -np 1 "$LAUNCHER" --mpi-job -t "$TOOL" --windows 100:200:2 --report "$W/r3.json" \
+	</dev/null >"$W/l3.out" 2>&1
+check "two windows exit 0" test $? -eq 0
+for p in "${RANKS[@]}"; do
+	check "pid $p attached twice" test "$(events "$W/w3" tool_attach "$p")" -eq 2
+done
+check "report has 2 windows" jq -e '(.windows | length) == 2' "$W/r3.json"
+
+# 4. Signals mid-window (no -d). INT to rank 0: the normal way to end the window (exit 0).
+#    TERM to every launcher rank, as scancel does: interrupted (exit 5). TERM to mpirun
+#    itself: mpirun exits with its own status, the report still says 5.
+for how in int-rank0 term-ranks term-mpirun; do
+	export ROCPROF_OUTPUT_PATH=$W/$how
+	mpirun -np 2 "$LAUNCHER" --mpi-job -t "$TOOL" --report "$W/$how.json" \
+		</dev/null >"$W/$how.out" 2>&1 &
+	L=$!
+	for _ in $(seq 200); do grep -q "attached 4/4" "$W/$how.out" && break; sleep 0.05; done
+	case $how in
+	int-rank0) kill -INT "$(pgrep -f "^$LAUNCHER" -P "$L" | sort -n | head -1)"; want=0 ;;
+	term-ranks) pkill -TERM -f "^$LAUNCHER" -P "$L"; want=5 ;;
+	term-mpirun) kill -TERM "$L"; want=nonzero ;;
+	esac
+	wait "$L"; rc=$?
+	if [ "$want" = nonzero ]; then
+		check "$how: mpirun exits non-zero (got $rc)" test "$rc" -ne 0
+	else
+		check "$how: exit $want (got $rc)" test "$rc" -eq "$want"
+	fi
+	for p in "${RANKS[@]}"; do
+		check "$how: pid $p detached" test "$(events "$W/$how" tool_detach "$p")" -eq 1
+	done
+	check "$how: report says why" jq -e '.windows[0].stop_reason | test("^SIG")' "$W/$how.json"
+	[ "$how" = int-rank0 ] || check "$how: report exit code 5" jq -e '.exit_code == 5' "$W/$how.json"
+done
+
+# 5. No targets; bad options (one line, from rank 0 only, nothing touched).
+mpirun -np 2 "$LAUNCHER" --exe no-such-program -t "$TOOL" -d 10 </dev/null >"$W/l5.out" 2>&1
+check "no targets: exit 3" test $? -eq 3
+export ROCPROF_OUTPUT_PATH=$W/w6
+mpirun -np 2 "$LAUNCHER" --mpi-job -t "$TOOL" --windows 1:2 </dev/null >"$W/l6.out" 2>&1
+check "bad options: exit 2" test $? -eq 2
+check "bad options: one line" test "$(grep -c '^rocattach-mpi: ' "$W/l6.out")" -eq 1
+check "bad options: nothing attached" test ! -e "$W/w6"
+
+# The job survived everything with its work going on.
+for p in "${RANKS[@]}"; do
+	check "rank pid $p alive" kill -0 "$p"
+	check "rank pid $p not traced" grep -q "TracerPid:	0" "/proc/$p/status"
+done
+kill -TERM "$JOB_PID"; wait "$JOB_PID"
+check "job ended cleanly" test "$(grep -c '^done' "$W/job.out")" -eq 4
+rm -rf "$W"
+finish
