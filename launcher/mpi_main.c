@@ -597,8 +597,8 @@ static int survey(struct ctx *c)
 		c->total_targets = count_targets(nodes, n_nodes, &c->max_targets);
 		for (size_t i = 0; i < n_nodes; i++)
 			empty += nodes[i].n == 0;
-		say(c, "found %zu targets on %zu nodes (%zu without targets)", c->total_targets,
-		    n_nodes, empty);
+		say(c, "found %zu target%s on %zu node%s (%zu without targets)", c->total_targets,
+		    c->total_targets == 1 ? "" : "s", n_nodes, n_nodes == 1 ? "" : "s", empty);
 		for (size_t i = 0; i < n_nodes; i++)
 			if (nodes[i].error)
 				say(c, "%s: %s", nodes[i].host, nodes[i].error);
