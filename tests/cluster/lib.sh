@@ -138,6 +138,12 @@ vc_teardown() {
 		ip netns delete "$ns" 2>/dev/null ||
 			vc_log "warning: cannot delete netns $ns"
 	done
+	# The mount that "ip netns add" put on /run/netns, if we made it and no one
+	# else has a netns there (umount fails anyway while one is mounted in it).
+	if [ -e "$VC_STATE/netns-mount-ours" ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+		umount /run/netns 2>/dev/null || true
+		[ -e "$VC_STATE/netns-dir-ours" ] && rmdir /run/netns 2>/dev/null
+	fi
 	case "$VC_STATE" in
 	/?*) rm -rf "$VC_STATE" ;;
 	esac

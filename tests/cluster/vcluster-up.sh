@@ -76,6 +76,10 @@ chmod 755 "$VC_INIT"
 # Network: a bridge in its own netns, one veth per node and one for the head.
 all=(head)
 for ((i = 1; i <= n; i++)); do all+=("node$i"); done
+# The first "ip netns add" on a machine makes /run/netns (and a mount on it):
+# remember whether that was us, so that down can undo it.
+[ -d /run/netns ] || : >"$S/netns-dir-ours"
+mountpoint -q /run/netns 2>/dev/null || : >"$S/netns-mount-ours"
 ip netns add "${VC_PREFIX}sw"
 for name in "${all[@]}"; do ip netns add "$VC_PREFIX$name"; done
 {
