@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PACKAGES=(gcc make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
-	openmpi-bin libopenmpi-dev jq)
+	openmpi-bin libopenmpi-dev jq
+	slurm-wlm munge iproute2 util-linux procps)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -21,5 +22,19 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "rocattach-mpi: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# No init system on these machines: keep the packages' scripts from starting
+# services (munged, slurmd, slurmctld) while installing; the cluster tests
+# start their own daemons (Debian's policy-rc.d protocol: 101 = not allowed).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 755 /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 "${missing[@]}" >/dev/null
+# munge's postinst creates the key; make sure it is there.
+if [ -x /usr/sbin/mungekey ] && [ ! -e /etc/munge/munge.key ]; then
+	mungekey --create --keyfile=/etc/munge/munge.key
+	chown munge:munge /etc/munge/munge.key
+	chmod 0400 /etc/munge/munge.key
+fi
