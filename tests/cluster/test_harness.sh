@@ -17,6 +17,8 @@ S=$VC_STATE
 UP=$HERE/vcluster-up.sh
 DOWN=$HERE/vcluster-down.sh
 trap '"$DOWN" >/dev/null 2>&1' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # A clean slate: this test owns the cluster while it runs.
 "$DOWN"

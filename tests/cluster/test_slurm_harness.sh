@@ -14,6 +14,8 @@ vc_close_fds
 
 S=$VC_STATE
 trap '"$HERE/vcluster-down.sh" >/dev/null 2>&1' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 slurm() { timeout 60 "$S/vc-slurm" "$@"; }
 nodes=$(printf 'node1\nnode2\nnode3')
 
