@@ -31,6 +31,7 @@
 
 #define LISTENER_COMM "rocp-bg-attach"
 #define DEFAULT_TOOL "librocprofiler-sdk-tool.so.1"
+#define OWNER_VAR "ROCP_ATTACH_OWNER"
 
 extern char **environ;
 
@@ -243,25 +244,95 @@ static int check_tools(pid_t pid, struct prepared *p, struct ra_err *e)
 	return 0;
 }
 
-static int build_payload(const rocattach_opts_t *o, struct prepared *p, struct ra_err *e)
+/* Same namespace of kind ns ("pid", "time") for us and pid; absent on both counts as same. */
+static bool same_ns(pid_t pid, const char *ns)
 {
-	size_t n_env = 0, n_extra = 0, k = 0, plen;
-	const char **all;
-	char *buf;
-	int ret;
+	char self[64], other[64];
+	struct stat a, b;
+	int ra, rb;
 
-	while (environ && environ[n_env])
+	snprintf(self, sizeof(self), "/proc/self/ns/%s", ns);
+	snprintf(other, sizeof(other), "/proc/%d/ns/%s", pid, ns);
+	ra = stat(self, &a);
+	rb = stat(other, &b);
+	if (ra || rb)
+		return ra && rb && errno == ENOENT;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * "ROCP_ATTACH_OWNER=<our pid>:<our starttime>": our agent watches that
+ * process and detaches the tools itself if we die during the window. Only
+ * meaningful where the target sees our pid and our starttime as we do: the
+ * same pid namespace, and the same time namespace (starttime is shifted by
+ * its boot-time offset). Elsewhere we send nothing: no watchdog.
+ */
+static int owner_entry(pid_t pid, char *buf, size_t len)
+{
+	struct ra_stat st;
+
+	if (!same_ns(pid, "pid") || !same_ns(pid, "time")) {
+		ra_debug("process %d is in another pid or time namespace: no %s watchdog", pid,
+			 OWNER_VAR);
+		return -1;
+	}
+	if (ra_stat_read(RA_PROCFS, getpid(), &st))
+		return -1;
+	snprintf(buf, len, "%s=%d:%llu", OWNER_VAR, (int)getpid(),
+		 (unsigned long long)st.starttime);
+	return 0;
+}
+
+/* Ours to set: a caller's ROCP_ATTACH_OWNER never crosses. */
+static bool is_owner_entry(const char *kv)
+{
+	return !strncmp(kv, OWNER_VAR "=", sizeof(OWNER_VAR));
+}
+
+/*
+ * The caller's ROCP* variables (not under secure execution: its environment
+ * is not trusted then), the explicit extras, and the owner. The encoder
+ * drops every name that does not start with ROCP.
+ */
+static int collect_env(pid_t pid, const rocattach_opts_t *o, const char ***out, size_t *n,
+		       char *owner, size_t owner_len)
+{
+	size_t n_env = 0, n_extra = 0, k = 0;
+	bool secure = getauxval(AT_SECURE);
+	const char **all;
+
+	while (!secure && environ && environ[n_env])
 		n_env++;
 	while (o->env && o->env[n_extra])
 		n_extra++;
-	all = calloc(n_env + n_extra + 1, sizeof(*all));
+	all = calloc(n_env + n_extra + 2, sizeof(*all));
 	if (!all)
-		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
+		return -ENOMEM;
 	for (size_t i = 0; i < n_env; i++)
-		if (!strncmp(environ[i], "ROCP", 4))
+		if (!strncmp(environ[i], "ROCP", 4) && !is_owner_entry(environ[i]))
 			all[k++] = environ[i];
 	for (size_t i = 0; i < n_extra; i++)
-		all[k++] = o->env[i];
+		if (!is_owner_entry(o->env[i]))
+			all[k++] = o->env[i];
+	if (!owner_entry(pid, owner, owner_len))
+		all[k++] = owner;
+	*out = all;
+	*n = k;
+	return 0;
+}
+
+static int build_payload(pid_t pid, const rocattach_opts_t *o, struct prepared *p,
+			 struct ra_err *e)
+{
+	char owner[96];
+	const char **all;
+	size_t k, plen;
+	char *buf;
+	int ret;
+
+	ret = collect_env(pid, o, &all, &k, owner, sizeof(owner));
+	if (ret)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
 	ret = ra_envbuf_encode(all, k, &buf, &p->env_len, NULL);
 	free(all);
 	if (ret)
@@ -379,7 +450,7 @@ static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared
 				  "process %d: no AT_ENTRY in /proc/%d/auxv: %s", s->pid, s->pid,
 				  strerror(-ret));
 	s->fn_detach = p->fn_detach;
-	return build_payload(o, p, e);
+	return build_payload(s->pid, o, p, e);
 }
 
 static void prepared_free(struct prepared *p)
