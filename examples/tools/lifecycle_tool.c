@@ -18,6 +18,8 @@
  *   ROCPROF_EXAMPLE_TOOL_INIT_FAIL=1       initialize returns -1
  *   ROCPROF_EXAMPLE_TOOL_NO_ATTACH=1       rocprofiler_configure_attach returns NULL
  *   ROCPROF_EXAMPLE_TOOL_DETACH_MS=N       tool_detach sleeps N ms (a tool writing output)
+ * and read at every tool_attach (it comes with each attach's environment):
+ *   ROCPROF_EXAMPLE_TOOL_ATTACH_MS=N       tool_attach sleeps N ms before recording
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -144,6 +146,14 @@ static void tool_finalize(void *data)
 	record("finalize", "");
 }
 
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (ms && nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 static int tool_attach(rocprofiler_client_detach_t detach_func,
 		       rocprofiler_context_id_t *context_ids, uint64_t n_contexts, void *data)
 {
@@ -151,6 +161,7 @@ static int tool_attach(rocprofiler_client_detach_t detach_func,
 
 	(void)context_ids;
 	(void)data;
+	sleep_ms(knob_long("ROCPROF_EXAMPLE_TOOL_ATTACH_MS"));
 	snprintf(extra, sizeof(extra), " detach_func=%s n_contexts=%llu",
 		 detach_func ? "set" : "null", (unsigned long long)n_contexts);
 	record("tool_attach", extra);
@@ -159,11 +170,8 @@ static int tool_attach(rocprofiler_client_detach_t detach_func,
 
 static void tool_detach(void *data)
 {
-	struct timespec ts = { knobs.detach_ms / 1000, (knobs.detach_ms % 1000) * 1000000L };
-
 	(void)data;
-	while (knobs.detach_ms && nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	sleep_ms(knobs.detach_ms);
 	record("tool_detach", "");
 }
 
