@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent's watchdog: when the process that attached (ROCP_ATTACH_OWNER)
+ * is gone, the agent runs tool_detach itself within about a second; while it
+ * lives, or after a normal detach, the watchdog does nothing.
+ *
+ * Run as "test_watchdog --no-pidfd-exec PROGRAM ARGS..." this binary is a
+ * wrapper that makes pidfd_open fail with ENOSYS (seccomp), as on Linux < 5.3,
+ * and execs PROGRAM: the agent then falls back to polling /proc.
+ */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <rocattach/rocattach.h>
+
+#include "fault_util.h"
+#include "victim.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* The watchdog must act within about a second of the owner's death. */
+#define DETACH_DEADLINE_NS 1000000000ULL
+
+static char outdir[256];
+static char logbuf[65536];
+static char errbuf[8192];
+
+static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
+
+static int setup(void **state)
+{
+	(void)state;
+	make_outdir(outdir, sizeof(outdir));
+	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
+	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
+	return outdir[0] ? 0 : -1;
+}
+
+static const char *log_of(pid_t pid)
+{
+	tool_log(outdir, pid, logbuf, sizeof(logbuf));
+	return logbuf;
+}
+
+static void assert_unharmed(struct victim *v)
+{
+	char reply[256];
+	long long w1, w2;
+
+	assert_true(proc_alive(v->pid));
+	assert_int_equal(proc_tracer(v->pid), 0);
+	assert_int_equal(victim_cmd(v, "ping", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "pong");
+	w1 = victim_status(v, "work");
+	usleep(30 * 1000);
+	w2 = victim_status(v, "work");
+	assert_true(w1 >= 0 && w2 > w1);
+	assert_int_equal(victim_status(v, "eintr"), 0);
+}
+
+/* The listener still answers: a full window from this process. */
+static void assert_attachable(struct victim *v, int windows_before)
+{
+	assert_int_equal(rocattach_attach(v->pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v->pid), ROCATTACH_STATUS_SUCCESS);
+	log_of(v->pid);
+	assert_int_equal(tool_count(logbuf, "tool_attach"), windows_before + 1);
+	assert_int_equal(tool_count(logbuf, "tool_detach"), windows_before + 1);
+}
+
+/* The CLI attaches for a long window, is SIGKILLed once attached; tool_detach follows. */
+static void kill_cli_in_window(struct victim *v, unsigned long long *killed_ns)
+{
+	char pid[16];
+	int fd;
+
+	snprintf(pid, sizeof(pid), "%d", v->pid);
+	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "60000", NULL};
+	pid_t cli = cli_spawn(args, 0, &fd);
+
+	assert_true(wait_tool_events(outdir, v->pid, "tool_attach", 1, 10000));
+	usleep(100 * 1000);
+	assert_int_equal(tool_count(log_of(v->pid), "tool_detach"), 0);
+	*killed_ns = realtime_ns();
+	kill(cli, SIGKILL);
+	assert_int_equal(cli_finish(cli, fd, errbuf, sizeof(errbuf)), 128 + SIGKILL);
+}
+
+static void assert_detached_soon(pid_t pid, unsigned long long since_ns)
+{
+	unsigned long long at;
+
+	assert_true(wait_tool_events(outdir, pid, "tool_detach", 1, 3000));
+	at = tool_event_ns(log_of(pid), "tool_detach", 1);
+	print_message("tool_detach %.1f ms after the attacher died\n", (double)(at - since_ns) / 1e6);
+	assert_true(at >= since_ns && at - since_ns < DETACH_DEADLINE_NS);
+}
+
+static void test_watchdog_cli_sigkill_while_idle(void **state)
+{
+	unsigned long long killed;
+	struct victim v;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	kill_cli_in_window(&v, &killed);
+	assert_detached_soon(v.pid, killed);
+	assert_true(proc_thread(v.pid, "rocp-watchdog") > 0);
+	assert_unharmed(&v);
+	assert_attachable(&v, 1);
+	victim_stop(&v);
+}
+
+static void test_watchdog_owner_alive_never_fires(void **state)
+{
+	struct victim v;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	/* A caller's own ROCP_ATTACH_OWNER (pid 1, wrong starttime) never crosses. */
+	setenv("ROCP_ATTACH_OWNER", "1:1", 1);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	unsetenv("ROCP_ATTACH_OWNER");
+	usleep(1500 * 1000);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 0);
+	/* Nor does ours reach the application's environment. */
+	char reply[256];
+	assert_int_equal(victim_cmd(&v, "env ROCP_ATTACH_OWNER", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "env ROCP_ATTACH_OWNER unset");
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void test_watchdog_disarmed_by_normal_detach(void **state)
+{
+	struct victim v;
+	int status;
+	pid_t a;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	a = fork();
+	if (a == 0)
+		_exit(rocattach_attach(v.pid) || rocattach_detach(v.pid));
+	waitpid(a, &status, 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	usleep(1200 * 1000);
+	/* The owner is gone, but it detached: no second tool_detach. */
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_unharmed(&v);
+	assert_attachable(&v, 1);
+	victim_stop(&v);
+}
+
+static void test_watchdog_attacher_exits_without_detach(void **state)
+{
+	unsigned long long exited;
+	struct victim v;
+	pid_t a;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	a = fork();
+	if (a == 0)
+		_exit(rocattach_attach(v.pid));
+	waitpid(a, NULL, 0);
+	exited = realtime_ns();
+	assert_detached_soon(v.pid, exited - 50000000ULL);
+	assert_unharmed(&v);
+	assert_attachable(&v, 1);
+	victim_stop(&v);
+}
+
+/*
+ * Killed inside the attach call (tool_attach takes 800 ms): the call still
+ * completes in the target, then the watchdog sees the owner gone.
+ */
+static void test_watchdog_attacher_killed_mid_attach(void **state)
+{
+	unsigned long long attached;
+	struct victim v;
+	pid_t a;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	setenv("ROCPROF_EXAMPLE_TOOL_ATTACH_MS", "800", 1);
+	a = fork();
+	if (a == 0)
+		_exit(rocattach_attach(v.pid));
+	unsetenv("ROCPROF_EXAMPLE_TOOL_ATTACH_MS");
+	assert_true(wait_tool_events(outdir, v.pid, "initialize", 1, 10000));
+	usleep(200 * 1000);
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 3000));
+	attached = tool_event_ns(log_of(v.pid), "tool_attach", 1);
+	assert_detached_soon(v.pid, attached);
+	assert_unharmed(&v);
+	assert_attachable(&v, 1);
+	victim_stop(&v);
+}
+
+/* A second attacher takes the window over: the first one's death no longer counts. */
+static void test_watchdog_follows_latest_owner(void **state)
+{
+	struct victim v;
+	pid_t a;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	a = fork();
+	if (a == 0) {
+		rocattach_attach(v.pid);
+		pause();
+		_exit(0);
+	}
+	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	usleep(50 * 1000);
+	/* The agent answers "already attached": we are the owner now. */
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	usleep(1200 * 1000);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 0);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+/* Without pidfd_open (seccomp: ENOSYS) the agent polls /proc: still within a second. */
+static void test_watchdog_without_pidfd_open(void **state)
+{
+	struct victim_opts o = with_agent;
+	unsigned long long killed;
+	struct victim v;
+
+	(void)state;
+	o.program = "/proc/self/exe";
+	o.argv[0] = "--no-pidfd-exec";
+	o.argv[1] = RA_TARGET_PATH;
+	assert_int_equal(victim_start(&v, &o), 0);
+	kill_cli_in_window(&v, &killed);
+	assert_detached_soon(v.pid, killed);
+	assert_unharmed(&v);
+	assert_attachable(&v, 1);
+	victim_stop(&v);
+}
+
+static int no_pidfd_exec(char **argv)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("seccomp");
+		return 126;
+	}
+	execv(argv[0], argv);
+	perror("execv");
+	return 127;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_watchdog_cli_sigkill_while_idle),
+		cmocka_unit_test(test_watchdog_owner_alive_never_fires),
+		cmocka_unit_test(test_watchdog_disarmed_by_normal_detach),
+		cmocka_unit_test(test_watchdog_attacher_exits_without_detach),
+		cmocka_unit_test(test_watchdog_attacher_killed_mid_attach),
+		cmocka_unit_test(test_watchdog_follows_latest_owner),
+		cmocka_unit_test(test_watchdog_without_pidfd_open),
+	};
+
+	if (argc > 2 && !strcmp(argv[1], "--no-pidfd-exec"))
+		return no_pidfd_exec(argv + 2);
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
