@@ -102,49 +102,75 @@ static void tracer_comm(pid_t tracer, char *buf, size_t len)
 	free(text);
 }
 
+static bool explain_tracer(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	struct ra_status st, tst;
+	char tpath[64], comm[64];
+
+	if (ra_status_read(RA_PROCFS, pid, &st))
+		return false;
+	/* The tracer is per thread: ask the thread, fall back to the process. */
+	snprintf(tpath, sizeof(tpath), "%s/%d/task", RA_PROCFS, pid);
+	if (ra_status_read(tpath, tid, &tst) == 0 && tst.tracer_pid)
+		st.tracer_pid = tst.tracer_pid;
+	if (!st.tracer_pid)
+		return false;
+	tracer_comm(st.tracer_pid, comm, sizeof(comm));
+	snprintf(buf, len, "already traced by %d (%s): detach that tracer first", st.tracer_pid,
+		 comm);
+	return true;
+}
+
+static bool explain_owner(pid_t pid, char *buf, size_t len)
+{
+	struct ra_status st;
+
+	if (ra_status_read(RA_PROCFS, pid, &st) || st.uid_real == geteuid() ||
+	    have_cap_sys_ptrace())
+		return false;
+	snprintf(buf, len,
+		 "owned by uid %u and this process (uid %u) lacks CAP_SYS_PTRACE: "
+		 "run as that user or as root",
+		 (unsigned int)st.uid_real, (unsigned int)geteuid());
+	return true;
+}
+
+static bool explain_yama(char *buf, size_t len)
+{
+	int scope = yama_scope();
+
+	if (scope < 1 || (scope == 1 && have_cap_sys_ptrace()))
+		return false;
+	snprintf(buf, len, "Yama ptrace_scope is %d%s", scope,
+		 scope == 3 ? " (attaching is disabled until reboot)"
+			    : ": run as root or set kernel.yama.ptrace_scope=0");
+	return true;
+}
+
+static void explain_rest(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &sb) == 0 && sb.st_uid == 0 && geteuid() != 0)
+		snprintf(buf, len, "not dumpable (setuid, file capabilities or prctl): run as root");
+	else
+		snprintf(buf, len, "denied by a security policy (LSM or seccomp)");
+}
+
 void ra_explain_eperm(pid_t pid, pid_t tid, char *buf, size_t len)
 {
-	char path[64], comm[64];
-	struct ra_status st;
-	struct stat sb;
-	int scope;
+	if (!explain_tracer(pid, tid, buf, len) && !explain_owner(pid, buf, len) &&
+	    !explain_yama(buf, len))
+		explain_rest(pid, buf, len);
+}
 
-	if (ra_status_read(RA_PROCFS, pid, &st) == 0) {
-		struct ra_status tst;
-		char tpath[64];
-
-		/* The tracer is per thread: ask the thread, fall back to the process. */
-		snprintf(tpath, sizeof(tpath), "%s/%d/task", RA_PROCFS, pid);
-		if (ra_status_read(tpath, tid, &tst) == 0 && tst.tracer_pid)
-			st.tracer_pid = tst.tracer_pid;
-		if (st.tracer_pid) {
-			tracer_comm(st.tracer_pid, comm, sizeof(comm));
-			snprintf(buf, len, "already traced by %d (%s): detach that tracer first",
-				 st.tracer_pid, comm);
-			return;
-		}
-		if (st.uid_real != geteuid() && !have_cap_sys_ptrace()) {
-			snprintf(buf, len,
-				 "owned by uid %u and this process (uid %u) lacks CAP_SYS_PTRACE: "
-				 "run as that user or as root",
-				 (unsigned int)st.uid_real, (unsigned int)geteuid());
-			return;
-		}
-	}
-	scope = yama_scope();
-	if (scope >= 1 && !(scope == 1 && have_cap_sys_ptrace())) {
-		snprintf(buf, len,
-			 "Yama ptrace_scope is %d%s", scope,
-			 scope == 3 ? " (attaching is disabled until reboot)"
-				    : ": run as root or set kernel.yama.ptrace_scope=0");
-		return;
-	}
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	if (stat(path, &sb) == 0 && sb.st_uid == 0 && geteuid() != 0) {
-		snprintf(buf, len, "not dumpable (setuid, file capabilities or prctl): run as root");
-		return;
-	}
-	snprintf(buf, len, "denied by a security policy (LSM or seccomp)");
+/* Read access (PTRACE_MODE_READ): another tracer and Yama do not matter. */
+void ra_explain_eacces(pid_t pid, char *buf, size_t len)
+{
+	if (!explain_owner(pid, buf, len))
+		explain_rest(pid, buf, len);
 }
 
 int ra_wait(pid_t tid, int *status, struct ra_err *e)
