@@ -8,7 +8,11 @@
  * any thread may detach what another attached, a debugger may attach during
  * the window, and an attacher that dies leaves no tracee behind.
  */
+#include <dirent.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,34 +217,213 @@ static const char *tool_list_for(const rocattach_opts_t *o)
 	return DEFAULT_TOOL;
 }
 
-/* A path with a '/' is checked as the target sees it; a bare name is the target's to search. */
-static int check_one_tool(pid_t pid, const char *t, struct ra_err *e)
+/*
+ * Opening paths as the target sees them. An absolute path is resolved in the
+ * target's root (RESOLVE_IN_ROOT keeps absolute symlinks inside a container
+ * root; before Linux 5.6 they would resolve in ours), a relative one from its
+ * working directory.
+ */
+static int open_in_target(int base, const char *path, int flags, bool in_root)
 {
-	char path[4096];
-	struct stat sb;
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+			       .resolve = in_root ? RESOLVE_IN_ROOT : 0};
+	int fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
 
-	if (!strchr(t, '/'))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/%s/%s", pid, t[0] == '/' ? "root" : "cwd", t);
-	if (stat(path, &sb) < 0) {
-		int err = errno;
+	if (fd >= 0 || errno != ENOSYS)
+		return fd;
+	while (in_root && *path == '/')
+		path++;
+	return openat(base, *path ? path : ".", flags | O_CLOEXEC);
+}
 
-		return ra_err_set(e, err == ESRCH ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
-						  : ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-				  "library %s as seen from process %d (%s): %s", t, pid, path,
-				  strerror(err));
+/* Who may own code we make a process run: root, its user, or us. */
+struct trust {
+	uid_t ruid, euid, self;
+};
+
+static const char *trust_problem(const struct stat *sb, const struct trust *tr, char *buf,
+				 size_t len)
+{
+	bool dir = S_ISDIR(sb->st_mode);
+
+	if ((sb->st_mode & (S_IWGRP | S_IWOTH)) && !(dir && (sb->st_mode & S_ISVTX))) {
+		snprintf(buf, len, "is writable by %s (mode %04o), so others could replace it: "
+			 "fix with chmod go-w", sb->st_mode & S_IWOTH ? "everyone" : "its group",
+			 (unsigned int)(sb->st_mode & 07777));
+		return buf;
 	}
-	if (!S_ISREG(sb.st_mode))
+	if (sb->st_uid && sb->st_uid != tr->ruid && sb->st_uid != tr->euid &&
+	    sb->st_uid != tr->self) {
+		snprintf(buf, len, "is owned by uid %u, neither root, the target's user (uid %u) "
+			 "nor us (uid %u): fix with chown, or copy the library to a directory "
+			 "you own", (unsigned int)sb->st_uid, (unsigned int)tr->ruid,
+			 (unsigned int)tr->self);
+		return buf;
+	}
+	return NULL;
+}
+
+/* One directory of t's path, or t itself (name == t): 0, or -1 with e set. */
+static int check_node(pid_t pid, int base, const char *t, const char *name, bool in_root,
+		      const struct trust *tr, struct ra_err *e)
+{
+	const char *problem;
+	char why[256];
+	struct stat sb;
+	int fd;
+
+	fd = open_in_target(base, name, O_PATH, in_root);
+	if (fd < 0)
+		return 0; /* a missing path is check_file's to report */
+	problem = fstat(fd, &sb) ? NULL : trust_problem(&sb, tr, why, sizeof(why));
+	close(fd);
+	if (!problem)
+		return 0;
+	ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+		   "refusing library %s for process %d: %s%s %s", t, pid,
+		   name == t ? "the file" : "its directory ", name == t ? "" : name, problem);
+	return -1;
+}
+
+/* The directories of t from the top down, then t itself: none may be open to hijack. */
+static int check_chain(pid_t pid, int base, const char *t, bool in_root,
+		       const struct trust *tr, struct ra_err *e)
+{
+	char prefix[4096];
+	const char *p;
+
+	if (in_root && check_node(pid, base, t, "/", in_root, tr, e))
+		return -1;
+	for (p = strchr(t + 1, '/'); p; p = strchr(p + 1, '/')) {
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(p - t), t);
+		if (check_node(pid, base, t, prefix, in_root, tr, e))
+			return -1;
+	}
+	return check_node(pid, base, t, t, in_root, tr, e);
+}
+
+static const char *machine_name(unsigned int m)
+{
+	switch (m) {
+	case EM_386: return "i386";
+	case EM_X86_64: return "x86-64";
+	case EM_AARCH64: return "aarch64";
+	case EM_ARM: return "arm";
+	case EM_PPC64: return "ppc64";
+	case EM_RISCV: return "riscv";
+	default: return "another machine";
+	}
+}
+
+/* What dlopen in the target would refuse anyway, refused here before any ptrace. */
+static const char *elf_problem(int fd, char *buf, size_t len)
+{
+	Elf64_Ehdr h;
+	ssize_t n = pread(fd, &h, sizeof(h), 0);
+
+	if (n < 0)
+		return NULL; /* we cannot read it; the target may: let dlopen decide */
+	if ((size_t)n < EI_NIDENT || memcmp(h.e_ident, ELFMAG, SELFMAG))
+		return "is not an ELF file: give the path of a shared library (.so)";
+	if (h.e_ident[EI_CLASS] != ELFCLASS64 || (size_t)n < sizeof(h))
+		return "is a 32-bit ELF object: a 64-bit process cannot load it";
+	if (h.e_machine != ra_arch_elf_machine()) {
+		snprintf(buf, len, "is built for %s (ELF machine %u), not for %s",
+			 machine_name(h.e_machine), (unsigned int)h.e_machine,
+			 machine_name(ra_arch_elf_machine()));
+		return buf;
+	}
+	if (h.e_type != ET_DYN)
+		return "is not a shared object (ELF type is not ET_DYN): it cannot be dlopen'ed";
+	return NULL;
+}
+
+static int check_file(pid_t pid, int base, const char *t, bool in_root, struct ra_err *e)
+{
+	const char *problem;
+	char why[160];
+	struct stat sb;
+	int fd, err;
+
+	fd = open_in_target(base, t, O_RDONLY | O_NOCTTY | O_NONBLOCK, in_root);
+	if (fd < 0 && errno == EACCES)
+		fd = open_in_target(base, t, O_PATH, in_root);
+	if (fd < 0 || fstat(fd, &sb)) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-				  "library %s in process %d is not a regular file", t, pid);
+				  "library %s as seen from process %d (/proc/%d/%s/%s): %s", t, pid,
+				  pid, in_root ? "root" : "cwd", t + in_root, strerror(err));
+	}
+	problem = S_ISREG(sb.st_mode) ? elf_problem(fd, why, sizeof(why)) : "is not a regular file";
+	close(fd);
+	if (problem)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+				  "library %s in process %d %s", t, pid, problem);
 	return 0;
 }
 
-static int check_tools(pid_t pid, struct prepared *p, struct ra_err *e)
+/*
+ * A path with a '/' is checked as the target sees it: it must exist, be a
+ * loadable shared object for this machine, and be safe from hijack. A bare
+ * name is the target's to search (its LD_LIBRARY_PATH, cache, RUNPATH).
+ */
+static int check_one_tool(pid_t pid, const char *t, const struct trust *tr, struct ra_err *e)
+{
+	bool in_root = t[0] == '/';
+	char path[64];
+	int base, ret;
+
+	if (!strchr(t, '/'))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, in_root ? "root" : "cwd");
+	base = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0) {
+		int err = errno;
+
+		return ra_err_set(e, err == ENOENT || err == ESRCH
+					     ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
+					     : ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+				  "library %s: cannot open %s: %s", t, path, strerror(err));
+	}
+	ret = check_file(pid, base, t, in_root, e);
+	if (!ret)
+		ret = check_chain(pid, base, t, in_root, tr, e);
+	close(base);
+	return ret ? -1 : 0;
+}
+
+static int check_tools(pid_t pid, struct prepared *p, const struct trust *tr, struct ra_err *e)
 {
 	for (size_t i = 0; i < p->tools.n; i++)
-		if (check_one_tool(pid, p->tools.v[i], e))
+		if (check_one_tool(pid, p->tools.v[i], tr, e))
 			return -1;
+	return 0;
+}
+
+/*
+ * /proc/PID/root, maps and mem need ptrace read access: without it, say why
+ * here rather than fail on the first of them.
+ */
+static int check_access(pid_t pid, struct trust *tr, struct ra_err *e)
+{
+	char path[64], why[256];
+	struct ra_status st;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/", pid);
+	if (access(path, F_OK) && (errno == EACCES || errno == EPERM)) {
+		ra_explain_eacces(pid, why, sizeof(why));
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED,
+				  "process %d cannot be inspected (%s: %s): %s", pid, path,
+				  strerror(EACCES), why);
+	}
+	if (ra_status_read(RA_PROCFS, pid, &st))
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+				  "process %d does not exist", pid);
+	tr->ruid = st.uid_real;
+	tr->euid = st.uid_effective;
+	tr->self = geteuid();
 	return 0;
 }
 
@@ -398,7 +581,8 @@ static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
 }
 
 /* --inject: no listener yet, so load the agent, which starts one. */
-static int inject_listener(struct session *s, const rocattach_opts_t *o, struct op *op)
+static int inject_listener(struct session *s, const rocattach_opts_t *o, const struct trust *tr,
+			   struct op *op)
 {
 	char agent[4096];
 	uint64_t pause_ns;
@@ -409,7 +593,7 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, struct 
 		return 0; /* found, or an error that find_listener reports */
 	if (ra_inject_agent_path(o->agent_path, agent, sizeof(agent), &op->e))
 		return -1;
-	if (check_one_tool(s->pid, agent, &op->e))
+	if (check_one_tool(s->pid, agent, tr, &op->e))
 		return -1;
 	ra_info("process %d has no listener: loading %s into it", s->pid, agent);
 	ret = ra_inject(s->pid, agent, &pause_ns, &op->e);
@@ -417,20 +601,52 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, struct 
 	return ret;
 }
 
+static int proc_threads(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "%s/%d/task", RA_PROCFS, pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/*
+ * A zombie has exited. A process whose main thread alone has exited shows
+ * the same 'Z' but runs on; its maps and memory are gone from /proc/PID.
+ */
+static int check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e)
+{
+	if (st->state != 'Z' && st->state != 'X')
+		return 0;
+	if (st->state == 'Z' && proc_threads(pid) > 1)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
+				  "process %d: its main thread has exited while other threads "
+				  "run on: attaching such a process is not supported", pid);
+	return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+			  "process %d is a zombie (exited, not yet reaped)", pid);
+}
+
 static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 		   struct op *op)
 {
 	struct ra_err *e = &op->e;
-
+	struct trust tr;
 	struct ra_stat st;
 	int ret;
 
 	ret = ra_stat_read(RA_PROCFS, s->pid, &st);
 	if (ret)
 		return no_process(s->pid, ret, e);
-	if (st.state == 'Z' || st.state == 'X')
-		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
-				  "process %d is a zombie (exited, not yet reaped)", s->pid);
+	if (check_alive(s->pid, &st, e) || check_access(s->pid, &tr, e))
+		return -1;
 	s->starttime = st.starttime;
 	p->tool_path = tool_list_for(o);
 	ret = ra_toollist_parse(p->tool_path, &p->tools);
@@ -438,9 +654,9 @@ static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 				  "tool library list '%s' is %s", p->tool_path,
 				  ret == -E2BIG ? "too long" : "empty");
-	if (check_tools(s->pid, p, e))
+	if (check_tools(s->pid, p, &tr, e))
 		return -1;
-	if ((o->flags & ROCATTACH_F_INJECT) && inject_listener(s, o, op))
+	if ((o->flags & ROCATTACH_F_INJECT) && inject_listener(s, o, &tr, op))
 		return -1;
 	if (find_listener(s->pid, &s->tid, e) || find_entry_points(s->pid, p, e))
 		return -1;
