@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,7 +75,7 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 	r->tid = tid;
 	r->tramp = tramp;
 	r->e = e;
-	ret = ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)PTRACE_O_TRACESYSGOOD);
+	ret = ptrace(PTRACE_SEIZE, tid, NULL, NULL);
 	if (ret < 0) {
 		int err = errno;
 
@@ -96,54 +99,86 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 	return (int)ret;
 }
 
-static int is_park(struct ra_remote *r)
+/*
+ * Is the thread sitting in the trampoline's park syscall? /proc/PID/task/TID/syscall
+ * reads "running", or "NR ARG0..ARG5 SP PC" for a thread blocked in a syscall.
+ * 1 parked, 0 not (yet), -ESRCH gone.
+ */
+static int parked_now(struct ra_remote *r)
 {
 	const struct ra_tramp *t = ra_arch_tramp();
-	struct __ptrace_syscall_info info;
-	long n;
+	unsigned long long pc;
+	char path[64], buf[256];
+	ssize_t n;
+	long nr;
+	int fd;
 
-	n = ra_ptrace(PTRACE_GET_SYSCALL_INFO, r->tid, (void *)sizeof(info), &info, r->e);
-	if (n < 0)
-		return (int)n;
-	return info.op == PTRACE_SYSCALL_INFO_ENTRY && (long)info.entry.nr == t->park_nr &&
-	       info.instruction_pointer == r->tramp + t->park_pc_off;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", r->pid, r->tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	if (sscanf(buf, "%ld %*s %*s %*s %*s %*s %*s %*s %llx", &nr, &pc) != 2)
+		return 0;
+	return nr == t->park_nr && pc == r->tramp + t->park_pc_off;
+}
+
+/* A stop reported while the remote code runs: pass signals on, let it go on. */
+static int pass_stop(struct ra_remote *r, int status)
+{
+	int sig = 0;
+
+	if (!WIFSTOPPED(status))
+		return gone(r, "during a remote call");
+	if (status >> 16 == 0) {
+		sig = WSTOPSIG(status);
+		r->signals_forwarded++;
+		ra_debug("pid %d: forwarding signal %d to thread %d", r->pid, sig, r->tid);
+	}
+	/* PTRACE_EVENT_STOP (group stop, late interrupt): just go on. */
+	return (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e);
 }
 
 /*
- * Run until the trampoline parks. Every syscall of the remote code gives
- * an entry and an exit stop that we pass through; signals that are not ours
- * are delivered to the thread on the next restart.
+ * Let the remote code run free (no stop per syscall: a first attach makes
+ * dozens, and on a busy node every stop costs a trip through the scheduler)
+ * and watch for the park, backing off from 20 us to 2 ms between looks.
+ * Once parked, the thread is stopped in its pause() with PTRACE_INTERRUPT.
  */
 static int run_to_park(struct ra_remote *r)
 {
-	int status, ret, sig = 0;
+	struct timespec nap = {0, 20000};
+	int status, ret;
+	pid_t w;
 
 	r->parked = false;
-	for (;;) {
-		ret = (int)ra_ptrace(PTRACE_SYSCALL, r->tid, NULL, (void *)(uintptr_t)sig, r->e);
-		if (ret)
-			return ret == -ESRCH ? gone(r, "during a remote call") : ret;
-		sig = 0;
-		ret = ra_wait(r->tid, &status, r->e);
-		if (ret)
-			return ret;
-		if (!WIFSTOPPED(status))
-			return gone(r, "during a remote call");
-		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
-			ret = is_park(r);
-			if (ret < 0)
-				return ret;
-			if (ret) {
-				r->parked = true;
-				return 0;
-			}
-		} else if (status >> 16 == 0) {
-			sig = WSTOPSIG(status);
-			r->signals_forwarded++;
-			ra_debug("pid %d: forwarding signal %d to thread %d", r->pid, sig, r->tid);
+	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
+	while (!ret) {
+		w = waitpid(r->tid, &status, __WALL | WNOHANG);
+		if (w == r->tid) {
+			ret = pass_stop(r, status);
+			continue;
 		}
-		/* PTRACE_EVENT_STOP (group stop, late interrupt): just go on. */
+		if (w < 0 && errno != EINTR)
+			return gone(r, "during a remote call");
+		ret = parked_now(r);
+		if (ret)
+			break;
+		nanosleep(&nap, NULL);
+		if (nap.tv_nsec < 2000000)
+			nap.tv_nsec *= 2;
 	}
+	if (ret < 0)
+		return ret == -ESRCH ? gone(r, "during a remote call") : ret;
+	ret = (int)ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e);
+	if (!ret)
+		ret = wait_interrupt_stop(r);
+	r->parked = !ret;
+	return ret;
 }
 
 static int run(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
@@ -188,10 +223,12 @@ int ra_remote_end(struct ra_remote *r)
 	if (r->code_written && ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, r->e))
 		ret = -EIO;
 	r->code_written = false;
-	if (r->parked)
-		ra_arch_restore_from_park(&regs, &r->saved);
-	else
-		regs = r->saved;
+	/*
+	 * Every stop we leave from is an interrupt stop, like the first one: with
+	 * the saved registers back, the kernel restarts an interrupted syscall
+	 * itself on the way out (the park's own pause() is forgotten with them).
+	 */
+	regs = r->saved;
 	if (ra_setregs(r->tid, &regs, r->e))
 		ret = -EIO;
 	if (ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, r->e) == -ESRCH)

@@ -6,8 +6,9 @@
  *
  * The trampoline has no trap instruction. Both remote syscalls and remote
  * calls end in a "park": the result is moved to a register and the thread
- * loops on a blocking syscall (pause). The tracer resumes with PTRACE_SYSCALL
- * and recognises the park syscall's entry stop by its number and address.
+ * loops on a blocking syscall (pause). The tracer lets the thread run free
+ * (PTRACE_CONT), recognises the park in /proc/PID/task/TID/syscall by the
+ * syscall's number and address, and stops it there with PTRACE_INTERRUPT.
  * Should the tracer die at any moment, the kernel detaches the thread and it
  * simply stays parked (the listener thread has every signal blocked, so
  * pause never returns): the process never sees a stray SIGTRAP.
@@ -28,7 +29,7 @@ struct ra_tramp {
 	size_t len;	     /* bytes of code[] to write at the trampoline address */
 	size_t syscall_off;  /* start here for a remote syscall */
 	size_t call_off;     /* start here for a remote function call */
-	size_t park_pc_off;  /* instruction pointer at the park syscall's entry stop */
+	size_t park_pc_off;  /* instruction pointer while blocked in the park syscall */
 	long park_nr;	     /* the park syscall's number */
 };
 
@@ -44,18 +45,6 @@ void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t
 /* The result the trampoline left in its register before parking. */
 uint64_t ra_arch_park_result(const struct ra_regs *r);
 uint64_t ra_arch_pc(const struct ra_regs *r);
-
-/*
- * Turn the registers saved at the first stop into the ones to install at
- * the park syscall's entry stop: if the thread was interrupted in a syscall
- * that the kernel would restart, rewind to the syscall instruction with the
- * right number (what the kernel's own restart does), and cancel the park
- * syscall so it never runs. The thread then continues exactly where it was.
- */
-void ra_arch_restore_from_park(struct ra_regs *r, const struct ra_regs *saved);
-
-/* Let the kernel skip the syscall whose entry stop the thread is in. */
-void ra_arch_cancel_syscall(struct ra_regs *r);
 
 /* ELF e_machine of code we can call into (EM_X86_64, ...). */
 unsigned int ra_arch_elf_machine(void);

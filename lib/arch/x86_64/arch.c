@@ -6,12 +6,6 @@
 
 #include "arch/arch.h"
 
-/* Kernel-internal restart codes, visible to a tracer in rax (include/linux/errno.h). */
-#define ERESTARTSYS 512
-#define ERESTARTNOINTR 513
-#define ERESTARTNOHAND 514
-#define ERESTART_RESTARTBLOCK 516
-
 #define X86_EFLAGS_DF 0x400
 #define RED_ZONE 128
 
@@ -19,7 +13,7 @@
  *  0: 0f 05           syscall          remote syscall starts here
  *  2: 48 89 c7        mov %rax,%rdi    result -> rdi
  *  5: b8 22 00 00 00  mov $34,%eax     SYS_pause
- * 10: 0f 05           syscall          park: entry stop has rip == 12
+ * 10: 0f 05           syscall          park: blocked here, the pc reads 12
  * 12: eb f7           jmp 5
  * 14: ff d0           call *%rax       remote call starts here
  * 16: eb f0           jmp 2
@@ -85,36 +79,6 @@ uint64_t ra_arch_park_result(const struct ra_regs *r)
 uint64_t ra_arch_pc(const struct ra_regs *r)
 {
 	return r->r.rip;
-}
-
-void ra_arch_restore_from_park(struct ra_regs *r, const struct ra_regs *saved)
-{
-	long long rax = (long long)saved->r.rax;
-
-	*r = *saved;
-	if ((long long)saved->r.orig_rax >= 0) {
-		switch (rax) {
-		case -ERESTARTSYS:
-		case -ERESTARTNOINTR:
-		case -ERESTARTNOHAND:
-			r->r.rax = saved->r.orig_rax;
-			r->r.rip -= 2;
-			break;
-		case -ERESTART_RESTARTBLOCK:
-			r->r.rax = SYS_restart_syscall;
-			r->r.rip -= 2;
-			break;
-		default:
-			break;
-		}
-	}
-	/* We are at the park syscall's entry: -1 makes the kernel skip it. */
-	r->r.orig_rax = (unsigned long long)-1;
-}
-
-void ra_arch_cancel_syscall(struct ra_regs *r)
-{
-	r->r.orig_rax = (unsigned long long)-1;
 }
 
 void *ra_arch_regs_data(struct ra_regs *r)
