@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Build the libFuzzer harnesses (clang, ASan+UBSan) and run each for a while.
+#
+#   fuzz/run.sh [SECONDS_PER_HARNESS] [HARNESS...]    (default: 10 s, every harness)
+#
+# CI runs it for a few seconds per harness; a campaign is e.g. `fuzz/run.sh 600`.
+# Seeds come from fuzz/corpus/<harness>/ (read only); what the fuzzer finds
+# that is new is kept in $FUZZ_BUILD_DIR/corpus/<harness>/ so longer runs build
+# on earlier ones. A crash, a failed property, a leak or a timeout fails the
+# run: the input is saved as $FUZZ_BUILD_DIR/artifacts/<harness>-crash-... and
+# can be replayed with `$FUZZ_BUILD_DIR/fuzz/fuzz_<harness> FILE`. Keep it as
+# fuzz/corpus/<harness>/regress-<what> once the bug is fixed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_PER=${1:-10}
+shift || true
+BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+CC_FUZZ=${FUZZ_CC:-clang}
+
+if ! [[ $SECONDS_PER =~ ^[0-9]+$ ]] || [ "$SECONDS_PER" -lt 1 ]; then
+	echo "usage: fuzz/run.sh [SECONDS_PER_HARNESS] [HARNESS...]" >&2
+	exit 2
+fi
+if ! command -v "$CC_FUZZ" >/dev/null; then
+	echo "fuzz: $CC_FUZZ not found: run scripts/deps.sh (clang, libclang-rt-dev)" >&2
+	exit 1
+fi
+
+mkdir -p "$BUILD"
+log="$BUILD/build.log"
+if ! { cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_FUZZ" -DROCATTACH_FUZZ=ON \
+	-DROCATTACH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+	cmake --build "$BUILD" --target fuzz -j"$(nproc)"; } >"$log" 2>&1; then
+	cat "$log" >&2
+	echo "fuzz: build failed (log: $log)" >&2
+	exit 1
+fi
+
+if [ $# -eq 0 ]; then
+	set -- $(cd fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//')
+fi
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+mkdir -p "$BUILD/artifacts" "$BUILD/logs"
+passed=0
+failed=()
+for h in "$@"; do
+	bin="$BUILD/fuzz/fuzz_$h"
+	if [ ! -x "$bin" ] || [ ! -d "fuzz/corpus/$h" ]; then
+		echo "fuzz: no harness '$h' (fuzz/fuzz_$h.c, fuzz/corpus/$h/)" >&2
+		failed+=("$h")
+		continue
+	fi
+	mkdir -p "$BUILD/corpus/$h"
+	args=(-max_total_time="$SECONDS_PER" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+		-artifact_prefix="$BUILD/artifacts/$h-")
+	[ -f "fuzz/dict/$h.dict" ] && args+=(-dict="fuzz/dict/$h.dict")
+	hlog="$BUILD/logs/$h.log"
+	# The outer timeout only guards against a fuzzer that never stops.
+	if timeout $((SECONDS_PER + 120)) "$bin" "${args[@]}" "$BUILD/corpus/$h" "fuzz/corpus/$h" \
+		>"$hlog" 2>&1; then
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$hlog")
+		cov=$(grep -o 'cov: [0-9]*' "$hlog" | tail -1 | cut -d' ' -f2)
+		echo "fuzz: $h: ok (${runs:-?} runs in ${SECONDS_PER} s, coverage ${cov:-?})"
+		passed=$((passed + 1))
+	else
+		echo "fuzz: $h: FAILED (log: $hlog)" >&2
+		grep -E -A30 '^==[0-9]+==ERROR|runtime error|property failed|ERROR: libFuzzer' \
+			"$hlog" | head -60 >&2 || tail -40 "$hlog" >&2
+		ls "$BUILD/artifacts/$h-"* 2>/dev/null | sed 's/^/fuzz:   input: /' >&2 || true
+		failed+=("$h")
+	fi
+done
+echo "fuzz: ${passed} passed, ${#failed[@]} failed${failed:+ (${failed[*]})}"
+[ ${#failed[@]} -eq 0 ]
