@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Options of `rocattach` (launcher/cli_opts.c). Input: NUL-separated
+ * arguments; leading ones of the form ROCPROF_ATTACH_*=VALUE are put in the
+ * environment instead (the parser's defaults come from there). The parser
+ * resets getopt itself (optind = 0), which running it over and over here
+ * checks too: a result that differs on a second parse is a finding.
+ */
+#include "cli_opts.h"
+#include "fuzz.h"
+
+static const char *const env_names[] = {
+	"ROCPROF_ATTACH_PID", "ROCPROF_ATTACH_TOOL_LIBRARY", "ROCPROF_ATTACH_DURATION",
+	"ROCPROF_ATTACH_CHILDREN",
+};
+#define N_ENV (sizeof(env_names) / sizeof(env_names[0]))
+
+/* Leading ROCPROF_ATTACH_*=VALUE arguments into the environment; how many. */
+static int take_env(int argc, char **argv)
+{
+	size_t k;
+	int i;
+
+	for (k = 0; k < N_ENV; k++)
+		unsetenv(env_names[k]);
+	for (i = 1; i < argc && !strncmp(argv[i], "ROCPROF_ATTACH_", 15) && strchr(argv[i], '=');
+	     i++) {
+		char *eq = strchr(argv[i], '=');
+
+		*eq = '\0';
+		setenv(argv[i], eq + 1, 1);
+		*eq = '=';
+	}
+	return i - 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *argv[FUZZ_ARGV_MAX + 1], err[512], err2[512];
+	struct cli_opts o, o2;
+	int argc, skip, r;
+
+	argc = fuzz_argv(data, size, "rocattach", argv);
+	skip = take_env(argc, argv);
+	/* argv[skip] stands in for argv[0]: the environment arguments are not options. */
+	r = cli_opts_parse(argc - skip, argv + skip, &o, err, sizeof(err));
+	FUZZ_CHECK(r == 0 || r == -1);
+	if (r == 0) {
+		FUZZ_CHECK(o.pid > 0 || o.help || o.version);
+		FUZZ_CHECK(o.duration_ms >= -1 && o.verbose >= 0);
+		FUZZ_CHECK(!o.tools || strspn(o.tools, ":") < strlen(o.tools));
+	} else {
+		FUZZ_CHECK(err[0] && strnlen(err, sizeof(err)) < sizeof(err));
+	}
+	FUZZ_CHECK(cli_opts_parse(argc - skip, argv + skip, &o2, err2, sizeof(err2)) == r);
+	FUZZ_CHECK(r || (o2.pid == o.pid && o2.duration_ms == o.duration_ms &&
+			 o2.children == o.children && o2.tools == o.tools));
+	FUZZ_CHECK(!r || !strcmp(err, err2));
+	/* A short error buffer is cut, never overrun. */
+	cli_opts_parse(argc - skip, argv + skip, &o2, err2, 8);
+	fuzz_argv_free(argc, argv);
+	return 0;
+}
