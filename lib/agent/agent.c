@@ -526,6 +526,22 @@ static void start_hint_wait(void)
 		;
 }
 
+/*
+ * When the last attach and detach handed over to the tools (CLOCK_REALTIME
+ * ns, taken right before the first tool's callback), for the attacher's
+ * report: it is the moment the profiling window really opened or closed.
+ */
+static _Atomic uint64_t tool_event_ns[2];
+
+static void stamp_tool_event(int which)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	atomic_store(&tool_event_ns[which],
+		     (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+}
+
 static int tools_attach(void)
 {
 	unsigned int i, n = atomic_load(&n_tools);
@@ -533,6 +549,7 @@ static int tools_attach(void)
 	if (!tools_usable())
 		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
 	start_hint_wait();
+	stamp_tool_event(0);
 	for (i = 0; i < n; i++) {
 		if (tool_unusable(tools[i]))
 			continue;
@@ -921,6 +938,7 @@ static int detach_locked(void)
 		return no_listener();
 	if (!attached)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
+	stamp_tool_event(1);
 	for (i = 0; i < n; i++) {
 		t = tools[i];
 		if (!t->attached)
@@ -959,6 +977,12 @@ RA_EXPORT const char *rocattach_agent_last_error(void)
 	memcpy(err_copy, err_text, sizeof(err_copy));
 	pthread_mutex_unlock(&agent_lock);
 	return err_copy;
+}
+
+/* Ours: when the last attach (which 0) or detach (1) called the tools, 0 if never. */
+RA_EXPORT uint64_t rocattach_agent_tool_ns(int which)
+{
+	return which == 0 || which == 1 ? atomic_load(&tool_event_ns[which]) : 0;
 }
 
 RA_EXPORT unsigned int rocattach_agent_version(void)
