@@ -88,8 +88,11 @@ static void node_spreads(const struct rm_node *n, uint64_t since, struct spread 
 		t = &n->t[k];
 		if (!attached_since(t, since))
 			continue;
-		spread_add(a, t->attach_end_ns);
-		if (t->detach_start_ns)
+		/* The target's own moment when its agent tells, else the call's edge. */
+		spread_add(a, t->attach_tool_ns ? t->attach_tool_ns : t->attach_end_ns);
+		if (t->detach_tool_ns)
+			spread_add(d, t->detach_tool_ns);
+		else if (t->detach_start_ns)
 			spread_add(d, t->detach_start_ns);
 	}
 }
@@ -724,7 +727,9 @@ static json_t *ranges_json(struct ranges *r)
 
 	if (!f)
 		return NULL;
-	qsort(r->v, r->n, sizeof(*r->v), cmp_range);
+	/* qsort's array must not be NULL, even when empty. */
+	if (r->n)
+		qsort(r->v, r->n, sizeof(*r->v), cmp_range);
 	for (i = 0; i < r->n; i = k) {
 		long hi = r->v[i].hi;
 

@@ -52,7 +52,11 @@ struct rm_run {
 	const char *exit_reason; /* e.g. "ok", "no targets found", "3 targets failed", "interrupted" */
 };
 
-/* Spread (max - min) of attach end and detach start over every attached target of a window. */
+/*
+ * Spread (max - min) over every attached target of a window of the moment it
+ * handed over to the tools (tool_attach / tool_detach, as our agent reports
+ * it), or where unknown of the attach call's end / the detach call's start.
+ */
 struct rm_skew {
 	uint64_t attach_ns, detach_ns;
 	size_t n; /* targets counted */

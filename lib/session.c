@@ -53,6 +53,7 @@ struct session {
 	pid_t tid;	     /* listener thread */
 	uint64_t tramp;	     /* AT_ENTRY */
 	uint64_t fn_detach;
+	uint64_t fn_tool_ns;  /* our agent's rocattach_agent_tool_ns, 0 if not ours */
 	pid_t *tree;	     /* recorded by attach_tree on its root */
 	size_t tree_n;
 	bool has_tree;
@@ -198,7 +199,7 @@ struct prepared {
 	const char *tool_path;
 	char *payload;	    /* env buffer, then the tool path */
 	size_t env_len, payload_len;
-	uint64_t fn_attach, fn_detach;
+	uint64_t fn_attach, fn_detach, fn_tool_ns;
 	char object[512];
 };
 
@@ -555,6 +556,35 @@ static int find_listener(pid_t pid, pid_t *tid, struct ra_err *e)
 	return 0;
 }
 
+/*
+ * Our agent tells when it handed over to the tools. Only asked of our agent's
+ * object: looking for a name that is not there means reading every object.
+ */
+static void find_tool_clock(pid_t pid, const struct ra_maps *maps, struct prepared *p)
+{
+	static const char *const name[] = {"rocattach_agent_tool_ns"};
+	static const char *const agent[] = {"librocattach-agent.so", NULL};
+	const char *base = strrchr(p->object, '/');
+	struct ra_err ignore = {0};
+
+	p->fn_tool_ns = 0;
+	if (strncmp(base ? base + 1 : p->object, agent[0], strlen(agent[0])))
+		return;
+	if (ra_symbols_find(RA_PROCFS, pid, maps, name, 1, agent, &p->fn_tool_ns, NULL, 0,
+			    &ignore))
+		p->fn_tool_ns = 0;
+}
+
+/* CLOCK_REALTIME when the target's agent called the tools (which 0: attach, 1: detach). */
+static uint64_t tool_clock(struct ra_remote *r, uint64_t fn, int which)
+{
+	uint64_t arg = (uint64_t)which, ns = 0;
+
+	if (fn && ra_remote_call(r, fn, &arg, 1, &ns))
+		ns = 0;
+	return ns;
+}
+
 static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
 {
 	struct ra_maps maps = {0};
@@ -566,6 +596,8 @@ static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
 		return no_process(pid, ret, e);
 	ret = ra_symbols_find(RA_PROCFS, pid, &maps, entry_names, 2, entry_objects, addrs,
 			      p->object, sizeof(p->object), e);
+	if (!ret)
+		find_tool_clock(pid, &maps, p);
 	ra_maps_free(&maps);
 	if (ret == -ENOENT)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
@@ -666,6 +698,7 @@ static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared
 				  "process %d: no AT_ENTRY in /proc/%d/auxv: %s", s->pid, s->pid,
 				  strerror(-ret));
 	s->fn_detach = p->fn_detach;
+	s->fn_tool_ns = p->fn_tool_ns;
 	return build_payload(s->pid, o, p, e);
 }
 
@@ -759,6 +792,8 @@ static void drive_attach(struct session *s, struct prepared *p, struct ra_remote
 	op->rep.agent_status = (int)(int32_t)ret;
 	if (op->rep.agent_status)
 		agent_failed(r, entry_names[0], op->rep.agent_status, &op->e);
+	else
+		op->rep.tool_ns = tool_clock(r, p->fn_tool_ns, 0);
 	op_step(op, ROCATTACH_STEP_CALL);
 unmap:
 	remote_munmap(r, addr, p->payload_len);
@@ -858,6 +893,8 @@ static bool do_detach(struct session *s, struct op *op)
 		op->rep.agent_status = (int)(int32_t)ret;
 		if (op->rep.agent_status)
 			agent_failed(&r, entry_names[1], op->rep.agent_status, &op->e);
+		else
+			op->rep.tool_ns = tool_clock(&r, s->fn_tool_ns, 1);
 	}
 	op_step(op, ROCATTACH_STEP_CALL);
 	ra_remote_end(&r);

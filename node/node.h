@@ -92,6 +92,8 @@ struct rn_target {
 	int windows;	       /* windows completed (attach + detach) */
 	uint64_t attach_start_ns, attach_end_ns; /* CLOCK_REALTIME, of the last window */
 	uint64_t detach_start_ns, detach_end_ns;
+	/* When the target handed over to the tools (our agent tells; 0: unknown). */
+	uint64_t attach_tool_ns, detach_tool_ns;
 	char message[256];     /* the error, "" if none */
 };
 

@@ -80,7 +80,8 @@ static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	t->agent_status = rep.agent_status;
 	t->attach_start_ns = rep.start_ns;
 	t->attach_end_ns = rep.end_ns;
-	t->detach_start_ns = t->detach_end_ns = 0;
+	t->attach_tool_ns = rep.tool_ns;
+	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = 0;
 	copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_ATTACHED;
@@ -101,6 +102,7 @@ static void detach_one(struct rn_target *t)
 	t->agent_status = rep.agent_status;
 	t->detach_start_ns = rep.start_ns;
 	t->detach_end_ns = rep.end_ns;
+	t->detach_tool_ns = rep.tool_ns;
 	copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_DETACHED;

@@ -4,13 +4,14 @@
  * and JSON for the report.
  *
  * Wire form (native byte order, no padding, no pointers):
- *   header: char magic[8] "RNREC1\0\0", uint32 version (1), uint32 count,
+ *   header: char magic[8] "RNREC1\0\0", uint32 version (2), uint32 count,
  *           char host[256]
  *   count entries, each field by field:
  *     int64 pid, nspid, rank, uid, ppid; char exe[64]; int32 listener;
  *     char cpus[64], numa[32], gpus[128]; int32 n_cpus;
  *     int32 state, status, agent_status, windows;
  *     uint64 attach_start_ns, attach_end_ns, detach_start_ns, detach_end_ns;
+ *     uint64 attach_tool_ns, detach_tool_ns;
  *     char message[256]
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
@@ -23,10 +24,10 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 1u
+#define REC_VERSION 2u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
-#define REC_ENTRY_SIZE (5 * 8 + 64 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 4 * 8 + 256)
+#define REC_ENTRY_SIZE (5 * 8 + 64 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 6 * 8 + 256)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
@@ -107,6 +108,8 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_u64(p, t->attach_end_ns);
 	p = put_u64(p, t->detach_start_ns);
 	p = put_u64(p, t->detach_end_ns);
+	p = put_u64(p, t->attach_tool_ns);
+	p = put_u64(p, t->detach_tool_ns);
 	return put_str(p, t->message, sizeof(t->message));
 }
 
@@ -180,6 +183,8 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &t->attach_end_ns, sizeof(uint64_t));
 	p = get(p, &t->detach_start_ns, sizeof(uint64_t));
 	p = get(p, &t->detach_end_ns, sizeof(uint64_t));
+	p = get(p, &t->attach_tool_ns, sizeof(uint64_t));
+	p = get(p, &t->detach_tool_ns, sizeof(uint64_t));
 	get_str(p, t->message, sizeof(t->message));
 	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_EXITED ||
 	    status < 0 || status >= ROCATTACH_STATUS_LAST)
@@ -295,7 +300,8 @@ static json_t *topo_json(const struct rn_topo *topo)
 }
 
 /* null when the step never started; end and duration null if it never ended. */
-static json_t *step_json(uint64_t start, uint64_t end)
+/* tool: when the target handed over to the tools (0: unknown, null). */
+static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool)
 {
 	bool ended = end >= start;
 	json_t *o;
@@ -310,6 +316,7 @@ static json_t *step_json(uint64_t start, uint64_t end)
 	rc |= json_object_set_new(o, "end_ns", ended ? json_integer((json_int_t)end) : json_null());
 	rc |= json_object_set_new(o, "duration_ns",
 				  ended ? json_integer((json_int_t)(end - start)) : json_null());
+	rc |= json_object_set_new(o, "tool_ns", tool ? json_integer((json_int_t)tool) : json_null());
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -331,8 +338,10 @@ static int set_results(json_t *o, const struct rn_target *t)
 	rc |= json_object_set_new(o, "status", status ? json_string(status) : json_null());
 	rc |= json_object_set_new(o, "agent_status", int_or_null(t->agent_status));
 	rc |= json_object_set_new(o, "windows", json_integer(t->windows));
-	rc |= json_object_set_new(o, "attach", step_json(t->attach_start_ns, t->attach_end_ns));
-	rc |= json_object_set_new(o, "detach", step_json(t->detach_start_ns, t->detach_end_ns));
+	rc |= json_object_set_new(o, "attach",
+				  step_json(t->attach_start_ns, t->attach_end_ns, t->attach_tool_ns));
+	rc |= json_object_set_new(o, "detach",
+				  step_json(t->detach_start_ns, t->detach_end_ns, t->detach_tool_ns));
 	rc |= json_object_set_new(o, "message",
 				  t->message[0] ? str_json(t->message, sizeof(t->message)) : json_null());
 	return rc;

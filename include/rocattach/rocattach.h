@@ -148,6 +148,12 @@ typedef struct rocattach_report {
 	int tid;		/* listener thread that was driven, 0 if none found */
 	uint64_t step_ns[ROCATTACH_STEP_COUNT];
 	uint64_t start_ns, end_ns; /* CLOCK_REALTIME around the whole operation */
+	/*
+	 * CLOCK_REALTIME at which the target handed over to the tools (right
+	 * before tool_attach / tool_detach), as our agent reports it; 0 when
+	 * unknown (e.g. ROCm's rocprofiler-register).
+	 */
+	uint64_t tool_ns;
 	char message[ROCATTACH_MESSAGE_MAX]; /* "" on success */
 } rocattach_report_t;
 

@@ -15,7 +15,7 @@
 #include "node.h"
 
 #define HDR 272	  /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 640 /* see the wire layout in node/records.c */
+#define ENTRY 656 /* see the wire layout in node/records.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -45,6 +45,8 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->attach_end_ns = t->attach_start_ns + 1000 + i;
 	t->detach_start_ns = i % 5 ? t->attach_end_ns + 5 : 0;
 	t->detach_end_ns = t->detach_start_ns ? t->detach_start_ns + 7 : 0;
+	t->attach_tool_ns = i % 3 ? t->attach_end_ns - 3 : 0;
+	t->detach_tool_ns = t->detach_start_ns ? t->detach_start_ns + 2 : 0;
 	if (long_strings) {
 		fill_str(t->exe, sizeof(t->exe), "x\"\n\\\xc3\xa9", i);
 		fill_str(t->topo.cpus, sizeof(t->topo.cpus), "0-3,", i);
@@ -80,6 +82,8 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_true(a->attach_end_ns == b->attach_end_ns);
 	assert_true(a->detach_start_ns == b->detach_start_ns);
 	assert_true(a->detach_end_ns == b->detach_end_ns);
+	assert_true(a->attach_tool_ns == b->attach_tool_ns);
+	assert_true(a->detach_tool_ns == b->detach_tool_ns);
 	assert_string_equal(a->message, b->message);
 }
 
@@ -215,7 +219,10 @@ static void test_rn_unpack_bad_header(void **state)
 	buf[7] = 'x';
 	assert_int_equal(unpack_copy(buf, size), -1);
 	buf[7] = 0;
-	v = 2;
+	v = 1; /* the version before the tool times: refused, not misread */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 3;
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
