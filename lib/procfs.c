@@ -481,7 +481,8 @@ static int list_tasks(const char *procfs, pid_t pid, struct pidlist *tids)
 	closedir(d);
 	if (r < 0)
 		return r;
-	qsort(tids->v, tids->n, sizeof(*tids->v), cmp_pid);
+	if (tids->n) /* v is NULL when empty, and qsort's array must not be */
+		qsort(tids->v, tids->n, sizeof(*tids->v), cmp_pid);
 	return 0;
 }
 
