@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rocattach-example-mpi-target: a small MPI job to attach to. Every rank
- * computes and joins an MPI_Allreduce every few milliseconds, so a rank that
+ * computes and joins an allreduce every few milliseconds, so a rank that
  * was disturbed would slow the whole job down and show in the iteration
- * rate. Runs until SIGTERM/SIGINT (or --seconds S), then prints per rank
+ * rate. The waits sleep instead of spinning (MPI_Iallreduce + MPI_Test), so
+ * many ranks can share a few cores, as on a test machine. Runs until
+ * SIGTERM/SIGINT (or --seconds S), then prints per rank
  * "done rank=R iterations=N" and exits 0.
  *
  *   ROCP_TOOL_ATTACH=1 mpirun -np 4 -x ROCP_TOOL_ATTACH \
@@ -23,6 +25,19 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+/* A reduction that waits by sleeping: Open MPI's blocking calls spin. */
+static void reduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op)
+{
+	struct timespec nap = {0, 100 * 1000};
+	MPI_Request req;
+	int done = 0;
+
+	MPI_Iallreduce(in, out, count, type, op, MPI_COMM_WORLD, &req);
+	for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done;
+	     MPI_Test(&req, &done, MPI_STATUS_IGNORE))
+		nanosleep(&nap, NULL);
 }
 
 static double work(double x)
@@ -61,12 +76,12 @@ int main(int argc, char **argv)
 	t0 = MPI_Wtime();
 	do {
 		x = work(x);
-		MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		reduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM);
 		iterations++;
 		nanosleep(&nap, NULL);
 		local_stop = stop || (seconds > 0 && MPI_Wtime() - t0 >= seconds);
 		/* Everyone stops in the same iteration, so no rank waits on a gone peer. */
-		MPI_Allreduce(&local_stop, &any_stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		reduce(&local_stop, &any_stop, 1, MPI_INT, MPI_MAX);
 	} while (!any_stop);
 	printf("done rank=%d iterations=%lld\n", rank, iterations);
 	fflush(stdout);

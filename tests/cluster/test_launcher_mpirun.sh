@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# rocattach-mpi across 3 virtual nodes under a real mpirun:
+#  1. a target MPI job of 2 ranks per node; one launcher rank per node; every
+#     target attached exactly once, held, detached; the report lists 3 nodes,
+#     their hostnames and every job rank; the tool's files show each lifecycle;
+#  3. the spread of tool_attach / tool_detach over all targets, from the tool's
+#     records, agrees with the report's skew figures; repeated windows work;
+#  4. a node whose targets are gone (killed in the window) or that has none:
+#     the others complete, rank 0 reports that node's state, no hang.
+# Usage: test_launcher_mpirun.sh BUILD_DIR   (as root, under the heavy-test lock)
+set -uo pipefail
+HERE=$(dirname "$(readlink -f "$0")")
+. "$HERE/lib.sh"
+B=$(readlink -f "${1:?usage: $0 BUILD_DIR}")
+
+why=$(vc_missing_base) || vc_skip "$why"
+command -v mpirun >/dev/null || vc_skip "mpirun not found (package openmpi-bin)"
+command -v jq >/dev/null || vc_skip "jq not found (package jq)"
+vc_close_fds
+
+S=$VC_STATE
+# The nodes must see the build and the outputs wherever the clone is: share /tmp.
+export VC_PRIVATE_TMP=0
+W=$(mktemp -d "$B/cluster-test.XXXXXX")
+JOB=
+cleanup() {
+	[ -n "$JOB" ] && kill "$JOB" 2>/dev/null
+	wait 2>/dev/null
+	"$HERE/vcluster-down.sh" >/dev/null 2>&1
+	[ "${KEEP:-0}" = 1 ] || rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+"$HERE/vcluster-down.sh" >/dev/null 2>&1
+"$HERE/vcluster-up.sh" 3 || { vc_t_fail "vcluster-up.sh 3"; vc_t_done; exit 1; }
+. "$S/env.sh"
+AGENT=$B/lib/librocattach-agent.so.0
+TOOL=$B/lib/librocattach-example-tool.so
+HOSTS=(node1 node2 node3)
+
+launcher() { # launcher OUTDIR ARGS...: one rank per node, from the head
+	local out=$1
+	shift
+	"$S/vc-head" mpirun --hostfile "$S/hostfile" -np 3 --map-by ppr:1:node \
+		-x ROCPROF_OUTPUT_PATH="$out" "$B/bin/rocattach-mpi" "$@" </dev/null
+}
+
+# Per-node pids of the example MPI job's ranks, as "host pid" lines (node-namespace pids).
+job_pids() {
+	for h in "${HOSTS[@]}"; do
+		"$S/vc-exec" "$h" pgrep -f "^$B/bin/rocattach-example-mpi-target" | sed "s/^/$h /"
+	done
+}
+
+# The ns spread (max - min) of an event over every tool log under $1.
+tool_spread() {
+	cat "$1"/rocattach-tool.*.log | awk -v ev="$2" '$1 == ev {
+		for (i = 2; i <= NF; i++) if ($i ~ /^ns=/) { v = substr($i, 4) + 0 }
+		if (min == "" || v < min) min = v; if (v > max) max = v }
+		END { printf "%d\n", max - min }'
+}
+
+echo "== a target MPI job: 2 ranks on each of 3 nodes"
+"$S/vc-head" mpirun --hostfile "$S/hostfile" -np 6 --map-by ppr:2:node \
+	-x ROCP_TOOL_ATTACH=1 -x LD_PRELOAD="$AGENT" "$B/bin/rocattach-example-mpi-target" \
+	</dev/null >"$W/job.out" 2>&1 &
+JOB=$!
+for _ in $(seq 400); do [ "$(grep -c '^ready' "$W/job.out")" -ge 6 ] && break; sleep 0.05; done
+vc_t_eq "6 ranks ready" "$(grep -c '^ready' "$W/job.out")" 6
+mapfile -t PIDS < <(job_pids)
+vc_t_eq "2 ranks on each node" "$(printf '%s\n' "${PIDS[@]}" | awk '{print $1}' | uniq -c | awk '{print $1}' | tr '\n' ' ')" "2 2 2 "
+
+echo "== 1. one launcher rank per node attaches every rank once"
+launcher "$W/t1" --mpi-job -t "$TOOL" -d 500 --report "$W/r1.json" --timeline "$W/t1.svg" \
+	>"$W/l1.out" 2>&1
+vc_t_eq "launcher exit code" "$?" 0
+vc_t_eq "report: hostnames" "$(jq -r '[.windows[0].nodes[].host] | sort | join(" ")' "$W/r1.json")" \
+	"node1 node2 node3"
+vc_t_eq "report: job ranks" "$(jq -c '[.windows[0].nodes[].targets[].rank] | sort' "$W/r1.json")" \
+	"[0,1,2,3,4,5]"
+vc_t_eq "report: all detached" "$(jq -r '[.windows[0].nodes[].targets[].state] | unique | join(",")' \
+	"$W/r1.json")" "detached"
+for line in "${PIDS[@]}"; do
+	read -r h p <<<"$line"
+	log=$W/t1/rocattach-tool.$h.$p.log
+	vc_t_eq "$h pid $p: lifecycle" "$(awk '{print $1}' "$log" 2>/dev/null | tr '\n' ' ')" \
+		"configure configure_attach initialize tool_attach tool_detach "
+	vc_t_cmd "$h pid $p: in the report as its node's pid" jq -e --arg h "$h" --argjson p "$p" \
+		'[.windows[0].nodes[] | select(.host == $h) | .targets[] | select(.nspid == $p)]
+		 | length == 1' "$W/r1.json" >/dev/null
+done
+
+echo "== 3. synchronized windows: the report agrees with the tool's records"
+tool_a=$(tool_spread "$W/t1" tool_attach)
+tool_d=$(tool_spread "$W/t1" tool_detach)
+rep_a=$(jq '.windows[0].skew.attach_ns' "$W/r1.json")
+rep_d=$(jq '.windows[0].skew.detach_ns' "$W/r1.json")
+echo "tool_attach spread ${tool_a} ns (report ${rep_a}), tool_detach spread ${tool_d} ns (report ${rep_d})"
+# The report measures the ends of the attach calls (right after tool_attach) and the
+# starts of the detach calls (right before tool_detach): within a millisecond of the tool.
+vc_t_cmd "attach skew agrees within 1 ms" awk -v a="$tool_a" -v b="$rep_a" \
+	'BEGIN { d = a - b; exit !(d < 1e6 && d > -1e6) }'
+vc_t_cmd "detach skew agrees within 1 ms" awk -v a="$tool_d" -v b="$rep_d" \
+	'BEGIN { d = a - b; exit !(d < 1e6 && d > -1e6) }'
+vc_t_cmd "tool_attach spread under 5 ms across nodes" [ "$tool_a" -lt 5000000 ]
+
+launcher "$W/t3" --mpi-job -t "$TOOL" --windows 200:300:2 --report "$W/r3.json" >"$W/l3.out" 2>&1
+vc_t_eq "two windows: exit code" "$?" 0
+vc_t_eq "two windows: tool_attach per target" \
+	"$(cat "$W"/t3/*.log | grep -c '^tool_attach ')" 12
+vc_t_eq "two windows in the report" "$(jq '.windows | length' "$W/r3.json")" 2
+
+echo "== 4. a node with no targets, and a node whose targets die in the window"
+launcher "$W/t4" --mpi-job --ranks 0-1,4-5 -t "$TOOL" -d 300 --report "$W/r4.json" >"$W/l4.out" 2>&1
+vc_t_eq "node without targets: exit 0" "$?" 0
+vc_t_eq "node2 found nothing" \
+	"$(jq '.windows[0].nodes[] | select(.host == "node2") | .found' "$W/r4.json")" 0
+vc_t_cmd "summary says so" grep -q "no targets found" "$W/l4.out"
+
+# Plain (non-MPI) targets on each node, so killing some does not end a job.
+for h in "${HOSTS[@]}"; do
+	"$S/vc-exec" "$h" sh -c "ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT setsid \
+		$B/bin/rocattach-example-target --threads 1 </dev/null >/dev/null 2>&1 &"
+done
+sleep 0.5
+launcher "$W/t5" --exe rocattach-example-target -t "$TOOL" -d 2000 --report "$W/r5.json" \
+	>"$W/l5.out" 2>&1 &
+L=$!
+for _ in $(seq 200); do grep -q "attached 3/3" "$W/l5.out" && break; sleep 0.05; done
+"$S/vc-exec" node2 pkill -KILL -f "^$B/bin/rocattach-example-target"
+wait "$L"
+vc_t_eq "a node's targets gone: exit 4 (some failed)" "$?" 4
+vc_t_eq "node2's target reported exited" \
+	"$(jq -r '.windows[0].nodes[] | select(.host == "node2") | .targets[0].state' "$W/r5.json")" \
+	"exited"
+vc_t_eq "the other nodes detached" \
+	"$(jq -r '[.windows[0].nodes[] | select(.host != "node2") | .targets[].state] | join(",")' \
+	"$W/r5.json")" "detached,detached"
+for h in node1 node3; do
+	"$S/vc-exec" "$h" pkill -f "^$B/bin/rocattach-example-target"
+done
+
+echo "== the MPI job ran on, untouched"
+kill -TERM "$JOB"
+wait "$JOB"
+JOB=
+vc_t_eq "all 6 ranks ended normally" "$(grep -c '^done' "$W/job.out")" 6
+vc_t_done
