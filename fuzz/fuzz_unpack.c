@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The packed records every node sends to rank 0 (node/records.c). An
- * accepted buffer holds terminated strings and defined enum values; packed
- * again it unpacks to the same, and every target converts to JSON (its
- * strings come from other processes and need not be UTF-8).
+ * The packed records every node sends to rank 0 (node/records.c).
+ *
+ * The input is used twice. As is, it is a buffer to unpack. Then, so that
+ * the seeds survive changes of the wire format, as a recipe: targets filled
+ * field by field from its bytes, packed with rn_pack, then some bytes of the
+ * packed form flipped (offset, xor pairs from the rest of the input), and
+ * unpacked. Properties: an accepted buffer holds terminated strings and
+ * defined enum values, packs back to its own length and unpacks again to
+ * the same, and every target converts to JSON (its strings come from other
+ * processes and need not be UTF-8); unflipped, valid targets come back.
  */
 #include <jansson.h>
 
@@ -11,6 +17,52 @@
 #include "node.h"
 
 #define HOST_MAX 256
+#define TARGETS_MAX 3
+
+struct reader {
+	const uint8_t *p, *end;
+};
+
+static void take(struct reader *r, void *out, size_t n)
+{
+	size_t have = (size_t)(r->end - r->p) < n ? (size_t)(r->end - r->p) : n;
+
+	memcpy(out, r->p, have);
+	memset((char *)out + have, 0, n - have);
+	r->p += have;
+}
+
+static uint64_t take_u64(struct reader *r)
+{
+	uint64_t v;
+
+	take(r, &v, sizeof(v));
+	return v;
+}
+
+/* A target from the recipe; enums may be out of range (unpack must refuse those). */
+static void fill_target(struct reader *r, struct rn_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->pid = (pid_t)take_u64(r);
+	t->nspid = (pid_t)take_u64(r);
+	t->rank = (long)take_u64(r);
+	t->uid = (uid_t)take_u64(r);
+	t->ppid = (pid_t)take_u64(r);
+	take(r, t->exe, sizeof(t->exe) / 4); /* not always terminated: pack must cope */
+	t->listener = take_u64(r) & 1;
+	take(r, t->topo.cpus, 8);
+	take(r, t->topo.gpus, 24);
+	t->topo.n_cpus = (int)take_u64(r);
+	t->state = (enum rn_state)(take_u64(r) % 8);
+	t->status = (rocattach_status_t)(take_u64(r) % (ROCATTACH_STATUS_LAST + 2));
+	t->agent_status = (int)take_u64(r);
+	t->windows = (int)take_u64(r);
+	t->attach_start_ns = take_u64(r);
+	t->attach_end_ns = take_u64(r);
+	t->detach_tool_ns = take_u64(r);
+	take(r, t->message, 40);
+}
 
 static void check_target(const struct rn_target *t)
 {
@@ -31,33 +83,93 @@ static void check_target(const struct rn_target *t)
 	json_decref(j);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static bool same(const struct rn_target *a, const struct rn_target *b)
+{
+	return a->pid == b->pid && a->rank == b->rank && a->state == b->state &&
+	       a->status == b->status && a->listener == b->listener &&
+	       a->attach_end_ns == b->attach_end_ns && a->detach_tool_ns == b->detach_tool_ns &&
+	       !strcmp(a->exe, b->exe) && !strcmp(a->message, b->message) &&
+	       !strcmp(a->topo.gpus, b->topo.gpus);
+}
+
+/* Unpack buf; if accepted, check it and that it packs back the same. 0 if accepted. */
+static int unpack_checked(const void *buf, size_t len)
 {
 	char host[HOST_MAX], host2[HOST_MAX];
 	struct rn_target *t, *t2;
 	size_t n, n2, need, i;
-	unsigned char *buf;
+	unsigned char *again;
 
-	if (rn_unpack(data, size, host, &t, &n) < 0)
-		return 0;
+	if (rn_unpack(buf, len, host, &t, &n) < 0)
+		return -1;
 	FUZZ_CHECK(strnlen(host, sizeof(host)) < sizeof(host));
-	/* Fixed-size entries: a small input cannot claim many. */
-	FUZZ_CHECK(n <= size / 256);
 	for (i = 0; i < n; i++)
 		check_target(&t[i]);
 	need = rn_pack(host, t, n, NULL, 0);
-	FUZZ_CHECK(need == size);
-	buf = malloc(need);
-	FUZZ_CHECK(buf && rn_pack(host, t, n, buf, need) == need);
-	FUZZ_CHECK(rn_unpack(buf, need, host2, &t2, &n2) == 0 && n2 == n);
+	FUZZ_CHECK(need == len);
+	again = malloc(need);
+	FUZZ_CHECK(again && rn_pack(host, t, n, again, need) == need);
+	FUZZ_CHECK(rn_unpack(again, need, host2, &t2, &n2) == 0 && n2 == n);
 	FUZZ_CHECK(!strcmp(host, host2));
-	for (i = 0; i < n; i++) {
-		FUZZ_CHECK(t2[i].pid == t[i].pid && t2[i].state == t[i].state);
-		FUZZ_CHECK(!strcmp(t2[i].exe, t[i].exe) && !strcmp(t2[i].message, t[i].message));
-		FUZZ_CHECK(t2[i].attach_end_ns == t[i].attach_end_ns);
-	}
+	for (i = 0; i < n; i++)
+		FUZZ_CHECK(same(&t[i], &t2[i]));
 	free(t2);
-	free(buf);
+	free(again);
 	free(t);
+	return 0;
+}
+
+static bool valid(const struct rn_target *t)
+{
+	return t->state <= RN_EXITED && t->status < ROCATTACH_STATUS_LAST;
+}
+
+static void recipe(const uint8_t *data, size_t size)
+{
+	struct reader r = { data, data + size };
+	struct rn_target t[TARGETS_MAX], *back;
+	char host[HOST_MAX] = "", host2[HOST_MAX];
+	size_t n = 0, i, len, flips = 0, back_n;
+	bool all_valid = true;
+	unsigned char *buf;
+	uint16_t off;
+	uint8_t x;
+
+	take(&r, &n, 1);
+	n %= TARGETS_MAX + 1;
+	take(&r, host, 16);
+	for (i = 0; i < n; i++) {
+		fill_target(&r, &t[i]);
+		all_valid &= valid(&t[i]);
+	}
+	len = rn_pack(host, t, n, NULL, 0);
+	buf = malloc(len);
+	FUZZ_CHECK(buf && rn_pack(host, t, n, buf, len) == len);
+	while (r.p + 3 <= r.end) {
+		take(&r, &off, sizeof(off));
+		take(&r, &x, 1);
+		buf[off % len] ^= x;
+		flips += x != 0;
+	}
+	if (!flips) {
+		FUZZ_CHECK(!rn_unpack(buf, len, host2, &back, &back_n) == all_valid);
+		for (i = 0; all_valid && i < n; i++) {
+			/* The recipe's strings may lack a NUL: compare what was sent. */
+			t[i].exe[sizeof(t[i].exe) - 1] = '\0';
+			t[i].message[sizeof(t[i].message) - 1] = '\0';
+			t[i].topo.gpus[sizeof(t[i].topo.gpus) - 1] = '\0';
+			FUZZ_CHECK(same(&t[i], &back[i]));
+		}
+		if (all_valid)
+			free(back);
+	}
+	unpack_checked(buf, len);
+	free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unpack_checked(data, size);
+	recipe(data, size);
 	return 0;
 }
