@@ -5,8 +5,8 @@
 
 #include "err.h"
 
-static rocattach_status_t vset(struct ra_err *e, rocattach_status_t status, const char *fmt,
-			       va_list ap)
+__attribute__((format(printf, 3, 0))) static rocattach_status_t
+vset(struct ra_err *e, rocattach_status_t status, const char *fmt, va_list ap)
 {
 	e->status = status;
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
