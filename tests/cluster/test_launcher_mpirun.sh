@@ -11,7 +11,8 @@
 set -uo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
 . "$HERE/lib.sh"
-B=$(readlink -f "${1:?usage: $0 BUILD_DIR}")
+. "$HERE/stage.sh"
+BUILD=$(readlink -f "${1:?usage: $0 BUILD_DIR}")
 
 why=$(vc_missing_base) || vc_skip "$why"
 command -v mpirun >/dev/null || vc_skip "mpirun not found (package openmpi-bin)"
@@ -19,15 +20,15 @@ command -v jq >/dev/null || vc_skip "jq not found (package jq)"
 vc_close_fds
 
 S=$VC_STATE
-# The nodes must see the build and the outputs wherever the clone is: share /tmp.
-export VC_PRIVATE_TMP=0
-W=$(mktemp -d "$B/cluster-test.XXXXXX")
+stage_build "$BUILD"
+W=$STAGE/out
+mkdir -p "$W"
 JOB=
 cleanup() {
 	[ -n "$JOB" ] && kill "$JOB" 2>/dev/null
 	wait 2>/dev/null
 	"$HERE/vcluster-down.sh" >/dev/null 2>&1
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$W"
+	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
 }
 trap cleanup EXIT
 trap 'exit 143' TERM

@@ -1,0 +1,15 @@
+# shellcheck shell=bash
+# Sourced by the launcher's cluster tests: copy what the nodes run to a place
+# every node sees (each node has a private /tmp, and the build may be under it).
+# Sets STAGE (the directory) and B (its bin/ and lib/ mirror the build's).
+stage_build() { # stage_build BUILD_DIR
+	local src=$1
+	STAGE=$(mktemp -d /var/tmp/rocattach-cluster.XXXXXX)
+	chmod 755 "$STAGE"
+	mkdir -p "$STAGE/bin" "$STAGE/lib"
+	cp "$src"/bin/rocattach-mpi "$src"/bin/rocattach-example-mpi-target \
+		"$src"/bin/rocattach-example-target "$STAGE/bin/"
+	cp -P "$src"/lib/librocattach-agent.so* "$src"/lib/librocattach-example-tool.so \
+		"$STAGE/lib/"
+	B=$STAGE
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# rocattach-mpi under a real Slurm on 3 virtual nodes:
+#  2. a 3-node job whose step 0 runs the example MPI target (2 tasks per node);
+#     from outside, examples/slurm/rocattach-slurm J.0 (srun --overlap, one task
+#     per node) attaches exactly that step's tasks: not its own step, not
+#     another job's task on the same node;
+#  5. scancel of the tool's step mid-window detaches every target on every
+#     node; the targets keep running and end normally later;
+#  and the batch-script recipe examples/slurm/job-with-window.sbatch.
+# Usage: test_launcher_slurm.sh BUILD_DIR   (as root, under the heavy-test lock)
+set -uo pipefail
+HERE=$(dirname "$(readlink -f "$0")")
+. "$HERE/lib.sh"
+. "$HERE/stage.sh"
+BUILD=$(readlink -f "${1:?usage: $0 BUILD_DIR}")
+ROOT=$(cd "$HERE/../.." && pwd)
+
+why=$(vc_missing_base) || vc_skip "$why"
+why=$(vc_missing_slurm) || vc_skip "$why"
+command -v jq >/dev/null || vc_skip "jq not found (package jq)"
+vc_close_fds
+
+S=$VC_STATE
+export VC_SLURM_CPUS=8
+stage_build "$BUILD"
+W=$STAGE/out
+mkdir -p "$W"
+SL=$S/vc-slurm
+cleanup() {
+	"$SL" scancel --full -u root >/dev/null 2>&1
+	"$HERE/slurm-down.sh" >/dev/null 2>&1
+	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+"$HERE/slurm-down.sh" >/dev/null 2>&1
+"$HERE/slurm-up.sh" 3 || { vc_t_fail "slurm-up.sh 3"; vc_t_done; exit 1; }
+AGENT=$B/lib/librocattach-agent.so.0
+TOOL=$B/lib/librocattach-example-tool.so
+WRAP=$ROOT/examples/slurm/rocattach-slurm
+export ROCATTACH_MPI=$B/bin/rocattach-mpi
+ATTACHABLE="--export=ALL,ROCP_TOOL_ATTACH=1,LD_PRELOAD=$AGENT"
+
+wait_lines() { # wait_lines FILE PATTERN COUNT
+	for _ in $(seq 600); do
+		[ "$(cat "$1" 2>/dev/null | grep -c "$2")" -ge "$3" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+events() { cat "$1"/rocattach-tool.*.log 2>/dev/null | grep -c "^$2 "; }
+
+echo "== the job: step 0 runs the example MPI target, 2 tasks on each of 3 nodes"
+J=$("$SL" sbatch --parsable -N3 --ntasks-per-node=2 -o "$W/job.out" \
+	--wrap "srun $ATTACHABLE $B/bin/rocattach-example-mpi-target")
+D=$("$SL" sbatch --parsable -N1 -n1 -w node2 -o "$W/decoy.out" \
+	--wrap "srun $ATTACHABLE $B/bin/rocattach-example-target --threads 1")
+wait_lines "$W/job.out" '^ready' 6
+vc_t_cmd "job $J: 6 tasks ready" wait_lines "$W/job.out" '^ready' 6
+vc_t_cmd "decoy job $D ready on node2" wait_lines "$W/decoy.out" '^ready' 1
+
+echo "== 2. rocattach-slurm $J.0 attaches exactly that step's tasks"
+ROCPROF_OUTPUT_PATH=$W/t1 "$SL" "$WRAP" "$J.0" -t "$TOOL" -d 500 --report "$W/r1.json" \
+	>"$W/l1.out" 2>&1
+vc_t_eq "exit code" "$?" 0
+vc_t_eq "report: hostnames" "$(jq -r '[.windows[0].nodes[].host] | sort | join(" ")' "$W/r1.json")" \
+	"node1 node2 node3"
+vc_t_eq "report: the step's ranks" \
+	"$(jq -c '[.windows[0].nodes[].targets[].rank] | sort' "$W/r1.json")" "[0,1,2,3,4,5]"
+vc_t_eq "report: only the job's program" \
+	"$(jq -r '[.windows[0].nodes[].targets[].exe] | unique | join(",")' "$W/r1.json")" \
+	"rocattach-example-mpi-target"
+vc_t_eq "report: all detached" \
+	"$(jq -r '[.windows[0].nodes[].targets[].state] | unique | join(",")' "$W/r1.json")" "detached"
+vc_t_eq "tool: 6 attaches, 6 detaches" "$(events "$W/t1" tool_attach) $(events "$W/t1" tool_detach)" "6 6"
+decoy=$("$S/vc-exec" node2 pgrep -f "^$B/bin/rocattach-example-target")
+vc_t_cmd "decoy (other job, same node) untouched" test ! -e "$W/t1/rocattach-tool.node2.$decoy.log"
+"$SL" scancel "$D"
+
+echo "== bare JOBID: every step but the tool's own"
+ROCPROF_OUTPUT_PATH=$W/t2 "$SL" "$WRAP" "$J" -t "$TOOL" -d 200 --dry-run >"$W/l2.out" 2>&1
+vc_t_eq "dry-run exit code" "$?" 0
+vc_t_eq "dry-run: 6 targets, none attached" \
+	"$(grep -c ' rocattach-examp' "$W/l2.out") $(events "$W/t2" tool_attach)" "6 0"
+
+echo "== 5. scancel of the tool's step mid-window"
+# scancel J.S kills the step's tasks (SIGKILL): the agents notice their attacher
+# is gone and detach the tools themselves. With --signal=TERM the launcher
+# detaches, gathers and writes its report (exit 5, interrupted).
+for how in kill term; do
+	out=$W/t3$how
+	ROCPROF_OUTPUT_PATH=$out "$SL" "$WRAP" "$J.0" -t "$TOOL" --report "$W/r3$how.json" \
+		>"$W/l3$how.out" 2>&1 &
+	L=$!
+	for _ in $(seq 400); do [ "$(events "$out" tool_attach)" -ge 6 ] && break; sleep 0.05; done
+	step=$("$SL" squeue -h -s -j "$J" -o '%i %j' | awk '$2 == "rocattach" { print $1 }')
+	vc_t_cmd "$how: the tool runs as its own step ($step)" test -n "$step"
+	if [ "$how" = kill ]; then
+		"$SL" scancel "$step"
+	else
+		"$SL" scancel --signal=TERM "$step"
+	fi
+	timeout 30 tail --pid="$L" -f /dev/null
+	for _ in $(seq 100); do [ "$(events "$out" tool_detach)" -ge 6 ] && break; sleep 0.05; done
+	vc_t_eq "$how: every target detached" "$(events "$out" tool_detach)" 6
+	vc_t_eq "$how: the job still runs" "$("$SL" squeue -h -j "$J" -o %T)" RUNNING
+done
+vc_t_eq "term: the report says interrupted" "$(jq '.exit_code' "$W/r3term.json" 2>/dev/null)" 5
+"$SL" scancel "$J"
+vc_t_cmd "the job's 6 tasks ended normally" wait_lines "$W/job.out" '^done' 6
+
+echo "== the batch-script recipe: the job profiles a window of itself"
+J2=$("$SL" sbatch --parsable -N3 --ntasks-per-node=2 -o "$W/batch.out" \
+	--export=ALL,PREFIX="$B",APP="$B/bin/rocattach-example-mpi-target --seconds 6",WARMUP_S=2,WINDOW_MS=500,OUT="$W/batch" \
+	"$ROOT/examples/slurm/job-with-window.sbatch")
+for _ in $(seq 600); do [ -z "$("$SL" squeue -h -j "$J2" 2>/dev/null)" ] && break; sleep 0.1; done
+vc_t_eq "recipe: report with 6 detached targets" \
+	"$(jq -r '[.windows[0].nodes[].targets[].state] | map(select(. == "detached")) | length' \
+	"$W/batch/report.json" 2>/dev/null)" 6
+vc_t_eq "recipe: the application ended normally" "$(grep -c '^done' "$W/batch.out")" 6
+vc_t_done
