@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * 1. Attach and detach latency per process, with the example tool, broken
+ * down by step (rocattach_report_t.step_ns).
+ *
+ *   bench_latency [--json PATH] [--quick] [--targets K] [--cycles C]
+ *
+ * K example targets (agent preloaded, one busy worker each) are attached and
+ * detached C times each, round-robin: the first attach of each target is
+ * cold (the agent loads and initializes the tool), the rest are warm (what a
+ * repeated window costs). Latency is the wall time of the call, from entry
+ * to return with tool_attach done. Before every attach, the same run times a
+ * bare ptrace round trip on the same listener thread (PTRACE_SEIZE,
+ * PTRACE_INTERRUPT, wait for the stop, PTRACE_DETACH): the floor any ptrace
+ * attacher pays on this machine at this moment, our baseline.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rocattach/rocattach.h>
+
+#include "bench.h"
+
+static const char *const step_names[ROCATTACH_STEP_COUNT] = {
+	"prepare", "seize", "mmap", "write", "call", "munmap", "release", "inject"};
+
+struct steps {
+	struct bt_vec s[ROCATTACH_STEP_COUNT];
+	struct bt_vec total;
+};
+
+static void steps_add(struct steps *st, const rocattach_report_t *rep, uint64_t wall_ns)
+{
+	for (int i = 0; i < ROCATTACH_STEP_COUNT; i++)
+		bt_vec_push(&st->s[i], (double)rep->step_ns[i]);
+	bt_vec_push(&st->total, (double)wall_ns);
+}
+
+static json_t *steps_json(const struct steps *st)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "wall_us", bt_vec_summary(&st->total, 1e-3));
+	for (int i = 0; i < ROCATTACH_STEP_COUNT; i++)
+		json_object_set_new(o, step_names[i], bt_vec_summary(&st->s[i], 1e-3));
+	return o;
+}
+
+static double pct_us(const struct bt_vec *v, double q)
+{
+	double *c = malloc((v->n ? v->n : 1) * sizeof(*c));
+	double r;
+
+	memcpy(c, v->v, v->n * sizeof(*c));
+	r = bt_pct(c, v->n, q) / 1000.0;
+	free(c);
+	return r;
+}
+
+/* SEIZE + INTERRUPT + wait + DETACH of one thread: what any ptrace attach costs at least. */
+static int bare_ptrace(pid_t tid, uint64_t *ns)
+{
+	uint64_t t0 = bt_mono_ns();
+	int status;
+
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL))
+		return -1;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) ||
+	    waitpid(tid, &status, __WALL) != tid) {
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return -1;
+	}
+	ptrace(PTRACE_DETACH, tid, NULL, NULL);
+	*ns = bt_mono_ns() - t0;
+	return 0;
+}
+
+struct run {
+	size_t k, cycles;
+	struct bt_proc *t;
+	pid_t *listener;
+	struct steps cold, warm, detach;
+	struct bt_vec bare;
+	size_t failures;
+	char first_error[ROCATTACH_MESSAGE_MAX + 64];
+};
+
+static void fail_once(struct run *r, const char *what, pid_t pid, const char *msg)
+{
+	if (!r->failures++)
+		snprintf(r->first_error, sizeof(r->first_error), "%s %d: %s", what, (int)pid, msg);
+}
+
+static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t *o)
+{
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	pid_t pid = r->t[i].pid;
+	uint64_t t0, ns;
+
+	if (!bare_ptrace(r->listener[i], &ns))
+		bt_vec_push(&r->bare, (double)ns);
+	t0 = bt_mono_ns();
+	if (rocattach_attach_ex(pid, o, &rep) != ROCATTACH_STATUS_SUCCESS) {
+		fail_once(r, "attach", pid, rep.message);
+		return;
+	}
+	steps_add(cold ? &r->cold : &r->warm, &rep, bt_mono_ns() - t0);
+	memset(&rep, 0, sizeof(rep));
+	rep.size = sizeof(rep);
+	t0 = bt_mono_ns();
+	if (rocattach_detach_ex(pid, &rep) != ROCATTACH_STATUS_SUCCESS) {
+		fail_once(r, "detach", pid, rep.message);
+		return;
+	}
+	steps_add(&r->detach, &rep, bt_mono_ns() - t0);
+}
+
+static void add_rows(struct bt_results *res, struct run *r)
+{
+	double bare50 = pct_us(&r->bare, 0.5) / 1000.0, bare99 = pct_us(&r->bare, 0.99) / 1000.0;
+	double call_cold = pct_us(&r->cold.s[ROCATTACH_STEP_CALL], 0.5) / 1000.0;
+	double call_warm = pct_us(&r->warm.s[ROCATTACH_STEP_CALL], 0.5) / 1000.0;
+	const char *bw = "bare ptrace SEIZE+INTERRUPT+DETACH, same thread, same run";
+	json_t *row;
+
+	row = bt_row(res, "attach.p50", "attach latency p50 (warm)",
+		     pct_us(&r->warm.total, 0.5) / 1000.0, "ms", bare50, bw, "<=", 1.0, false);
+	bt_row_note(row, "%zu warm attaches on %zu targets", r->warm.total.n, r->k);
+	bt_row(res, "attach.p99", "attach latency p99 (warm)", pct_us(&r->warm.total, 0.99) / 1000.0,
+	       "ms", bare99, bw, "<=", 5.0, false);
+	row = bt_row(res, "attach.cold.p50", "attach latency p50 (first, loads the tool)",
+		     pct_us(&r->cold.total, 0.5) / 1000.0, "ms", bare50, bw, "<=", 1.0, false);
+	bt_row_note(row, "%zu first attaches", r->cold.total.n);
+	bt_row(res, "attach.cold.p99", "attach latency p99 (first, loads the tool)",
+	       pct_us(&r->cold.total, 0.99) / 1000.0, "ms", bare99, bw, "<=", 5.0, false);
+	bt_row(res, "detach.p50", "detach latency p50", pct_us(&r->detach.total, 0.5) / 1000.0, "ms",
+	       bare50, bw, NULL, 0, false);
+	bt_row(res, "detach.p99", "detach latency p99", pct_us(&r->detach.total, 0.99) / 1000.0,
+	       "ms", bare99, bw, NULL, 0, false);
+	row = bt_row(res, "attach.tool_load", "tool load (first CALL - warm CALL, p50)",
+		     call_cold - call_warm, "ms", NAN, NULL, NULL, 0, false);
+	bt_row_note(row, "cold CALL p50 %.3f ms, warm CALL p50 %.3f ms", call_cold, call_warm);
+	/* The slowest step of a warm attach, so it is visible in the table. */
+	int top = 0;
+	char fig[96];
+
+	for (int s = 1; s < ROCATTACH_STEP_COUNT; s++)
+		if (pct_us(&r->warm.s[s], 0.5) > pct_us(&r->warm.s[top], 0.5))
+			top = s;
+	snprintf(fig, sizeof(fig), "slowest warm attach step: %s (p50)", step_names[top]);
+	bt_row(res, "attach.top_step", fig, pct_us(&r->warm.s[top], 0.5) / 1000.0, "ms", NAN, NULL,
+	       NULL, 0, false);
+}
+
+int main(int argc, char **argv)
+{
+	struct bt_common c;
+	struct bt_results res;
+	struct run r = {0};
+	rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = BT_TOOL};
+	const char *args[] = {"--threads", "1", NULL};
+	char dir[256], env_out[300];
+	const char *env[] = {env_out, NULL};
+	int i, ret = 1;
+
+	bt_init();
+	argc = bt_parse_common(argc, argv, &c);
+	r.k = c.quick ? 4 : 20;
+	r.cycles = c.quick ? 15 : 12;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--targets") && i + 1 < argc)
+			r.k = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
+			r.cycles = strtoul(argv[++i], NULL, 10);
+		else
+			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--targets K] "
+					       "[--cycles C]\n", argv[0]), 2;
+	}
+	if (bt_mkdtemp("/tmp", dir, sizeof(dir)))
+		return 1;
+	snprintf(env_out, sizeof(env_out), "ROCPROF_OUTPUT_PATH=%s", dir);
+	o.env = env;
+	r.t = calloc(r.k, sizeof(*r.t));
+	r.listener = calloc(r.k, sizeof(*r.listener));
+	if (bt_start_targets(r.t, r.k, args, true))
+		goto out;
+	for (size_t k = 0; k < r.k; k++)
+		r.listener[k] = bt_thread(r.t[k].pid, "rocp-bg-attach");
+	for (size_t cy = 0; cy < r.cycles; cy++)
+		for (size_t k = 0; k < r.k; k++)
+			one_cycle(&r, k, cy == 0, &o);
+	bt_stop_targets(r.t, r.k);
+
+	bt_results_init(&res, "latency");
+	add_rows(&res, &r);
+	json_object_set_new(res.details, "targets", json_integer((json_int_t)r.k));
+	json_object_set_new(res.details, "cycles", json_integer((json_int_t)r.cycles));
+	json_object_set_new(res.details, "failures", json_integer((json_int_t)r.failures));
+	if (r.failures)
+		json_object_set_new(res.details, "first_error", json_string(r.first_error));
+	json_object_set_new(res.details, "attach_warm", steps_json(&r.warm));
+	json_object_set_new(res.details, "attach_cold", steps_json(&r.cold));
+	json_object_set_new(res.details, "detach", steps_json(&r.detach));
+	json_object_set_new(res.details, "bare_ptrace_us", bt_vec_summary(&r.bare, 1e-3));
+	ret = bt_results_write(&res, c.json) ? 1 : 0;
+	if (r.failures)
+		bt_log("%zu failures, first: %s", r.failures, r.first_error);
+out:
+	bt_rmdir_files(dir);
+	return ret;
+}
