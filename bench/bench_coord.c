@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * 6. Coordination cost against node count: rocattach-mpi under mpirun with R
+ * ranks (oversubscribed), each acting as its own node (--one-node-per-rank)
+ * in its own PID namespace holding one example target, so every "node" sees
+ * and attaches only its own process. MPI runs over TCP (self,tcp), as
+ * between real nodes (and Open MPI's shared-memory transport does not work
+ * across PID namespaces).
+ *
+ *   bench_coord [--json PATH] [--quick] [--ranks 2,4,8,16]
+ *
+ * From the report (--start-lead 0, so the start is not hidden by a lead):
+ *   start  from the start time rank 0 broadcasts to the last node's first
+ *          attach call: the broadcast and every node's wake-up
+ *   stop   from the stop time to the last node's first detach call (the stop
+ *          is broadcast 30 ms ahead, so this is lateness; 0 is on time)
+ *   gather from the last detach's end to the end of the run: progress
+ *          reductions, the records' gather at rank 0
+ *   setup  from the launcher's start (after MPI_Init and the option check)
+ *          to the start time: selection, topology, the first gather
+ * Baselines on the same ranks, same transport: an 8-byte MPI_Bcast's
+ * lateness and an MPI_Gather of one node's record size (mpi_floor.c), and
+ * the wall time of mpirun running that program against the launcher's wall
+ * time minus its window.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "node.h"
+
+#define MAX_R 8
+#define WINDOW_MS 300
+#define RUN_TIMEOUT_S 180
+
+/*
+ * One rank: PID 1 of a fresh PID namespace (the namespace's reaper), with
+ * the target and the launcher as its children: the launcher never selects
+ * its ancestors or descendants, and sees only this namespace's processes.
+ */
+static const char rank_script[] =
+	"t=$1 a=$2; shift 2\n"
+	"ROCP_TOOL_ATTACH=1 LD_PRELOAD=$a \"$t\" --threads 0 </dev/null >/dev/null 2>&1 &\n"
+	"i=0\n"
+	"while ! grep -qs rocp-bg-attach /proc/$!/task/*/comm && [ $i -lt 2000 ]; do\n"
+	"	sleep 0.005; i=$((i+1))\n"
+	"done\n"
+	"\"$@\"\n";
+
+struct run {
+	int ranks;
+	bool ok;
+	double wall_ms, start_ms, stop_ms, gather_ms, setup_ms;
+	double floor_wall_ms, floor_bcast_ms, floor_gather_ms;
+	double json_bytes_per_node;
+	int attached;
+};
+
+/* Run argv with stdout+stderr to out_path; its wall time in ms, or NAN on failure/timeout. */
+static double run_timed(const char *const *argv, const char *out_path, int *code)
+{
+	uint64_t t0 = bt_mono_ns();
+	int status = 0;
+	pid_t pid, w = 0;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		FILE *f = freopen(out_path, "w", stdout);
+
+		(void)f;
+		dup2(STDOUT_FILENO, STDERR_FILENO);
+		setpgid(0, 0);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		return NAN;
+	for (int i = 0; i < RUN_TIMEOUT_S * 100; i++) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w)
+			break;
+		bt_sleep_ns(10000000);
+	}
+	if (!w) {
+		bt_log("%s timed out after %d s: killed", argv[0], RUN_TIMEOUT_S);
+		kill(-pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return NAN;
+	}
+	*code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return (double)(bt_mono_ns() - t0) / 1e6;
+}
+
+static double num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* Phase times from the report; 0 or -1. */
+static int parse_report(const char *path, struct run *r)
+{
+	json_t *rep = json_load_file(path, 0, NULL), *w, *nodes, *node, *t;
+	double start, stop, first_attach = 0, first_detach = 0, last_end = 0, json_bytes = 0;
+	size_t i, k;
+
+	w = rep ? json_array_get(json_object_get(rep, "windows"), 0) : NULL;
+	if (!w) {
+		json_decref(rep);
+		return -1;
+	}
+	start = num(w, "start_ns");
+	stop = num(w, "stop_ns");
+	nodes = json_object_get(w, "nodes");
+	json_array_foreach(nodes, i, node) {
+		char *s = json_dumps(node, JSON_COMPACT);
+		double fa = 0, fd = 0;
+
+		json_bytes += s ? (double)strlen(s) : 0;
+		free(s);
+		json_array_foreach(json_object_get(node, "targets"), k, t) {
+			double a = num(json_object_get(t, "attach"), "start_ns");
+			double d = num(json_object_get(t, "detach"), "start_ns");
+			double e = num(json_object_get(t, "detach"), "end_ns");
+
+			r->attached += !strcmp(json_string_value(json_object_get(t, "state")) ? json_string_value(json_object_get(t, "state")) : "",
+					       "detached");
+			if (!isnan(a) && (!fa || a < fa))
+				fa = a;
+			if (!isnan(d) && (!fd || d < fd))
+				fd = d;
+			if (!isnan(e) && e > last_end)
+				last_end = e;
+		}
+		if (fa > first_attach)
+			first_attach = fa;
+		if (fd > first_detach)
+			first_detach = fd;
+	}
+	r->start_ms = first_attach ? (first_attach - start) / 1e6 : NAN;
+	r->stop_ms = first_detach ? (first_detach - stop) / 1e6 : NAN;
+	r->gather_ms = last_end ? (num(rep, "ended_ns") - last_end) / 1e6 : NAN;
+	r->setup_ms = (start - num(rep, "started_ns")) / 1e6;
+	r->json_bytes_per_node = json_array_size(nodes) ? json_bytes / (double)json_array_size(nodes)
+							: NAN;
+	json_decref(rep);
+	return 0;
+}
+
+static void run_floor(struct run *r, const char *dir, size_t bytes)
+{
+	char np[16], nb[32], out[512], line[512];
+	const char *argv[] = {BT_MPIRUN, "-np", np, "--bind-to", "none", BT_MPI_FLOOR, nb, NULL};
+	FILE *f;
+	int code = -1;
+	json_t *j;
+
+	snprintf(np, sizeof(np), "%d", r->ranks);
+	snprintf(nb, sizeof(nb), "%zu", bytes);
+	snprintf(out, sizeof(out), "%s/floor-%d.out", dir, r->ranks);
+	r->floor_wall_ms = run_timed(argv, out, &code);
+	r->floor_bcast_ms = r->floor_gather_ms = NAN;
+	f = fopen(out, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (line[0] != '{' || !(j = json_loads(line, 0, NULL)))
+			continue;
+		r->floor_bcast_ms = num(j, "bcast_us") / 1e3;
+		r->floor_gather_ms = num(j, "gather_us") / 1e3;
+		json_decref(j);
+	}
+	if (f)
+		fclose(f);
+	unlink(out);
+	if (code)
+		r->floor_wall_ms = NAN;
+}
+
+static void run_launcher(struct run *r, const char *dir)
+{
+	char np[16], env_out[300], report[400], out[400], dur[16];
+	const char *argv[] = {BT_MPIRUN, "-np", np, "--bind-to", "none", "-x", env_out,
+			      "unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
+			      rank_script, "sh", BT_EXAMPLE_TARGET, BT_AGENT, BT_LAUNCHER,
+			      "--one-node-per-rank", "--exe", "rocattach-example-target", "-t",
+			      BT_TOOL, "-d", dur, "--start-lead", "0", "--report", report, NULL};
+	int code = -1;
+
+	snprintf(np, sizeof(np), "%d", r->ranks);
+	snprintf(dur, sizeof(dur), "%d", WINDOW_MS);
+	snprintf(env_out, sizeof(env_out), "ROCPROF_OUTPUT_PATH=%s/tool", dir);
+	snprintf(report, sizeof(report), "%s/report-%d.json", dir, r->ranks);
+	snprintf(out, sizeof(out), "%s/launcher-%d.out", dir, r->ranks);
+	r->wall_ms = run_timed(argv, out, &code);
+	if (code || parse_report(report, r)) {
+		bt_log("%d ranks: the launcher run failed (exit %d); its output:", r->ranks, code);
+		fflush(stderr);
+		if (fork() == 0) {
+			execlp("tail", "tail", "-n", "15", out, (char *)NULL);
+			_exit(127);
+		}
+		wait(NULL);
+		return;
+	}
+	r->ok = true;
+	unlink(report);
+	unlink(out);
+}
+
+/* Bytes of one node's packed records, as rank 0 gathers them, for n targets. */
+static size_t wire_bytes(size_t n)
+{
+	struct rn_target *t = calloc(n, sizeof(*t));
+	size_t len = rn_pack("node0001", t, n, NULL, 0);
+
+	free(t);
+	return len;
+}
+
+static void add_rows(struct bt_results *res, struct run *r, int nr)
+{
+	json_t *arr = json_array(), *row;
+	char id[64], fig[128];
+
+	for (int i = 0; i < nr; i++) {
+		json_array_append_new(arr, json_pack(
+			"{s:i, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "ranks",
+			r[i].ranks, "ok", r[i].ok, "targets_detached", r[i].attached, "wall_ms",
+			r[i].wall_ms, "setup_ms", r[i].setup_ms, "start_ms", r[i].start_ms,
+			"stop_late_ms", r[i].stop_ms, "gather_ms", r[i].gather_ms,
+			"floor_wall_ms", r[i].floor_wall_ms, "floor_bcast_ms", r[i].floor_bcast_ms,
+			"floor_gather_ms", r[i].floor_gather_ms, "json_bytes_per_node",
+			r[i].json_bytes_per_node));
+		if (!r[i].ok) {
+			snprintf(id, sizeof(id), "coord.%d", r[i].ranks);
+			snprintf(fig, sizeof(fig), "coordination with %d nodes", r[i].ranks);
+			bt_row_na(res, id, fig, "the launcher run failed (see the log)");
+			continue;
+		}
+		snprintf(id, sizeof(id), "coord.%d.start", r[i].ranks);
+		snprintf(fig, sizeof(fig), "start barrier, %d nodes", r[i].ranks);
+		row = bt_row(res, id, fig, r[i].start_ms, "ms", r[i].floor_bcast_ms,
+			     "MPI_Bcast 8 B lateness, same ranks", NULL, 0, false);
+		bt_row_note(row, "stop lateness %.3f ms (stop broadcast 30 ms ahead); setup %.1f ms",
+			    r[i].stop_ms, r[i].setup_ms);
+		snprintf(id, sizeof(id), "coord.%d.gather", r[i].ranks);
+		snprintf(fig, sizeof(fig), "gather and end, %d nodes", r[i].ranks);
+		bt_row(res, id, fig, r[i].gather_ms, "ms", r[i].floor_gather_ms,
+		       "MPI_Gather of one node's records, same ranks", NULL, 0, false);
+		snprintf(id, sizeof(id), "coord.%d.wall", r[i].ranks);
+		snprintf(fig, sizeof(fig), "mpirun wall minus window, %d nodes", r[i].ranks);
+		bt_row(res, id, fig, r[i].wall_ms - WINDOW_MS, "ms", r[i].floor_wall_ms,
+		       "mpirun of a bcast+gather program, same ranks", NULL, 0, false);
+	}
+	row = bt_row(res, "coord.report_size", "report per node (1 target): JSON bytes",
+		     nr && r[nr - 1].ok ? r[nr - 1].json_bytes_per_node : NAN, "B", NAN, NULL, NULL,
+		     0, false);
+	bt_row_note(row, "gathered wire form: %zu B per node with 1 target, +%zu B per target",
+		    wire_bytes(1), wire_bytes(2) - wire_bytes(1));
+	json_object_set_new(res->details, "runs", arr);
+	json_object_set_new(res->details, "wire_bytes_1_target", json_integer((json_int_t)wire_bytes(1)));
+	json_object_set_new(res->details, "wire_bytes_per_target",
+			    json_integer((json_int_t)(wire_bytes(2) - wire_bytes(1))));
+}
+
+int main(int argc, char **argv)
+{
+	int ranks[MAX_R] = {2, 4, 8, 16}, nr = 4, i;
+	struct run r[MAX_R] = {0};
+	struct bt_results res;
+	struct bt_common com;
+	char dir[256], tool[300];
+
+	bt_init();
+	argc = bt_parse_common(argc, argv, &com);
+	if (com.quick)
+		nr = 2;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+			char *p = argv[++i], *end;
+
+			for (nr = 0; *p && nr < MAX_R; p = *end ? end + 1 : end)
+				ranks[nr++] = (int)strtol(p, &end, 10);
+		} else {
+			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--ranks N,...]\n",
+				       argv[0]), 2;
+		}
+	}
+	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+	setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+	setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+	setenv("OMPI_MCA_btl", "self,tcp", 1);
+	if (bt_mkdtemp("/tmp", dir, sizeof(dir)))
+		return 1;
+	snprintf(tool, sizeof(tool), "%s/tool", dir);
+	for (int k = 0; k < nr; k++) {
+		r[k].ranks = ranks[k];
+		run_launcher(&r[k], dir);
+		run_floor(&r[k], dir, wire_bytes(1));
+		bt_log("%d nodes: start %.3f ms, stop late %.3f ms, gather %.3f ms, setup %.1f ms, "
+		       "wall %.0f ms (floor %.0f ms)", r[k].ranks, r[k].start_ms, r[k].stop_ms,
+		       r[k].gather_ms, r[k].setup_ms, r[k].wall_ms, r[k].floor_wall_ms);
+	}
+	bt_results_init(&res, "coord");
+	add_rows(&res, r, nr);
+	bt_rmdir_files(tool);
+	rmdir(dir);
+	return bt_results_write(&res, com.json) ? 1 : 0;
+}
