@@ -9,8 +9,13 @@
 #include <sys/wait.h>
 
 #include "log.h"
+#include "procfs.h"
 #include "ptrace_util.h"
 #include "remote.h"
+
+#define STACK_GAP 256		      /* below the saved sp: more than any red zone */
+#define STACK_PUSH_MAX (64 * 1024)    /* larger payloads go to a remote mmap */
+#define STACK_KEEP (256 * 1024)	      /* stack left to the remote code below the data */
 
 static int gone(struct ra_remote *r, const char *when)
 {
@@ -195,20 +200,60 @@ static int run(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
 	return err;
 }
 
+/* The registers remote code starts from: the saved ones, below what we pushed. */
+static const struct ra_regs *base_regs(struct ra_remote *r, struct ra_regs *tmp)
+{
+	if (!r->sp)
+		return &r->saved;
+	*tmp = r->saved;
+	ra_arch_set_sp(tmp, r->sp);
+	return tmp;
+}
+
 int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n, uint64_t *ret)
 {
-	struct ra_regs regs;
+	struct ra_regs regs, tmp;
 
-	ra_arch_setup_syscall(&regs, &r->saved, r->tramp, nr, args, n);
+	ra_arch_setup_syscall(&regs, base_regs(r, &tmp), r->tramp, nr, args, n);
 	return run(r, &regs, ret);
 }
 
 int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t *ret)
 {
-	struct ra_regs regs;
+	struct ra_regs regs, tmp;
 
-	ra_arch_setup_call(&regs, &r->saved, r->tramp, fn, args, n);
+	ra_arch_setup_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n);
 	return run(r, &regs, ret);
+}
+
+/* Is [at, top) in a private read-write mapping with STACK_KEEP bytes below it? */
+static bool stack_room(pid_t pid, uint64_t at, uint64_t top)
+{
+	struct ra_maps maps = {0};
+	const struct ra_map *m;
+	bool ok;
+
+	if (ra_maps_read(RA_PROCFS, pid, &maps))
+		return false;
+	m = ra_maps_find(&maps, top - 1);
+	ok = m && m->r && m->w && m->p && !m->x && at >= m->start + STACK_KEEP;
+	ra_maps_free(&maps);
+	return ok;
+}
+
+int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len, uint64_t *addr)
+{
+	uint64_t top = r->sp ? r->sp : ra_arch_sp(&r->saved) - STACK_GAP;
+	uint64_t at = (top - len) & ~(uint64_t)15;
+	struct ra_err ignore = {0};
+
+	if (len > STACK_PUSH_MAX || top < STACK_KEEP + len || !stack_room(r->pid, at, top))
+		return -ENOSPC;
+	if (ra_mem_write(r->pid, at, data, len, &ignore))
+		return -EIO;
+	r->sp = at;
+	*addr = at;
+	return 0;
 }
 
 int ra_remote_end(struct ra_remote *r)

@@ -21,6 +21,7 @@ struct ra_remote {
 	uint64_t tramp;		/* where the trampoline is written (AT_ENTRY) */
 	uint8_t orig_code[RA_ARCH_TRAMP_MAX];
 	struct ra_regs saved;	/* registers at the first stop */
+	uint64_t sp;		/* remote code runs below this; 0: below the saved sp */
 	bool seized;		/* we are the tracer */
 	bool code_written;	/* trampoline is in place */
 	bool parked;		/* thread sits at the park syscall's entry stop */
@@ -41,6 +42,16 @@ int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n,
 
 /* fn(args) in the target; signals not caused by us are forwarded to the thread. */
 int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t *ret);
+
+/*
+ * Copy len bytes onto the stopped thread's own stack, well below the saved
+ * stack pointer and its red zone, and run later remote code below them.
+ * *addr is where they are in the target. Nothing to free afterwards, and
+ * nothing left behind if we die: the bytes lie in stack the thread is not
+ * using. -ENOSPC when len is large or the stack mapping lacks the room (use
+ * a remote mmap then).
+ */
+int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len, uint64_t *addr);
 
 /* Restore code and registers, PTRACE_DETACH. Safe to call when begin failed. */
 int ra_remote_end(struct ra_remote *r);

@@ -45,6 +45,9 @@ void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t
 /* The result the trampoline left in its register before parking. */
 uint64_t ra_arch_park_result(const struct ra_regs *r);
 uint64_t ra_arch_pc(const struct ra_regs *r);
+/* The stack pointer; set it in a register set. */
+uint64_t ra_arch_sp(const struct ra_regs *r);
+void ra_arch_set_sp(struct ra_regs *r, uint64_t sp);
 
 /* ELF e_machine of code we can call into (EM_X86_64, ...). */
 unsigned int ra_arch_elf_machine(void);

@@ -81,6 +81,16 @@ uint64_t ra_arch_pc(const struct ra_regs *r)
 	return r->r.rip;
 }
 
+uint64_t ra_arch_sp(const struct ra_regs *r)
+{
+	return r->r.rsp;
+}
+
+void ra_arch_set_sp(struct ra_regs *r, uint64_t sp)
+{
+	r->r.rsp = sp;
+}
+
 void *ra_arch_regs_data(struct ra_regs *r)
 {
 	return &r->r;
