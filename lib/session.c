@@ -774,17 +774,37 @@ static int remote_munmap(struct ra_remote *r, uint64_t addr, size_t len)
 	return ra_remote_syscall(r, SYS_munmap, a, 2, &ret);
 }
 
-/* Call the attach entry point with the payload in a temporary mapping. */
-static void drive_attach(struct session *s, struct prepared *p, struct ra_remote *r, struct op *op)
+/*
+ * The payload goes onto the listener's own stack when it fits: nothing to
+ * unmap, and nothing left behind if we die during the call. Else into a
+ * temporary mapping (*mapped), which such a death would leak.
+ */
+static int place_payload(struct prepared *p, struct ra_remote *r, struct op *op, uint64_t *addr,
+			 bool *mapped)
+{
+	*mapped = false;
+	if (!ra_remote_stack_push(r, p->payload, p->payload_len, addr)) {
+		op_step(op, ROCATTACH_STEP_WRITE);
+		return 0;
+	}
+	if (remote_mmap(r, p->payload_len, addr))
+		return -1;
+	*mapped = true;
+	op_step(op, ROCATTACH_STEP_MMAP);
+	if (ra_mem_write(r->pid, *addr, p->payload, p->payload_len, &op->e))
+		return -1;
+	op_step(op, ROCATTACH_STEP_WRITE);
+	return 0;
+}
+
+/* Call the attach entry point with the payload in the target. */
+static void drive_attach(struct prepared *p, struct ra_remote *r, struct op *op)
 {
 	uint64_t addr = 0, args[2], ret;
+	bool mapped;
 
-	if (remote_mmap(r, p->payload_len, &addr))
-		return;
-	op_step(op, ROCATTACH_STEP_MMAP);
-	if (ra_mem_write(s->pid, addr, p->payload, p->payload_len, &op->e))
+	if (place_payload(p, r, op, &addr, &mapped))
 		goto unmap;
-	op_step(op, ROCATTACH_STEP_WRITE);
 	args[0] = addr;
 	args[1] = addr + p->env_len;
 	if (ra_remote_call(r, p->fn_attach, args, 2, &ret))
@@ -796,8 +816,10 @@ static void drive_attach(struct session *s, struct prepared *p, struct ra_remote
 		op->rep.tool_ns = tool_clock(r, p->fn_tool_ns, 0);
 	op_step(op, ROCATTACH_STEP_CALL);
 unmap:
-	remote_munmap(r, addr, p->payload_len);
-	op_step(op, ROCATTACH_STEP_MUNMAP);
+	if (mapped) {
+		remote_munmap(r, addr, p->payload_len);
+		op_step(op, ROCATTACH_STEP_MUNMAP);
+	}
 }
 
 static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
@@ -814,7 +836,7 @@ static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
 		goto out;
 	op_step(op, ROCATTACH_STEP_SEIZE);
-	drive_attach(s, &p, &r, op);
+	drive_attach(&p, &r, op);
 	ra_remote_end(&r);
 	op_step(op, ROCATTACH_STEP_RELEASE);
 out:
