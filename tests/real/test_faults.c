@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fault matrix of docs/reliability.md, through the `rocattach` CLI as a
+ * user runs it: for every fault the exit code, one clear line naming the
+ * cause, and a target that keeps running, untraced, with its work intact.
+ *
+ * Run as "test_faults --hide-dir DIR PROGRAM ARGS..." this binary is a
+ * wrapper that puts PROGRAM in a mount namespace of its own where DIR is an
+ * empty tmpfs: a path that exists for the attacher but not in the target.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <rocattach/rocattach.h>
+
+#include "fault_util.h"
+#include "victim.h"
+
+enum { EXIT_OK = 0, EXIT_ATTACH = 1, EXIT_DETACH = 3 };
+
+static char outdir[256];
+static char workdir[256];
+static char logbuf[1 << 20];
+static char errbuf[8192];
+
+static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
+
+static int setup(void **state)
+{
+	(void)state;
+	make_outdir(outdir, sizeof(outdir));
+	make_outdir(workdir, sizeof(workdir));
+	chmod(workdir, 0755);
+	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
+	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
+	return outdir[0] && workdir[0] ? 0 : -1;
+}
+
+static const char *log_of(pid_t pid)
+{
+	tool_log(outdir, pid, logbuf, sizeof(logbuf));
+	return logbuf;
+}
+
+/* Still running, untraced, listener intact, answering, working, no EINTR. */
+static void assert_unharmed(struct victim *v)
+{
+	char reply[256];
+	long long w1, w2;
+
+	assert_true(proc_alive(v->pid));
+	assert_int_equal(proc_tracer(v->pid), 0);
+	assert_true(proc_thread(v->pid, "rocp-bg-attach") > 0);
+	assert_int_equal(victim_cmd(v, "ping", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "pong");
+	w1 = victim_status(v, "work");
+	usleep(30 * 1000);
+	w2 = victim_status(v, "work");
+	assert_true(w1 >= 0 && w2 > w1);
+	assert_int_equal(victim_status(v, "eintr"), 0);
+}
+
+/*
+ * rocattach -p PID -t TOOL -d MS, as uid; exit code, stderr in errbuf. The
+ * CLI, not the target, has ROCP_TEST_MARKER: it crosses only with an attach.
+ */
+static int cli_window(pid_t pid, const char *tool, const char *ms, uid_t uid)
+{
+	char p[16];
+	int ret;
+
+	snprintf(p, sizeof(p), "%d", pid);
+	const char *args[] = {"-p", p, "-t", tool, "-d", ms, NULL};
+	setenv("ROCP_TEST_MARKER", "crossed", 1);
+	ret = cli_run(args, uid, errbuf, sizeof(errbuf));
+	unsetenv("ROCP_TEST_MARKER");
+	return ret;
+}
+
+/* Exactly one line, an error naming the cause. */
+static void assert_one_error(const char *cause)
+{
+	print_message("%s", errbuf);
+	assert_int_equal(count_lines(errbuf), 1);
+	assert_non_null(strstr(errbuf, "rocattach: error: "));
+	assert_non_null(strstr(errbuf, cause));
+}
+
+/* A failed attach left nothing in the target: no tool ran, no environment change. */
+static void assert_no_trace_of_attach(struct victim *v)
+{
+	char reply[256];
+
+	assert_string_equal(log_of(v->pid), "");
+	assert_int_equal(victim_cmd(v, "env ROCP_TEST_MARKER", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "env ROCP_TEST_MARKER unset");
+	assert_unharmed(v);
+}
+
+/* The attach call has returned: the attacher no longer traces anything in pid. */
+static void wait_released(pid_t pid)
+{
+	for (int i = 0; i < 1000 && proc_tracer(pid); i++)
+		usleep(2000);
+	assert_int_equal(proc_tracer(pid), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Target side. */
+
+static void target_dies_during_attach(int sig)
+{
+	char pid[16];
+	struct victim v;
+	int fd, status;
+
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	snprintf(pid, sizeof(pid), "%d", v.pid);
+	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "5000", NULL};
+	setenv("ROCPROF_EXAMPLE_TOOL_ATTACH_MS", "2000", 1);
+	pid_t cli = cli_spawn(args, 0, &fd);
+	unsetenv("ROCPROF_EXAMPLE_TOOL_ATTACH_MS");
+	assert_true(wait_tool_events(outdir, v.pid, "initialize", 1, 10000));
+	usleep(100 * 1000);
+	kill(v.pid, sig);
+	waitpid(v.pid, &status, 0);
+	v.pid = 0;
+	assert_int_equal(cli_finish(cli, fd, errbuf, sizeof(errbuf)), EXIT_ATTACH);
+	assert_one_error("exited during a remote call");
+	victim_stop(&v);
+}
+
+static void test_fault_target_exits_during_attach(void **state)
+{
+	(void)state;
+	target_dies_during_attach(SIGTERM);
+}
+
+static void test_fault_target_killed_during_attach(void **state)
+{
+	(void)state;
+	target_dies_during_attach(SIGKILL);
+}
+
+static void target_dies_in_window(int sig)
+{
+	char pid[16];
+	struct victim v;
+	int fd;
+
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	snprintf(pid, sizeof(pid), "%d", v.pid);
+	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "1000", NULL};
+	pid_t cli = cli_spawn(args, 0, &fd);
+	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	wait_released(v.pid);
+	kill(v.pid, sig);
+	waitpid(v.pid, NULL, 0);
+	v.pid = 0;
+	assert_int_equal(cli_finish(cli, fd, errbuf, sizeof(errbuf)), EXIT_DETACH);
+	print_message("%s", errbuf);
+	assert_non_null(strstr(errbuf, "rocattach: error: "));
+	assert_non_null(strstr(errbuf, "exited during the window"));
+	victim_stop(&v);
+}
+
+static void test_fault_target_exits_during_window(void **state)
+{
+	(void)state;
+	target_dies_in_window(SIGTERM);
+}
+
+static void test_fault_target_killed_during_window(void **state)
+{
+	(void)state;
+	target_dies_in_window(SIGKILL);
+}
+
+static void test_fault_target_zombie(void **state)
+{
+	pid_t z = make_zombie();
+
+	(void)state;
+	assert_int_equal(proc_state(z), 'Z');
+	assert_int_equal(cli_window(z, RA_TOOL_PATH, "100", 0), EXIT_ATTACH);
+	assert_one_error("is a zombie");
+	assert_int_equal(rocattach_attach(z), ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	/* We never traced it: it is still ours to reap. */
+	assert_int_equal(waitpid(z, NULL, 0), z);
+}
+
+/*
+ * Decision: a stopped process is attached. ptrace runs the listener alone;
+ * the process stays stopped, and continues on SIGCONT with the tool attached.
+ */
+static void test_fault_target_stopped_before_attach(void **state)
+{
+	char pid[16];
+	struct victim v;
+	int fd;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	snprintf(pid, sizeof(pid), "%d", v.pid);
+	kill(v.pid, SIGSTOP);
+	while (proc_state(v.pid) != 'T')
+		usleep(1000);
+	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "60000", NULL};
+	pid_t cli = cli_spawn(args, 0, &fd);
+	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	wait_released(v.pid);
+	assert_int_equal(proc_state(v.pid), 'T');
+	kill(v.pid, SIGCONT);
+	assert_unharmed(&v);
+	/* Stopped again for the detach: it still works and stays stopped. */
+	kill(v.pid, SIGSTOP);
+	while (proc_state(v.pid) != 'T')
+		usleep(1000);
+	kill(cli, SIGINT);
+	assert_int_equal(cli_finish(cli, fd, errbuf, sizeof(errbuf)), EXIT_OK);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_int_equal(proc_state(v.pid), 'T');
+	kill(v.pid, SIGCONT);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static pid_t task_tracer(pid_t pid, pid_t tid)
+{
+	char path[96], buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, "TracerPid:");
+	return p ? atoi(p + 10) : -1;
+}
+
+static pid_t start_strace(pid_t pid)
+{
+	char p[16];
+	pid_t s;
+
+	snprintf(p, sizeof(p), "%d", pid);
+	s = fork();
+	if (s == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execlp("strace", "strace", "-f", "-qq", "-o", "/dev/null", "-p", p, (char *)NULL);
+		_exit(127);
+	}
+	return s;
+}
+
+static void test_fault_target_already_traced(void **state)
+{
+	char cause[64];
+	struct victim v;
+	pid_t s, tid;
+
+	(void)state;
+	if (access("/usr/bin/strace", X_OK))
+		skip();
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	tid = proc_thread(v.pid, "rocp-bg-attach");
+	s = start_strace(v.pid);
+	for (int i = 0; i < 1000 && task_tracer(v.pid, tid) != s; i++)
+		usleep(5000);
+	assert_int_equal(task_tracer(v.pid, tid), s);
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "100", 0), EXIT_ATTACH);
+	snprintf(cause, sizeof(cause), "already traced by %d (strace)", s);
+	assert_one_error(cause);
+	assert_non_null(strstr(errbuf, "Operation not permitted"));
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
+	kill(s, SIGTERM);
+	waitpid(s, NULL, 0);
+	/* strace detached: the target never noticed us, and attaches now. */
+	assert_string_equal(log_of(v.pid), "");
+	assert_unharmed(&v);
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void test_fault_target_of_another_user(void **state)
+{
+	struct victim v;
+	int status;
+	pid_t c;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "100", NOBODY_UID), EXIT_ATTACH);
+	assert_one_error("owned by uid 0 and this process (uid 65534) lacks CAP_SYS_PTRACE");
+	/* The library's status for it: PTRACE_OPERATION_NOT_PERMITTED. */
+	c = fork();
+	if (c == 0) {
+		if (setgid(NOBODY_GID) || setuid(NOBODY_UID))
+			_exit(100);
+		_exit(rocattach_attach(v.pid));
+	}
+	waitpid(c, &status, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
+	assert_no_trace_of_attach(&v);
+	victim_stop(&v);
+}
+
+static void test_fault_target_statically_linked(void **state)
+{
+	const struct victim_opts o = {.program = RA_STATIC_SLEEPER, .attach_env = true};
+	struct victim v;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &o), 0);
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "100", 0), EXIT_ATTACH);
+	assert_one_error("has no attach listener");
+	assert_true(proc_alive(v.pid));
+	assert_int_equal(proc_tracer(v.pid), 0);
+	victim_stop(&v);
+}
+
+static void test_fault_target_without_listener(void **state)
+{
+	const struct victim_opts o = {.agent = true};
+	struct victim v;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &o), 0);
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "100", 0), EXIT_ATTACH);
+	assert_one_error("start it with ROCP_TOOL_ATTACH=1");
+	assert_true(proc_alive(v.pid));
+	assert_int_equal(proc_tracer(v.pid), 0);
+	victim_stop(&v);
+}
+
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	int in, out, ret = -1;
+	ssize_t n;
+
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (in < 0 || out < 0)
+		goto out;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			goto out;
+	ret = n == 0 && !fchmod(out, mode) ? 0 : -1;
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ret;
+}
+
+static void test_fault_tool_missing_in_target_root(void **state)
+{
+	struct victim_opts o = with_agent;
+	char dir[512], tool[600], cause[1500];
+	struct victim v;
+	int lock;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/hidden", workdir);
+	snprintf(tool, sizeof(tool), "%s/libtool.so", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(copy_file(RA_TOOL_PATH, tool, 0644), 0);
+	o.program = "/proc/self/exe";
+	o.argv[0] = "--hide-dir";
+	o.argv[1] = dir;
+	o.argv[2] = RA_TARGET_PATH;
+	lock = heavy_lock();
+	assert_int_equal(victim_start(&v, &o), 0);
+	/* The tool is there for us, not in the target's mount namespace. */
+	assert_int_equal(access(tool, R_OK), 0);
+	assert_int_equal(cli_window(v.pid, tool, "100", 0), EXIT_ATTACH);
+	snprintf(cause, sizeof(cause), "library %s as seen from process %d (/proc/%d/root%s): "
+		 "No such file or directory", tool, v.pid, v.pid, tool);
+	assert_one_error(cause);
+	assert_no_trace_of_attach(&v);
+	victim_stop(&v);
+	heavy_unlock(lock);
+}
+
+static void test_fault_tool_not_elf_or_wrong_machine(void **state)
+{
+	char text[512], arm[512];
+	struct victim v;
+	int fd;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s/libtext.so", workdir);
+	snprintf(arm, sizeof(arm), "%s/libarm.so", workdir);
+	fd = open(text, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_int_equal(write(fd, "not a library\n", 14), 14);
+	close(fd);
+	assert_int_equal(copy_file(RA_TOOL_PATH, arm, 0644), 0);
+	fd = open(arm, O_WRONLY | O_CLOEXEC);
+	assert_int_equal(pwrite(fd, "\xb7\x00", 2, 18), 2); /* e_machine = EM_AARCH64 */
+	close(fd);
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	assert_int_equal(cli_window(v.pid, text, "100", 0), EXIT_ATTACH);
+	assert_one_error("is not an ELF file");
+	assert_int_equal(cli_window(v.pid, arm, "100", 0), EXIT_ATTACH);
+	assert_one_error("is built for aarch64 (ELF machine 183), not for x86-64");
+	assert_no_trace_of_attach(&v);
+	victim_stop(&v);
+}
+
+/* A bare name cannot be checked by us: the target's dlopen refuses it, cleanly. */
+static void test_fault_tool_not_elf_by_bare_name(void **state)
+{
+	struct victim_opts o = with_agent;
+	char libpath[300], text[512];
+	struct victim v;
+	int fd;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s/libbare-text.so", workdir);
+	fd = open(text, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_int_equal(write(fd, "not a library\n", 14), 14);
+	close(fd);
+	snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", workdir);
+	o.env[0] = libpath;
+	assert_int_equal(victim_start(&v, &o), 0);
+	assert_int_equal(cli_window(v.pid, "libbare-text.so", "100", 0), EXIT_ATTACH);
+	assert_one_error("NO_TOOLS");
+	assert_non_null(strstr(errbuf, "libbare-text.so"));
+	assert_unharmed(&v);
+	/* A failed first attach pins nothing: a good tool attaches next. */
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+static void tool_knob_fails(const char *knob, const char *cause)
+{
+	struct victim v;
+
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	setenv(knob, "1", 1);
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "100", 0), EXIT_ATTACH);
+	unsetenv(knob);
+	assert_one_error(cause);
+	assert_unharmed(&v);
+	/* The failed attach rolled its environment back. */
+	char reply[256], cmd[128];
+	snprintf(cmd, sizeof(cmd), "env %s", knob);
+	assert_int_equal(victim_cmd(&v, cmd, reply, sizeof(reply)), 0);
+	assert_non_null(strstr(reply, "unset"));
+	victim_stop(&v);
+}
+
+static void test_fault_tool_configure_returns_null(void **state)
+{
+	(void)state;
+	tool_knob_fails("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL", "configure declined (returned NULL)");
+}
+
+static void test_fault_tool_initialize_fails(void **state)
+{
+	(void)state;
+	tool_knob_fails("ROCPROF_EXAMPLE_TOOL_INIT_FAIL", "initialize failed (returned -1)");
+}
+
+static void test_fault_tool_without_configure_attach(void **state)
+{
+	(void)state;
+	tool_knob_fails("ROCPROF_EXAMPLE_TOOL_NO_ATTACH", "no rocprofiler_configure_attach");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attacher side (the watchdog cases are in test_watchdog). */
+
+/*
+ * An attacher SIGKILLed at random moments of attach and detach calls: at
+ * whatever instruction it dies, the target lives on, untraced, and can be
+ * attached again; no mapping is left behind.
+ */
+static char maps_before[1 << 16];
+
+static void maps_snapshot(pid_t pid)
+{
+	char path[64];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	n = f ? fread(maps_before, 1, sizeof(maps_before) - 1, f) : 0;
+	maps_before[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+static void maps_diff(pid_t pid)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strstr(maps_before, line))
+			print_message("new mapping: %s", line);
+	if (f)
+		fclose(f);
+}
+
+static void test_fault_attacher_killed_at_random_points(void **state)
+{
+	struct victim v;
+	int maps0, fds0;
+	unsigned int seed = (unsigned int)getpid();
+
+	(void)state;
+	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	/* Warm up: the tool is loaded and the watchdog started once and for all. */
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	maps0 = proc_maps_count(v.pid);
+	maps_snapshot(v.pid);
+	fds0 = proc_fd_count(v.pid);
+	for (int i = 0; i < 60; i++) {
+		pid_t a = fork();
+
+		if (a == 0) {
+			for (;;) {
+				rocattach_attach(v.pid);
+				rocattach_detach(v.pid);
+			}
+		}
+		usleep(1000 + (useconds_t)(rand_r(&seed) % 20000));
+		kill(a, SIGKILL);
+		waitpid(a, NULL, 0);
+		assert_true(proc_alive(v.pid));
+	}
+	/* The watchdog detaches what the last attacher left attached. */
+	usleep(300 * 1000);
+	assert_unharmed(&v);
+	if (rocattach_attach(v.pid) != ROCATTACH_STATUS_SUCCESS)
+		fail_msg("attach after the kills: %s", rocattach_last_error());
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_unharmed(&v);
+	print_message("target maps %d -> %d, fds %d -> %d\n", maps0, proc_maps_count(v.pid), fds0,
+		      proc_fd_count(v.pid));
+	assert_int_equal(proc_fd_count(v.pid), fds0);
+	maps_diff(v.pid);
+	assert_int_equal(proc_maps_count(v.pid), maps0);
+	log_of(v.pid);
+	assert_int_equal(tool_count(logbuf, "tool_attach"), tool_count(logbuf, "tool_detach"));
+	print_message("%d windows, all detached\n", tool_count(logbuf, "tool_attach"));
+	victim_stop(&v);
+	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int hide_dir_exec(char **argv)
+{
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", argv[0], "tmpfs", 0, "mode=0755")) {
+		perror("hide-dir");
+		return 126;
+	}
+	execv(argv[1], argv + 1);
+	perror("execv");
+	return 127;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fault_target_exits_during_attach),
+		cmocka_unit_test(test_fault_target_killed_during_attach),
+		cmocka_unit_test(test_fault_target_exits_during_window),
+		cmocka_unit_test(test_fault_target_killed_during_window),
+		cmocka_unit_test(test_fault_target_zombie),
+		cmocka_unit_test(test_fault_target_stopped_before_attach),
+		cmocka_unit_test(test_fault_target_already_traced),
+		cmocka_unit_test(test_fault_target_of_another_user),
+		cmocka_unit_test(test_fault_target_statically_linked),
+		cmocka_unit_test(test_fault_target_without_listener),
+		cmocka_unit_test(test_fault_tool_missing_in_target_root),
+		cmocka_unit_test(test_fault_tool_not_elf_or_wrong_machine),
+		cmocka_unit_test(test_fault_tool_not_elf_by_bare_name),
+		cmocka_unit_test(test_fault_tool_configure_returns_null),
+		cmocka_unit_test(test_fault_tool_initialize_fails),
+		cmocka_unit_test(test_fault_tool_without_configure_attach),
+		cmocka_unit_test(test_fault_attacher_killed_at_random_points),
+	};
+
+	if (argc > 3 && !strcmp(argv[1], "--hide-dir"))
+		return hide_dir_exec(argv + 2);
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
