@@ -87,6 +87,24 @@ check "bad options: exit 2" test $? -eq 2
 check "bad options: one line" test "$(grep -c '^rocattach-mpi: ' "$W/l6.out")" -eq 1
 check "bad options: nothing attached" test ! -e "$W/w6"
 
+# 6. --inject: a program started without any attach support.
+"$B/bin/rocattach-example-target" --threads 1 </dev/null >/dev/null 2>&1 &
+PLAIN=$!
+CHILDREN+=("$PLAIN")
+sleep 0.3
+export ROCPROF_OUTPUT_PATH=$W/w7
+mpirun -np 1 "$LAUNCHER" --exe rocattach-example-target -t "$TOOL" -d 200 </dev/null >"$W/l7.out" 2>&1
+check "without --inject: exit 4 (no listener)" test $? -eq 4
+check "without --inject: the cause is named" grep -q "ROCP_TOOL_ATTACH=1" "$W/l7.out"
+mpirun -np 1 "$LAUNCHER" --exe rocattach-example-target --inject -t "$TOOL" -d 200 \
+	</dev/null >"$W/l8.out" 2>&1
+check "--inject: exit 0" test $? -eq 0
+check "--inject: full lifecycle in the plain program" test \
+	"$(awk '{print $1}' "$W"/w7/rocattach-tool.*."$PLAIN".log | tr '\n' ' ')" = \
+	"configure configure_attach initialize tool_attach tool_detach "
+check "--inject: plain program alive, untraced" grep -q "TracerPid:	0" "/proc/$PLAIN/status"
+kill "$PLAIN"
+
 # The job survived everything with its work going on.
 for p in "${RANKS[@]}"; do
 	check "rank pid $p alive" kill -0 "$p"
