@@ -65,6 +65,14 @@ int cli_parse_ll(const char *s, long long min, long long max, long long *out)
 	return 0;
 }
 
+int cli_check_tools(const char *list, char *err, size_t len)
+{
+	if (*list && strspn(list, ":") != strlen(list))
+		return 0;
+	snprintf(err, len, "empty tool library list: give -t /path/to/libtool.so");
+	return -1;
+}
+
 static int set_pid(struct cli_opts *o, const char *v, const char *from, char *err, size_t len)
 {
 	long long pid;
@@ -137,10 +145,8 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 	case 'p':
 		return set_pid(o, optarg, "--pid", err, len);
 	case 't':
-		if (!*optarg || strspn(optarg, ":") == strlen(optarg)) {
-			snprintf(err, len, "empty tool library list: give -t /path/to/libtool.so");
+		if (cli_check_tools(optarg, err, len))
 			return -1;
-		}
 		o->tools = optarg;
 		return 0;
 	case 'd':

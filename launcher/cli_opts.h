@@ -36,6 +36,9 @@ int cli_parse_bool(const char *s);
 /* Strict decimal in [min, max]; 0 or -1. */
 int cli_parse_ll(const char *s, long long min, long long max, long long *out);
 
+/* A -t list names at least one library; else -1 with the one-line reason. */
+int cli_check_tools(const char *list, char *err, size_t len);
+
 extern const char cli_usage[];
 
 #endif

@@ -231,8 +231,8 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		return ret;
 	switch (c) {
 	case 't':
-		if (!*optarg || strspn(optarg, ":") == strlen(optarg))
-			return bad(err, len, "empty tool library list: give -t /path/to/libtool.so");
+		if (cli_check_tools(optarg, err, len))
+			return -1;
 		o->tools = optarg;
 		return 0;
 	case 'd':
