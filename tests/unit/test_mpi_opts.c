@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "mpi_opts.h"
+
+static char err[512];
+static struct rm_opts o;
+
+#define PARSE(...)                                                                           \
+	({                                                                                   \
+		const char *argv_[] = {"rocattach-mpi", __VA_ARGS__};                       \
+		rm_opts_free(&o);                                                            \
+		rm_opts_parse((int)(sizeof(argv_) / sizeof(argv_[0])), (char **)argv_, &o, err, \
+			      sizeof(err));                                                  \
+	})
+
+static int clear_env(void **state)
+{
+	(void)state;
+	unsetenv("ROCPROF_ATTACH_DURATION");
+	return 0;
+}
+
+static void test_rm_opts_parse_selectors_and_window(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--slurm-step", "1234.0", "-t", "a.so", "-d", "500", "--jobs", "4",
+			       "--report", "/tmp/r.json", "--attach-children=no"), 0);
+	assert_string_equal(o.sel.slurm_step, "1234.0");
+	assert_string_equal(o.tools, "a.so");
+	assert_int_equal(o.duration_ms, 500);
+	assert_int_equal(o.windows, 1);
+	assert_int_equal(o.jobs, 4);
+	assert_false(o.sel.children);
+	assert_int_equal(o.sel.uid, -1);
+	assert_int_equal(PARSE("--pid", "3,4,5", "--pid", "9", "--pid-tree", "7"), 0);
+	assert_int_equal(o.sel.n_pids, 4);
+	assert_int_equal(o.sel.pids[3], 9);
+	assert_int_equal(o.sel.n_trees, 1);
+	assert_int_equal(o.duration_ms, -1);
+}
+
+static void test_rm_opts_parse_mpi_job_forms(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--mpi-job"), 0);
+	assert_string_equal(o.sel.mpi_job, "");
+	assert_int_equal(PARSE("--mpi-job=prterun-x-1234@1"), 0);
+	assert_string_equal(o.sel.mpi_job, "prterun-x-1234@1");
+	assert_int_equal(PARSE("--mpirun-pid", "77", "--ranks", "0-3,8"), 0);
+	assert_int_equal(o.sel.mpirun_pid, 77);
+	assert_non_null(o.sel.ranks);
+	assert_true(rn_ranks_contains(o.sel.ranks, 8));
+	assert_false(rn_ranks_contains(o.sel.ranks, 5));
+}
+
+static void test_rm_opts_parse_windows(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "app", "--windows", "5000:1000:3"), 0);
+	assert_int_equal(o.delay_ms, 5000);
+	assert_int_equal(o.duration_ms, 1000);
+	assert_int_equal(o.windows, 3);
+	assert_int_equal(PARSE("--exe", "app", "-d", "5", "--windows", "1:2:3"), -1);
+	assert_non_null(strstr(err, "either -d or --windows"));
+	/* ROCPROF_ATTACH_DURATION is a default, which --windows overrides. */
+	setenv("ROCPROF_ATTACH_DURATION", "700", 1);
+	assert_int_equal(PARSE("--exe", "app"), 0);
+	assert_int_equal(o.duration_ms, 700);
+	assert_int_equal(PARSE("--exe", "app", "--windows", "0:100:2"), 0);
+	assert_int_equal(o.duration_ms, 100);
+	clear_env(NULL);
+}
+
+static void test_rm_opts_parse_uid_by_name(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--uid", "root"), 0);
+	assert_int_equal(o.sel.uid, 0);
+	assert_int_equal(PARSE("--uid", "1000", "--exe", "x"), 0);
+	assert_int_equal(o.sel.uid, 1000);
+}
+
+static void test_rm_opts_parse_rejects_bad_input(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("-t", "a.so"), -1); /* no selector */
+	assert_non_null(strstr(err, "no selector"));
+	assert_int_equal(PARSE("--slurm-step", "x"), -1);
+	assert_non_null(strstr(err, "JOBID.STEP"));
+	assert_int_equal(PARSE("--slurm-step", "12."), -1);
+	assert_int_equal(PARSE("--slurm-step", "12.foo"), -1);
+	assert_int_equal(PARSE("--slurm-step", "12.batch"), 0);
+	assert_int_equal(PARSE("--pid", "1,,2"), -1);
+	assert_int_equal(PARSE("--pid", "-4"), -1);
+	assert_int_equal(PARSE("--pid-tree", "0"), -1);
+	assert_int_equal(PARSE("--exe", "/bin/sh"), -1);
+	assert_int_equal(PARSE("--uid", "no-such-user-here"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--ranks", "3-1"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--jobs", "0"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--jobs", "257"), -1);
+	assert_int_equal(PARSE("--exe", "x", "-d", "-1"), -1);
+	assert_int_equal(PARSE("--exe", "x", "-d", "86400001"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--windows", "1:0:2"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2:100001"), -1);
+	assert_int_equal(PARSE("--exe", "x", "-d", "100", "--max-window", "50"), -1);
+	assert_int_equal(PARSE("--exe", "x", "-t", ":"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--rank-var", "A=B"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--bogus"), -1);
+	assert_int_equal(PARSE("--exe", "x", "stray"), -1);
+	assert_null(strchr(err, '\n'));
+}
+
+static void test_rm_opts_check_outputs_missing_dir(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "--report", "/nonexistent-dir/r.json"), 0);
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "/nonexistent-dir"));
+	assert_int_equal(PARSE("--exe", "x", "--timeline", "t.svg"), 0);
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_rm_opts_parse_selectors_and_window, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_rejects_bad_input, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_check_outputs_missing_dir, clear_env),
+	};
+	int ret = cmocka_run_group_tests(tests, NULL, NULL);
+
+	rm_opts_free(&o);
+	return ret;
+}
