@@ -143,6 +143,25 @@ for h in node1 node3; do
 	"$S/vc-exec" "$h" pkill -f "^$B/bin/rocattach-example-target"
 done
 
+echo "== 6. a launcher rank dies mid-window (SIGKILL on node2)"
+# Open MPI then aborts the launcher job: the surviving ranks get SIGTERM and
+# detach their targets; node2's targets are detached by their agents'
+# watchdogs (the attacher is gone). Nothing hangs; every target is detached.
+launcher "$W/t6" --mpi-job -t "$TOOL" --report "$W/r6.json" >"$W/l6.out" 2>&1 &
+L=$!
+for _ in $(seq 200); do grep -q "attached 6/6" "$W/l6.out" && break; sleep 0.05; done
+t0=$(vc_ms)
+"$S/vc-exec" node2 pkill -KILL -f "^$B/bin/rocattach-mpi"
+timeout 60 tail --pid="$L" -f /dev/null
+wait "$L"
+rc=$?
+end_ms=$(($(vc_ms) - t0))
+vc_t_cmd "launcher job ended (exit $rc) within 30 s (took $end_ms ms)" [ "$rc" -ne 0 ] && [ "$end_ms" -lt 30000 ]
+for _ in $(seq 60); do [ "$(cat "$W"/t6/*.log | grep -c '^tool_detach ')" -ge 6 ] && break; sleep 0.1; done
+vc_t_eq "every target on every node detached" "$(cat "$W"/t6/*.log | grep -c '^tool_detach ')" 6
+vc_t_eq "no target traced" "$(for line in "${PIDS[@]}"; do read -r h p <<<"$line"
+	"$S/vc-exec" "$h" grep TracerPid: "/proc/$p/status"; done | awk '{print $2}' | sort -u)" 0
+
 echo "== the MPI job ran on, untouched"
 kill -TERM "$JOB"
 wait "$JOB"
