@@ -9,7 +9,8 @@
  *
  *   bench_coord [--json PATH] [--quick] [--ranks 2,4,8,16]
  *
- * From the report (--start-lead 0, so the start is not hidden by a lead):
+ * From the report of WINDOWS windows (--start-lead 0, so the start is not
+ * hidden by a lead; start and stop are medians over the windows):
  *   start  from the start time rank 0 broadcasts to the last node's first
  *          attach call: the broadcast and every node's wake-up
  *   stop   from the stop time to the last node's first detach call (the stop
@@ -37,6 +38,7 @@
 
 #define MAX_R 8
 #define WINDOW_MS 300
+#define WINDOWS 5 /* windows per run: each gives a start and a stop */
 #define RUN_TIMEOUT_S 180
 
 /*
@@ -57,6 +59,7 @@ struct run {
 	int ranks;
 	bool ok;
 	double wall_ms, start_ms, stop_ms, gather_ms, setup_ms;
+	double start_max_ms, stop_max_ms; /* start_ms, stop_ms: medians over the windows */
 	double floor_wall_ms, floor_bcast_ms, floor_gather_ms;
 	double json_bytes_per_node;
 	int attached;
@@ -105,52 +108,74 @@ static double num(json_t *o, const char *k)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* Phase times from the report; 0 or -1. */
-static int parse_report(const char *path, struct run *r)
+/* Latest first attach and first detach over the nodes of one window (ns). */
+static void window_edges(json_t *w, double *attach, double *detach, double *end)
 {
-	json_t *rep = json_load_file(path, 0, NULL), *w, *nodes, *node, *t;
-	double start, stop, first_attach = 0, first_detach = 0, last_end = 0, json_bytes = 0;
+	json_t *node, *t;
 	size_t i, k;
 
-	w = rep ? json_array_get(json_object_get(rep, "windows"), 0) : NULL;
-	if (!w) {
-		json_decref(rep);
-		return -1;
-	}
-	start = num(w, "start_ns");
-	stop = num(w, "stop_ns");
-	nodes = json_object_get(w, "nodes");
-	json_array_foreach(nodes, i, node) {
-		char *s = json_dumps(node, JSON_COMPACT);
+	*attach = *detach = *end = 0;
+	json_array_foreach(json_object_get(w, "nodes"), i, node) {
 		double fa = 0, fd = 0;
 
-		json_bytes += s ? (double)strlen(s) : 0;
-		free(s);
 		json_array_foreach(json_object_get(node, "targets"), k, t) {
 			double a = num(json_object_get(t, "attach"), "start_ns");
 			double d = num(json_object_get(t, "detach"), "start_ns");
 			double e = num(json_object_get(t, "detach"), "end_ns");
 
-			r->attached += !strcmp(json_string_value(json_object_get(t, "state")) ? json_string_value(json_object_get(t, "state")) : "",
-					       "detached");
 			if (!isnan(a) && (!fa || a < fa))
 				fa = a;
 			if (!isnan(d) && (!fd || d < fd))
 				fd = d;
-			if (!isnan(e) && e > last_end)
-				last_end = e;
+			if (!isnan(e) && e > *end)
+				*end = e;
 		}
-		if (fa > first_attach)
-			first_attach = fa;
-		if (fd > first_detach)
-			first_detach = fd;
+		if (fa > *attach)
+			*attach = fa;
+		if (fd > *detach)
+			*detach = fd;
 	}
-	r->start_ms = first_attach ? (first_attach - start) / 1e6 : NAN;
-	r->stop_ms = first_detach ? (first_detach - stop) / 1e6 : NAN;
-	r->gather_ms = last_end ? (num(rep, "ended_ns") - last_end) / 1e6 : NAN;
-	r->setup_ms = (start - num(rep, "started_ns")) / 1e6;
-	r->json_bytes_per_node = json_array_size(nodes) ? json_bytes / (double)json_array_size(nodes)
-							: NAN;
+}
+
+/* Phase times from the report (medians and maxima over its windows); 0 or -1. */
+static int parse_report(const char *path, struct run *r)
+{
+	json_t *rep = json_load_file(path, 0, NULL), *w, *node, *t, *wins;
+	double start[WINDOWS], stop[WINDOWS], a, d, e = 0, json_bytes = 0;
+	size_t i, k, nw = 0;
+
+	wins = rep ? json_object_get(rep, "windows") : NULL;
+	if (!json_array_size(wins)) {
+		json_decref(rep);
+		return -1;
+	}
+	json_array_foreach(wins, i, w) {
+		if (nw == WINDOWS)
+			break;
+		window_edges(w, &a, &d, &e);
+		start[nw] = a ? (a - num(w, "start_ns")) / 1e6 : NAN;
+		stop[nw++] = d ? (d - num(w, "stop_ns")) / 1e6 : NAN;
+	}
+	r->start_max_ms = bt_max(start, nw);
+	r->stop_max_ms = bt_max(stop, nw);
+	r->start_ms = bt_pct(start, nw, 0.5);
+	r->stop_ms = bt_pct(stop, nw, 0.5);
+	/* The last window's records and the end of the run. */
+	w = json_array_get(wins, json_array_size(wins) - 1);
+	r->gather_ms = e ? (num(rep, "ended_ns") - e) / 1e6 : NAN;
+	r->setup_ms = (num(json_array_get(wins, 0), "start_ns") - num(rep, "started_ns")) / 1e6;
+	json_array_foreach(json_object_get(w, "nodes"), i, node) {
+		char *s = json_dumps(node, JSON_COMPACT);
+
+		json_bytes += s ? (double)strlen(s) : 0;
+		free(s);
+		json_array_foreach(json_object_get(node, "targets"), k, t)
+			r->attached += !strcmp(json_string_value(json_object_get(t, "state")) ?
+						       json_string_value(json_object_get(t, "state")) : "",
+					       "detached");
+	}
+	r->json_bytes_per_node = json_array_size(json_object_get(w, "nodes")) ?
+		json_bytes / (double)json_array_size(json_object_get(w, "nodes")) : NAN;
 	json_decref(rep);
 	return 0;
 }
@@ -185,16 +210,17 @@ static void run_floor(struct run *r, const char *dir, size_t bytes)
 
 static void run_launcher(struct run *r, const char *dir)
 {
-	char np[16], env_out[300], report[400], out[400], dur[16];
+	char np[16], env_out[300], report[400], out[400], windows[32];
 	const char *argv[] = {BT_MPIRUN, "-np", np, "--bind-to", "none", "-x", env_out,
 			      "unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
 			      rank_script, "sh", BT_EXAMPLE_TARGET, BT_AGENT, BT_LAUNCHER,
 			      "--one-node-per-rank", "--exe", "rocattach-example-target", "-t",
-			      BT_TOOL, "-d", dur, "--start-lead", "0", "--report", report, NULL};
+			      BT_TOOL, "--windows", windows, "--start-lead", "0", "--report", report,
+			      NULL};
 	int code = -1;
 
 	snprintf(np, sizeof(np), "%d", r->ranks);
-	snprintf(dur, sizeof(dur), "%d", WINDOW_MS);
+	snprintf(windows, sizeof(windows), "0:%d:%d", WINDOW_MS, WINDOWS);
 	snprintf(env_out, sizeof(env_out), "ROCPROF_OUTPUT_PATH=%s/tool", dir);
 	snprintf(report, sizeof(report), "%s/report-%d.json", dir, r->ranks);
 	snprintf(out, sizeof(out), "%s/launcher-%d.out", dir, r->ranks);
@@ -231,10 +257,11 @@ static void add_rows(struct bt_results *res, struct run *r, int nr)
 
 	for (int i = 0; i < nr; i++) {
 		json_array_append_new(arr, json_pack(
-			"{s:i, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "ranks",
-			r[i].ranks, "ok", r[i].ok, "targets_detached", r[i].attached, "wall_ms",
-			r[i].wall_ms, "setup_ms", r[i].setup_ms, "start_ms", r[i].start_ms,
-			"stop_late_ms", r[i].stop_ms, "gather_ms", r[i].gather_ms,
+			"{s:i, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+			"ranks", r[i].ranks, "ok", r[i].ok, "targets_detached", r[i].attached,
+			"wall_ms", r[i].wall_ms, "setup_ms", r[i].setup_ms, "start_ms",
+			r[i].start_ms, "start_max_ms", r[i].start_max_ms, "stop_late_ms",
+			r[i].stop_ms, "stop_late_max_ms", r[i].stop_max_ms, "gather_ms", r[i].gather_ms,
 			"floor_wall_ms", r[i].floor_wall_ms, "floor_bcast_ms", r[i].floor_bcast_ms,
 			"floor_gather_ms", r[i].floor_gather_ms, "json_bytes_per_node",
 			r[i].json_bytes_per_node));
@@ -245,18 +272,20 @@ static void add_rows(struct bt_results *res, struct run *r, int nr)
 			continue;
 		}
 		snprintf(id, sizeof(id), "coord.%d.start", r[i].ranks);
-		snprintf(fig, sizeof(fig), "start barrier, %d nodes", r[i].ranks);
+		snprintf(fig, sizeof(fig), "start barrier, %d nodes (median of %d windows)",
+			 r[i].ranks, WINDOWS);
 		row = bt_row(res, id, fig, r[i].start_ms, "ms", r[i].floor_bcast_ms,
-			     "MPI_Bcast 8 B lateness, same ranks", NULL, 0, false);
-		bt_row_note(row, "stop lateness %.3f ms (stop broadcast 30 ms ahead); setup %.1f ms",
-			    r[i].stop_ms, r[i].setup_ms);
+			     "MPI_Bcast 8 B lateness, same ranks (median)", NULL, 0, false);
+		bt_row_note(row, "max %.3f ms; stop lateness median %.3f max %.3f ms (the stop is "
+				 "broadcast 30 ms ahead); setup %.1f ms",
+			    r[i].start_max_ms, r[i].stop_ms, r[i].stop_max_ms, r[i].setup_ms);
 		snprintf(id, sizeof(id), "coord.%d.gather", r[i].ranks);
 		snprintf(fig, sizeof(fig), "gather and end, %d nodes", r[i].ranks);
 		bt_row(res, id, fig, r[i].gather_ms, "ms", r[i].floor_gather_ms,
 		       "MPI_Gather of one node's records, same ranks", NULL, 0, false);
 		snprintf(id, sizeof(id), "coord.%d.wall", r[i].ranks);
-		snprintf(fig, sizeof(fig), "mpirun wall minus window, %d nodes", r[i].ranks);
-		bt_row(res, id, fig, r[i].wall_ms - WINDOW_MS, "ms", r[i].floor_wall_ms,
+		snprintf(fig, sizeof(fig), "mpirun wall minus windows, %d nodes", r[i].ranks);
+		bt_row(res, id, fig, r[i].wall_ms - WINDOWS * WINDOW_MS, "ms", r[i].floor_wall_ms,
 		       "mpirun of a bcast+gather program, same ranks", NULL, 0, false);
 	}
 	row = bt_row(res, "coord.report_size", "report per node (1 target): JSON bytes",
