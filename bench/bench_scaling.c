@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,17 +48,27 @@ static void note_failures(struct ctx *c, const struct rn_target *t, size_t n)
 	}
 }
 
+/* CPU seconds this process (the attacher, all its threads) has used. */
+static double self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 /* One window over t: attach all, detach all. Returns the wall time in seconds. */
-static double window(struct ctx *c, struct rn_target *t, size_t n, int jobs, double *attach_s)
+static double window(struct ctx *c, struct rn_target *t, size_t n, int jobs, double *cpu_s)
 {
 	struct rn_pool_opts o = {.jobs = jobs, .tools = BT_TOOL, .env = c->env};
-	uint64_t t0 = bt_mono_ns(), t1;
+	uint64_t t0 = bt_mono_ns();
+	double c0 = self_cpu_s();
 
 	rn_attach_all(t, n, &o);
-	t1 = bt_mono_ns();
 	rn_detach_all(t, n, &o);
-	if (attach_s)
-		*attach_s = (double)(t1 - t0) / 1e9;
+	if (cpu_s)
+		*cpu_s = self_cpu_s() - c0;
 	note_failures(c, t, n);
 	return (double)(bt_mono_ns() - t0) / 1e9;
 }
@@ -77,6 +88,7 @@ static struct rn_target *targets_of(const struct bt_proc *p, size_t n)
 
 struct flat {
 	double pool_cold, seq_cold, pool_warm, seq_warm, node_default_warm;
+	double pool_cpu, seq_cpu; /* attacher CPU seconds of the cold windows */
 };
 
 static int run_flat(struct ctx *c, size_t n, struct flat *f)
@@ -95,8 +107,8 @@ static int run_flat(struct ctx *c, size_t n, struct flat *f)
 	}
 	ta = targets_of(a, n);
 	tb = targets_of(b, n);
-	f->pool_cold = window(c, ta, n, (int)n, NULL);
-	f->seq_cold = window(c, tb, n, 1, NULL);
+	f->pool_cold = window(c, ta, n, (int)n, &f->pool_cpu);
+	f->seq_cold = window(c, tb, n, 1, &f->seq_cpu);
 	for (int r = 0; r < WARM_REPS; r++) {
 		w[0][r] = window(c, ta, n, (int)n, NULL);
 		w[1][r] = window(c, tb, n, 1, NULL);
@@ -224,9 +236,10 @@ static void add_rows(struct bt_results *res, const size_t *sizes, int ns, const 
 
 	for (int i = 0; i < ns; i++) {
 		json_array_append_new(arr, json_pack(
-			"{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "n",
+			"{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "n",
 			(json_int_t)sizes[i], "pool_cold_s", f[i].pool_cold, "seq_cold_s",
-			f[i].seq_cold, "pool_warm_s", f[i].pool_warm, "seq_warm_s", f[i].seq_warm,
+			f[i].seq_cold, "pool_cold_attacher_cpu_s", f[i].pool_cpu,
+			"seq_cold_attacher_cpu_s", f[i].seq_cpu, "pool_warm_s", f[i].pool_warm, "seq_warm_s", f[i].seq_warm,
 			"node_default_warm_s", f[i].node_default_warm, "tree_pool_cold_s",
 			tr[i].pool_cold, "tree_seq_cold_s", tr[i].seq_cold, "tree_select_s",
 			tr[i].select_s, "tree_found", (json_int_t)tr[i].found));
@@ -236,10 +249,11 @@ static void add_rows(struct bt_results *res, const size_t *sizes, int ns, const 
 		row = bt_row(res, id, fig, f[i].pool_cold * 1e3, "ms", f[i].seq_cold * 1e3,
 			     "--jobs 1 (sequential), same run", sizes[i] == 256 ? "<=" : NULL,
 			     1000, false);
-		bt_row_note(row, "%.1fx faster; warm: pool %.1f ms, --jobs 1 %.1f ms; tree: pool %.1f "
-				 "ms, attach_tree %.1f ms",
-			    f[i].seq_cold / f[i].pool_cold, f[i].pool_warm * 1e3, f[i].seq_warm * 1e3,
-			    tr[i].pool_cold * 1e3, tr[i].seq_cold * 1e3);
+		bt_row_note(row, "%.1fx faster; attacher CPU %.2f ms per process; warm: pool %.1f ms, "
+				 "--jobs 1 %.1f ms; tree: pool %.1f ms, attach_tree %.1f ms",
+			    f[i].seq_cold / f[i].pool_cold, f[i].pool_cpu * 1e3 / (double)sizes[i],
+			    f[i].pool_warm * 1e3, f[i].seq_warm * 1e3, tr[i].pool_cold * 1e3,
+			    tr[i].seq_cold * 1e3);
 	}
 	snprintf(fig, sizeof(fig), "speed-up vs --jobs 1 at %zu processes (first window)", big);
 	bt_row(res, "scaling.speedup", fig, fb->seq_cold / fb->pool_cold, "x", 1.0,

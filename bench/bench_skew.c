@@ -96,8 +96,8 @@ static void add_rows(struct bt_results *res, const char *label, const char *wher
 	snprintf(fig, sizeof(fig), "tool_attach spread, %s", where);
 	row = bt_row(res, id, fig, s->attach_ms, "ms", b->attach_ms,
 		     "ROCm way: --jobs 1 --start-lead 0", "<=", 1.0, false);
-	bt_row_note(row, "%zu targets; launcher's report: attach skew %.3f ms", s->n_attach,
-		    s->report_attach_ms);
+	bt_row_note(row, "%zu targets on %ld CPUs; launcher's report: attach skew %.3f ms",
+		    s->n_attach, sysconf(_SC_NPROCESSORS_ONLN), s->report_attach_ms);
 	snprintf(id, sizeof(id), "skew.%s.detach", label);
 	snprintf(fig, sizeof(fig), "tool_detach spread, %s", where);
 	row = bt_row(res, id, fig, s->detach_ms, "ms", b->detach_ms,
