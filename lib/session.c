@@ -411,9 +411,14 @@ static int check_access(pid_t pid, struct trust *tr, struct ra_err *e)
 {
 	char path[64], why[256];
 	struct ra_status st;
+	int fd;
 
+	/* Not access(2): it checks with the real uid, which a setuid attacher does not act as. */
 	snprintf(path, sizeof(path), "/proc/%d/root/", pid);
-	if (access(path, F_OK) && (errno == EACCES || errno == EPERM)) {
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	else if (errno == EACCES || errno == EPERM) {
 		ra_explain_eacces(pid, why, sizeof(why));
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED,
 				  "process %d cannot be inspected (%s: %s): %s", pid, path,
