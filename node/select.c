@@ -890,6 +890,14 @@ static int expand(struct sel_ctx *c, const struct pidset *src, struct pidset *al
 	int r = 0;
 
 	for (i = 0; i < src->n && r == 0; i++) {
+		/*
+		 * A match already listed is a descendant of one expanded before:
+		 * its own descendants are listed too. Skipping it keeps a tree of
+		 * n processes (--pid-tree with --attach-children, every node a
+		 * match) at one walk instead of n walks of up to n processes.
+		 */
+		if (c->sel->children && ps_has(all, src->v[i]))
+			continue;
 		if (proc_load(c, src->v[i], &p) < 0)
 			continue;
 		keep = passes_filters(c, &p);
@@ -904,6 +912,7 @@ static int expand(struct sel_ctx *c, const struct pidset *src, struct pidset *al
 		if (r == 0)
 			r = ps_add_all(all, v, n);
 		free(v);
+		ps_sort(all);
 		if (r == -ESRCH)
 			r = 0;
 	}
