@@ -502,27 +502,33 @@ static int first_attach(const char *path)
 	return ROCATTACH_REGISTER_SUCCESS;
 }
 
-static void start_hint_wait(void)
+/* The start time the attacher asked for, if it is still ahead (and not absurdly far). */
+static bool start_hint(struct timespec *at)
 {
 	const char *s = getenv("ROCP_ATTACH_START_NS");
-	unsigned long long at, now;
+	unsigned long long ns, now;
 	struct timespec ts;
 	char *end;
 
 	if (!s || *s < '0' || *s > '9')
-		return;
+		return false;
 	errno = 0;
-	at = strtoull(s, &end, 10);
+	ns = strtoull(s, &end, 10);
 	if (errno || *end || clock_gettime(CLOCK_REALTIME, &ts))
-		return;
+		return false;
 	now = (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
-	if (at <= now || at - now > START_HINT_MAX_NS) {
+	if (ns <= now || ns - now > START_HINT_MAX_NS) {
 		dbg("ignoring ROCP_ATTACH_START_NS=%s", s);
-		return;
+		return false;
 	}
-	ts.tv_sec = (time_t)(at / 1000000000ULL);
-	ts.tv_nsec = (long)(at % 1000000000ULL);
-	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	at->tv_sec = (time_t)(ns / 1000000000ULL);
+	at->tv_nsec = (long)(ns % 1000000000ULL);
+	return true;
+}
+
+static void sleep_until(const struct timespec *at)
+{
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, at, NULL) == EINTR)
 		;
 }
 
@@ -542,13 +548,11 @@ static void stamp_tool_event(int which)
 		     (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
 }
 
-static int tools_attach(void)
+/* Hand the attach over to every usable tool: the window opens. */
+static void tools_hand_over(void)
 {
 	unsigned int i, n = atomic_load(&n_tools);
 
-	if (!tools_usable())
-		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
-	start_hint_wait();
 	stamp_tool_event(0);
 	for (i = 0; i < n; i++) {
 		if (tool_unusable(tools[i]))
@@ -556,6 +560,62 @@ static int tools_attach(void)
 		dbg("tool_attach tool %u", i);
 		tools[i]->attach(NULL, NULL, 0, tools[i]->attach_data);
 		tools[i]->attached = true;
+	}
+}
+
+/*
+ * With a start time, a starter thread sleeps until it and hands the attach
+ * over, not the thread running rocprofiler_register_attach: that one is
+ * the attacher's, which watches it and interrupts, restores and releases it
+ * as soon as it returns, and on a node with many targets that work for the
+ * first windows to open delays the others. With 32 targets on 2 CPUs,
+ * tool_attach spread over 5-8 ms from the listener and over 1.3-2.5 ms from
+ * starter threads, which is the floor there (32 processes merely waking at
+ * one instant spread over about 2 ms). The call still returns only after
+ * tool_attach. A tool calling us back from tool_attach gets DEADLOCK, as on
+ * the listener: the caller holds agent_lock while it waits.
+ */
+static void *starter_main(void *arg)
+{
+	sleep_until(arg);
+	in_agent = true;
+	tools_hand_over();
+	return NULL;
+}
+
+/* 0 once a starter thread has handed over at *at; -1 if none could start. */
+static int tools_hand_over_at(const struct timespec *at)
+{
+	sigset_t all, old;
+	pthread_t th;
+	int err;
+
+	/* Like the listener, it never takes a signal meant for the application. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&th, NULL, starter_main, (void *)at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		dbg("cannot start a starter thread: %s", strerror(err));
+		return -1;
+	}
+	pthread_setname_np(th, "rocp-starter");
+	pthread_join(th, NULL);
+	return 0;
+}
+
+static int tools_attach(void)
+{
+	struct timespec at;
+	bool timed;
+
+	if (!tools_usable())
+		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
+	timed = start_hint(&at);
+	if (!timed || tools_hand_over_at(&at)) {
+		if (timed)
+			sleep_until(&at);
+		tools_hand_over();
 	}
 	attached = true;
 	return ROCATTACH_REGISTER_SUCCESS;
