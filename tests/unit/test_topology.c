@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rn_topology and rn_bind_away on real child processes bound to one CPU. */
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -28,6 +29,25 @@ static bool two_cpus(void)
 	return CPU_ISSET(0, &set) && CPU_ISSET(1, &set);
 }
 
+/*
+ * Bind every thread of this process: a forked child runs one thread of ours,
+ * but under TSan also the runtime's background thread, and hwloc reads a
+ * process's binding as the union of its threads' bindings.
+ */
+static int bind_all_threads(const cpu_set_t *set)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int r = d ? 0 : -1;
+
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' && sched_setaffinity(atoi(de->d_name), sizeof(*set), set))
+			r = -1;
+	if (d)
+		closedir(d);
+	return r;
+}
+
 /* A child bound to CPUs lo..hi, sleeping until killed (or until we die). */
 static pid_t spawn_on_range(int lo, int hi)
 {
@@ -46,7 +66,7 @@ static pid_t spawn_on_range(int lo, int hi)
 		CPU_ZERO(&set);
 		for (cpu = lo; cpu <= hi; cpu++)
 			CPU_SET(cpu, &set);
-		c = sched_setaffinity(0, sizeof(set), &set) == 0 ? 'y' : 'n';
+		c = bind_all_threads(&set) == 0 ? 'y' : 'n';
 		if (write(fds[1], &c, 1) != 1)
 			_exit(1);
 		for (;;)
