@@ -5,7 +5,12 @@
  * environment instead (the parser's defaults come from there). The parser
  * resets getopt itself (optind = 0), which running it over and over here
  * checks too: a result that differs on a second parse is a finding.
+ * An input starting with byte 0x01 is one option value instead, checked
+ * against a reference: what cli_parse_ll accepts is a plain decimal.
  */
+#include <errno.h>
+#include <limits.h>
+
 #include "cli_opts.h"
 #include "fuzz.h"
 
@@ -34,12 +39,41 @@ static int take_env(int argc, char **argv)
 	return i - 1;
 }
 
+/* "-?[0-9]+" whose value fits in a long long (then in *v). */
+static bool plain_decimal(const char *s, long long *v)
+{
+	const char *d = s + (*s == '-');
+
+	if (!*d || strspn(d, "0123456789") != strlen(d))
+		return false;
+	errno = 0;
+	*v = strtoll(s, NULL, 10);
+	return errno == 0;
+}
+
+static void check_value(const char *value)
+{
+	long long got, want;
+
+	if (cli_parse_ll(value, LLONG_MIN, LLONG_MAX, &got) == 0)
+		FUZZ_CHECK(plain_decimal(value, &want) && got == want);
+	if (cli_parse_ll(value, 1, 1000, &got) == 0)
+		FUZZ_CHECK(got >= 1 && got <= 1000);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *argv[FUZZ_ARGV_MAX + 1], err[512], err2[512];
 	struct cli_opts o, o2;
 	int argc, skip, r;
 
+	if (size && data[0] == 0x01) {
+		char *value = fuzz_strdup(data + 1, size - 1);
+
+		check_value(value);
+		free(value);
+		return 0;
+	}
 	argc = fuzz_argv(data, size, "rocattach", argv);
 	skip = take_env(argc, argv);
 	/* argv[skip] stands in for argv[0]: the environment arguments are not options. */

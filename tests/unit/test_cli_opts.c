@@ -126,6 +126,13 @@ static void test_cli_parse_ll_bounds(void **state)
 	assert_int_equal(cli_parse_ll("99999999999999999999", 0, 10, &v), -1);
 	assert_int_equal(cli_parse_ll("+1", 0, 10, &v), -1);
 	assert_int_equal(cli_parse_ll("", 0, 10, &v), -1);
+	/* Found by fuzz_cli_opts: leading blanks other than ' ' were taken. */
+	assert_int_equal(cli_parse_ll(" 1", 0, 10, &v), -1);
+	assert_int_equal(cli_parse_ll("\t1", 0, 10, &v), -1);
+	assert_int_equal(cli_parse_ll("\n1", 0, 10, &v), -1);
+	assert_int_equal(cli_parse_ll("-\t1", -10, 10, &v), -1);
+	assert_int_equal(cli_parse_ll("-1", -10, 10, &v), 0);
+	assert_int_equal(v, -1);
 }
 
 int main(void)
