@@ -4,7 +4,12 @@
  * same argv that rank 0 validated. Input: NUL-separated arguments; a leading
  * ROCPROF_ATTACH_DURATION=VALUE goes to the environment. The parser resets
  * getopt itself; a second parse must give the same result.
+ * An input starting with byte 0x01 is one option value instead, given to
+ * --windows, --pid and --slurm-step in turn: what is accepted must be what
+ * the usage says (plain decimals, ':' and ',' where they belong).
  */
+#include <limits.h>
+
 #include "fuzz.h"
 #include "mpi_opts.h"
 
@@ -40,11 +45,82 @@ static void check_ok(const struct rm_opts *p)
 	FUZZ_CHECK(!p->sel.exe || (p->sel.exe[0] && !strchr(p->sel.exe, '/')));
 }
 
+/* s[0..n) is a plain decimal within [lo, hi]; its value in *v. */
+static bool dec(const char *s, size_t n, long long lo, long long hi, long long *v)
+{
+	long long x = 0;
+
+	if (!n || n > 18)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		x = x * 10 + (s[i] - '0');
+	}
+	*v = x;
+	return x >= lo && x <= hi;
+}
+
+static int parse_one(const char *opt, const char *value)
+{
+	char *argv[] = { "rocattach-mpi", "--exe", "a", (char *)opt, (char *)value, NULL };
+	char err[512];
+	int r;
+
+	unsetenv("ROCPROF_ATTACH_DURATION");
+	r = rm_opts_parse(5, argv, &o, err, sizeof(err));
+	if (r)
+		rm_opts_free(&o);
+	return r;
+}
+
+static void check_value(const char *v)
+{
+	const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *p, *comma;
+	long long a, b, c;
+	size_t i;
+
+	if (parse_one("--windows", v) == 0) {
+		FUZZ_CHECK(c1 && c2 && dec(v, (size_t)(c1 - v), 0, 86400000, &a) &&
+			   dec(c1 + 1, (size_t)(c2 - c1 - 1), 1, 86400000, &b) &&
+			   dec(c2 + 1, strlen(c2 + 1), 1, 100000, &c));
+		FUZZ_CHECK(o.delay_ms == a && o.duration_ms == b && o.windows == c);
+		rm_opts_free(&o);
+	}
+	if (parse_one("--pid", v) == 0) {
+		for (i = 0, p = v;; p = comma + 1, i++) {
+			comma = strchr(p, ',');
+			FUZZ_CHECK(dec(p, comma ? (size_t)(comma - p) : strlen(p), 1, INT32_MAX, &a));
+			FUZZ_CHECK(i < o.sel.n_pids && o.pids[i] == a);
+			if (!comma)
+				break;
+		}
+		FUZZ_CHECK(i + 1 == o.sel.n_pids);
+		rm_opts_free(&o);
+	}
+	if (parse_one("--slurm-step", v) == 0) {
+		size_t j = strcspn(v, ".");
+
+		FUZZ_CHECK(j > 0 && strspn(v, "0123456789") == j);
+		p = v[j] ? v + j + 1 : NULL;
+		FUZZ_CHECK(!p || (*p && strspn(p, "0123456789") == strlen(p)) ||
+			   !strcmp(p, "batch") || !strcmp(p, "extern") || !strcmp(p, "interactive"));
+		rm_opts_free(&o);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *argv[FUZZ_ARGV_MAX + 1], err[512], err2[512];
 	int argc, skip, r, r2;
 
+	if (size && data[0] == 0x01) {
+		char *value = fuzz_strdup(data + 1, size - 1);
+
+		check_value(value);
+		free(value);
+		return 0;
+	}
 	argc = fuzz_argv(data, size, "rocattach-mpi", argv);
 	skip = take_env(argc, argv);
 	r = rm_opts_parse(argc - skip, argv + skip, &o, err, sizeof(err));

@@ -145,15 +145,23 @@ static int parse_uid(const char *s, long *uid, char *err, size_t len)
 	return 0;
 }
 
-/* DELAY:DURATION:COUNT */
+/* DELAY:DURATION:COUNT, three plain numbers ("%s" in a sscanf let "1:2:3 junk" pass). */
 static int parse_windows(struct rm_opts *o, const char *s, char *err, size_t len)
 {
-	char a[32], b[32], c[32];
+	char buf[96], *b = NULL, *c = NULL;
 	long long count;
 
-	if (sscanf(s, "%31[^:]:%31[^:]:%31s", a, b, c) != 3 ||
-	    cli_parse_ll(a, 0, DAY_MS, &o->delay_ms) || cli_parse_ll(b, 1, DAY_MS, &o->duration_ms) ||
-	    cli_parse_ll(c, 1, MAX_WINDOWS, &count))
+	if (strlen(s) < sizeof(buf)) {
+		strcpy(buf, s);
+		b = strchr(buf, ':');
+		c = b ? strchr(b + 1, ':') : NULL;
+	}
+	if (c) {
+		*b++ = '\0';
+		*c++ = '\0';
+	}
+	if (!c || cli_parse_ll(buf, 0, DAY_MS, &o->delay_ms) ||
+	    cli_parse_ll(b, 1, DAY_MS, &o->duration_ms) || cli_parse_ll(c, 1, MAX_WINDOWS, &count))
 		return bad(err, len,
 			   "invalid --windows '%s': give DELAY:DURATION:COUNT in ms, e.g. 5000:1000:3 "
 			   "(duration >= 1, count 1..100000)", s);

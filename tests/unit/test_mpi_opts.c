@@ -111,6 +111,10 @@ static void test_rm_opts_parse_rejects_bad_input(void **state)
 	assert_int_equal(PARSE("--exe", "x", "--windows", "1:0:2"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2:100001"), -1);
+	/* Found by fuzz_mpi_opts: the count's sscanf("%s") dropped what followed a blank. */
+	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2:3 junk"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2:3\f"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2:3:4"), -1);
 	assert_int_equal(PARSE("--exe", "x", "-d", "100", "--max-window", "50"), -1);
 	assert_int_equal(PARSE("--exe", "x", "-t", ":"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--rank-var", "A=B"), -1);
