@@ -39,6 +39,20 @@ static inline char *fuzz_strdup(const uint8_t *data, size_t size)
 	return s;
 }
 
+/*
+ * Put "NAME=VALUE" in the environment through one of a few static buffers:
+ * glibc's setenv keeps every distinct value it was ever given, which over
+ * millions of runs becomes the fuzzer's memory. A slot serves one name.
+ */
+#define FUZZ_ENV_SLOTS 8
+static inline void fuzz_putenv(int slot, const char *entry)
+{
+	static char buf[FUZZ_ENV_SLOTS][512];
+
+	snprintf(buf[slot], sizeof(buf[slot]), "%s", entry);
+	putenv(buf[slot]);
+}
+
 #define FUZZ_ARGV_MAX 64
 
 /*

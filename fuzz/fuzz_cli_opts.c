@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Options of `rocattach` (launcher/cli_opts.c). Input: NUL-separated
- * arguments; leading ones of the form ROCPROF_ATTACH_*=VALUE are put in the
- * environment instead (the parser's defaults come from there). The parser
+ * arguments; leading ones of the form ROCPROF_ATTACH_{PID,DURATION,...}=VALUE
+ * are put in the environment instead (the parser's defaults come from there). The parser
  * resets getopt itself (optind = 0), which running it over and over here
  * checks too: a result that differs on a second parse is a finding.
  * An input starting with byte 0x01 is one option value instead, checked
@@ -20,21 +20,23 @@ static const char *const env_names[] = {
 };
 #define N_ENV (sizeof(env_names) / sizeof(env_names[0]))
 
-/* Leading ROCPROF_ATTACH_*=VALUE arguments into the environment; how many. */
+/* Leading NAME=VALUE arguments (names above) into the environment; how many. */
 static int take_env(int argc, char **argv)
 {
-	size_t k;
+	size_t k, len;
 	int i;
 
 	for (k = 0; k < N_ENV; k++)
 		unsetenv(env_names[k]);
-	for (i = 1; i < argc && !strncmp(argv[i], "ROCPROF_ATTACH_", 15) && strchr(argv[i], '=');
-	     i++) {
-		char *eq = strchr(argv[i], '=');
-
-		*eq = '\0';
-		setenv(argv[i], eq + 1, 1);
-		*eq = '=';
+	for (i = 1; i < argc; i++) {
+		for (k = 0; k < N_ENV; k++) {
+			len = strlen(env_names[k]);
+			if (!strncmp(argv[i], env_names[k], len) && argv[i][len] == '=')
+				break;
+		}
+		if (k == N_ENV)
+			break;
+		fuzz_putenv((int)k, argv[i]);
 	}
 	return i - 1;
 }

@@ -19,7 +19,7 @@ static int take_env(int argc, char **argv)
 
 	unsetenv("ROCPROF_ATTACH_DURATION");
 	if (argc > 1 && !strncmp(argv[1], var, sizeof(var) - 1)) {
-		setenv("ROCPROF_ATTACH_DURATION", argv[1] + sizeof(var) - 1, 1);
+		fuzz_putenv(0, argv[1]);
 		return 1;
 	}
 	return 0;
@@ -45,17 +45,19 @@ static void check_ok(const struct rm_opts *p)
 	FUZZ_CHECK(!p->sel.exe || (p->sel.exe[0] && !strchr(p->sel.exe, '/')));
 }
 
-/* s[0..n) is a plain decimal within [lo, hi]; its value in *v. */
+/* s[0..n) is a plain decimal within [lo, hi] (hi < LLONG_MAX / 10); its value in *v. */
 static bool dec(const char *s, size_t n, long long lo, long long hi, long long *v)
 {
 	long long x = 0;
 
-	if (!n || n > 18)
+	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
 			return false;
 		x = x * 10 + (s[i] - '0');
+		if (x > hi)
+			return false;
 	}
 	*v = x;
 	return x >= lo && x <= hi;
