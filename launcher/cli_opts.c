@@ -55,8 +55,8 @@ int cli_parse_ll(const char *s, long long min, long long max, long long *out)
 	char *end;
 	long long v;
 
-	/* strtoll would also take leading blanks of any kind ("\t5", "\n5") and a '+'. */
-	if (!s || (*s != '-' && (*s < '0' || *s > '9')))
+	/* strtoll would also take leading blanks of any kind ("\t5", "\n5"), a '+', and "-0". */
+	if (!s || (*s != '-' && (*s < '0' || *s > '9')) || (*s == '-' && min >= 0))
 		return -1;
 	errno = 0;
 	v = strtoll(s, &end, 10);

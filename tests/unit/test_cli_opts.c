@@ -131,6 +131,7 @@ static void test_cli_parse_ll_bounds(void **state)
 	assert_int_equal(cli_parse_ll("\t1", 0, 10, &v), -1);
 	assert_int_equal(cli_parse_ll("\n1", 0, 10, &v), -1);
 	assert_int_equal(cli_parse_ll("-\t1", -10, 10, &v), -1);
+	assert_int_equal(cli_parse_ll("-0", 0, 10, &v), -1);
 	assert_int_equal(cli_parse_ll("-1", -10, 10, &v), 0);
 	assert_int_equal(v, -1);
 }
