@@ -1,9 +1,54 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, build, run every test with CTest.
-# Exits non-zero when any test fails.
+# The whole test suite: install what is missing, build, run every test with CTest. Then the
+# same suite (labels unit, ptrace, mpi) under ASan+UBSan and under TSan (scripts/sanitize.sh)
+# and a short fuzz run (fuzz/run.sh, ROCATTACH_FUZZ_SECONDS per harness, default 5).
+# --quick (or ROCATTACH_TEST_QUICK=1): the first part only. Other arguments go to the
+# first ctest. Exits non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=${ROCATTACH_TEST_QUICK:-0}
+args=()
+for a in "$@"; do
+	if [ "$a" = --quick ]; then quick=1; else args+=("$a"); fi
+done
 ./scripts/deps.sh
 ./scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 300 "$@"
+if [ "$quick" = 1 ]; then
+	cd "${BUILD_DIR:-build}"
+	exec ctest --output-on-failure --timeout 300 "${args[@]}"
+fi
+
+log=$(mktemp /tmp/rocattach-test.XXXXXX)
+trap 'rm -f "$log"' EXIT
+passed=0
+failed=0
+failed_steps=()
+# step NAME COMMAND...: run it, count what its ctest or fuzz summary lines say.
+step() {
+	local name=$1 t0=$SECONDS rc=0 p f
+	shift
+	echo "== $name"
+	"$@" 2>&1 | tee "$log" || rc=$?
+	# "100% tests passed, 0 tests failed out of 21" (ctest), "fuzz: 14 passed, 0 failed".
+	read -r p f < <(awk '/^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+$/ {
+			P += $NF - $4; F += $4 }
+		/^fuzz: [0-9]+ passed, [0-9]+ failed/ { P += $2; F += $4 }
+		END { print P + 0, F + 0 }' "$log")
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1 # failed before counting (a build)
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$rc" -eq 0 ]; then
+		echo "== $name: ok ($((SECONDS - t0)) s)"
+	else
+		echo "== $name: FAILED ($((SECONDS - t0)) s)"
+		failed_steps+=("$name")
+	fi
+}
+step "test suite" bash -c 'cd "${BUILD_DIR:-build}" && ctest --output-on-failure --timeout 300 "$@"' \
+	_ "${args[@]}"
+step "ASan+UBSan suite" ./scripts/sanitize.sh address
+step "TSan suite" ./scripts/sanitize.sh thread
+step "fuzzing" ./fuzz/run.sh "${ROCATTACH_FUZZ_SECONDS:-5}"
+[ ${#failed_steps[@]} -eq 0 ] || echo "failed: ${failed_steps[*]}"
+echo "all: $passed passed, $failed failed"
+[ ${#failed_steps[@]} -eq 0 ]
