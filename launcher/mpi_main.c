@@ -38,8 +38,14 @@
 #include "report.h"
 
 #define TAG_STOP 17
-#define POLL_MS 5		       /* how often the window loop looks around */
-#define STOP_MARGIN_NS 30000000ull     /* a decided stop happens this far ahead */
+/*
+ * The window loop looks around every POLL_MS (signals wake it at once); a
+ * stop rank 0 decides lies STOP_MARGIN_NS ahead, time enough for every rank
+ * to hear of it first. Looking 40 times a second keeps an open window near
+ * zero CPU.
+ */
+#define POLL_MS 25
+#define STOP_MARGIN_NS 100000000ull
 #define LEAD_BASE_NS 150000000ull      /* automatic start lead: base ... */
 #define LEAD_PER_TARGET_NS 3000000ull  /* ... plus this per target on the busiest node */
 #define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */

@@ -93,10 +93,10 @@ PLAIN=$!
 CHILDREN+=("$PLAIN")
 sleep 0.3
 export ROCPROF_OUTPUT_PATH=$W/w7
-mpirun -np 1 "$LAUNCHER" --exe rocattach-example-target -t "$TOOL" -d 200 </dev/null >"$W/l7.out" 2>&1
+mpirun -np 1 "$LAUNCHER" --pid "$PLAIN" -t "$TOOL" -d 200 </dev/null >"$W/l7.out" 2>&1
 check "without --inject: exit 4 (no listener)" test $? -eq 4
 check "without --inject: the cause is named" grep -q "ROCP_TOOL_ATTACH=1" "$W/l7.out"
-mpirun -np 1 "$LAUNCHER" --exe rocattach-example-target --inject -t "$TOOL" -d 200 \
+mpirun -np 1 "$LAUNCHER" --pid "$PLAIN" --inject -t "$TOOL" -d 200 \
 	</dev/null >"$W/l8.out" 2>&1
 check "--inject: exit 0" test $? -eq 0
 check "--inject: full lifecycle in the plain program" test \
