@@ -671,6 +671,86 @@ static int check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e)
 			  "process %d is a zombie (exited, not yet reaped)", pid);
 }
 
+/*
+ * What the lookup of a process found, kept for its next windows: reading
+ * every mapped object's ELF is most of an attach's preparation. An entry is
+ * used only for the same process (pid and start time) while the same
+ * listener thread lives in it: an exec replaces the image and the
+ * addresses, but it also ends every thread but the main one.
+ */
+struct lookup {
+	pid_t pid, tid;
+	uint64_t starttime, tramp, fn_attach, fn_detach, fn_tool_ns;
+	char object[512];
+};
+
+#define LOOKUPS 256 /* direct-mapped by pid */
+static struct lookup lookups[LOOKUPS];
+static pthread_mutex_t lookups_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool listener_lives(pid_t pid, pid_t tid)
+{
+	char path[64], *comm = NULL;
+	size_t len;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/comm", RA_PROCFS, pid, tid);
+	if (ra_read_file(path, &comm, &len))
+		return false;
+	comm[strcspn(comm, "\n")] = '\0';
+	ok = !strcmp(comm, LISTENER_COMM);
+	free(comm);
+	return ok;
+}
+
+static bool lookup_get(struct session *s, struct prepared *p)
+{
+	struct lookup l;
+
+	pthread_mutex_lock(&lookups_lock);
+	l = lookups[s->pid % LOOKUPS];
+	pthread_mutex_unlock(&lookups_lock);
+	if (l.pid != s->pid || l.starttime != s->starttime || !listener_lives(s->pid, l.tid))
+		return false;
+	s->tid = l.tid;
+	s->tramp = l.tramp;
+	p->fn_attach = l.fn_attach;
+	p->fn_detach = l.fn_detach;
+	p->fn_tool_ns = l.fn_tool_ns;
+	snprintf(p->object, sizeof(p->object), "%s", l.object);
+	return true;
+}
+
+static void lookup_put(const struct session *s, const struct prepared *p)
+{
+	struct lookup l = {.pid = s->pid, .tid = s->tid, .starttime = s->starttime,
+			   .tramp = s->tramp, .fn_attach = p->fn_attach,
+			   .fn_detach = p->fn_detach, .fn_tool_ns = p->fn_tool_ns};
+
+	snprintf(l.object, sizeof(l.object), "%s", p->object);
+	pthread_mutex_lock(&lookups_lock);
+	lookups[s->pid % LOOKUPS] = l;
+	pthread_mutex_unlock(&lookups_lock);
+}
+
+/* Listener, entry points and trampoline address: from the cache, else looked up. */
+static int find_target(struct session *s, struct prepared *p, struct ra_err *e)
+{
+	int ret;
+
+	if (lookup_get(s, p))
+		return 0;
+	if (find_listener(s->pid, &s->tid, e) || find_entry_points(s->pid, p, e))
+		return -1;
+	ret = ra_auxv_read(RA_PROCFS, s->pid, AT_ENTRY, &s->tramp);
+	if (ret)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d: no AT_ENTRY in /proc/%d/auxv: %s", s->pid, s->pid,
+				  strerror(-ret));
+	lookup_put(s, p);
+	return 0;
+}
+
 static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 		   struct op *op)
 {
@@ -695,13 +775,8 @@ static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared
 		return -1;
 	if ((o->flags & ROCATTACH_F_INJECT) && inject_listener(s, o, &tr, op))
 		return -1;
-	if (find_listener(s->pid, &s->tid, e) || find_entry_points(s->pid, p, e))
+	if (find_target(s, p, e))
 		return -1;
-	ret = ra_auxv_read(RA_PROCFS, s->pid, AT_ENTRY, &s->tramp);
-	if (ret)
-		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
-				  "process %d: no AT_ENTRY in /proc/%d/auxv: %s", s->pid, s->pid,
-				  strerror(-ret));
 	s->fn_detach = p->fn_detach;
 	s->fn_tool_ns = p->fn_tool_ns;
 	return build_payload(s->pid, o, p, e);
