@@ -55,6 +55,7 @@
 #define START_HINT_MAX_NS (10ULL * 1000000000ULL)
 #define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 #define OWNER_VAR "ROCP_ATTACH_OWNER"
+#define LISTENER_NAME "rocp-bg-attach" /* what attachers look for in /proc/PID/task/TID/comm */
 #define OWNER_POLL_MS 250 /* liveness poll where pidfd_open is missing (Linux < 5.3) */
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434 /* the same number on every architecture */
@@ -724,6 +725,17 @@ static int check_attach_args(const char *env, const char *path, size_t *envlen)
 	return 0;
 }
 
+/*
+ * A thread names itself: glibc then uses prctl(PR_SET_NAME). Naming another
+ * thread goes through /proc/self/task/TID/comm, which misses in a pid
+ * namespace whose /proc is the host's (unshare --pid without --mount-proc):
+ * the attacher would find no listener.
+ */
+static void thread_name(const char *name)
+{
+	pthread_setname_np(pthread_self(), name);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The attacher's liveness: ROCP_ATTACH_OWNER and the watchdog thread. */
 
@@ -873,6 +885,7 @@ static void *watchdog_main(void *arg)
 	unsigned int gen = 0;
 
 	(void)arg;
+	thread_name("rocp-watchdog");
 	for (;;) {
 		gen = wd_adopt(gen);
 		if (wd_wait())
@@ -900,7 +913,6 @@ static int watchdog_start(void)
 		wd_wake = -1;
 		return -err;
 	}
-	pthread_setname_np(th, "rocp-watchdog");
 	pthread_detach(th);
 	wd_started = true;
 	return 0;
@@ -1059,6 +1071,7 @@ RA_EXPORT unsigned int rocattach_agent_version(void)
 static void *listener_main(void *arg)
 {
 	(void)arg;
+	thread_name(LISTENER_NAME);
 	pthread_mutex_lock(&park_lock);
 	parked = true;
 	pthread_cond_signal(&parked_cond);
@@ -1132,7 +1145,6 @@ static int listener_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		return -err;
-	pthread_setname_np(th, "rocp-bg-attach");
 	pthread_detach(th);
 	listener_wait_parked();
 	return 0;
