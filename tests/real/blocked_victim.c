@@ -9,7 +9,9 @@
  * alone takes SIGUSR1 and SIGRTMIN+1 (handlers with SA_RESTART), counting
  * them and summing the real-time signals' values, so a test can check that
  * each signal sent arrived exactly once. Every other thread blocks them.
- * It prints "ready pid=<pid>" once every thread runs.
+ * It prints "ready pid=<pid>" once every thread runs. With --main-exits the
+ * commands are served by another thread and the main thread calls
+ * pthread_exit: /proc/PID then shows a zombie leader while the process runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -289,21 +291,15 @@ static void command(const char *line)
 	fflush(stdout);
 }
 
-/* stdin, byte by byte through read(2): the main thread too sits in a blocking read. */
-int main(void)
+/* stdin, byte by byte through read(2): the thread sits in a blocking read. */
+static void *commands_main(void *arg)
 {
 	char line[256];
 	size_t len = 0;
 	ssize_t n;
 	char c;
 
-	handlers();
-	if (start_threads()) {
-		perror("blocked_victim");
-		return 1;
-	}
-	printf("ready pid=%d\n", (int)getpid());
-	fflush(stdout);
+	(void)arg;
 	for (;;) {
 		n = read(STDIN_FILENO, &c, 1);
 		if (n < 0 && errno == EINTR) {
@@ -311,7 +307,7 @@ int main(void)
 			continue;
 		}
 		if (n <= 0)
-			return 0;
+			exit(0);
 		if (c != '\n' && len < sizeof(line) - 1) {
 			line[len++] = c;
 			continue;
@@ -320,4 +316,25 @@ int main(void)
 		len = 0;
 		command(line);
 	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th;
+
+	handlers();
+	if (start_threads()) {
+		perror("blocked_victim");
+		return 1;
+	}
+	printf("ready pid=%d\n", (int)getpid());
+	fflush(stdout);
+	if (argc > 1 && !strcmp(argv[1], "--main-exits")) {
+		if (pthread_create(&th, NULL, commands_main, NULL))
+			return 1;
+		pthread_exit(NULL);
+	}
+	commands_main(NULL);
+	return 0;
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -211,21 +210,4 @@ pid_t make_zombie(void)
 	for (int i = 0; i < 500 && proc_state(pid) != 'Z'; i++)
 		usleep(2000);
 	return pid;
-}
-
-int heavy_lock(void)
-{
-	int fd = open("/tmp/rocattach-heavy.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-
-	if (fd >= 0)
-		flock(fd, LOCK_EX);
-	return fd;
-}
-
-void heavy_unlock(int fd)
-{
-	if (fd >= 0) {
-		flock(fd, LOCK_UN);
-		close(fd);
-	}
 }

@@ -41,8 +41,4 @@ char proc_state(pid_t pid);
 /* A zombie: a forked child that exited and is not reaped. Reap with waitpid. */
 pid_t make_zombie(void);
 
-/* flock(/tmp/rocattach-heavy.lock) for namespace work; returns the fd to pass to heavy_unlock. */
-int heavy_lock(void);
-void heavy_unlock(int fd);
-
 #endif

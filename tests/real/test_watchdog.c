@@ -85,6 +85,23 @@ static void assert_attachable(struct victim *v, int windows_before)
 	assert_int_equal(tool_count(logbuf, "tool_detach"), windows_before + 1);
 }
 
+/*
+ * A child that attaches pid and waits to be killed. It dies with us too:
+ * a failed test must not leave it holding anything (the heavy lock).
+ */
+static pid_t attacher_child(pid_t pid)
+{
+	pid_t a = fork();
+
+	if (a == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		rocattach_attach(pid);
+		pause();
+		_exit(0);
+	}
+	return a;
+}
+
 /* The CLI attaches for a long window, is SIGKILLed once attached; tool_detach follows. */
 static void kill_cli_in_window(struct victim *v, unsigned long long *killed_ns)
 {
@@ -227,12 +244,7 @@ static void test_watchdog_follows_latest_owner(void **state)
 
 	(void)state;
 	assert_int_equal(victim_start(&v, &with_agent), 0);
-	a = fork();
-	if (a == 0) {
-		rocattach_attach(v.pid);
-		pause();
-		_exit(0);
-	}
+	a = attacher_child(v.pid);
 	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
 	usleep(50 * 1000);
 	/* The agent answers "already attached": we are the owner now. */
