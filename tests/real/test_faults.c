@@ -534,6 +534,7 @@ static void test_fault_attacher_killed_at_random_points(void **state)
 	/* Warm up: the tool is loaded and the watchdog started once and for all. */
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	usleep(50 * 1000); /* the watchdog closes our pidfd on its own thread */
 	maps0 = proc_maps_count(v.pid);
 	maps_snapshot(v.pid);
 	fds0 = proc_fd_count(v.pid);
@@ -559,6 +560,7 @@ static void test_fault_attacher_killed_at_random_points(void **state)
 		fail_msg("attach after the kills: %s", rocattach_last_error());
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_unharmed(&v);
+	usleep(50 * 1000);
 	print_message("target maps %d -> %d, fds %d -> %d\n", maps0, proc_maps_count(v.pid), fds0,
 		      proc_fd_count(v.pid));
 	assert_int_equal(proc_fd_count(v.pid), fds0);

@@ -56,6 +56,15 @@ struct counts {
 	long rss_kb;
 };
 
+/*
+ * After a detach the target's watchdog closes the attacher's pidfd on its own
+ * thread, a moment after the call returned: let it, before counting.
+ */
+static void settle(void)
+{
+	usleep(50 * 1000);
+}
+
 static void counts_of(pid_t pid, struct counts *c)
 {
 	c->fds = proc_fd_count(pid);
@@ -145,6 +154,7 @@ static void cycles_under_signals(struct victim *v, const rocattach_opts_t *o, in
 	assert_int_equal(pthread_create(&th, NULL, sender_main, &s), 0);
 	pthread_join(th, NULL);
 	atomic_store(&s.stop, false);
+	settle();
 	counts_of(v->pid, &t0);
 	counts_of(getpid(), &a0);
 	assert_int_equal(pthread_create(&th, NULL, sender_main, &s), 0);
@@ -160,6 +170,7 @@ static void cycles_under_signals(struct victim *v, const rocattach_opts_t *o, in
 	for (int i = 0; i < 500 && victim_status(v, "rt") < (long long)s.sent; i++)
 		usleep(10 * 1000);
 	assert_never_noticed(v, &s);
+	settle();
 	counts_of(v->pid, &t1);
 	counts_of(getpid(), &a1);
 	assert_counts_stable("target", &t0, &t1, true);
