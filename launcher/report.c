@@ -12,6 +12,7 @@
  * they include the nodes' clock offsets (NTP/PTP quality).
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -688,7 +689,10 @@ static int ranges_push(struct ranges *r, long lo, long hi)
 	return 0;
 }
 
-/* "0-3,8" into r; what does not parse is skipped. */
+/*
+ * "0-3,8" into r; what does not parse is skipped, and so are numbers past
+ * INT_MAX (strtol gives LONG_MAX for any longer one, and merging adds 1).
+ */
 static int ranges_parse(struct ranges *r, const char *s, size_t width)
 {
 	char buf[128], *p, *end;
@@ -703,7 +707,7 @@ static int ranges_parse(struct ranges *r, const char *s, size_t width)
 			if (end == p)
 				hi = -1;
 		}
-		if (end != p && lo >= 0 && hi >= lo && ranges_push(r, lo, hi))
+		if (end != p && lo >= 0 && hi >= lo && hi <= INT_MAX && ranges_push(r, lo, hi))
 			return -1;
 		end = strchrnul(end, ',');
 	}

@@ -555,6 +555,27 @@ static void test_rm_write_timeline_no_window(void **state)
 	assert_int_equal(rm_write_report(path_in_dir("none.json"), &r, err, sizeof(err)), 0);
 }
 
+/* Found by fuzz_report: a node's CPU list with a number past LONG_MAX overflowed the merge. */
+static void test_rm_write_report_huge_cpu_numbers(void **state)
+{
+	struct rn_target t[2] = {{.pid = 1, .state = RN_DETACHED}, {.pid = 2, .state = RN_DETACHED}};
+	struct rm_node n = {.host = "node1", .t = t, .n = 2};
+	struct rm_window w = {.index = 1, .start_ns = T1, .stop_ns = T1 + MS, .stop_reason = "duration",
+			      .nodes = &n, .n_nodes = 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "ok"};
+	char err[256] = "";
+	json_t *j;
+
+	(void)state;
+	topo(&t[0], "0-99999999999999999999,5", "0", "");
+	topo(&t[1], "2147483648,3", "0", "");
+	assert_int_equal(rm_write_report(path_in_dir("huge.json"), &r, err, sizeof(err)), 0);
+	j = json_load_file(path_in_dir("huge.json"), 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.cpus")), "3,5");
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_rm_write_missing_dir),
 		cmocka_unit_test(test_rm_write_report_refuses_tmp_symlink),
 		cmocka_unit_test(test_rm_write_timeline_no_window),
+		cmocka_unit_test(test_rm_write_report_huge_cpu_numbers),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
