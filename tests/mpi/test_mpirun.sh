@@ -78,6 +78,16 @@ for how in int-rank0 term-ranks term-mpirun; do
 	[ "$how" = int-rank0 ] || check "$how: report exit code 5" jq -e '.exit_code == 5' "$W/$how.json"
 done
 
+# 4b. Nobody says stop: --max-window detaches anyway.
+export ROCPROF_OUTPUT_PATH=$W/mw
+mpirun -np 1 "$LAUNCHER" --mpi-job -t "$TOOL" --max-window 400 --report "$W/mw.json" \
+	</dev/null >"$W/mw.out" 2>&1
+check "--max-window: exit 0" test $? -eq 0
+check "--max-window: stop reason" jq -e '.windows[0].stop_reason == "max-window"' "$W/mw.json"
+for p in "${RANKS[@]}"; do
+	check "--max-window: pid $p detached" test "$(events "$W/mw" tool_detach "$p")" -eq 1
+done
+
 # 5. No targets; bad options (one line, from rank 0 only, nothing touched).
 mpirun -np 2 "$LAUNCHER" --exe no-such-program -t "$TOOL" -d 10 </dev/null >"$W/l5.out" 2>&1
 check "no targets: exit 3" test $? -eq 3
