@@ -49,6 +49,8 @@
 #define LEAD_BASE_NS 150000000ull      /* automatic start lead: base ... */
 #define LEAD_PER_TARGET_NS 3000000ull  /* ... plus this per target on the busiest node */
 #define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
+/* A rank that hears no stop this long after the window's end detaches on its own. */
+#define LOST_ROOT_GRACE_NS 10000000000ull
 
 struct ctx {
 	int rank, size;
@@ -424,9 +426,20 @@ static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
 		*orphan_deadline = now_ns() + ORPHAN_TIMEOUT_NS;
 }
 
+/*
+ * When a rank gives up waiting for rank 0's stop (network or MPI failure):
+ * the window's planned end (its duration, else --max-window) plus a grace.
+ */
+static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
+{
+	long long ms = c->o.duration_ms >= 0 ? c->o.duration_ms : c->o.max_window_ms;
+
+	return start_ns + (uint64_t)ms * 1000000u + LOST_ROOT_GRACE_NS;
+}
+
 static void hold_window(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 {
-	uint64_t orphan_deadline = 0;
+	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, start_ns);
 	MPI_Request req = MPI_REQUEST_NULL;
 	int done = 0;
 
@@ -445,13 +458,15 @@ static void hold_window(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 			if (done)
 				break;
 			watch_local(c, &orphan_deadline);
-			/* Rank 0 is gone or stuck: never leave targets attached. */
-			if (orphan_deadline && now_ns() > orphan_deadline) {
+			/* Rank 0 is gone, stuck or cut off: never leave targets attached. */
+			if ((orphan_deadline && now_ns() > orphan_deadline) || now_ns() > lost) {
 				rn_detach_all(c->t, c->n, NULL);
-				fprintf(stderr, "rocattach-mpi[%s:%d] error: no word from rank 0 "
-						"after a signal: detached and aborting\n",
-					c->host, c->rank);
-				MPI_Abort(MPI_COMM_WORLD, RM_EXIT_INTERRUPTED);
+				fprintf(stderr, "rocattach-mpi[%s:%d] error: no stop from rank 0 %s: "
+						"detached this node's targets, aborting\n",
+					c->host, c->rank,
+					orphan_deadline ? "after a signal" : "by the window's end");
+				MPI_Abort(MPI_COMM_WORLD, orphan_deadline ? RM_EXIT_INTERRUPTED
+									  : RM_EXIT_ERROR);
 			}
 		}
 		wait_a_little(c);

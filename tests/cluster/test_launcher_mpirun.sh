@@ -167,4 +167,31 @@ kill -TERM "$JOB"
 wait "$JOB"
 JOB=
 vc_t_eq "all 6 ranks ended normally" "$(grep -c '^done' "$W/job.out")" 6
+echo "== 7. the network fails mid-window (node2's link down; after the MPI job, which it would break)"
+# Nodes that still hear rank 0 detach at the stop; node2 hears nothing and
+# detaches on its own 10 s after the window's planned end. The launcher job
+# itself may then hang in MPI (Open MPI does not notice the lost peer): the
+# test ends it, as a user would; every target is already detached.
+for h in "${HOSTS[@]}"; do
+	"$S/vc-exec" "$h" sh -c "ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT setsid \
+		$B/bin/rocattach-example-target --threads 1 </dev/null >/dev/null 2>&1 &"
+done
+sleep 0.5
+launcher "$W/t7" --exe rocattach-example-target -t "$TOOL" -d 1000 >"$W/l7.out" 2>&1 &
+L=$!
+for _ in $(seq 200); do grep -q "attached 3/3" "$W/l7.out" && break; sleep 0.05; done
+t0=$(vc_ms)
+"$S/vc-exec" node2 ip link set eth0 down
+for _ in $(seq 250); do [ "$(cat "$W"/t7/*.log | grep -c '^tool_detach ')" -ge 3 ] && break; sleep 0.1; done
+took=$(($(vc_ms) - t0))
+vc_t_eq "every target detached (after $took ms)" "$(cat "$W"/t7/*.log | grep -c '^tool_detach ')" 3
+vc_t_cmd "the cut-off node within its bound (window + 10 s)" [ "$took" -lt 16000 ]
+kill "$L" 2>/dev/null
+"$S/vc-head" pkill -f "mpirun.*rocattach-mpi" 2>/dev/null
+wait "$L" 2>/dev/null
+for h in "${HOSTS[@]}"; do
+	"$S/vc-exec" "$h" pkill -f "^$B/bin/rocattach-(example-target|mpi)"
+done
+"$S/vc-exec" node2 ip link set eth0 up
+
 vc_t_done
