@@ -103,6 +103,30 @@ long long victim_status(struct victim *v, const char *key)
 	return p ? atoll(p + strlen(pat)) : -1;
 }
 
+int victim_unharmed(struct victim *v, bool listener, char *why, size_t len)
+{
+	struct timespec nap = {0, 30 * 1000 * 1000};
+	char reply[256];
+	long long w1, w2;
+
+	if (!proc_alive(v->pid))
+		return snprintf(why, len, "not alive"), -1;
+	if (proc_tracer(v->pid))
+		return snprintf(why, len, "traced by %d", proc_tracer(v->pid)), -1;
+	if (listener && !proc_thread(v->pid, "rocp-bg-attach"))
+		return snprintf(why, len, "its rocp-bg-attach thread is gone"), -1;
+	if (victim_cmd(v, "ping", reply, sizeof(reply)) || strcmp(reply, "pong"))
+		return snprintf(why, len, "does not answer ping"), -1;
+	w1 = victim_status(v, "work");
+	nanosleep(&nap, NULL);
+	w2 = victim_status(v, "work");
+	if (w1 < 0 || w2 <= w1)
+		return snprintf(why, len, "its workers stopped (%lld, then %lld)", w1, w2), -1;
+	if (victim_status(v, "eintr"))
+		return snprintf(why, len, "its reader saw EINTR"), -1;
+	return 0;
+}
+
 int victim_stop(struct victim *v)
 {
 	int status = -1;

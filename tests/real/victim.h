@@ -36,6 +36,13 @@ long long victim_status(struct victim *v, const char *key);
 /* SIGTERM, wait; returns the wait status. Safe on a victim that never started. */
 int victim_stop(struct victim *v);
 
+/*
+ * The victim still works: alive, untraced, answering, its workers advancing,
+ * no EINTR seen by its reader (and, with listener, its rocp-bg-attach thread
+ * intact). 0, or -1 with the first thing wrong in why.
+ */
+int victim_unharmed(struct victim *v, bool listener, char *why, size_t len);
+
 /* Process exists and is not a zombie. */
 bool proc_alive(pid_t pid);
 /* Highest TracerPid over all threads of pid (0: nobody traces it). */
