@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A test double of ROCm's target side (rocprofiler-register with the SDK's
+ * attach support), written from docs/protocol.md section "ROCm's target
+ * side": it behaves as ROCm's does wherever a launcher can tell, and it is
+ * deliberately NOT our agent (no code shared with lib/agent/):
+ *
+ *  - ROCP_TOOL_ATTACH=1 at start parks one thread named rocp-bg-attach in a
+ *    condition wait, every signal blocked;
+ *  - rocprofiler_register_attach(env, path) applies every pair of the
+ *    environment buffer with setenv and keeps them for the life of the
+ *    process; the first attach loads the tool libraries (configure,
+ *    configure_attach, initialize; SDK version 1.0.0) and a load or
+ *    configure failure returns 6 (ROCPROFILER_ERROR); another path later
+ *    returns 8 (INVALID_ARGUMENT); tool_attach runs at once, inside the
+ *    call: no start time is understood;
+ *  - rocprofiler_register_detach() runs tool_detach inside the call;
+ *  - no watchdog: a tool stays attached when the attacher dies.
+ *
+ * Built as librocprofiler-register.so.0 (the file name AMD's attacher
+ * looks for). Tests only: it trusts its caller as ROCm's code does.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <rocattach/tool.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define SDK_VERSION 10000u /* rocprofiler-sdk 1.0.0 */
+#define SDK_VERSION_STRING "1.0.0"
+#define MAX_TOOLS 16
+
+typedef rocprofiler_tool_configure_result_t *(*configure_fn)(uint32_t, const char *, uint32_t,
+							     rocprofiler_client_id_t *);
+typedef rocprofiler_tool_configure_attach_result_t *(*configure_attach_fn)(
+	uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
+
+struct client {
+	rocprofiler_client_id_t id;
+	rocprofiler_tool_configure_attach_result_t *attach;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t named_cond = PTHREAD_COND_INITIALIZER;
+static bool enabled, attached, named;
+static char *first_path;
+static struct client clients[MAX_TOOLS];
+static unsigned int n_clients;
+
+static void *listener(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "rocp-bg-attach");
+	pthread_mutex_lock(&park_lock);
+	named = true;
+	pthread_cond_signal(&named_cond);
+	for (;;)
+		pthread_cond_wait(&park_cond, &park_lock);
+	return NULL;
+}
+
+/* The buffer: uint32_t count, then count pairs "name\0value\0". */
+static void apply_env(const char *buf)
+{
+	uint32_t count;
+	const char *p;
+
+	if (!buf)
+		return;
+	memcpy(&count, buf, sizeof(count));
+	p = buf + sizeof(count);
+	for (uint32_t i = 0; i < count; i++) {
+		const char *name = p, *value = p + strlen(p) + 1;
+
+		p = value + strlen(value) + 1;
+		if (strcmp(name, "ROCPROFILER_REGISTER_TOOL_ATTACHED"))
+			setenv(name, value, 1);
+	}
+}
+
+static int load_one(const char *lib)
+{
+	struct client *c = &clients[n_clients];
+	configure_attach_fn cfg_attach;
+	configure_fn cfg;
+	rocprofiler_tool_configure_result_t *res;
+	void *h;
+
+	if (n_clients == MAX_TOOLS)
+		return -1;
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	cfg = (configure_fn)dlsym(h, "rocprofiler_configure");
+	cfg_attach = (configure_attach_fn)dlsym(h, "rocprofiler_configure_attach");
+	if (!cfg)
+		return -1;
+	memcpy(&c->id, &(rocprofiler_client_id_t){.handle = n_clients}, sizeof(c->id));
+	res = cfg(SDK_VERSION, SDK_VERSION_STRING, n_clients, &c->id);
+	if (!res)
+		return -1;
+	if (cfg_attach)
+		c->attach = cfg_attach(SDK_VERSION, SDK_VERSION_STRING, n_clients, &c->id);
+	if (res->initialize && res->initialize(NULL, res->tool_data))
+		return -1;
+	n_clients++;
+	return 0;
+}
+
+static int load_tools(const char *path)
+{
+	char *list = strdup(path), *save = NULL, *lib;
+	int ret = 0;
+
+	if (!list)
+		return ROCATTACH_REGISTER_ROCPROFILER_ERROR;
+	for (lib = strtok_r(list, ":", &save); lib; lib = strtok_r(NULL, ":", &save))
+		if (load_one(lib))
+			ret = ROCATTACH_REGISTER_ROCPROFILER_ERROR;
+	free(list);
+	if (!ret && !n_clients)
+		ret = ROCATTACH_REGISTER_NO_TOOLS;
+	return ret;
+}
+
+EXPORT int rocprofiler_register_attach(const char *env, const char *path)
+{
+	int ret = ROCATTACH_REGISTER_SUCCESS;
+
+	if (!path)
+		return ROCATTACH_REGISTER_INVALID_ARGUMENT;
+	if (pthread_mutex_trylock(&lock))
+		return ROCATTACH_REGISTER_DEADLOCK;
+	if (!enabled) {
+		ret = ROCATTACH_REGISTER_ATTACHMENT_NOT_AVAILABLE;
+		goto out;
+	}
+	if (first_path && strcmp(first_path, path)) {
+		ret = ROCATTACH_REGISTER_INVALID_ARGUMENT;
+		goto out;
+	}
+	apply_env(env);
+	if (!first_path) {
+		ret = load_tools(path);
+		if (ret)
+			goto out;
+		first_path = strdup(path);
+	}
+	for (unsigned int i = 0; i < n_clients; i++)
+		if (clients[i].attach && clients[i].attach->tool_attach)
+			clients[i].attach->tool_attach(NULL, NULL, 0, clients[i].attach->tool_data);
+	attached = true;
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+EXPORT int rocprofiler_register_detach(void)
+{
+	int ret = ROCATTACH_REGISTER_SUCCESS;
+
+	if (pthread_mutex_trylock(&lock))
+		return ROCATTACH_REGISTER_DEADLOCK;
+	if (!attached) {
+		ret = ROCATTACH_REGISTER_INVALID_ARGUMENT;
+		goto out;
+	}
+	for (unsigned int i = 0; i < n_clients; i++)
+		if (clients[i].attach && clients[i].attach->tool_detach)
+			clients[i].attach->tool_detach(clients[i].attach->tool_data);
+	attached = false;
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+__attribute__((constructor)) static void register_init(void)
+{
+	const char *v = getenv("ROCP_TOOL_ATTACH");
+	sigset_t all, old;
+	pthread_t th;
+
+	if (!v || (strcmp(v, "1") && strcasecmp(v, "true")))
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	enabled = !pthread_create(&th, NULL, listener, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!enabled)
+		return;
+	pthread_detach(th);
+	/* An attacher right after start finds the thread named and parked. */
+	pthread_mutex_lock(&park_lock);
+	while (!named)
+		pthread_cond_wait(&named_cond, &park_lock);
+	pthread_mutex_unlock(&park_lock);
+}
