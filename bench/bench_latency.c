@@ -115,7 +115,7 @@ static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t
 	memset(&rep, 0, sizeof(rep));
 	rep.size = sizeof(rep);
 	t0 = bt_mono_ns();
-	if (rocattach_detach_ex(pid, &rep) != ROCATTACH_STATUS_SUCCESS) {
+	if (rocattach_detach_ex(pid, NULL, &rep) != ROCATTACH_STATUS_SUCCESS) {
 		fail_once(r, "detach", pid, rep.message);
 		return;
 	}

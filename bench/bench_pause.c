@@ -163,7 +163,7 @@ static int op(struct ctx *c, pid_t pid, bool attach, struct window *w, rocattach
 	memset(rep, 0, sizeof(*rep));
 	rep->size = sizeof(*rep);
 	w->a = bt_mono_ns();
-	st = attach ? rocattach_attach_ex(pid, &c->opts, rep) : rocattach_detach_ex(pid, rep);
+	st = attach ? rocattach_attach_ex(pid, &c->opts, rep) : rocattach_detach_ex(pid, NULL, rep);
 	w->b = bt_mono_ns();
 	if (st != ROCATTACH_STATUS_SUCCESS) {
 		if (!c->failures++)

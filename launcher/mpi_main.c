@@ -11,12 +11,14 @@
  *   select   the worker of each node finds its targets (no MPI)
  *   gather   records -> rank 0 (found / dry-run)
  *   per window:
- *     start  rank 0 broadcasts a start time T a little ahead; workers attach
- *            at once with T in the environment buffer: our agent loads the
- *            tools early and calls tool_attach exactly at T
+ *     start  rank 0 broadcasts a start time T a little ahead (and when to
+ *            send the attaches, a lead before T); workers attach with T as
+ *            the library's start time: our agent loads the tools early and
+ *            calls tool_attach exactly at T, ROCm's side gets its call at T
  *     hold   rank 0 decides the stop (duration, Enter, a signal on any rank)
  *            and broadcasts a stop time S (non-blocking, so every rank keeps
- *            watching its own signals); every worker detaches at S
+ *            watching its own signals); every worker detaches with S as the
+ *            library's stop time, so tool_detach runs at S on both sides
  *     gather records -> rank 0
  *   report   rank 0 prints the summary, writes JSON and SVG; exit code broadcast
  */
@@ -202,6 +204,7 @@ static void select_targets(struct ctx *c)
 	if (c->n && rn_topology(c->t, c->n, err, sizeof(err)))
 		fprintf(stderr, "rocattach-mpi[%s:%d] warning: topology: %s\n", c->host, c->rank,
 			err);
+	rn_probe_sides(c->t, c->n);
 	rn_bind_away(c->t, c->n);
 }
 
@@ -288,14 +291,22 @@ static void free_nodes(struct rm_node *nodes, size_t n)
 /* ------------------------------------------------------------------------ */
 /* Signals: blocked from the start (so MPI's own threads never take them) and read from a signalfd. */
 
+/*
+ * Every signal whose default action would end the launcher and that it can
+ * catch ends the window instead, so targets are always detached: on ROCm's
+ * side no watchdog would detach them after us. SIGUSR1 is the quiet stop;
+ * SIGPIPE is ignored (a closed output must not kill us mid-window).
+ */
 static void block_signals(sigset_t *set)
 {
+	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGUSR1,	 SIGUSR2, SIGQUIT,
+				   SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPWR};
+
 	sigemptyset(set);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGHUP);
-	sigaddset(set, SIGUSR1);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(set, sigs[i]);
 	sigprocmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }
 
 /* A pending window-ending signal, or 0. */
@@ -335,34 +346,44 @@ static void wait_a_little(struct ctx *c)
 /* ------------------------------------------------------------------------ */
 /* One window. */
 
-static uint64_t pick_start(struct ctx *c, uint64_t earliest)
+/* How long before the start the attaches are sent (the start lead). */
+static uint64_t start_lead(const struct ctx *c)
 {
-	uint64_t lead = c->o.start_lead_ms >= 0 ? (uint64_t)c->o.start_lead_ms * 1000000u
-						: LEAD_BASE_NS + LEAD_PER_TARGET_NS * c->max_targets;
-	uint64_t t = now_ns() + lead;
-
-	return t > earliest ? t : earliest;
+	return c->o.start_lead_ms >= 0 ? (uint64_t)c->o.start_lead_ms * 1000000u
+				       : LEAD_BASE_NS + LEAD_PER_TARGET_NS * c->max_targets;
 }
 
-static struct rn_pool_opts pool_opts(const struct ctx *c, const char *const *env)
+/*
+ * when[0]: the start time, a lead from now or the earliest allowed (a next
+ * window's); when[1]: when to send the attaches, a lead before it, so that
+ * no attach call waits in a target through the gap between windows.
+ */
+static void pick_start(struct ctx *c, uint64_t earliest, uint64_t when[2])
 {
-	struct rn_pool_opts p = {.tools = c->o.tools, .env = env, .inject = c->o.inject};
+	uint64_t lead = start_lead(c), t = now_ns() + lead;
+
+	when[0] = t > earliest ? t : earliest;
+	when[1] = when[0] - lead;
+}
+
+static struct rn_pool_opts pool_opts(const struct ctx *c)
+{
+	struct rn_pool_opts p = {.tools = c->o.tools, .inject = c->o.inject};
 
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
 	return p;
 }
 
-static void attach_phase(struct ctx *c, uint64_t start_ns)
+static void attach_phase(struct ctx *c, const uint64_t when[2])
 {
-	char hint[64];
-	const char *env[] = {hint, NULL};
 	struct rn_pool_opts p;
 
+	sleep_until(when[1]);
 	if (!c->worker || !c->n)
 		return;
-	snprintf(hint, sizeof(hint), "ROCP_ATTACH_START_NS=%llu", (unsigned long long)start_ns);
-	p = pool_opts(c, env);
+	p = pool_opts(c);
+	p.start_ns = when[0];
 	rn_attach_all(c->t, c->n, &p);
 }
 
@@ -475,14 +496,17 @@ static void hold_window(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 		c->interrupted = m->signo;
 }
 
+/* The detach calls go out at once; the library keeps every hand-back to stop_ns. */
 static void detach_phase(struct ctx *c, uint64_t stop_ns)
 {
 	struct rn_pool_opts p;
 
-	sleep_until(stop_ns);
-	if (!c->worker || !c->n)
+	if (!c->worker || !c->n) {
+		sleep_until(stop_ns);
 		return;
-	p = pool_opts(c, NULL);
+	}
+	p = pool_opts(c);
+	p.stop_ns = stop_ns;
 	rn_detach_all(c->t, c->n, &p);
 }
 
@@ -530,22 +554,22 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct stop_
 
 static void run_windows(struct ctx *c)
 {
-	uint64_t start, earliest = 0, t0;
+	uint64_t when[2], earliest = 0, t0;
 	struct stop_msg m;
 
 	for (int w = 1; w <= c->o.windows && !c->interrupted; w++) {
 		if (c->rank == 0)
-			start = pick_start(c, earliest);
-		MPI_Bcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-		t0 = now_ns();
-		attach_phase(c, start);
+			pick_start(c, earliest, when);
+		MPI_Bcast(when, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+		attach_phase(c, when);
+		t0 = when[1];
 		progress(c, w, "attached", 0, t0);
-		hold_window(c, start, &m);
+		hold_window(c, when[0], &m);
 		t0 = now_ns();
 		detach_phase(c, m.stop_ns);
 		progress(c, w, "detached", 1, t0);
 		drain_stops(c);
-		keep_window(c, w, start, &m);
+		keep_window(c, w, when[0], &m);
 		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * 1000000u;
 		if (w < c->o.windows && c->o.delay_ms)
 			say(c, "next window in %lld ms", c->o.delay_ms);

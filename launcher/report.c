@@ -4,12 +4,13 @@
  * every node sent after each window: the summary table, the --dry-run
  * listing, the JSON report and the SVG timeline. No MPI here.
  *
- * Timing: a target's tools start (tool_attach) at the very end of its attach
- * call and stop at the start of its detach call, so attach_end_ns and
- * detach_start_ns are the best launcher-side figures for when profiling
- * began and ended in that process; skews are spreads of those. All
- * timestamps are CLOCK_REALTIME of the node that took them: across nodes
- * they include the nodes' clock offsets (NTP/PTP quality).
+ * Timing: a target's window is from its hand-over to the tools (tool_attach)
+ * to the hand-back (tool_detach). Our agent measures both (attach_tool_ns,
+ * detach_tool_ns); ROCm's side does not tell, and the library gives bounds
+ * instead (the attach call's end, the detach call's start: the tools surely
+ * ran between them), flagged as such in the records and the report. Skews
+ * are spreads of those. All timestamps are CLOCK_REALTIME of the node that
+ * took them: across nodes they include the nodes' clock offsets.
  */
 #include <errno.h>
 #include <limits.h>
@@ -79,8 +80,19 @@ static uint64_t spread_ns(const struct spread *s)
 	return s->n ? s->hi - s->lo : 0;
 }
 
+/* The hand-over and hand-back times (measured or bound); 0 where none. */
+static uint64_t hand_over(const struct rn_target *t)
+{
+	return t->attach_tool_ns ? t->attach_tool_ns : t->attach_end_ns;
+}
+
+static uint64_t hand_back(const struct rn_target *t)
+{
+	return t->detach_tool_ns ? t->detach_tool_ns : t->detach_start_ns;
+}
+
 static void node_spreads(const struct rm_node *n, uint64_t since, struct spread *a,
-			 struct spread *d)
+			 struct spread *d, struct spread *len, size_t *bounds)
 {
 	const struct rn_target *t;
 	size_t k;
@@ -89,35 +101,52 @@ static void node_spreads(const struct rm_node *n, uint64_t since, struct spread 
 		t = &n->t[k];
 		if (!attached_since(t, since))
 			continue;
-		/* The target's own moment when its agent tells, else the call's edge. */
-		spread_add(a, t->attach_tool_ns ? t->attach_tool_ns : t->attach_end_ns);
-		if (t->detach_tool_ns)
-			spread_add(d, t->detach_tool_ns);
-		else if (t->detach_start_ns)
-			spread_add(d, t->detach_start_ns);
+		spread_add(a, hand_over(t));
+		*bounds += t->attach_tool_bound || t->detach_tool_bound || !t->attach_tool_ns;
+		if (!hand_back(t))
+			continue;
+		spread_add(d, hand_back(t));
+		if (hand_back(t) >= hand_over(t))
+			spread_add(len, hand_back(t) - hand_over(t));
 	}
+}
+
+uint64_t rm_length_tolerance_ns(uint64_t planned_ns)
+{
+	return planned_ns / 100 + 5000000u;
 }
 
 struct rm_skew rm_window_skew(const struct rm_window *w)
 {
-	struct spread a = {0}, d = {0};
-	struct rm_skew s;
+	struct spread a = {0}, d = {0}, len = {0};
+	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
+	struct rm_skew s = {0};
 	size_t i;
 
 	for (i = 0; i < w->n_nodes; i++)
-		node_spreads(&w->nodes[i], w->start_ns, &a, &d);
+		node_spreads(&w->nodes[i], w->start_ns, &a, &d, &len, &s.bounds);
 	s.attach_ns = spread_ns(&a);
 	s.detach_ns = spread_ns(&d);
 	s.n = a.n;
+	s.n_detach = d.n;
+	s.len_min_ns = len.lo;
+	s.len_max_ns = len.hi;
+	s.n_len = len.n;
+	if (len.n && planned) {
+		uint64_t tol = rm_length_tolerance_ns(planned);
+
+		s.len_off = len.lo + tol < planned || len.hi > planned + tol;
+	}
 	return s;
 }
 
 /* Spread of attach ends within one node; n = 0 when nothing attached there. */
 static struct spread node_attach_spread(const struct rm_node *n, uint64_t since)
 {
-	struct spread a = {0}, d = {0};
+	struct spread a = {0}, d = {0}, len = {0};
+	size_t bounds = 0;
 
-	node_spreads(n, since, &a, &d);
+	node_spreads(n, since, &a, &d, &len, &bounds);
 	return a;
 }
 
@@ -393,12 +422,53 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	else
 		fprintf(f, "? ms");
 	fprintf(f, ", stop reason %s, ", w->stop_reason ? w->stop_reason : "-");
-	if (s.n)
-		fprintf(f, "attach skew %.3f ms, detach skew %.3f ms (%zu target%s)\n",
-			(double)s.attach_ns / NS_PER_MS, (double)s.detach_ns / NS_PER_MS, s.n,
-			s.n == 1 ? "" : "s");
-	else
+	if (!s.n) {
 		fprintf(f, "no target attached\n");
+		return;
+	}
+	fprintf(f, "attach skew %.3f ms, detach skew ", (double)s.attach_ns / NS_PER_MS);
+	if (s.n_detach)
+		fprintf(f, "%.3f ms", (double)s.detach_ns / NS_PER_MS);
+	else
+		fputs("-", f);
+	fprintf(f, " (%zu target%s", s.n, s.n == 1 ? "" : "s");
+	if (s.bounds)
+		fprintf(f, ", %zu from call bounds", s.bounds);
+	fputs(")\n", f);
+	if (s.n_len)
+		fprintf(f, "  tools' window %.1f-%.1f ms%s%s\n", (double)s.len_min_ns / NS_PER_MS,
+			(double)s.len_max_ns / NS_PER_MS, s.bounds ? " (at least, where bounds)" : "",
+			s.len_off ? ": OFF the planned length by more than 1% + 5 ms" : "");
+}
+
+/*
+ * ROCm's side has no watchdog: said once per run, with the targets, since a
+ * launcher killed by SIGKILL leaves their tools attached until they exit.
+ */
+static void print_no_watchdog(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = last_window(r);
+	size_t i, k, n = 0, shown = 0;
+
+	for (i = 0; w && i < w->n_nodes; i++)
+		for (k = 0; k < w->nodes[i].n; k++)
+			n += w->nodes[i].t[k].side == ROCATTACH_SIDE_ROCM;
+	if (!n)
+		return;
+	fprintf(f, "note: %zu target%s run%s ROCm's target side, which has no watchdog: if this "
+		   "launcher is killed with SIGKILL, their tools stay attached until they exit "
+		   "(every other signal detaches them):", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	for (i = 0; w && i < w->n_nodes; i++) {
+		for (k = 0; k < w->nodes[i].n && shown < 16; k++) {
+			if (w->nodes[i].t[k].side != ROCATTACH_SIDE_ROCM)
+				continue;
+			fputc(' ', f);
+			put_text(f, w->nodes[i].host, sizeof(w->nodes[i].host));
+			fprintf(f, ":%d", (int)w->nodes[i].t[k].pid);
+			shown++;
+		}
+	}
+	fprintf(f, "%s\n", n > shown ? " ..." : "");
 }
 
 struct failure_out {
@@ -451,6 +521,7 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 	}
 	for (i = 0; i < r->n_w; i++)
 		print_window_line(f, &r->w[i]);
+	print_no_watchdog(f, r);
 	for_each_failure(r, print_failure, &(struct failure_out){.f = f, .windows = r->n_w > 1});
 	fflush(f);
 }
@@ -469,7 +540,9 @@ static void print_dry_target(FILE *f, const struct rn_target *t)
 		snprintf(rank, sizeof(rank), "-");
 	fprintf(f, "  %-15s %6s %6u  ", pid, rank, (unsigned)t->uid);
 	put_col(f, t->exe, sizeof(t->exe), 16);
-	fprintf(f, " %-8s  ", t->listener ? "yes" : "no");
+	fprintf(f, " %-8s  ",
+		!t->listener ? "no" : t->side == ROCATTACH_SIDE_ROCM ? "rocm"
+			: t->side == ROCATTACH_SIDE_AGENT ? "agent" : "yes");
 	put_col(f, t->topo.cpus[0] ? t->topo.cpus : "-", sizeof(t->topo.cpus), 13);
 	fputc(' ', f);
 	put_col(f, t->topo.numa[0] ? t->topo.numa : "-", sizeof(t->topo.numa), 5);
@@ -865,6 +938,15 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	return o;
 }
 
+/* Measured when every figure came from our agent's clock, else from bounds (or mixed). */
+static json_t *basis_json(const struct rm_skew *s)
+{
+	if (!s->n)
+		return json_null();
+	return json_string(!s->bounds ? "measured" : s->bounds == s->n ? "bounds" : "mixed");
+}
+
+/* Null (never 0) where no target was attached. */
 static json_t *skew_json(const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
@@ -873,9 +955,36 @@ static json_t *skew_json(const struct rm_window *w)
 
 	if (!o)
 		return NULL;
-	rc |= json_object_set_new(o, "attach_ns", json_integer((json_int_t)s.attach_ns));
-	rc |= json_object_set_new(o, "detach_ns", json_integer((json_int_t)s.detach_ns));
+	rc |= json_object_set_new(o, "attach_ns", jint_or_null(s.attach_ns, s.n));
+	rc |= json_object_set_new(o, "detach_ns", jint_or_null(s.detach_ns, s.n_detach));
 	rc |= json_object_set_new(o, "targets", json_integer((json_int_t)s.n));
+	rc |= json_object_set_new(o, "basis", basis_json(&s));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The tools' windows of the targets against the planned one. */
+static json_t *length_json(const struct rm_window *w)
+{
+	struct rm_skew s = rm_window_skew(w);
+	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "planned_ns", jint_or_null(planned, planned));
+	rc |= json_object_set_new(o, "min_ns", jint_or_null(s.len_min_ns, s.n_len));
+	rc |= json_object_set_new(o, "max_ns", jint_or_null(s.len_max_ns, s.n_len));
+	rc |= json_object_set_new(o, "kind", !s.n_len ? json_null()
+				  : json_string(s.bounds ? "lower-bound" : "measured"));
+	rc |= json_object_set_new(o, "tolerance_ns",
+				  jint_or_null(rm_length_tolerance_ns(planned), planned));
+	rc |= json_object_set_new(o, "off", s.n_len && planned ? json_boolean(s.len_off)
+							       : json_null());
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -901,6 +1010,7 @@ static json_t *window_json(const struct rm_window *w)
 	rc |= json_object_set_new(o, "stop_ns", jint_or_null(w->stop_ns, w->stop_ns));
 	rc |= json_object_set_new(o, "stop_reason", jstr_or_null(w->stop_reason));
 	rc |= json_object_set_new(o, "skew", skew_json(w));
+	rc |= json_object_set_new(o, "length", length_json(w));
 	rc |= json_object_set_new(o, "nodes", nodes);
 	if (rc) {
 		json_decref(o);

@@ -7,6 +7,7 @@
 #ifndef RM_REPORT_H
 #define RM_REPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -54,14 +55,24 @@ struct rm_run {
 
 /*
  * Spread (max - min) over every attached target of a window of the moment it
- * handed over to the tools (tool_attach / tool_detach, as our agent reports
- * it), or where unknown of the attach call's end / the detach call's start.
+ * handed over to the tools (tool_attach / tool_detach, as our agent measures
+ * it; on ROCm's side the bound the library gives: the attach call's end, the
+ * detach call's start), and the window each target's tools got (hand-back
+ * minus hand-over), against the planned one (stop - start).
  */
 struct rm_skew {
 	uint64_t attach_ns, detach_ns;
-	size_t n; /* targets counted */
+	size_t n;	 /* targets counted (attached in this window) */
+	size_t n_detach; /* of which with a hand-back time */
+	size_t bounds;	 /* of which with a bound rather than a measured time */
+	uint64_t len_min_ns, len_max_ns; /* the targets' windows, n_len of them */
+	size_t n_len;
+	bool len_off;	 /* a target's window is off the planned one by > 1% + 5 ms */
 };
 struct rm_skew rm_window_skew(const struct rm_window *w);
+
+/* Allowed difference between a target's window and the planned one: 1% + 5 ms. */
+uint64_t rm_length_tolerance_ns(uint64_t planned_ns);
 
 /*
  * Median and maximum attach call duration (end - start) of a node's attached

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "log.h"
 #include "procfs.h"
 #include "ptrace_util.h"
 #include "remote.h"
@@ -235,4 +236,23 @@ int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e
 		err = -1;
 	}
 	return err ? -1 : 0;
+}
+
+int ra_preload(struct ra_remote *r, const char *const *libs, size_t n)
+{
+	struct ra_err ignore = {0};
+	uint64_t a[2], handle;
+	struct libc_fns f;
+
+	if (find_dlopen(r->pid, &f, &ignore))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ra_remote_stack_push(r, libs[i], strlen(libs[i]) + 1, &a[0]))
+			return 0; /* no room: the target loads it itself, later */
+		a[1] = f.libc_mode ? RTLD_NOW_ | RTLD_DLOPEN_ : RTLD_NOW_;
+		if (ra_remote_call(r, f.dlopen, a, 2, &handle))
+			return -1;
+		ra_debug("process %d: preloaded %s: %s", r->pid, libs[i], handle ? "ok" : "failed");
+	}
+	return 0;
 }

@@ -22,4 +22,13 @@ int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, stru
  */
 int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e);
 
+struct ra_remote;
+/*
+ * dlopen(libs[i], RTLD_NOW) for each i on the thread r holds (a listener,
+ * parked holding no lock). A library that does not load is skipped: the
+ * target's own load reports it later. -1 (r's error set) only when the
+ * thread could not be driven.
+ */
+int ra_preload(struct ra_remote *r, const char *const *libs, size_t n);
+
 #endif

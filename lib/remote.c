@@ -154,13 +154,24 @@ static int pass_stop(struct ra_remote *r, int status)
  * and watch for the park, backing off from 20 us to 2 ms between looks.
  * Once parked, the thread is stopped in its pause() with PTRACE_INTERRUPT.
  */
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int run_to_park(struct ra_remote *r)
 {
 	struct timespec nap = {0, 20000};
+	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
 	int status, ret;
 	pid_t w;
 
 	r->parked = false;
+	r->call_end_ns = 0;
+	r->call_start_ns = realtime_ns();
 	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 	while (!ret) {
 		w = waitpid(r->tid, &status, __WALL | WNOHANG);
@@ -174,9 +185,11 @@ static int run_to_park(struct ra_remote *r)
 		if (ret)
 			break;
 		nanosleep(&nap, NULL);
-		if (nap.tv_nsec < 2000000)
-			nap.tv_nsec *= 2;
+		if (nap.tv_nsec < max_nap)
+			nap.tv_nsec = nap.tv_nsec * 2 < max_nap ? nap.tv_nsec * 2 : max_nap;
 	}
+	if (ret > 0)
+		r->call_end_ns = realtime_ns();
 	if (ret < 0)
 		return ret == -ESRCH ? gone(r, "during a remote call") : ret;
 	ret = (int)ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e);

@@ -27,8 +27,18 @@ struct ra_remote {
 	bool parked;		/* thread sits at the park syscall's entry stop */
 	bool gone;		/* thread or process exited under us */
 	int signals_forwarded;
+	/*
+	 * Set by the caller: watch the park closely (looks at most every
+	 * RA_TIGHT_NAP_NS instead of backing off to 2 ms), for a call whose end
+	 * time is reported.
+	 */
+	bool tight;
+	/* CLOCK_REALTIME of the last call or syscall: released, and seen parked. */
+	uint64_t call_start_ns, call_end_ns;
 	struct ra_err *e;
 };
+
+#define RA_TIGHT_NAP_NS 20000
 
 /*
  * Seize tid of pid, stop it, save its registers and write the trampoline at

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/envbuf.h"
+#include "common/protocol.h"
 #include "common/toollist.h"
 #include "inject.h"
 #include "log.h"
@@ -33,16 +34,29 @@
 #include "remote.h"
 #include "symbols.h"
 
-#define LISTENER_COMM "rocp-bg-attach"
+#define LISTENER_COMM RA_LISTENER_COMM
 #define DEFAULT_TOOL "librocprofiler-sdk-tool.so.1"
-#define OWNER_VAR "ROCP_ATTACH_OWNER"
+#define OWNER_VAR RA_ENV_OWNER
+/* A start or stop time further ahead than this is refused (our agent ignores one). */
+#define AHEAD_MAX_NS (10ull * 1000000000ull)
 
 extern char **environ;
 
-static const char *const entry_names[] = {"rocprofiler_register_attach",
-					  "rocprofiler_register_detach"};
-static const char *const entry_objects[] = {"librocprofiler-register.so", "librocattach-agent.so",
-					    NULL};
+static const char *const entry_names[] = {RA_ENTRY_ATTACH, RA_ENTRY_DETACH};
+static const char *const entry_objects[] = {RA_ROCM_REGISTER_PREFIX, RA_AGENT_PREFIX, NULL};
+
+/* What our agent exports beyond the entry points (protocol.h); its marker first. */
+enum { AGENT_MARKER, AGENT_TOOL_NS, AGENT_DETACH_AT, AGENT_LAST_ERROR, AGENT_FNS };
+static const char *const agent_names[AGENT_FNS] = {RA_AGENT_MARKER, RA_AGENT_TOOL_NS,
+						   RA_AGENT_DETACH_AT, RA_AGENT_LAST_ERROR};
+
+/* Where a target's side and entry points are: looked up once per process and listener. */
+struct entry {
+	int side;		   /* enum rocattach_target_side */
+	uint64_t fn_attach, fn_detach;
+	uint64_t agent[AGENT_FNS]; /* our agent's functions, all 0 on ROCm's side */
+	bool preloaded;		   /* ROCm's side: the tools were loaded ahead (see drive_attach) */
+};
 
 struct session {
 	struct session *next;
@@ -52,8 +66,7 @@ struct session {
 	uint64_t starttime;  /* with pid, identifies the process */
 	pid_t tid;	     /* listener thread */
 	uint64_t tramp;	     /* AT_ENTRY */
-	uint64_t fn_detach;
-	uint64_t fn_tool_ns;  /* our agent's rocattach_agent_tool_ns, 0 if not ours */
+	struct entry ep;
 	pid_t *tree;	     /* recorded by attach_tree on its root */
 	size_t tree_n;
 	bool has_tree;
@@ -199,7 +212,6 @@ struct prepared {
 	const char *tool_path;
 	char *payload;	    /* env buffer, then the tool path */
 	size_t env_len, payload_len;
-	uint64_t fn_attach, fn_detach, fn_tool_ns;
 	char object[512];
 };
 
@@ -472,19 +484,21 @@ static int owner_entry(pid_t pid, char *buf, size_t len)
 	return 0;
 }
 
-/* Ours to set: a caller's ROCP_ATTACH_OWNER never crosses. */
-static bool is_owner_entry(const char *kv)
+/* Ours to set, and only for our agent: a caller's private variable never crosses. */
+static bool is_private_entry(const char *kv)
 {
-	return !strncmp(kv, OWNER_VAR "=", sizeof(OWNER_VAR));
+	return ra_env_is_private(kv, strlen(kv));
 }
 
 /*
  * The caller's ROCP* variables (not under secure execution: its environment
- * is not trusted then), the explicit extras, and the owner. The encoder
- * drops every name that does not start with ROCP.
+ * is not trusted then) and the explicit extras. Our agent also gets the
+ * owner and the start time; ROCm's side keeps every variable it is sent in
+ * the application's environment for good, so it gets only the caller's.
+ * The encoder drops every name that does not start with ROCP.
  */
-static int collect_env(pid_t pid, const rocattach_opts_t *o, const char ***out, size_t *n,
-		       char *owner, size_t owner_len)
+static int collect_env(pid_t pid, const rocattach_opts_t *o, int side, const char ***out,
+		       size_t *n, char *owner, size_t owner_len, char *start, size_t start_len)
 {
 	size_t n_env = 0, n_extra = 0, k = 0;
 	bool secure = getauxval(AT_SECURE);
@@ -494,32 +508,37 @@ static int collect_env(pid_t pid, const rocattach_opts_t *o, const char ***out, 
 		n_env++;
 	while (o->env && o->env[n_extra])
 		n_extra++;
-	all = calloc(n_env + n_extra + 2, sizeof(*all));
+	all = calloc(n_env + n_extra + 3, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
 	for (size_t i = 0; i < n_env; i++)
-		if (!strncmp(environ[i], "ROCP", 4) && !is_owner_entry(environ[i]))
+		if (!strncmp(environ[i], "ROCP", 4) && !is_private_entry(environ[i]))
 			all[k++] = environ[i];
 	for (size_t i = 0; i < n_extra; i++)
-		if (!is_owner_entry(o->env[i]))
+		if (!is_private_entry(o->env[i]))
 			all[k++] = o->env[i];
-	if (!owner_entry(pid, owner, owner_len))
+	if (side == ROCATTACH_SIDE_AGENT && !owner_entry(pid, owner, owner_len))
 		all[k++] = owner;
+	if (side == ROCATTACH_SIDE_AGENT && o->start_ns) {
+		snprintf(start, start_len, "%s=%llu", RA_ENV_START_NS,
+			 (unsigned long long)o->start_ns);
+		all[k++] = start;
+	}
 	*out = all;
 	*n = k;
 	return 0;
 }
 
-static int build_payload(pid_t pid, const rocattach_opts_t *o, struct prepared *p,
+static int build_payload(pid_t pid, const rocattach_opts_t *o, int side, struct prepared *p,
 			 struct ra_err *e)
 {
-	char owner[96];
+	char owner[96], start[64];
 	const char **all;
 	size_t k, plen;
 	char *buf;
 	int ret;
 
-	ret = collect_env(pid, o, &all, &k, owner, sizeof(owner));
+	ret = collect_env(pid, o, side, &all, &k, owner, sizeof(owner), start, sizeof(start));
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
 	ret = ra_envbuf_encode(all, k, &buf, &p->env_len, NULL);
@@ -562,35 +581,38 @@ static int find_listener(pid_t pid, pid_t *tid, struct ra_err *e)
 }
 
 /*
- * Our agent tells when it handed over to the tools. Only asked of our agent's
- * object: looking for a name that is not there means reading every object.
+ * Our agent is known by its marker, looked up in the object that exports
+ * the entry points only (whatever its file name: it may be installed as
+ * librocprofiler-register.so.0); anything else is ROCm's side.
  */
-static void find_tool_clock(pid_t pid, const struct ra_maps *maps, struct prepared *p)
+static void find_side(pid_t pid, const struct ra_maps *maps, const char *object,
+		      struct entry *ep)
 {
-	static const char *const name[] = {"rocattach_agent_tool_ns"};
-	static const char *const agent[] = {"librocattach-agent.so", NULL};
-	const char *base = strrchr(p->object, '/');
+	const char *slash = strrchr(object, '/');
+	const char *only[] = {slash ? slash + 1 : object, NULL};
 	struct ra_err ignore = {0};
 
-	p->fn_tool_ns = 0;
-	if (strncmp(base ? base + 1 : p->object, agent[0], strlen(agent[0])))
+	if (ra_symbols_find_only(RA_PROCFS, pid, maps, agent_names, AGENT_FNS, only, ep->agent,
+				 &ignore)) {
+		memset(ep->agent, 0, sizeof(ep->agent));
+		ep->side = ROCATTACH_SIDE_ROCM;
 		return;
-	if (ra_symbols_find(RA_PROCFS, pid, maps, name, 1, agent, &p->fn_tool_ns, NULL, 0,
-			    &ignore))
-		p->fn_tool_ns = 0;
+	}
+	ep->side = ROCATTACH_SIDE_AGENT;
 }
 
 /* CLOCK_REALTIME when the target's agent called the tools (which 0: attach, 1: detach). */
-static uint64_t tool_clock(struct ra_remote *r, uint64_t fn, int which)
+static uint64_t tool_clock(struct ra_remote *r, const struct entry *ep, int which)
 {
 	uint64_t arg = (uint64_t)which, ns = 0;
 
-	if (fn && ra_remote_call(r, fn, &arg, 1, &ns))
+	if (!ep->agent[AGENT_TOOL_NS] || ra_remote_call(r, ep->agent[AGENT_TOOL_NS], &arg, 1, &ns))
 		ns = 0;
 	return ns;
 }
 
-static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
+static int find_entry_points(pid_t pid, struct entry *ep, char *object, size_t objlen,
+			     struct ra_err *e)
 {
 	struct ra_maps maps = {0};
 	uint64_t addrs[2];
@@ -600,9 +622,9 @@ static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
 	if (ret)
 		return no_process(pid, ret, e);
 	ret = ra_symbols_find(RA_PROCFS, pid, &maps, entry_names, 2, entry_objects, addrs,
-			      p->object, sizeof(p->object), e);
+			      object, objlen, e);
 	if (!ret)
-		find_tool_clock(pid, &maps, p);
+		find_side(pid, &maps, object, ep);
 	ra_maps_free(&maps);
 	if (ret == -ENOENT)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
@@ -612,8 +634,8 @@ static int find_entry_points(pid_t pid, struct prepared *p, struct ra_err *e)
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "symbol lookup in process %d: %s",
 				  pid, strerror(-ret));
-	p->fn_attach = addrs[0];
-	p->fn_detach = addrs[1];
+	ep->fn_attach = addrs[0];
+	ep->fn_detach = addrs[1];
 	return 0;
 }
 
@@ -680,7 +702,8 @@ static int check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e)
  */
 struct lookup {
 	pid_t pid, tid;
-	uint64_t starttime, tramp, fn_attach, fn_detach, fn_tool_ns;
+	uint64_t starttime, tramp;
+	struct entry ep;
 	char object[512];
 };
 
@@ -703,51 +726,77 @@ static bool listener_lives(pid_t pid, pid_t tid)
 	return ok;
 }
 
-static bool lookup_get(struct session *s, struct prepared *p)
+/* The kept lookup of pid started at starttime, if its listener still lives. */
+static bool lookup_get(pid_t pid, uint64_t starttime, struct lookup *out)
 {
-	struct lookup l;
-
 	pthread_mutex_lock(&lookups_lock);
-	l = lookups[s->pid % LOOKUPS];
+	*out = lookups[pid % LOOKUPS];
 	pthread_mutex_unlock(&lookups_lock);
-	if (l.pid != s->pid || l.starttime != s->starttime || !listener_lives(s->pid, l.tid))
-		return false;
-	s->tid = l.tid;
-	s->tramp = l.tramp;
-	p->fn_attach = l.fn_attach;
-	p->fn_detach = l.fn_detach;
-	p->fn_tool_ns = l.fn_tool_ns;
-	snprintf(p->object, sizeof(p->object), "%s", l.object);
-	return true;
+	return out->pid == pid && out->starttime == starttime && listener_lives(pid, out->tid);
 }
 
-static void lookup_put(const struct session *s, const struct prepared *p)
+static void lookup_put(const struct lookup *l)
 {
-	struct lookup l = {.pid = s->pid, .tid = s->tid, .starttime = s->starttime,
-			   .tramp = s->tramp, .fn_attach = p->fn_attach,
-			   .fn_detach = p->fn_detach, .fn_tool_ns = p->fn_tool_ns};
-
-	snprintf(l.object, sizeof(l.object), "%s", p->object);
 	pthread_mutex_lock(&lookups_lock);
-	lookups[s->pid % LOOKUPS] = l;
+	lookups[l->pid % LOOKUPS] = *l;
 	pthread_mutex_unlock(&lookups_lock);
 }
 
-/* Listener, entry points and trampoline address: from the cache, else looked up. */
-static int find_target(struct session *s, struct prepared *p, struct ra_err *e)
+static void lookup_mark_preloaded(pid_t pid, uint64_t starttime)
+{
+	struct lookup *l = &lookups[pid % LOOKUPS];
+
+	pthread_mutex_lock(&lookups_lock);
+	if (l->pid == pid && l->starttime == starttime)
+		l->ep.preloaded = true;
+	pthread_mutex_unlock(&lookups_lock);
+}
+
+/* Listener, side, entry points and trampoline address: kept, else looked up. */
+static int lookup(pid_t pid, uint64_t starttime, struct lookup *l, struct ra_err *e)
 {
 	int ret;
 
-	if (lookup_get(s, p))
+	if (lookup_get(pid, starttime, l))
 		return 0;
-	if (find_listener(s->pid, &s->tid, e) || find_entry_points(s->pid, p, e))
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+	l->starttime = starttime;
+	if (find_listener(pid, &l->tid, e) ||
+	    find_entry_points(pid, &l->ep, l->object, sizeof(l->object), e))
 		return -1;
-	ret = ra_auxv_read(RA_PROCFS, s->pid, AT_ENTRY, &s->tramp);
+	ret = ra_auxv_read(RA_PROCFS, pid, AT_ENTRY, &l->tramp);
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
-				  "process %d: no AT_ENTRY in /proc/%d/auxv: %s", s->pid, s->pid,
+				  "process %d: no AT_ENTRY in /proc/%d/auxv: %s", pid, pid,
 				  strerror(-ret));
-	lookup_put(s, p);
+	lookup_put(l);
+	return 0;
+}
+
+static int find_target(struct session *s, struct prepared *p, struct ra_err *e)
+{
+	struct lookup l;
+
+	if (lookup(s->pid, s->starttime, &l, e))
+		return -1;
+	s->tid = l.tid;
+	s->tramp = l.tramp;
+	s->ep = l.ep;
+	snprintf(p->object, sizeof(p->object), "%s", l.object);
+	return 0;
+}
+
+/* A time ahead: 0 (none) or within AHEAD_MAX_NS from now. */
+static int check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e)
+{
+	uint64_t now = clock_ns(CLOCK_REALTIME);
+
+	if (at && at > now && at - now > AHEAD_MAX_NS)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+				  "process %d: %s time is %.1f s ahead, more than %llu s: call "
+				  "closer to it", pid, what, (double)(at - now) / 1e9,
+				  AHEAD_MAX_NS / 1000000000ull);
 	return 0;
 }
 
@@ -762,7 +811,8 @@ static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared
 	ret = ra_stat_read(RA_PROCFS, s->pid, &st);
 	if (ret)
 		return no_process(s->pid, ret, e);
-	if (check_alive(s->pid, &st, e) || check_access(s->pid, &tr, e))
+	if (check_alive(s->pid, &st, e) || check_ahead(s->pid, "start", o->start_ns, e) ||
+	    check_access(s->pid, &tr, e))
 		return -1;
 	s->starttime = st.starttime;
 	p->tool_path = tool_list_for(o);
@@ -777,9 +827,7 @@ static int prepare(struct session *s, const rocattach_opts_t *o, struct prepared
 		return -1;
 	if (find_target(s, p, e))
 		return -1;
-	s->fn_detach = p->fn_detach;
-	s->fn_tool_ns = p->fn_tool_ns;
-	return build_payload(s->pid, o, p, e);
+	return build_payload(s->pid, o, s->ep.side, p, e);
 }
 
 static void prepared_free(struct prepared *p)
@@ -804,33 +852,75 @@ static const char *register_error_name(int v)
 }
 
 /* Our agent explains its failures; ask it (ROCm's rocprofiler-register has no such call). */
-static void agent_message(struct ra_remote *r, char *buf, size_t len)
+static void agent_message(struct ra_remote *r, const struct entry *ep, char *buf, size_t len)
 {
-	static const char *const name[] = {"rocattach_agent_last_error"};
-	static const char *const obj[] = {"librocattach-agent.so", NULL};
 	struct ra_err ignore = {0};
-	struct ra_maps maps = {0};
-	uint64_t fn, str;
+	uint64_t str;
 
 	buf[0] = '\0';
-	if (ra_maps_read(RA_PROCFS, r->pid, &maps))
-		return;
-	if (!ra_symbols_find(RA_PROCFS, r->pid, &maps, name, 1, obj, &fn, NULL, 0, &ignore) &&
-	    !ra_remote_call(r, fn, NULL, 0, &str) && str &&
+	if (ep->agent[AGENT_LAST_ERROR] &&
+	    !ra_remote_call(r, ep->agent[AGENT_LAST_ERROR], NULL, 0, &str) && str &&
 	    !ra_mem_read(r->pid, str, buf, len - 1, &ignore))
 		buf[len - 1] = '\0';
 	else
 		buf[0] = '\0';
-	ra_maps_free(&maps);
 }
 
-static void agent_failed(struct ra_remote *r, const char *fn, int v, struct ra_err *e)
+static void agent_failed(struct ra_remote *r, const struct entry *ep, const char *fn, int v,
+			 struct ra_err *e)
 {
 	char why[256];
 
-	agent_message(r, why, sizeof(why));
+	agent_message(r, ep, why, sizeof(why));
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
 		   v, register_error_name(v), why[0] ? ": " : "", why);
+}
+
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/*
+ * The entry point's call, timed for the report. ROCm's side calls the
+ * tools inside it and knows no start or stop time, so on that side the call
+ * itself begins at the time (everything else is done by now, the listener
+ * is stopped in our hands), and the report's tool time is its bound: the
+ * call's end for an attach (tool_attach ran before), its start for a detach
+ * (tool_detach ran after).
+ */
+static int call_entry(struct ra_remote *r, const struct entry *ep, uint64_t fn, uint64_t at,
+		      const uint64_t *args, int n, struct op *op, int which)
+{
+	uint64_t ret;
+
+	if (ep->side == ROCATTACH_SIDE_ROCM && at)
+		sleep_until(at);
+	/*
+	 * Only ROCm's call edges are reported as times, and that call is short
+	 * (begun at the time). Our agent's call waits in the target for the
+	 * time: watching it closely would burn the CPUs the hand-over needs.
+	 */
+	r->tight = ep->side == ROCATTACH_SIDE_ROCM;
+	if (ra_remote_call(r, fn, args, n, &ret))
+		return -1;
+	op->rep.call_start_ns = r->call_start_ns;
+	op->rep.call_end_ns = r->call_end_ns;
+	op->rep.agent_status = (int)(int32_t)ret;
+	if (op->rep.agent_status) {
+		agent_failed(r, ep, entry_names[which], op->rep.agent_status, &op->e);
+		return 0;
+	}
+	if (ep->side == ROCATTACH_SIDE_AGENT) {
+		op->rep.tool_ns = tool_clock(r, ep, which);
+	} else {
+		op->rep.tool_ns = which ? r->call_start_ns : r->call_end_ns;
+		op->rep.tool_ns_bound = 1;
+	}
+	return 0;
 }
 
 static int remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr)
@@ -877,23 +967,39 @@ static int place_payload(struct prepared *p, struct ra_remote *r, struct op *op,
 	return 0;
 }
 
-/* Call the attach entry point with the payload in the target. */
-static void drive_attach(struct prepared *p, struct ra_remote *r, struct op *op)
+/*
+ * ROCm's side loads the tools inside the attach call, at the start time:
+ * a first window would open late and spread by each target's load time.
+ * So with a start time, the tools are loaded ahead on the listener we
+ * hold; ROCm's own dlopen at the start time then finds them loaded.
+ */
+static int preload_tools(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+			 struct ra_remote *r)
 {
-	uint64_t addr = 0, args[2], ret;
+	if (s->ep.side != ROCATTACH_SIDE_ROCM || !o->start_ns || s->ep.preloaded)
+		return 0;
+	if (ra_preload(r, p->tools.v, p->tools.n))
+		return -1;
+	s->ep.preloaded = true;
+	lookup_mark_preloaded(s->pid, s->starttime);
+	return 0;
+}
+
+/* Call the attach entry point with the payload in the target. */
+static void drive_attach(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+			 struct ra_remote *r, struct op *op)
+{
+	uint64_t addr = 0, args[2];
 	bool mapped;
 
 	if (place_payload(p, r, op, &addr, &mapped))
 		goto unmap;
 	args[0] = addr;
 	args[1] = addr + p->env_len;
-	if (ra_remote_call(r, p->fn_attach, args, 2, &ret))
+	if (preload_tools(s, o, p, r))
+		return;
+	if (call_entry(r, &s->ep, s->ep.fn_attach, o->start_ns, args, 2, op, 0))
 		return; /* the thread may be anywhere: leave the mapping */
-	op->rep.agent_status = (int)(int32_t)ret;
-	if (op->rep.agent_status)
-		agent_failed(r, entry_names[0], op->rep.agent_status, &op->e);
-	else
-		op->rep.tool_ns = tool_clock(r, p->fn_tool_ns, 0);
 	op_step(op, ROCATTACH_STEP_CALL);
 unmap:
 	if (mapped) {
@@ -910,13 +1016,15 @@ static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	if (prepare(s, o, &p, op))
 		goto out;
 	op->rep.tid = s->tid;
+	op->rep.target_side = s->ep.side;
 	op_step(op, ROCATTACH_STEP_PREPARE);
-	ra_debug("attach %d: listener %d, entry points in %s, tools %s", s->pid, s->tid, p.object,
+	ra_debug("attach %d: listener %d, entry points in %s (%s), tools %s", s->pid, s->tid,
+		 p.object, s->ep.side == ROCATTACH_SIDE_AGENT ? "our agent" : "ROCm's side",
 		 p.tool_path);
 	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
 		goto out;
 	op_step(op, ROCATTACH_STEP_SEIZE);
-	drive_attach(&p, &r, op);
+	drive_attach(s, o, &p, &r, op);
 	ra_remote_end(&r);
 	op_step(op, ROCATTACH_STEP_RELEASE);
 out:
@@ -976,14 +1084,29 @@ static int still_there(struct session *s, struct ra_err *e)
 	return 0;
 }
 
+/*
+ * With a stop time, our agent gets it with the call (detach_at) and hands
+ * over at it; ROCm's side gets the plain call, begun at the stop time.
+ */
+static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *r, struct op *op)
+{
+	uint64_t fn = s->ep.fn_detach;
+
+	if (stop_ns && s->ep.side == ROCATTACH_SIDE_AGENT) {
+		call_entry(r, &s->ep, s->ep.agent[AGENT_DETACH_AT], 0, &stop_ns, 1, op, 1);
+		return;
+	}
+	call_entry(r, &s->ep, fn, stop_ns, NULL, 0, op, 1);
+}
+
 /* Returns true when the session must be kept (the target could not be reached). */
-static bool do_detach(struct session *s, struct op *op)
+static bool do_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
 	struct ra_remote r;
-	uint64_t ret;
 	int err;
 
 	op->rep.tid = s->tid;
+	op->rep.target_side = s->ep.side;
 	if (still_there(s, &op->e))
 		return false;
 	op_step(op, ROCATTACH_STEP_PREPARE);
@@ -991,33 +1114,32 @@ static bool do_detach(struct session *s, struct op *op)
 	op_step(op, ROCATTACH_STEP_SEIZE);
 	if (err)
 		return err == -EPERM; /* e.g. a debugger holds it: let the caller retry */
-	if (!ra_remote_call(&r, s->fn_detach, NULL, 0, &ret)) {
-		op->rep.agent_status = (int)(int32_t)ret;
-		if (op->rep.agent_status)
-			agent_failed(&r, entry_names[1], op->rep.agent_status, &op->e);
-		else
-			op->rep.tool_ns = tool_clock(&r, s->fn_tool_ns, 1);
-	}
+	drive_detach(s, o->stop_ns, &r, op);
 	op_step(op, ROCATTACH_STEP_CALL);
 	ra_remote_end(&r);
 	op_step(op, ROCATTACH_STEP_RELEASE);
 	return false;
 }
 
-static rocattach_status_t detach_one(int pid, rocattach_report_t *report)
+static rocattach_status_t detach_one(int pid, const rocattach_opts_t *opts,
+				     rocattach_report_t *report)
 {
+	rocattach_opts_t o;
 	struct session *s;
 	struct op op;
 
 	op_init(&op);
+	copy_opts(&o, opts);
 	last_error[0] = '\0';
 	if (pid <= 0) {
 		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT, "invalid pid %d", pid);
 		return op_finish(&op, report);
 	}
+	if (check_ahead(pid, "stop", o.stop_ns, &op.e))
+		return op_finish(&op, report);
 	s = claim_existing(pid, &op.e);
 	if (s)
-		release(s, do_detach(s, &op));
+		release(s, do_detach(s, &o, &op));
 	return op_finish(&op, report);
 }
 
@@ -1030,9 +1152,22 @@ rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
 	return attach_one(pid, opts, report);
 }
 
-rocattach_status_t rocattach_detach_ex(int pid, rocattach_report_t *report)
+rocattach_status_t rocattach_detach_ex(int pid, const rocattach_opts_t *opts,
+				       rocattach_report_t *report)
 {
-	return detach_one(pid, report);
+	return detach_one(pid, opts, report);
+}
+
+int rocattach_target_side(int pid)
+{
+	struct ra_err ignore = {0};
+	struct ra_stat st;
+	struct lookup l;
+
+	if (pid <= 0 || ra_stat_read(RA_PROCFS, pid, &st) || check_alive(pid, &st, &ignore) ||
+	    lookup(pid, st.starttime, &l, &ignore))
+		return ROCATTACH_SIDE_UNKNOWN;
+	return l.ep.side;
 }
 
 rocattach_status_t rocattach_attach(int pid)
@@ -1122,7 +1257,7 @@ rocattach_status_t rocattach_detach_tree(int pid)
 		return op_finish(&op, NULL);
 	}
 	for (size_t i = 0; i < n; i++) {
-		st = detach_one(pids[i], NULL);
+		st = detach_one(pids[i], NULL, NULL);
 		if (st != ROCATTACH_STATUS_SUCCESS)
 			last = st;
 	}
@@ -1136,7 +1271,7 @@ rocattach_status_t rocattach_detach(int pid)
 	size_t n = 0, cap = 0;
 
 	if (pid != 0)
-		return detach_one(pid, NULL);
+		return detach_one(pid, NULL, NULL);
 	pthread_mutex_lock(&sessions_lock);
 	for (struct session *s = sessions; s; s = s->next)
 		cap++;
@@ -1146,7 +1281,7 @@ rocattach_status_t rocattach_detach(int pid)
 			pids[n++] = s->pid;
 	pthread_mutex_unlock(&sessions_lock);
 	for (size_t i = 0; i < n; i++)
-		detach_one(pids[i], NULL);
+		detach_one(pids[i], NULL, NULL);
 	free(pids);
 	return ROCATTACH_STATUS_SUCCESS;
 }

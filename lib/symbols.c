@@ -209,6 +209,7 @@ struct find_ctx {
 	size_t n;
 	uint64_t *vaddr; /* link-time values of the object being tried */
 	uint64_t *addrs; /* run-time addresses, the result */
+	bool only;	 /* only the preferred objects */
 };
 
 /* One mapped file: all mappings with the same identity as first. */
@@ -357,7 +358,7 @@ static const struct object *search(const struct find_ctx *c, const struct object
 	size_t rank, i;
 	int r;
 
-	for (rank = 0; rank <= nprefer; rank++) {
+	for (rank = 0; rank <= nprefer && !(rank == nprefer && c->only); rank++) {
 		for (i = 0; i < nobj; i++) {
 			if (objs[i].rank != rank || !objs[i].exec)
 				continue;
@@ -374,11 +375,11 @@ static const struct object *search(const struct find_ctx *c, const struct object
 	return NULL;
 }
 
-int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
-		    const char *const *names, size_t n, const char *const *prefer,
-		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
+static int find(const char *procfs, pid_t pid, const struct ra_maps *maps,
+		const char *const *names, size_t n, const char *const *prefer, bool only,
+		uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
 {
-	struct find_ctx c = { procfs, pid, maps, names, n, NULL, addrs };
+	struct find_ctx c = { procfs, pid, maps, names, n, NULL, addrs, only };
 	const struct object *found;
 	struct object *objs = NULL;
 	size_t nprefer = 0, nobj;
@@ -418,4 +419,18 @@ out:
 	free(objs);
 	free(c.vaddr);
 	return r;
+}
+
+int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
+		    const char *const *names, size_t n, const char *const *prefer,
+		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
+{
+	return find(procfs, pid, maps, names, n, prefer, false, addrs, obj, objlen, e);
+}
+
+int ra_symbols_find_only(const char *procfs, pid_t pid, const struct ra_maps *maps,
+			 const char *const *names, size_t n, const char *const *only,
+			 uint64_t *addrs, struct ra_err *e)
+{
+	return find(procfs, pid, maps, names, n, only, true, addrs, NULL, 0, e);
 }

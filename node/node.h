@@ -84,6 +84,7 @@ struct rn_target {
 	pid_t ppid;
 	char exe[64];	       /* basename of the executable */
 	bool listener;	       /* has a rocp-bg-attach thread */
+	int side;	       /* enum rocattach_target_side: whose listener (0: unknown) */
 	struct rn_topo topo;
 	/* Results, filled by the pool. */
 	enum rn_state state;
@@ -92,8 +93,14 @@ struct rn_target {
 	int windows;	       /* windows completed (attach + detach) */
 	uint64_t attach_start_ns, attach_end_ns; /* CLOCK_REALTIME, of the last window */
 	uint64_t detach_start_ns, detach_end_ns;
-	/* When the target handed over to the tools (our agent tells; 0: unknown). */
+	/*
+	 * When the target handed over to the tools (0: unknown). Our agent
+	 * measures it; on ROCm's side it is a bound (attach_tool_bound,
+	 * detach_tool_bound): the end of the attach call, the start of the
+	 * detach call. See rocattach_report_t.tool_ns.
+	 */
 	uint64_t attach_tool_ns, detach_tool_ns;
+	bool attach_tool_bound, detach_tool_bound;
 	char message[256];     /* the error, "" if none */
 };
 
@@ -121,7 +128,13 @@ struct rn_pool_opts {
 	int jobs;		 /* workers; 0 = from the number of targets and cores */
 	const char *tools;	 /* colon-separated tool libraries (NULL: env/default) */
 	const char *const *env;	 /* extra ROCP* "NAME=VALUE" for the environment buffer */
-	uint64_t start_ns;	 /* CLOCK_REALTIME to fire at (0 = now) */
+	/*
+	 * CLOCK_REALTIME at which the tools are handed over (0 = at once):
+	 * start_ns for rn_attach_all, stop_ns for rn_detach_all. Every call is
+	 * made at once (one worker per target for a common start); the library
+	 * keeps each target's hand-over to the time.
+	 */
+	uint64_t start_ns, stop_ns;
 	bool inject;		 /* load the agent into targets without a listener */
 	/* Progress callback (done so far, total), from worker threads, may be NULL. */
 	void (*progress)(size_t done, size_t total, void *user);
@@ -132,6 +145,11 @@ struct rn_pool_opts {
 void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
 /* Detach every target in state RN_ATTACHED. */
 void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
+/*
+ * Fill in the side of each target with a listener (our agent or ROCm's), by
+ * reading its objects without stopping it; the lookup is kept for the attach.
+ */
+void rn_probe_sides(struct rn_target *t, size_t n);
 /* Worker count that rn_*_all will use for n targets. */
 int rn_pool_jobs(const struct rn_pool_opts *o, size_t n);
 
@@ -149,6 +167,8 @@ size_t rn_pack(const char *host, const struct rn_target *t, size_t n, void *buf,
 int rn_unpack(const void *buf, size_t len, char *host, struct rn_target **t, size_t *n);
 
 const char *rn_state_name(enum rn_state s);
+/* "agent", "rocm", or NULL for an unknown side. */
+const char *rn_side_name(int side);
 
 /* One target as a JSON object (jansson; the caller owns the reference). */
 struct json_t;

@@ -51,16 +51,6 @@ static bool wanted(const struct rn_target *t, bool attach)
 	return t->state == RN_ATTACHED;
 }
 
-static void sleep_until(uint64_t ns)
-{
-	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-
-	if (!ns)
-		return;
-	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 /* Messages are cut to the record's size: the start names the step and the cause. */
 static void copy_message(struct rn_target *t, const char *msg)
 {
@@ -69,7 +59,8 @@ static void copy_message(struct rn_target *t, const char *msg)
 
 static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
 {
-	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools, .env = o->env};
+	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools, .env = o->env,
+			       .start_ns = o->start_ns};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 
@@ -78,10 +69,14 @@ static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	st = rocattach_attach_ex(t->pid, &ro, &rep);
 	t->status = st;
 	t->agent_status = rep.agent_status;
+	if (rep.target_side)
+		t->side = rep.target_side;
 	t->attach_start_ns = rep.start_ns;
 	t->attach_end_ns = rep.end_ns;
 	t->attach_tool_ns = rep.tool_ns;
+	t->attach_tool_bound = rep.tool_ns_bound;
 	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = 0;
+	t->detach_tool_bound = false;
 	copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_ATTACHED;
@@ -92,17 +87,19 @@ static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 }
 
-static void detach_one(struct rn_target *t)
+static void detach_one(struct rn_target *t, const struct rn_pool_opts *o)
 {
+	rocattach_opts_t ro = {.size = sizeof(ro), .stop_ns = o->stop_ns};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 
-	st = rocattach_detach_ex(t->pid, &rep);
+	st = rocattach_detach_ex(t->pid, &ro, &rep);
 	t->status = st;
 	t->agent_status = rep.agent_status;
 	t->detach_start_ns = rep.start_ns;
 	t->detach_end_ns = rep.end_ns;
 	t->detach_tool_ns = rep.tool_ns;
+	t->detach_tool_bound = rep.tool_ns_bound;
 	copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_DETACHED;
@@ -118,14 +115,13 @@ static void *worker(void *arg)
 	struct pool *p = arg;
 	size_t i, done;
 
-	sleep_until(p->o->start_ns);
 	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
 		if (!wanted(&p->t[i], p->attach))
 			continue;
 		if (p->attach)
 			attach_one(&p->t[i], p->o);
 		else
-			detach_one(&p->t[i]);
+			detach_one(&p->t[i], p->o);
 		done = atomic_fetch_add(&p->done, 1) + 1;
 		if (p->o->progress)
 			p->o->progress(done, p->todo, p->o->user);
@@ -162,4 +158,11 @@ void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 {
 	run(t, n, o, false);
+}
+
+void rn_probe_sides(struct rn_target *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].listener)
+			t[i].side = rocattach_target_side(t[i].pid);
 }

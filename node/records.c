@@ -7,11 +7,11 @@
  *   header: char magic[8] "RNREC1\0\0", uint32 version (2), uint32 count,
  *           char host[256]
  *   count entries, each field by field:
- *     int64 pid, nspid, rank, uid, ppid; char exe[64]; int32 listener;
+ *     int64 pid, nspid, rank, uid, ppid; char exe[64]; int32 listener, side;
  *     char cpus[64], numa[32], gpus[128]; int32 n_cpus;
  *     int32 state, status, agent_status, windows;
  *     uint64 attach_start_ns, attach_end_ns, detach_start_ns, detach_end_ns;
- *     uint64 attach_tool_ns, detach_tool_ns;
+ *     uint64 attach_tool_ns, detach_tool_ns; int32 bounds (bit 0 attach, 1 detach);
  *     char message[256]
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
@@ -24,10 +24,10 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 2u
+#define REC_VERSION 3u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
-#define REC_ENTRY_SIZE (5 * 8 + 64 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 6 * 8 + 256)
+#define REC_ENTRY_SIZE (5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 6 * 8 + 4 + 256)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
@@ -96,6 +96,7 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_i64(p, t->ppid);
 	p = put_str(p, t->exe, sizeof(t->exe));
 	p = put_i32(p, t->listener);
+	p = put_i32(p, t->side);
 	p = put_str(p, t->topo.cpus, sizeof(t->topo.cpus));
 	p = put_str(p, t->topo.numa, sizeof(t->topo.numa));
 	p = put_str(p, t->topo.gpus, sizeof(t->topo.gpus));
@@ -110,6 +111,7 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_u64(p, t->detach_end_ns);
 	p = put_u64(p, t->attach_tool_ns);
 	p = put_u64(p, t->detach_tool_ns);
+	p = put_i32(p, t->attach_tool_bound | t->detach_tool_bound << 1);
 	return put_str(p, t->message, sizeof(t->message));
 }
 
@@ -166,11 +168,12 @@ static const unsigned char *unpack_ids(const unsigned char *p, struct rn_target 
 /* Enums and the bool must hold a value this version defines. */
 static int unpack_target(const unsigned char *p, struct rn_target *t)
 {
-	int32_t listener, n_cpus, state, status, agent, windows;
+	int32_t listener, side, n_cpus, state, status, agent, windows, bounds;
 
 	p = unpack_ids(p, t);
 	p = get_str(p, t->exe, sizeof(t->exe));
 	p = get(p, &listener, sizeof(listener));
+	p = get(p, &side, sizeof(side));
 	p = get_str(p, t->topo.cpus, sizeof(t->topo.cpus));
 	p = get_str(p, t->topo.numa, sizeof(t->topo.numa));
 	p = get_str(p, t->topo.gpus, sizeof(t->topo.gpus));
@@ -185,11 +188,16 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &t->detach_end_ns, sizeof(uint64_t));
 	p = get(p, &t->attach_tool_ns, sizeof(uint64_t));
 	p = get(p, &t->detach_tool_ns, sizeof(uint64_t));
+	p = get(p, &bounds, sizeof(bounds));
 	get_str(p, t->message, sizeof(t->message));
 	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_EXITED ||
-	    status < 0 || status >= ROCATTACH_STATUS_LAST)
+	    status < 0 || status >= ROCATTACH_STATUS_LAST || side < ROCATTACH_SIDE_UNKNOWN ||
+	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3)
 		return -1;
 	t->listener = listener;
+	t->side = side;
+	t->attach_tool_bound = bounds & 1;
+	t->detach_tool_bound = bounds >> 1;
 	t->topo.n_cpus = n_cpus;
 	t->state = (enum rn_state)state;
 	t->status = (rocattach_status_t)status;
@@ -299,9 +307,14 @@ static json_t *topo_json(const struct rn_topo *topo)
 	return o;
 }
 
-/* null when the step never started; end and duration null if it never ended. */
-/* tool: when the target handed over to the tools (0: unknown, null). */
-static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool)
+/*
+ * null when the step never started; end and duration null if it never ended.
+ * tool: when the target handed over to the tools (0: unknown, null), with
+ * tool_ns_kind "measured" (our agent's clock) or "bound" (ROCm's side: the
+ * attach call's end, tool_attach ran before; the detach call's start,
+ * tool_detach ran after).
+ */
+static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool, bool bound)
 {
 	bool ended = end >= start;
 	json_t *o;
@@ -317,6 +330,8 @@ static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool)
 	rc |= json_object_set_new(o, "duration_ns",
 				  ended ? json_integer((json_int_t)(end - start)) : json_null());
 	rc |= json_object_set_new(o, "tool_ns", tool ? json_integer((json_int_t)tool) : json_null());
+	rc |= json_object_set_new(o, "tool_ns_kind",
+				  !tool ? json_null() : json_string(bound ? "bound" : "measured"));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -329,6 +344,30 @@ static json_t *int_or_null(long long v)
 	return v == -1 ? json_null() : json_integer(v);
 }
 
+const char *rn_side_name(int side)
+{
+	return side == ROCATTACH_SIDE_AGENT ? "agent" : side == ROCATTACH_SIDE_ROCM ? "rocm" : NULL;
+}
+
+/*
+ * The window the tools got: from the hand-over to the tools to the hand-back.
+ * "measured" from our agent's clock; a "lower-bound" when either end is a
+ * bound (ROCm's side: the tools surely had at least this long); null when
+ * the target did not get both.
+ */
+static json_t *window_json(const struct rn_target *t)
+{
+	bool bound = t->attach_tool_bound || t->detach_tool_bound;
+	json_t *o;
+
+	if (!t->attach_tool_ns || !t->detach_tool_ns || t->detach_tool_ns < t->attach_tool_ns)
+		return json_null();
+	o = json_pack("{s:I, s:s}", "duration_ns",
+		      (json_int_t)(t->detach_tool_ns - t->attach_tool_ns), "kind",
+		      bound ? "lower-bound" : "measured");
+	return o;
+}
+
 static int set_results(json_t *o, const struct rn_target *t)
 {
 	const char *status = rocattach_get_status_name(t->status);
@@ -339,9 +378,12 @@ static int set_results(json_t *o, const struct rn_target *t)
 	rc |= json_object_set_new(o, "agent_status", int_or_null(t->agent_status));
 	rc |= json_object_set_new(o, "windows", json_integer(t->windows));
 	rc |= json_object_set_new(o, "attach",
-				  step_json(t->attach_start_ns, t->attach_end_ns, t->attach_tool_ns));
+				  step_json(t->attach_start_ns, t->attach_end_ns, t->attach_tool_ns,
+					    t->attach_tool_bound));
 	rc |= json_object_set_new(o, "detach",
-				  step_json(t->detach_start_ns, t->detach_end_ns, t->detach_tool_ns));
+				  step_json(t->detach_start_ns, t->detach_end_ns, t->detach_tool_ns,
+					    t->detach_tool_bound));
+	rc |= json_object_set_new(o, "window", window_json(t));
 	rc |= json_object_set_new(o, "message",
 				  t->message[0] ? str_json(t->message, sizeof(t->message)) : json_null());
 	return rc;
@@ -361,6 +403,9 @@ struct json_t *rn_target_to_json(const struct rn_target *t)
 	rc |= json_object_set_new(o, "ppid", json_integer(t->ppid));
 	rc |= json_object_set_new(o, "exe", str_json(t->exe, sizeof(t->exe)));
 	rc |= json_object_set_new(o, "listener", json_boolean(t->listener));
+	rc |= json_object_set_new(o, "target_side", rn_side_name(t->side)
+							    ? json_string(rn_side_name(t->side))
+							    : json_null());
 	rc |= json_object_set_new(o, "topology", topo_json(&t->topo));
 	rc |= set_results(o, t);
 	if (rc) {

@@ -137,7 +137,27 @@ typedef struct rocattach_opts {
 	 * next to this library (or in ../lib from a program linking it statically).
 	 */
 	const char *agent_path;
+	/*
+	 * When the window opens or closes (CLOCK_REALTIME ns; 0: at once).
+	 * rocattach_attach_ex: tool_attach runs at start_ns. Our agent gets the
+	 * time and the call ahead (it loads the tools first and hands over at
+	 * start_ns); on ROCm's rocprofiler-register, which knows no start time,
+	 * everything up to the call is done ahead (lookup, checks, the seized and
+	 * stopped listener, the payload in place) and the call that runs
+	 * tool_attach begins at start_ns. Either way the call returns after
+	 * tool_attach: call it that far ahead of start_ns, on its own thread.
+	 * rocattach_detach_ex: the same for tool_detach at stop_ns.
+	 */
+	uint64_t start_ns;
+	uint64_t stop_ns;
 } rocattach_opts_t;
+
+/* Which target side answered (rocattach_report_t.target_side). */
+enum rocattach_target_side {
+	ROCATTACH_SIDE_UNKNOWN = 0, /* not reached */
+	ROCATTACH_SIDE_AGENT = 1,   /* our librocattach-agent (any file name) */
+	ROCATTACH_SIDE_ROCM = 2,    /* anything else exporting the entry points: ROCm's */
+};
 
 #define ROCATTACH_MESSAGE_MAX 512
 
@@ -150,18 +170,32 @@ typedef struct rocattach_report {
 	uint64_t start_ns, end_ns; /* CLOCK_REALTIME around the whole operation */
 	/*
 	 * CLOCK_REALTIME at which the target handed over to the tools (right
-	 * before tool_attach / tool_detach), as our agent reports it; 0 when
-	 * unknown (e.g. ROCm's rocprofiler-register).
+	 * before tool_attach / tool_detach). Our agent measures it. ROCm's side
+	 * does not tell: then it is a bound (tool_ns_bound = 1), the end of the
+	 * attach call (tool_attach ran before it) or the start of the detach
+	 * call (tool_detach ran after it). 0 when no tool was called.
 	 */
 	uint64_t tool_ns;
 	char message[ROCATTACH_MESSAGE_MAX]; /* "" on success */
+	/* Fields below were added later: copied only when size covers them. */
+	int target_side;		     /* enum rocattach_target_side */
+	int tool_ns_bound;		     /* 1: tool_ns is the bound described above */
+	uint64_t call_start_ns, call_end_ns; /* around the entry point's remote call, 0 if none */
 } rocattach_report_t;
 
 /* rocattach_attach() with explicit options; report may be NULL. */
 rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
 				       rocattach_report_t *report) ROCATTACH_API;
-/* rocattach_detach() of one pid (> 0) with a report. */
-rocattach_status_t rocattach_detach_ex(int pid, rocattach_report_t *report) ROCATTACH_API;
+/* rocattach_detach() of one pid (> 0) with options (stop_ns; the rest is ignored) and a report. */
+rocattach_status_t rocattach_detach_ex(int pid, const rocattach_opts_t *opts,
+				       rocattach_report_t *report) ROCATTACH_API;
+
+/*
+ * The target side of pid's listener (enum rocattach_target_side), read from
+ * its mapped objects without stopping it; ROCATTACH_SIDE_UNKNOWN if it has
+ * no listener or cannot be inspected. The lookup is kept for the next attach.
+ */
+int rocattach_target_side(int pid) ROCATTACH_API;
 
 /* 1 if pid has an attach session (attached and not yet detached), else 0. */
 int rocattach_is_attached(int pid) ROCATTACH_API;

@@ -45,6 +45,7 @@
 #include <rocattach/version.h>
 
 #include "common/envbuf.h"
+#include "common/protocol.h"
 #include "common/toollist.h"
 
 #define RA_EXPORT __attribute__((visibility("default")))
@@ -54,8 +55,8 @@
 #define ERR_MAX 4096
 #define START_HINT_MAX_NS (10ULL * 1000000000ULL)
 #define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-#define OWNER_VAR "ROCP_ATTACH_OWNER"
-#define LISTENER_NAME "rocp-bg-attach" /* what attachers look for in /proc/PID/task/TID/comm */
+#define OWNER_VAR RA_ENV_OWNER
+#define LISTENER_NAME RA_LISTENER_COMM /* what attachers look for in /proc/PID/task/TID/comm */
 #define OWNER_POLL_MS 250 /* liveness poll where pidfd_open is missing (Linux < 5.3) */
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434 /* the same number on every architecture */
@@ -503,28 +504,43 @@ static int first_attach(const char *path)
 	return ROCATTACH_REGISTER_SUCCESS;
 }
 
-/* The start time the attacher asked for, if it is still ahead (and not absurdly far). */
-static bool start_hint(struct timespec *at)
+/* A time the attacher asked for (CLOCK_REALTIME ns), if still ahead (and not absurdly far). */
+static bool time_ahead(unsigned long long ns, struct timespec *at)
 {
-	const char *s = getenv("ROCP_ATTACH_START_NS");
-	unsigned long long ns, now;
+	unsigned long long now;
 	struct timespec ts;
-	char *end;
 
-	if (!s || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	ns = strtoull(s, &end, 10);
-	if (errno || *end || clock_gettime(CLOCK_REALTIME, &ts))
+	if (!ns || clock_gettime(CLOCK_REALTIME, &ts))
 		return false;
 	now = (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
 	if (ns <= now || ns - now > START_HINT_MAX_NS) {
-		dbg("ignoring ROCP_ATTACH_START_NS=%s", s);
+		dbg("ignoring the time %llu (now %llu)", ns, now);
 		return false;
 	}
 	at->tv_sec = (time_t)(ns / 1000000000ULL);
 	at->tv_nsec = (long)(ns % 1000000000ULL);
 	return true;
+}
+
+static int start_match(const char *name, const char *value, void *arg)
+{
+	if (!strcmp(name, RA_ENV_START_NS))
+		*(const char **)arg = value;
+	return 0;
+}
+
+/* The start time in the environment buffer (never in environ: it is ours, not the tools'). */
+static bool start_hint(const char *env, size_t envlen, struct timespec *at)
+{
+	const char *v = NULL;
+	unsigned long long ns;
+	char *end;
+
+	if (!env || ra_envbuf_decode(env, envlen, start_match, &v) || !v || *v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	ns = strtoull(v, &end, 10);
+	return !errno && !*end && time_ahead(ns, at);
 }
 
 static void sleep_until(const struct timespec *at)
@@ -576,17 +592,28 @@ static void tools_hand_over(void)
  * tool_attach. A tool calling us back from tool_attach gets DEADLOCK, as on
  * the listener: the caller holds agent_lock while it waits.
  */
+struct starter {
+	struct timespec at;
+	void (*hand_over)(void);
+};
+
 static void *starter_main(void *arg)
 {
-	sleep_until(arg);
+	struct starter *st = arg;
+
+	sleep_until(&st->at);
 	in_agent = true;
-	tools_hand_over();
+	st->hand_over();
 	return NULL;
 }
 
-/* 0 once a starter thread has handed over at *at; -1 if none could start. */
-static int tools_hand_over_at(const struct timespec *at)
+/*
+ * 0 once a starter thread has run fn at *at (the stop time uses the same
+ * way: tool_detach spreads as little as tool_attach); -1 if none could start.
+ */
+static int run_at(const struct timespec *at, void (*fn)(void))
 {
+	struct starter st = { *at, fn };
 	sigset_t all, old;
 	pthread_t th;
 	int err;
@@ -594,7 +621,7 @@ static int tools_hand_over_at(const struct timespec *at)
 	/* Like the listener, it never takes a signal meant for the application. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&th, NULL, starter_main, (void *)at);
+	err = pthread_create(&th, NULL, starter_main, &st);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		dbg("cannot start a starter thread: %s", strerror(err));
@@ -605,15 +632,15 @@ static int tools_hand_over_at(const struct timespec *at)
 	return 0;
 }
 
-static int tools_attach(void)
+static int tools_attach(const char *env, size_t envlen)
 {
 	struct timespec at;
 	bool timed;
 
 	if (!tools_usable())
 		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
-	timed = start_hint(&at);
-	if (!timed || tools_hand_over_at(&at)) {
+	timed = start_hint(env, envlen, &at);
+	if (!timed || run_at(&at, tools_hand_over)) {
 		if (timed)
 			sleep_until(&at);
 		tools_hand_over();
@@ -646,10 +673,11 @@ static int env_save(struct env_undo *u, const char *name)
 	return 0;
 }
 
-/* The owner is ours to watch, not the tools' to read: it never enters environ. */
+/* Our private variables (the owner, the start time) are ours to read: they never enter environ. */
 static int env_apply_one(const char *name, const char *value, void *arg)
 {
-	if (!strcmp(name, "ROCPROFILER_REGISTER_TOOL_ATTACHED") || !strcmp(name, OWNER_VAR))
+	if (!strcmp(name, "ROCPROFILER_REGISTER_TOOL_ATTACHED") ||
+	    ra_env_is_private(name, strlen(name)))
 		return 0;
 	if (env_save(arg, name))
 		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
@@ -969,7 +997,7 @@ static int attach_locked(const char *env, const char *path)
 	if (!ret && !first_path)
 		ret = first_attach(path);
 	if (!ret)
-		ret = tools_attach();
+		ret = tools_attach(env, envlen);
 	if (ret) {
 		env_rollback(&undo);
 		owner_drop(&o);
@@ -1001,15 +1029,12 @@ RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer,
 	return ret;
 }
 
-static int detach_locked(void)
+/* Hand the tools back: tool_detach for every attached tool, the window closes. */
+static void tools_hand_back(void)
 {
 	unsigned int i, n = atomic_load(&n_tools);
 	struct tool *t;
 
-	if (!listening)
-		return no_listener();
-	if (!attached)
-		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
 	stamp_tool_event(1);
 	for (i = 0; i < n; i++) {
 		t = tools[i];
@@ -1019,9 +1044,28 @@ static int detach_locked(void)
 		if (t->detach && !atomic_load(&t->finalized))
 			t->detach(t->attach_data);
 	}
+}
+
+/* Detach now, or at *at (a starter thread, as for the start) when at is given. */
+static int detach_locked_at(const struct timespec *at)
+{
+	if (!listening)
+		return no_listener();
+	if (!attached)
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
+	if (!at || run_at(at, tools_hand_back)) {
+		if (at)
+			sleep_until(at);
+		tools_hand_back();
+	}
 	attached = false;
 	owner_clear();
 	return ROCATTACH_REGISTER_SUCCESS;
+}
+
+static int detach_locked(void)
+{
+	return detach_locked_at(NULL);
 }
 
 RA_EXPORT int rocprofiler_register_detach(void)
@@ -1037,6 +1081,35 @@ RA_EXPORT int rocprofiler_register_detach(void)
 	dbg("detach = %d", ret);
 	agent_leave();
 	return ret;
+}
+
+/*
+ * Ours: rocprofiler_register_detach, with tool_detach called at stop_ns
+ * (CLOCK_REALTIME; at once if it is past or more than 10 s ahead). It
+ * returns after tool_detach, like the attach with a start time.
+ */
+RA_EXPORT int rocattach_agent_detach_at(uint64_t stop_ns)
+{
+	struct timespec at;
+	bool timed;
+	int ret;
+
+	if (in_agent) {
+		note(RA_AGENT_DETACH_AT, "called from inside a tool callback");
+		return ROCATTACH_REGISTER_DEADLOCK;
+	}
+	agent_enter();
+	timed = time_ahead(stop_ns, &at);
+	ret = detach_locked_at(timed ? &at : NULL);
+	dbg("detach_at(%llu) = %d", (unsigned long long)stop_ns, ret);
+	agent_leave();
+	return ret;
+}
+
+/* Ours: the marker that tells an attacher this is our agent (protocol.h), whatever our file name. */
+RA_EXPORT unsigned int rocattach_agent_abi(void)
+{
+	return RA_AGENT_ABI;
 }
 
 RA_EXPORT const char *rocattach_agent_last_error(void)

@@ -109,7 +109,7 @@ static void test_attach_ex_report_steps(void **state)
 	assert_true(rep.tool_ns > rep.start_ns && rep.tool_ns < rep.end_ns);
 	memset(&rep, 0, sizeof(rep));
 	rep.size = sizeof(rep);
-	assert_int_equal(rocattach_detach_ex(v.pid, &rep), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach_ex(v.pid, NULL, &rep), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rep.agent_status, 0);
 	assert_true(rep.tool_ns > rep.start_ns && rep.tool_ns < rep.end_ns);
 	assert_unharmed(&v);

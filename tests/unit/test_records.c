@@ -15,7 +15,7 @@
 #include "node.h"
 
 #define HDR 272	  /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 656 /* see the wire layout in node/records.c */
+#define ENTRY 664 /* see the wire layout in node/records.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -36,6 +36,7 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->uid = (uid_t)(500 + i);
 	t->ppid = (pid_t)(900 + i);
 	t->listener = i % 2;
+	t->side = (int)(i % 3);
 	t->topo.n_cpus = (int)i;
 	t->state = (enum rn_state)(i % (RN_EXITED + 1));
 	t->status = (rocattach_status_t)(i % ROCATTACH_STATUS_LAST);
@@ -47,6 +48,8 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->detach_end_ns = t->detach_start_ns ? t->detach_start_ns + 7 : 0;
 	t->attach_tool_ns = i % 3 ? t->attach_end_ns - 3 : 0;
 	t->detach_tool_ns = t->detach_start_ns ? t->detach_start_ns + 2 : 0;
+	t->attach_tool_bound = t->side == ROCATTACH_SIDE_ROCM;
+	t->detach_tool_bound = t->side == ROCATTACH_SIDE_ROCM && i % 2;
 	if (long_strings) {
 		fill_str(t->exe, sizeof(t->exe), "x\"\n\\\xc3\xa9", i);
 		fill_str(t->topo.cpus, sizeof(t->topo.cpus), "0-3,", i);
@@ -70,6 +73,9 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_int_equal(a->ppid, b->ppid);
 	assert_string_equal(a->exe, b->exe);
 	assert_int_equal(a->listener, b->listener);
+	assert_int_equal(a->side, b->side);
+	assert_int_equal(a->attach_tool_bound, b->attach_tool_bound);
+	assert_int_equal(a->detach_tool_bound, b->detach_tool_bound);
 	assert_string_equal(a->topo.cpus, b->topo.cpus);
 	assert_string_equal(a->topo.numa, b->topo.numa);
 	assert_string_equal(a->topo.gpus, b->topo.gpus);
@@ -219,10 +225,10 @@ static void test_rn_unpack_bad_header(void **state)
 	buf[7] = 'x';
 	assert_int_equal(unpack_copy(buf, size), -1);
 	buf[7] = 0;
-	v = 1; /* the version before the tool times: refused, not misread */
+	v = 2; /* the version before the target sides: refused, not misread */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 3;
+	v = 4;
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -268,9 +274,11 @@ static void test_rn_unpack_bad_enum(void **state)
 {
 	size_t size;
 	unsigned char *buf = packed(1, &size);
-	/* listener, state, status offsets inside the entry. */
-	size_t listener = HDR + 40 + 64, st = listener + 4 + 64 + 32 + 128 + 4;
+	/* listener, side, state, status, bounds offsets inside the entry. */
+	size_t listener = HDR + 40 + 64, side = listener + 4, st = side + 4 + 64 + 32 + 128 + 4;
+	size_t bounds = st + 4 * 4 + 6 * 8;
 	int32_t bad[] = { -1, 2, 99, INT32_MIN };
+	int32_t badside[] = { -1, ROCATTACH_SIDE_ROCM + 1 }, badbounds[] = { -1, 4 };
 	int32_t badstate[] = { -1, RN_EXITED + 1, INT32_MAX };
 	int32_t badstatus[] = { -1, ROCATTACH_STATUS_LAST };
 	unsigned char save[12];
@@ -283,6 +291,15 @@ static void test_rn_unpack_bad_enum(void **state)
 		assert_int_equal(unpack_copy(buf, size), -1);
 	}
 	memset(buf + listener, 0, 4);
+	assert_int_equal(unpack_copy(buf, size), 0);
+	for (i = 0; i < 2; i++) {
+		memcpy(buf + side, &badside[i], 4);
+		assert_int_equal(unpack_copy(buf, size), -1);
+		memset(buf + side, 0, 4);
+		memcpy(buf + bounds, &badbounds[i], 4);
+		assert_int_equal(unpack_copy(buf, size), -1);
+		memset(buf + bounds, 0, 4);
+	}
 	assert_int_equal(unpack_copy(buf, size), 0);
 	for (i = 0; i < sizeof(badstate) / sizeof(badstate[0]); i++) {
 		memcpy(buf + st, &badstate[i], 4);
@@ -308,7 +325,7 @@ static void test_rn_unpack_forces_nul(void **state)
 	(void)state;
 	memset(buf + 16, 'h', 256);
 	memset(buf + HDR + 40, 'e', 64);
-	memset(buf + HDR + 40 + 64 + 4, 'c', 64 + 32 + 128);
+	memset(buf + HDR + 40 + 64 + 4 + 4, 'c', 64 + 32 + 128);
 	memset(buf + size - 256, 'm', 256);
 	assert_int_equal(rn_unpack(buf, size, host, &t, &n), 0);
 	assert_int_equal(n, 1);
@@ -372,8 +389,8 @@ static json_t *through_text(const struct rn_target *t)
 static void test_rn_target_to_json_all_keys(void **state)
 {
 	const char *keys[] = { "pid",	 "nspid",	 "rank",    "uid",    "ppid",
-			       "exe",	 "listener",	 "topology", "state", "status",
-			       "agent_status", "windows", "attach", "detach", "message" };
+			       "exe",	 "listener",	 "target_side", "topology", "state", "status",
+			       "agent_status", "windows", "attach", "detach", "window", "message" };
 	struct rn_target t;
 	json_t *j, *topo, *att;
 	size_t i;

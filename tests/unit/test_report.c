@@ -220,6 +220,56 @@ static void test_rm_window_skew_ignores_earlier_windows(void **state)
 	assert_int_equal(s.attach_ns, T2 + 20 - (T1 + 50));
 }
 
+/*
+ * ROCm's side: tool times are the library's bounds; our agent's measured.
+ * A window whose targets' windows miss the plan by more than 1% + 5 ms is
+ * flagged; the skew counts both kinds and says so.
+ */
+static void test_rm_window_skew_bounds_and_length(void **state)
+{
+	struct rn_target t[2] = {target(1, 0, "hip", RN_DETACHED), target(2, 1, "app", RN_DETACHED)};
+	struct rm_node n = {.host = "n1", .t = t, .n = 2};
+	struct rm_window w = {1, T1, T1 + 500 * MS, "duration", &n, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "ok"};
+	char *buf = NULL;
+	size_t len = 0;
+	struct rm_skew s;
+	FILE *f;
+
+	(void)state;
+	times(&t[0], T1 - 150 * MS, T1 + 300000, T1 + 400 * MS, T1 + 500 * MS + 200000);
+	t[0].side = ROCATTACH_SIDE_ROCM;
+	t[0].attach_tool_ns = T1 + 300000;
+	t[0].detach_tool_ns = T1 + 500 * MS + 10000;
+	t[0].attach_tool_bound = t[0].detach_tool_bound = true;
+	times(&t[1], T1 - 150 * MS, T1 + 100000, T1 + 400 * MS, T1 + 500 * MS + 300000);
+	t[1].side = ROCATTACH_SIDE_AGENT;
+	t[1].attach_tool_ns = T1 + 20000;
+	t[1].detach_tool_ns = T1 + 500 * MS + 40000;
+	s = rm_window_skew(&w);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.bounds, 1);
+	assert_int_equal(s.attach_ns, 280000);
+	assert_int_equal(s.detach_ns, 30000);
+	assert_int_equal(s.len_min_ns, 500 * MS - 290000);
+	assert_int_equal(s.len_max_ns, 500 * MS + 20000);
+	assert_false(s.len_off);
+	/* 650 ms for a 500 ms plan: the window started at the attach call, long before. */
+	t[0].attach_tool_ns = T1 - 150 * MS;
+	s = rm_window_skew(&w);
+	assert_true(s.len_off);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	rm_print_summary(f, &r);
+	fclose(f);
+	assert_non_null(strstr(buf, "(2 targets, 1 from call bounds)"));
+	assert_non_null(strstr(buf, "OFF the planned length by more than 1% + 5 ms"));
+	assert_non_null(strstr(buf, "note: 1 target runs ROCm's target side, which has no "
+				    "watchdog"));
+	assert_non_null(strstr(buf, " n1:1\n"));
+	free(buf);
+}
+
 static void test_rm_node_attach_times_median(void **state)
 {
 	uint64_t p50, max;
@@ -257,7 +307,8 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	assert_non_null(strstr(buf, "\nnode3               0  no targets found\n"));
 	assert_non_null(strstr(buf, "window 1: start 2026-11-21T07:30:01.123Z, 1000.0 ms, stop "
 				    "reason duration, attach skew 0.670 ms, detach skew 0.350 ms "
-				    "(3 targets)\n"));
+				    "(3 targets, 3 from call bounds)\n  tools' window 998.9-999.8 "
+				    "ms (at least, where bounds)\n"));
 	assert_non_null(strstr(buf, "window 2: start 2026-11-21T07:30:02.623Z"));
 	/* Each failure once, on one line, in the window where it happened. */
 	assert_non_null(strstr(buf, "failures:\n  node2 pid 201 (app), window 1: attach-failed: "
@@ -582,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_rm_window_skew_attached_targets),
 		cmocka_unit_test(test_rm_window_skew_exited_during_attach),
 		cmocka_unit_test(test_rm_window_skew_ignores_earlier_windows),
+		cmocka_unit_test(test_rm_window_skew_bounds_and_length),
 		cmocka_unit_test(test_rm_node_attach_times_median),
 		cmocka_unit_test(test_rm_print_summary_rows_and_failures),
 		cmocka_unit_test(test_rm_print_summary_long_host),

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The attach protocol's names, in one place (docs/protocol.md). Shared by
+ * the attacher, the agent and the node layer: plain macros, libc only.
+ */
+#ifndef RA_COMMON_PROTOCOL_H
+#define RA_COMMON_PROTOCOL_H
+
+/* The listener thread's name (/proc/PID/task/TID/comm), ROCm's and ours. */
+#define RA_LISTENER_COMM "rocp-bg-attach"
+
+/* Entry points, exported by ROCm's rocprofiler-register and by our agent. */
+#define RA_ENTRY_ATTACH "rocprofiler_register_attach"
+#define RA_ENTRY_DETACH "rocprofiler_register_detach"
+
+/* ROCm's target-side library; AMD's attacher looks only for this file name. */
+#define RA_ROCM_REGISTER_PREFIX "librocprofiler-register.so"
+/* Our agent's file name. */
+#define RA_AGENT_PREFIX "librocattach-agent.so"
+#define RA_AGENT_SONAME "librocattach-agent.so.0"
+
+/*
+ * Ours only. The marker: an object exporting the entry points and this
+ * function is our agent, whatever its file name; anything else exporting
+ * the entry points is ROCm's. It returns RA_AGENT_ABI.
+ */
+#define RA_AGENT_MARKER "rocattach_agent_abi"
+#define RA_AGENT_ABI 2u /* 2: start and stop times (ROCP_ATTACH_START_NS, detach_at) */
+#define RA_AGENT_TOOL_NS "rocattach_agent_tool_ns"	 /* uint64_t (int which) */
+#define RA_AGENT_LAST_ERROR "rocattach_agent_last_error" /* const char *(void) */
+#define RA_AGENT_DETACH_AT "rocattach_agent_detach_at"	 /* int (uint64_t stop_ns) */
+#define RA_AGENT_ENABLE "rocattach_agent_enable"	 /* int (void), for --inject */
+
+/*
+ * Variables the attacher adds to the environment buffer for our agent only
+ * (never sent to ROCm's side, which would keep them in the application's
+ * environment); our agent reads them from the buffer and never sets them.
+ */
+#define RA_ENV_OWNER "ROCP_ATTACH_OWNER"       /* <pid>:<starttime> of the attacher */
+#define RA_ENV_START_NS "ROCP_ATTACH_START_NS" /* CLOCK_REALTIME ns to call tool_attach at */
+
+/* 1 if "NAME" or "NAME=..." (len bytes of name) is one of the private variables above. */
+static inline int ra_env_is_private(const char *name, unsigned long len)
+{
+	static const char *const priv[] = {RA_ENV_OWNER, RA_ENV_START_NS};
+
+	for (unsigned long i = 0; i < sizeof(priv) / sizeof(priv[0]); i++) {
+		unsigned long k = 0;
+
+		while (priv[i][k] && k < len && priv[i][k] == name[k])
+			k++;
+		if (!priv[i][k] && (k == len || name[k] == '='))
+			return 1;
+	}
+	return 0;
+}
+
+#endif
