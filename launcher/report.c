@@ -7,9 +7,9 @@
  * Timing: a target's window is from its hand-over to the tools (tool_attach)
  * to the hand-back (tool_detach). Our agent measures both (attach_tool_ns,
  * detach_tool_ns); ROCm's side does not tell, and the library gives bounds
- * instead (the attach call's end, the detach call's start: the tools surely
- * ran between them), flagged as such in the records and the report. Skews
- * are spreads of those. All timestamps are CLOCK_REALTIME of the node that
+ * instead (each call's end: the tools ran inside it), flagged as such in
+ * the records and the report. Skews are spreads of those; ROCm's windows
+ * are lower bounds (the attach call's end to the detach call's start). All timestamps are CLOCK_REALTIME of the node that
  * took them: across nodes they include the nodes' clock offsets.
  */
 #include <errno.h>
@@ -95,6 +95,7 @@ static void node_spreads(const struct rm_node *n, uint64_t since, struct spread 
 			 struct spread *d, struct spread *len, size_t *bounds)
 {
 	const struct rn_target *t;
+	bool bound;
 	size_t k;
 
 	for (k = 0; k < n->n; k++) {
@@ -106,8 +107,8 @@ static void node_spreads(const struct rm_node *n, uint64_t since, struct spread 
 		if (!hand_back(t))
 			continue;
 		spread_add(d, hand_back(t));
-		if (hand_back(t) >= hand_over(t))
-			spread_add(len, hand_back(t) - hand_over(t));
+		if (rn_window_ns(t, &bound))
+			spread_add(len, rn_window_ns(t, &bound));
 	}
 }
 

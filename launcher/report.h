@@ -56,9 +56,9 @@ struct rm_run {
 /*
  * Spread (max - min) over every attached target of a window of the moment it
  * handed over to the tools (tool_attach / tool_detach, as our agent measures
- * it; on ROCm's side the bound the library gives: the attach call's end, the
- * detach call's start), and the window each target's tools got (hand-back
- * minus hand-over), against the planned one (stop - start).
+ * it; on ROCm's side the bound the library gives: the call's end), and the
+ * window each target's tools got (rn_window_ns: on ROCm's side a lower
+ * bound), against the planned one (stop - start).
  */
 struct rm_skew {
 	uint64_t attach_ns, detach_ns;

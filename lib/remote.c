@@ -173,6 +173,15 @@ static int run_to_park(struct ra_remote *r)
 	r->call_end_ns = 0;
 	r->call_start_ns = realtime_ns();
 	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
+	if (!ret && r->wake_ns > r->call_start_ns) {
+		struct timespec at = {(time_t)(r->wake_ns / 1000000000u),
+				      (long)(r->wake_ns % 1000000000u)};
+
+		/* A stop reported meanwhile (a signal) waits for us: the thread sleeps anyway. */
+		while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+			;
+		r->call_start_ns = r->wake_ns;
+	}
 	while (!ret) {
 		w = waitpid(r->tid, &status, __WALL | WNOHANG);
 		if (w == r->tid) {
@@ -235,8 +244,30 @@ int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n
 {
 	struct ra_regs regs, tmp;
 
+	r->wake_ns = 0;
 	ra_arch_setup_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n);
 	return run(r, &regs, ret);
+}
+
+int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
+		      uint64_t at_ns, uint64_t *ret)
+{
+	struct timespec ts = {(time_t)(at_ns / 1000000000u), (long)(at_ns % 1000000000u)};
+	struct ra_regs regs, tmp;
+	uint64_t addr;
+	int err;
+
+	if (n > 2 || ra_remote_stack_push(r, &ts, sizeof(ts), &addr)) {
+		/* No room for the time in the target: wait here, then call. */
+		while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		return ra_remote_call(r, fn, args, n, ret);
+	}
+	ra_arch_setup_timed_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n, addr);
+	r->wake_ns = at_ns;
+	err = run(r, &regs, ret);
+	r->wake_ns = 0;
+	return err;
 }
 
 /* Is [at, top) in a private read-write mapping with STACK_KEEP bytes below it? */

@@ -35,10 +35,11 @@ struct ra_remote {
 	bool tight;
 	/* CLOCK_REALTIME of the last call or syscall: released, and seen parked. */
 	uint64_t call_start_ns, call_end_ns;
+	uint64_t wake_ns; /* a timed call: look for the park only from then on */
 	struct ra_err *e;
 };
 
-#define RA_TIGHT_NAP_NS 20000
+#define RA_TIGHT_NAP_NS 100000
 
 /*
  * Seize tid of pid, stop it, save its registers and write the trampoline at
@@ -52,6 +53,15 @@ int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n,
 
 /* fn(args) in the target; signals not caused by us are forwarded to the thread. */
 int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t *ret);
+
+/*
+ * fn(args), n <= 2, begun by the thread itself at at_ns (CLOCK_REALTIME):
+ * it sleeps in the target until then (see ra_arch_setup_timed_call), so
+ * many targets start together however busy their attachers are; we watch
+ * for the park only from at_ns on. call_start_ns is at_ns or later.
+ */
+int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
+		      uint64_t at_ns, uint64_t *ret);
 
 /*
  * Copy len bytes onto the stopped thread's own stack, well below the saved

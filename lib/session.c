@@ -876,36 +876,31 @@ static void agent_failed(struct ra_remote *r, const struct entry *ep, const char
 		   v, register_error_name(v), why[0] ? ": " : "", why);
 }
 
-static void sleep_until(uint64_t ns)
-{
-	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-
-	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 /*
  * The entry point's call, timed for the report. ROCm's side calls the
  * tools inside it and knows no start or stop time, so on that side the call
  * itself begins at the time (everything else is done by now, the listener
- * is stopped in our hands), and the report's tool time is its bound: the
- * call's end for an attach (tool_attach ran before), its start for a detach
- * (tool_detach ran after).
+ * is stopped in our hands: the thread sleeps in the target until the time
+ * and makes the call itself), and the report's tool time is its bound: the
+ * call's end (the tools ran inside the call).
  */
 static int call_entry(struct ra_remote *r, const struct entry *ep, uint64_t fn, uint64_t at,
 		      const uint64_t *args, int n, struct op *op, int which)
 {
 	uint64_t ret;
+	int err;
 
-	if (ep->side == ROCATTACH_SIDE_ROCM && at)
-		sleep_until(at);
 	/*
 	 * Only ROCm's call edges are reported as times, and that call is short
 	 * (begun at the time). Our agent's call waits in the target for the
 	 * time: watching it closely would burn the CPUs the hand-over needs.
 	 */
 	r->tight = ep->side == ROCATTACH_SIDE_ROCM;
-	if (ra_remote_call(r, fn, args, n, &ret))
+	if (ep->side == ROCATTACH_SIDE_ROCM && at)
+		err = ra_remote_call_at(r, fn, args, n, at, &ret);
+	else
+		err = ra_remote_call(r, fn, args, n, &ret);
+	if (err)
 		return -1;
 	op->rep.call_start_ns = r->call_start_ns;
 	op->rep.call_end_ns = r->call_end_ns;
@@ -917,7 +912,7 @@ static int call_entry(struct ra_remote *r, const struct entry *ep, uint64_t fn, 
 	if (ep->side == ROCATTACH_SIDE_AGENT) {
 		op->rep.tool_ns = tool_clock(r, ep, which);
 	} else {
-		op->rep.tool_ns = which ? r->call_start_ns : r->call_end_ns;
+		op->rep.tool_ns = r->call_end_ns;
 		op->rep.tool_ns_bound = 1;
 	}
 	return 0;

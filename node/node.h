@@ -95,11 +95,12 @@ struct rn_target {
 	uint64_t detach_start_ns, detach_end_ns;
 	/*
 	 * When the target handed over to the tools (0: unknown). Our agent
-	 * measures it; on ROCm's side it is a bound (attach_tool_bound,
-	 * detach_tool_bound): the end of the attach call, the start of the
-	 * detach call. See rocattach_report_t.tool_ns.
+	 * measures it; on ROCm's side it is an upper bound (attach_tool_bound,
+	 * detach_tool_bound): the end of the entry point's call. See
+	 * rocattach_report_t.tool_ns. detach_call_ns: when the detach call
+	 * began (the tools surely ran until then).
 	 */
-	uint64_t attach_tool_ns, detach_tool_ns;
+	uint64_t attach_tool_ns, detach_tool_ns, detach_call_ns;
 	bool attach_tool_bound, detach_tool_bound;
 	char message[256];     /* the error, "" if none */
 };
@@ -167,6 +168,12 @@ size_t rn_pack(const char *host, const struct rn_target *t, size_t n, void *buf,
 int rn_unpack(const void *buf, size_t len, char *host, struct rn_target **t, size_t *n);
 
 const char *rn_state_name(enum rn_state s);
+/*
+ * The window a target's tools got, hand-over to hand-back; on ROCm's side
+ * (*bound set) a lower bound: the attach call's end to the detach call's
+ * start. 0 if it did not get both ends.
+ */
+uint64_t rn_window_ns(const struct rn_target *t, bool *bound);
 /* "agent", "rocm", or NULL for an unknown side. */
 const char *rn_side_name(int side);
 

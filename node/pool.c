@@ -75,7 +75,7 @@ static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	t->attach_end_ns = rep.end_ns;
 	t->attach_tool_ns = rep.tool_ns;
 	t->attach_tool_bound = rep.tool_ns_bound;
-	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = 0;
+	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = t->detach_call_ns = 0;
 	t->detach_tool_bound = false;
 	copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
@@ -100,6 +100,7 @@ static void detach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	t->detach_end_ns = rep.end_ns;
 	t->detach_tool_ns = rep.tool_ns;
 	t->detach_tool_bound = rep.tool_ns_bound;
+	t->detach_call_ns = rep.call_start_ns;
 	copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_DETACHED;

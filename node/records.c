@@ -11,7 +11,8 @@
  *     char cpus[64], numa[32], gpus[128]; int32 n_cpus;
  *     int32 state, status, agent_status, windows;
  *     uint64 attach_start_ns, attach_end_ns, detach_start_ns, detach_end_ns;
- *     uint64 attach_tool_ns, detach_tool_ns; int32 bounds (bit 0 attach, 1 detach);
+ *     uint64 attach_tool_ns, detach_tool_ns, detach_call_ns;
+ *     int32 bounds (bit 0 attach, 1 detach);
  *     char message[256]
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
@@ -27,7 +28,7 @@
 #define REC_VERSION 3u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
-#define REC_ENTRY_SIZE (5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 6 * 8 + 4 + 256)
+#define REC_ENTRY_SIZE (5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 256)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
@@ -111,6 +112,7 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_u64(p, t->detach_end_ns);
 	p = put_u64(p, t->attach_tool_ns);
 	p = put_u64(p, t->detach_tool_ns);
+	p = put_u64(p, t->detach_call_ns);
 	p = put_i32(p, t->attach_tool_bound | t->detach_tool_bound << 1);
 	return put_str(p, t->message, sizeof(t->message));
 }
@@ -188,6 +190,7 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &t->detach_end_ns, sizeof(uint64_t));
 	p = get(p, &t->attach_tool_ns, sizeof(uint64_t));
 	p = get(p, &t->detach_tool_ns, sizeof(uint64_t));
+	p = get(p, &t->detach_call_ns, sizeof(uint64_t));
 	p = get(p, &bounds, sizeof(bounds));
 	get_str(p, t->message, sizeof(t->message));
 	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_EXITED ||
@@ -311,8 +314,7 @@ static json_t *topo_json(const struct rn_topo *topo)
  * null when the step never started; end and duration null if it never ended.
  * tool: when the target handed over to the tools (0: unknown, null), with
  * tool_ns_kind "measured" (our agent's clock) or "bound" (ROCm's side: the
- * attach call's end, tool_attach ran before; the detach call's start,
- * tool_detach ran after).
+ * entry point's call's end, an upper bound: the tools ran inside the call).
  */
 static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool, bool bound)
 {
@@ -349,23 +351,32 @@ const char *rn_side_name(int side)
 	return side == ROCATTACH_SIDE_AGENT ? "agent" : side == ROCATTACH_SIDE_ROCM ? "rocm" : NULL;
 }
 
+uint64_t rn_window_ns(const struct rn_target *t, bool *bound)
+{
+	uint64_t end = t->detach_tool_ns;
+
+	*bound = t->attach_tool_bound || t->detach_tool_bound;
+	if (*bound)
+		end = t->detach_call_ns;
+	if (!t->attach_tool_ns || !end || end < t->attach_tool_ns)
+		return 0;
+	return end - t->attach_tool_ns;
+}
+
 /*
- * The window the tools got: from the hand-over to the tools to the hand-back.
- * "measured" from our agent's clock; a "lower-bound" when either end is a
- * bound (ROCm's side: the tools surely had at least this long); null when
- * the target did not get both.
+ * The window the tools got (rn_window_ns): "measured" from our agent's
+ * clock, a "lower-bound" on ROCm's side; null when the target did not get
+ * both ends.
  */
 static json_t *window_json(const struct rn_target *t)
 {
-	bool bound = t->attach_tool_bound || t->detach_tool_bound;
-	json_t *o;
+	bool bound;
+	uint64_t ns = rn_window_ns(t, &bound);
 
-	if (!t->attach_tool_ns || !t->detach_tool_ns || t->detach_tool_ns < t->attach_tool_ns)
+	if (!ns)
 		return json_null();
-	o = json_pack("{s:I, s:s}", "duration_ns",
-		      (json_int_t)(t->detach_tool_ns - t->attach_tool_ns), "kind",
-		      bound ? "lower-bound" : "measured");
-	return o;
+	return json_pack("{s:I, s:s}", "duration_ns", (json_int_t)ns, "kind",
+			 bound ? "lower-bound" : "measured");
 }
 
 static int set_results(json_t *o, const struct rn_target *t)

@@ -9,6 +9,9 @@
  * Events: configure and configure_attach (extra: version=<v> priority=<p>),
  * initialize, tool_attach (extra: detach_func=<null|set> n_contexts=<n>),
  * tool_detach (recorded when it returns, after the optional sleep), finalize.
+ * tool_attach and tool_detach also list the ROCP_ATTACH_* variables the
+ * process has in its environment (rocp_attach_env=NAME,... or -): an
+ * attacher's private variables must never be there.
  *
  * The output path is read at every record, because it arrives with the
  * attach's environment buffer, after the tool may have been loaded.
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,25 +158,49 @@ static void sleep_ms(long ms)
 		;
 }
 
+extern char **environ;
+
+/* " rocp_attach_env=A,B" (names only) or " rocp_attach_env=-". */
+static void attach_env(char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, " rocp_attach_env=");
+	bool any = false;
+
+	for (char **e = environ; e && *e && n < len; e++) {
+		if (strncmp(*e, "ROCP_ATTACH_", 12))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%.*s", any ? "," : "",
+				      (int)strcspn(*e, "="), *e);
+		any = true;
+	}
+	if (!any && n < len)
+		snprintf(buf + n, len - n, "-");
+}
+
 static int tool_attach(rocprofiler_client_detach_t detach_func,
 		       rocprofiler_context_id_t *context_ids, uint64_t n_contexts, void *data)
 {
-	char extra[64];
+	char extra[256], env[160];
 
 	(void)context_ids;
 	(void)data;
 	sleep_ms(knob_long("ROCPROF_EXAMPLE_TOOL_ATTACH_MS"));
+	attach_env(env, sizeof(env));
 	snprintf(extra, sizeof(extra), " detach_func=%s n_contexts=%llu",
 		 detach_func ? "set" : "null", (unsigned long long)n_contexts);
+	strncat(extra, env, sizeof(extra) - strlen(extra) - 1);
 	record("tool_attach", extra);
 	return 0;
 }
 
 static void tool_detach(void *data)
 {
+	char env[160];
+
 	(void)data;
 	sleep_ms(knobs.detach_ms);
-	record("tool_detach", "");
+	attach_env(env, sizeof(env));
+	record("tool_detach", env);
 }
 
 static rocprofiler_tool_configure_result_t configure_result = {

@@ -171,9 +171,9 @@ typedef struct rocattach_report {
 	/*
 	 * CLOCK_REALTIME at which the target handed over to the tools (right
 	 * before tool_attach / tool_detach). Our agent measures it. ROCm's side
-	 * does not tell: then it is a bound (tool_ns_bound = 1), the end of the
-	 * attach call (tool_attach ran before it) or the start of the detach
-	 * call (tool_detach ran after it). 0 when no tool was called.
+	 * does not tell: then it is an upper bound (tool_ns_bound = 1), the end
+	 * of the entry point's call (the tools ran inside it), and call_start_ns
+	 * the lower one. 0 when no tool was called.
 	 */
 	uint64_t tool_ns;
 	char message[ROCATTACH_MESSAGE_MAX]; /* "" on success */

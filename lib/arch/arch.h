@@ -29,6 +29,7 @@ struct ra_tramp {
 	size_t len;	     /* bytes of code[] to write at the trampoline address */
 	size_t syscall_off;  /* start here for a remote syscall */
 	size_t call_off;     /* start here for a remote function call */
+	size_t timed_call_off; /* start here for a call that first sleeps until a time */
 	size_t park_pc_off;  /* instruction pointer while blocked in the park syscall */
 	long park_nr;	     /* the park syscall's number */
 };
@@ -42,6 +43,14 @@ void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint6
 /* Registers for a remote call fn(args[0..n)), n <= 6: stack below the red zone, aligned. */
 void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
 			uint64_t fn, const uint64_t *args, int n);
+/*
+ * Registers for fn(args[0..n)), n <= 2, begun by the thread itself once
+ * clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, ts) returns: ts is the
+ * address of a struct timespec in the target. The kernel's timer wakes every
+ * such thread at the time, with no tracer in the way.
+ */
+void ra_arch_setup_timed_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
+			      uint64_t fn, const uint64_t *args, int n, uint64_t ts);
 /* The result the trampoline left in its register before parking. */
 uint64_t ra_arch_park_result(const struct ra_regs *r);
 uint64_t ra_arch_pc(const struct ra_regs *r);

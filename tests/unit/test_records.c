@@ -15,7 +15,7 @@
 #include "node.h"
 
 #define HDR 272	  /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 664 /* see the wire layout in node/records.c */
+#define ENTRY 672 /* see the wire layout in node/records.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -48,6 +48,7 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->detach_end_ns = t->detach_start_ns ? t->detach_start_ns + 7 : 0;
 	t->attach_tool_ns = i % 3 ? t->attach_end_ns - 3 : 0;
 	t->detach_tool_ns = t->detach_start_ns ? t->detach_start_ns + 2 : 0;
+	t->detach_call_ns = t->detach_start_ns ? t->detach_start_ns + 1 : 0;
 	t->attach_tool_bound = t->side == ROCATTACH_SIDE_ROCM;
 	t->detach_tool_bound = t->side == ROCATTACH_SIDE_ROCM && i % 2;
 	if (long_strings) {
@@ -90,6 +91,7 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_true(a->detach_end_ns == b->detach_end_ns);
 	assert_true(a->attach_tool_ns == b->attach_tool_ns);
 	assert_true(a->detach_tool_ns == b->detach_tool_ns);
+	assert_true(a->detach_call_ns == b->detach_call_ns);
 	assert_string_equal(a->message, b->message);
 }
 
@@ -276,7 +278,7 @@ static void test_rn_unpack_bad_enum(void **state)
 	unsigned char *buf = packed(1, &size);
 	/* listener, side, state, status, bounds offsets inside the entry. */
 	size_t listener = HDR + 40 + 64, side = listener + 4, st = side + 4 + 64 + 32 + 128 + 4;
-	size_t bounds = st + 4 * 4 + 6 * 8;
+	size_t bounds = st + 4 * 4 + 7 * 8;
 	int32_t bad[] = { -1, 2, 99, INT32_MIN };
 	int32_t badside[] = { -1, ROCATTACH_SIDE_ROCM + 1 }, badbounds[] = { -1, 4 };
 	int32_t badstate[] = { -1, RN_EXITED + 1, INT32_MAX };

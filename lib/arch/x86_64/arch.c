@@ -15,15 +15,22 @@
  *  5: b8 22 00 00 00  mov $34,%eax     SYS_pause
  * 10: 0f 05           syscall          park: blocked here, the pc reads 12
  * 12: eb f7           jmp 5
- * 14: ff d0           call *%rax       remote call starts here
- * 16: eb f0           jmp 2
+ * 14: 0f 05           syscall          timed call starts here: clock_nanosleep
+ * 16: 4c 89 e7        mov %r12,%rdi    then the call's arguments and function
+ * 19: 4c 89 ee        mov %r13,%rsi
+ * 22: 48 89 d8        mov %rbx,%rax
+ * 25: ff d0           call *%rax       remote call starts here
+ * 27: eb e5           jmp 2
+ * 29 bytes: well inside _start (38 bytes in glibc's crt1 on x86-64).
  */
 static const struct ra_tramp x86_64_tramp = {
 	.code = {0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x22, 0x00, 0x00, 0x00,
-		 0x0f, 0x05, 0xeb, 0xf7, 0xff, 0xd0, 0xeb, 0xf0},
-	.len = 18,
+		 0x0f, 0x05, 0xeb, 0xf7, 0x0f, 0x05, 0x4c, 0x89, 0xe7, 0x4c,
+		 0x89, 0xee, 0x48, 0x89, 0xd8, 0xff, 0xd0, 0xeb, 0xe5},
+	.len = 29,
 	.syscall_off = 0,
-	.call_off = 14,
+	.call_off = 25,
+	.timed_call_off = 14,
 	.park_pc_off = 12,
 	.park_nr = SYS_pause,
 };
@@ -69,6 +76,21 @@ void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t
 	/* 16-aligned before the call pushes the return address, as the ABI wants. */
 	r->r.rsp = ((saved->r.rsp - RED_ZONE) & ~0xfULL);
 	r->r.eflags &= ~(unsigned long long)X86_EFLAGS_DF;
+}
+
+void ra_arch_setup_timed_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
+			      uint64_t fn, const uint64_t *args, int n, uint64_t ts)
+{
+	ra_arch_setup_call(r, saved, tramp, fn, NULL, 0);
+	r->r.r12 = n > 0 ? args[0] : 0;
+	r->r.r13 = n > 1 ? args[1] : 0;
+	r->r.rbx = fn;
+	r->r.rax = SYS_clock_nanosleep;
+	r->r.rdi = 0; /* CLOCK_REALTIME */
+	r->r.rsi = 1; /* TIMER_ABSTIME */
+	r->r.rdx = ts;
+	r->r.r10 = 0;
+	r->r.rip = tramp + x86_64_tramp.timed_call_off;
 }
 
 uint64_t ra_arch_park_result(const struct ra_regs *r)

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# rocattach-mpi on both target sides under a real mpirun on this machine: ROCm's
+# (the test double tests/rocm/, librocprofiler-register.so.0: tool_attach inside the
+# attach call, no start time, no watchdog) and our agent, alone and mixed in one job.
+# Windows open at the start time and close at the stop time by the tools' own clocks,
+# the report's skew agrees with the tools, and no private variable reaches a target.
+B=${1:?usage: test_sides.sh BUILD_DIR}
+. "$(dirname "$0")/lib.sh"
+W=$(mktemp -d /tmp/rocattach-sides-test.XXXXXX)
+DOUBLE=$B/tests/rocm/librocprofiler-register.so.0
+
+# The issue's figures; a sanitizer build of the launcher is slower to drive the
+# calls at the time, so there the spreads get room (ordering checks stay exact).
+SPREAD_MAX_MS=2 AGREE_MS=0.5
+if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
+	SPREAD_MAX_MS=15 AGREE_MS=5
+fi
+
+# Start an MPMD job: each argument "N:PRELOAD" is N ranks with that library preloaded.
+start_mixed() {
+	local out=$1 total=0 args=() spec
+	shift
+	for spec in "$@"; do
+		[ ${#args[@]} -gt 0 ] && args+=(:)
+		args+=(-np "${spec%%:*}" env ROCP_TOOL_ATTACH=1 LD_PRELOAD="${spec#*:}" "$MPI_TARGET")
+		total=$((total + ${spec%%:*}))
+	done
+	mpirun "${args[@]}" </dev/null >"$out" 2>&1 &
+	JOB_PID=$!
+	CHILDREN+=("$JOB_PID")
+	for _ in $(seq 300); do
+		[ "$(grep -c '^ready' "$out" 2>/dev/null)" -ge "$total" ] && return 0
+		sleep 0.05
+	done
+	echo "job did not start:" >&2; cat "$out" >&2; return 1
+}
+
+# All tool_EVENT times (ns) of the logs in dir $1, sorted.
+tool_times() { cat "$1"/rocattach-tool.*.log | awk -v e="$2" '$1 == e {
+	for (i = 2; i <= NF; i++) if ($i ~ /^ns=/) print substr($i, 4) }' | sort -n; }
+
+# check_window DIR REPORT N DURATION_MS: the tools' window of every target.
+check_window() {
+	local dir=$1 r=$2 n=$3 ms=$4 start stop a d spread
+	start=$(jq '.windows[0].start_ns' "$r")
+	stop=$(jq '.windows[0].stop_ns' "$r")
+	mapfile -t a < <(tool_times "$dir" tool_attach)
+	mapfile -t d < <(tool_times "$dir" tool_detach)
+	check "$n tool_attach and $n tool_detach recorded (${#a[@]}, ${#d[@]})" \
+		test "${#a[@]}" -eq "$n" -a "${#d[@]}" -eq "$n"
+	check "every tool_attach at or after the start time" test "${a[0]}" -ge "$start"
+	check "every tool_detach at or after the stop time" test "${d[0]}" -ge "$stop"
+	spread=$(( (a[n - 1] - a[0]) / 1000 ))
+	check "tool_attach spread ${spread} us <= ${SPREAD_MAX_MS} ms" \
+		awk -v s="$spread" -v m="$SPREAD_MAX_MS" 'BEGIN { exit !(s <= m * 1000) }'
+	check "report attach skew agrees with the tools within ${AGREE_MS} ms" \
+		jq -e --argjson s "$((a[n - 1] - a[0]))" --argjson m "$AGREE_MS" \
+		'(.windows[0].skew.attach_ns - $s) | fabs <= $m * 1e6' "$r"
+	check "report detach skew agrees with the tools within ${AGREE_MS} ms" \
+		jq -e --argjson s "$((d[n - 1] - d[0]))" --argjson m "$AGREE_MS" \
+		'(.windows[0].skew.detach_ns - $s) | fabs <= $m * 1e6' "$r"
+	# Each target's window by its tool's own clock: within 495-510 ms of a 500 ms plan.
+	check "every tools' window within $((ms - 5))-$((ms + 10)) ms" awk -v lo=$((ms - 5)) \
+		-v hi=$((ms + 10)) '$1 == "tool_attach" { for (i = 2; i <= NF; i++) if ($i ~ /^ns=/)
+			a[FILENAME] = substr($i, 4) }
+		$1 == "tool_detach" { for (i = 2; i <= NF; i++) if ($i ~ /^ns=/)
+			d[FILENAME] = substr($i, 4) }
+		END { for (f in a) { l = (d[f] - a[f]) / 1e6; if (l < lo || l > hi) exit 1 } }' \
+		"$dir"/rocattach-tool.*.log
+	check "no private variable in any target's environment" \
+		bash -c "! grep -h '^tool_' $dir/rocattach-tool.*.log | grep -v 'rocp_attach_env=-'"
+	check "report: window not flagged off" jq -e '.windows[0].length.off == false' "$r"
+}
+
+# 1. Six targets with ROCm's side on one node.
+start_mixed "$W/job1.out" "6:$DOUBLE" || exit 1
+export ROCPROF_OUTPUT_PATH=$W/w1
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 500 --report "$W/r1.json" \
+	</dev/null >"$W/l1.out" 2>&1
+rc=$?
+check "ROCm side: exit 0 (got $rc)" test "$rc" -eq 0
+check_window "$W/w1" "$W/r1.json" 6 500
+check "report: every target is ROCm's side, times are bounds" jq -e \
+	'[.windows[0].nodes[].targets[]] | length == 6 and all(.target_side == "rocm"
+	 and .attach.tool_ns_kind == "bound" and .detach.tool_ns_kind == "bound"
+	 and .window.kind == "lower-bound")' "$W/r1.json"
+check "report: skew basis is bounds" jq -e '.windows[0].skew.basis == "bounds"' "$W/r1.json"
+check "summary names the targets without a watchdog" grep -q \
+	"note: 6 targets run ROCm's target side, which has no watchdog" "$W/l1.out"
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run </dev/null >"$W/d1.out" 2>&1
+check "dry-run shows the side" test "$(grep -cw rocm "$W/d1.out")" -eq 6
+
+# 2. Repeated windows: each window's attach goes out shortly before its own start,
+#    not right after the previous detach (no call waits through the 1.5 s gap).
+export ROCPROF_OUTPUT_PATH=$W/w2
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" --windows 1500:200:2 \
+	--report "$W/r2.json" </dev/null >"$W/l2.out" 2>&1
+check "two windows: exit 0" test $? -eq 0
+check "window 2's attach calls last less than 1 s" jq -e \
+	'[.windows[1].nodes[].targets[].attach.duration_ns] | length == 6 and max < 1e9' \
+	"$W/r2.json"
+check "window 2 starts 1.5 s after window 1's stop" jq -e \
+	'.windows[1].start_ns - .windows[0].stop_ns >= 1.5e9' "$W/r2.json"
+
+# 3. A signal the launcher can catch (SIGQUIT) mid-window: ROCm's side has no
+#    watchdog, so the launcher itself must detach every target before it exits.
+export ROCPROF_OUTPUT_PATH=$W/w3
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" --report "$W/r3.json" \
+	</dev/null >"$W/l3.out" 2>&1 &
+mp=$!
+for _ in $(seq 200); do
+	[ "$(cat "$W"/w3/*.log 2>/dev/null | grep -c '^tool_attach')" -ge 6 ] && break
+	sleep 0.05
+done
+pkill -QUIT -f "^$LAUNCHER --mpirun-pid $JOB_PID" 
+wait "$mp"
+check "SIGQUIT: every ROCm target detached" test \
+	"$(cat "$W"/w3/*.log | grep -c '^tool_detach')" -eq 6
+check "SIGQUIT: report says interrupted (5)" jq -e '.exit_code == 5' "$W/r3.json"
+kill "$JOB_PID" 2>/dev/null
+wait "$JOB_PID" 2>/dev/null
+
+# 4. A job mixing both sides in one window.
+start_mixed "$W/job4.out" "3:$AGENT" "3:$DOUBLE" || exit 1
+export ROCPROF_OUTPUT_PATH=$W/w4
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 500 --report "$W/r4.json" \
+	</dev/null >"$W/l4.out" 2>&1
+rc=$?
+check "mixed job: exit 0 (got $rc)" test "$rc" -eq 0
+check_window "$W/w4" "$W/r4.json" 6 500
+check "report: 3 targets of each side" jq -e \
+	'[.windows[0].nodes[].targets[].target_side] | sort == ["agent","agent","agent","rocm","rocm","rocm"]' \
+	"$W/r4.json"
+check "report: skew basis is mixed" jq -e '.windows[0].skew.basis == "mixed"' "$W/r4.json"
+check "report: our agent's times are measured" jq -e \
+	'[.windows[0].nodes[].targets[] | select(.target_side == "agent")] |
+	 all(.attach.tool_ns_kind == "measured" and .window.kind == "measured")' "$W/r4.json"
+
+rm -rf "$W"
+finish
