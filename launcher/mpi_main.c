@@ -159,7 +159,8 @@ static int configure(struct ctx *c, int argc, char **argv)
 		if (c->rank == 0 && c->o.help)
 			fputs(rm_usage, stdout);
 		if (c->rank == 0 && c->o.version)
-			printf("rocattach-mpi %s\n", ROCATTACH_VERSION_STRING);
+			printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
+			       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 		code = -1;
 	}
 	/* Rank 0's verdict counts, so all ranks leave or stay together. */

@@ -134,7 +134,8 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (o.version) {
-		printf("rocattach (rocattach-mpi) %s\n", ROCATTACH_VERSION_STRING);
+		printf("rocattach %s (rocattach-mpi; rocprofiler-sdk rocattach API %s)\n",
+		       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 		return CLI_EXIT_OK;
 	}
 	/* The tree calls take the tool list from the environment, as ROCm's do. */
