@@ -111,9 +111,11 @@ static void say(const struct ctx *c, const char *fmt, ...)
 static void log_cb(int level, const char *msg, void *user)
 {
 	const struct ctx *c = user;
-	static const char *const lv[] = {"error", "warning", "info", "debug"};
+	static const char *const lv[] = {"error", "warning", "info", "debug", "trace"};
 
-	fprintf(stderr, "rocattach-mpi[%s:%d] %s: %s\n", c->host, c->rank, lv[level & 3], msg);
+	if (level < ROCATTACH_LOG_ERROR || level > ROCATTACH_LOG_TRACE)
+		level = ROCATTACH_LOG_TRACE;
+	fprintf(stderr, "rocattach-mpi[%s:%d] %s: %s\n", c->host, c->rank, lv[level], msg);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -22,10 +22,12 @@
 
 static void log_to_stderr(int level, const char *msg, void *user)
 {
-	static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
+	static const char *const prefix[] = {"error: ", "warning: ", "", "debug: ", "trace: "};
 
 	(void)user;
-	fprintf(stderr, "rocattach: %s%s\n", prefix[level & 3], msg);
+	if (level < ROCATTACH_LOG_ERROR || level > ROCATTACH_LOG_TRACE)
+		level = ROCATTACH_LOG_TRACE;
+	fprintf(stderr, "rocattach: %s%s\n", prefix[level], msg);
 }
 
 static long long now_ms(void)

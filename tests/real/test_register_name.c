@@ -162,7 +162,7 @@ static void amd_lookup(pid_t pid, const char *path)
 
 static int count_threads(pid_t pid, const char *comm)
 {
-	char dir[64], file[320], name[32];
+	char dir[64], file[400], name[32];
 	struct dirent *d;
 	int n = 0;
 	DIR *dp;
@@ -232,7 +232,8 @@ static void test_register_name_lifecycle(void **state)
 	assert_non_null(strstr(logbuf, want));
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	tool_events(log_of(v.pid), events, sizeof(events));
-	assert_string_equal(events, "configure configure_attach initialize tool_attach tool_detach");
+	assert_string_equal(events,
+			    "configure configure_attach initialize tool_attach tool_detach");
 
 	/* Reattach: tool_attach again; another tool path is refused (8), as ROCm does. */
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
