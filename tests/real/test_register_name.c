@@ -80,7 +80,8 @@ static int next_mapping(FILE *f, struct mapping *m)
 		m->path[0] = '\0';
 		line[strcspn(line, "\n")] = '\0';
 		if (sscanf(line, "%lx-%lx %4s %lx %*s %*s %4095[^\n]", &m->lo, &m->hi, m->perms,
-			   &m->off, m->path) == 5 && m->path[0] == '/')
+			   &m->off, m->path) == 5 &&
+		    m->path[0] == '/')
 			return 1;
 	}
 	return 0;
@@ -152,8 +153,8 @@ static void amd_lookup(pid_t pid, const char *path)
 		for (int i = 0; i < 2; i++) {
 			uint64_t at = start - base + vaddr[i];
 
-			hits += !strcmp(m.path, path) && m.perms[2] == 'x' && at >= m.lo &&
-				at < m.hi;
+			hits +=
+			    !strcmp(m.path, path) && m.perms[2] == 'x' && at >= m.lo && at < m.hi;
 		}
 	}
 	fclose(f);
