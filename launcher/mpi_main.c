@@ -113,9 +113,11 @@ static void say(const struct ctx *c, const char *fmt, ...)
 static void log_cb(int level, const char *msg, void *user)
 {
 	const struct ctx *c = user;
-	static const char *const lv[] = {"error", "warning", "info", "debug"};
+	static const char *const lv[] = {"error", "warning", "info", "debug", "trace"};
 
-	fprintf(stderr, "rocattach-mpi[%s:%d] %s: %s\n", c->host, c->rank, lv[level & 3], msg);
+	if (level < ROCATTACH_LOG_ERROR || level > ROCATTACH_LOG_TRACE)
+		level = ROCATTACH_LOG_TRACE;
+	fprintf(stderr, "rocattach-mpi[%s:%d] %s: %s\n", c->host, c->rank, lv[level], msg);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -161,7 +163,8 @@ static int configure(struct ctx *c, int argc, char **argv)
 		if (c->rank == 0 && c->o.help)
 			fputs(rm_usage, stdout);
 		if (c->rank == 0 && c->o.version)
-			printf("rocattach-mpi %s\n", ROCATTACH_VERSION_STRING);
+			printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
+			       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 		code = -1;
 	}
 	/* Rank 0's verdict counts, so all ranks leave or stay together. */

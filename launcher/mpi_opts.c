@@ -53,7 +53,8 @@ const char rm_usage[] =
 	"  --report FILE.json        write the whole run as JSON (schema in the README)\n"
 	"  --timeline FILE.svg       draw the windows, one lane per node and target\n"
 	"  --one-node-per-rank       treat every rank as its own node (benchmarks, tests)\n"
-	"  -v, --verbose             more messages;  -h, --help;  --version\n"
+	"  -v, --verbose             more messages;  -h, --help\n"
+	"  --version                 this version and the rocprofiler-sdk rocattach API's\n"
 	"\n"
 	"Exit codes: 0 all attached and detached, 1 internal/MPI error, 2 bad usage,\n"
 	"3 no targets found, 4 some targets failed, 5 interrupted by a signal.\n";

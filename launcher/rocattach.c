@@ -22,10 +22,12 @@
 
 static void log_to_stderr(int level, const char *msg, void *user)
 {
-	static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
+	static const char *const prefix[] = {"error: ", "warning: ", "", "debug: ", "trace: "};
 
 	(void)user;
-	fprintf(stderr, "rocattach: %s%s\n", prefix[level & 3], msg);
+	if (level < ROCATTACH_LOG_ERROR || level > ROCATTACH_LOG_TRACE)
+		level = ROCATTACH_LOG_TRACE;
+	fprintf(stderr, "rocattach: %s%s\n", prefix[level], msg);
 }
 
 static long long now_ms(void)
@@ -134,7 +136,8 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (o.version) {
-		printf("rocattach (rocattach-mpi) %s\n", ROCATTACH_VERSION_STRING);
+		printf("rocattach %s (rocattach-mpi; rocprofiler-sdk rocattach API %s)\n",
+		       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 		return CLI_EXIT_OK;
 	}
 	/* The tree calls take the tool list from the environment, as ROCm's do. */

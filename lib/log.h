@@ -11,5 +11,6 @@ int ra_log_enabled(int level);
 #define ra_warn(...) ra_log(ROCATTACH_LOG_WARNING, __VA_ARGS__)
 #define ra_info(...) ra_log(ROCATTACH_LOG_INFO, __VA_ARGS__)
 #define ra_debug(...) ra_log(ROCATTACH_LOG_DEBUG, __VA_ARGS__)
+#define ra_trace(...) ra_log(ROCATTACH_LOG_TRACE, __VA_ARGS__)
 
 #endif

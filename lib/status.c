@@ -35,14 +35,15 @@ const char *rocattach_get_status_string(rocattach_status_t status)
 	return status_table[status].message;
 }
 
+/* The SDK version, as AMD's library reports it: callers compare majors. */
 rocattach_status_t rocattach_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch)
 {
 	if (major)
-		*major = ROCATTACH_VERSION_MAJOR;
+		*major = ROCATTACH_SDK_VERSION_MAJOR;
 	if (minor)
-		*minor = ROCATTACH_VERSION_MINOR;
+		*minor = ROCATTACH_SDK_VERSION_MINOR;
 	if (patch)
-		*patch = ROCATTACH_VERSION_PATCH;
+		*patch = ROCATTACH_SDK_VERSION_PATCH;
 	return ROCATTACH_STATUS_SUCCESS;
 }
 

@@ -6,7 +6,8 @@
  *
  *   <event> pid=<pid> tid=<tid> host=<hostname> ns=<CLOCK_REALTIME ns> [extra]
  *
- * Events: configure and configure_attach (extra: version=<v> priority=<p>),
+ * Events: configure and configure_attach (extra: version=<v> runtime=<version
+ * string> priority=<p>),
  * initialize, tool_attach (extra: detach_func=<null|set> n_contexts=<n>),
  * tool_detach (recorded when it returns, after the optional sleep), finalize.
  * tool_attach and tool_detach also list the ROCP_ATTACH_* variables the
@@ -128,11 +129,13 @@ out:
 	errno = saved;
 }
 
-static void record_configure(const char *event, uint32_t version, uint32_t priority)
+static void record_configure(const char *event, uint32_t version, const char *runtime,
+			     uint32_t priority)
 {
-	char extra[64];
+	char extra[128];
 
-	snprintf(extra, sizeof(extra), " version=%u priority=%u", version, priority);
+	snprintf(extra, sizeof(extra), " version=%u runtime=%.40s priority=%u", version,
+		 runtime ? runtime : "(null)", priority);
 	record(event, extra);
 }
 
@@ -221,8 +224,7 @@ TOOL_EXPORT rocprofiler_tool_configure_result_t *
 rocprofiler_configure(uint32_t version, const char *runtime_version, uint32_t priority,
 		      rocprofiler_client_id_t *client_id)
 {
-	(void)runtime_version;
-	record_configure("configure", version, priority);
+	record_configure("configure", version, runtime_version, priority);
 	if (client_id)
 		client_id->name = TOOL_NAME;
 	knobs.init_fail = knob_set("ROCPROF_EXAMPLE_TOOL_INIT_FAIL");
@@ -237,8 +239,7 @@ TOOL_EXPORT rocprofiler_tool_configure_attach_result_t *
 rocprofiler_configure_attach(uint32_t version, const char *runtime_version, uint32_t priority,
 			     rocprofiler_client_id_t *client_id)
 {
-	(void)runtime_version;
 	(void)client_id;
-	record_configure("configure_attach", version, priority);
+	record_configure("configure_attach", version, runtime_version, priority);
 	return knobs.no_attach ? NULL : &attach_result;
 }

@@ -206,20 +206,28 @@ int rocattach_is_attached(int pid) ROCATTACH_API;
  */
 const char *rocattach_last_error(void) ROCATTACH_API;
 
-/* Log levels; the library never prints on its own. */
+/* Log levels. */
 enum rocattach_log_level {
 	ROCATTACH_LOG_ERROR = 0,
 	ROCATTACH_LOG_WARNING,
 	ROCATTACH_LOG_INFO,
 	ROCATTACH_LOG_DEBUG,
+	ROCATTACH_LOG_TRACE,
 };
 
 typedef void (*rocattach_log_fn)(int level, const char *message, void *user);
 
 /*
- * Install a log callback (NULL: discard) and the most verbose level passed
- * to it. The environment variable ROCATTACH_LOG_LEVEL (error, warning, info,
- * debug or 0-3) raises the level.
+ * Install a log callback (NULL: discard everything) and the most verbose
+ * level passed to it (default ROCATTACH_LOG_WARNING).
+ *
+ * Until a program calls rocattach_set_log_callback, messages go to stderr
+ * as AMD's library does, one line each: "rocattach: error: <message>"
+ * ("warning", "info", ...), so a failure is seen even through front-ends
+ * that install no callback. ROCATTACH_LOG_LEVEL in the environment (none,
+ * error, warning, info, debug, trace or 0-4) sets the level of that output
+ * ("none": nothing, not even errors); once a callback is installed it can
+ * only raise the program's level.
  */
 void rocattach_set_log_callback(rocattach_log_fn fn, void *user) ROCATTACH_API;
 void rocattach_set_log_level(int level) ROCATTACH_API;

@@ -177,7 +177,7 @@ static RA_PRINTF(2, 3) int fail(int code, const char *fmt, ...)
 	return code;
 }
 
-/* Per-library reasons, joined with "; ", for the NO_TOOLS message. */
+/* Per-library reasons, joined with "; ", for the "no tool can attach" message. */
 static void note(const char *lib, const char *why)
 {
 	size_t len = strlen(notes);
@@ -342,7 +342,7 @@ static void tool_configure_attach(struct tool *t, configure_attach_fn fn)
 		t->why = "no rocprofiler_configure_attach";
 		return;
 	}
-	res = fn(ROCATTACH_VERSION, ROCATTACH_VERSION_STRING, t->id.handle, &t->id);
+	res = fn(ROCATTACH_SDK_VERSION, ROCATTACH_SDK_VERSION_STRING, t->id.handle, &t->id);
 	if (!res) {
 		t->why = "no rocprofiler_configure_attach (returned NULL)";
 	} else if (res->size < need) {
@@ -399,7 +399,7 @@ static struct tool *tool_setup(void *handle, const char *lib)
 	t = tool_new(handle, idx);
 	if (!t)
 		return no_tool(lib, "out of memory");
-	res = configure(ROCATTACH_VERSION, ROCATTACH_VERSION_STRING, idx, &t->id);
+	res = configure(ROCATTACH_SDK_VERSION, ROCATTACH_SDK_VERSION_STRING, idx, &t->id);
 	if (!res) {
 		/* Not freed: the tool may have kept &t->id. It is asked again next attach. */
 		t->next_declined = declined;
@@ -496,7 +496,8 @@ static int first_attach(const char *path)
 	ra_toollist_free(&tl);
 	if (!tools_usable()) {
 		free(copy);
-		return fail(ROCATTACH_REGISTER_NO_TOOLS, "no tool can attach: %s", notes);
+		/* As ROCm: a tool that fails to load or configure is ROCPROFILER_ERROR. */
+		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "no tool can attach: %s", notes);
 	}
 	if (notes[0])
 		snprintf(err_text, sizeof(err_text), "attached; skipped: %s", notes);

@@ -14,6 +14,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <rocattach/version.h>
+
 #include "victim.h"
 
 static char outdir[256];
@@ -215,6 +217,22 @@ static void test_cli_help_and_version(void **state)
 	assert_int_equal(cli_run(version), 0);
 }
 
+/* Ours and the SDK API's version (what rocattach_get_version reports). */
+static void test_cli_version_names_both(void **state)
+{
+	char line[256] = "", want[256];
+	FILE *f = popen(RA_CLI_PATH " --version", "r");
+
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_int_equal(pclose(f), 0);
+	snprintf(want, sizeof(want),
+		 "rocattach %s (rocattach-mpi; rocprofiler-sdk rocattach API %s)\n",
+		 ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
+	assert_string_equal(line, want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_cli_bad_usage),
 		cmocka_unit_test(test_cli_no_listener_one_line_exit_1),
 		cmocka_unit_test(test_cli_help_and_version),
+		cmocka_unit_test(test_cli_version_names_both),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -430,7 +430,7 @@ static void test_fault_tool_not_elf_by_bare_name(void **state)
 	o.env[0] = libpath;
 	assert_int_equal(victim_start(&v, &o), 0);
 	assert_int_equal(cli_window(v.pid, "libbare-text.so", "100", 0), EXIT_ATTACH);
-	assert_one_error("NO_TOOLS");
+	assert_one_error("ROCPROFILER_ERROR");
 	assert_non_null(strstr(errbuf, "libbare-text.so"));
 	assert_unharmed(&v);
 	/* A failed first attach pins nothing: a good tool attaches next. */

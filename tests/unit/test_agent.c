@@ -322,14 +322,18 @@ static void test_agent_init_without_env(void **state)
 static int child_lifecycle(void)
 {
 	const char *vars[] = { "ROCP_TEST_X=1", "ROCPROFILER_REGISTER_TOOL_ATTACHED=1", NULL };
-	char *env = make_env(vars), version[32];
+	char *env = make_env(vars), version[64];
 	pid_t me = getpid();
 
-	snprintf(version, sizeof(version), " version=%u ", ROCATTACH_VERSION);
+	/* Tools get the SDK's version (major 1), as ROCm's register hands them. */
+	snprintf(version, sizeof(version), " version=%u runtime=%s ", ROCATTACH_SDK_VERSION,
+		 ROCATTACH_SDK_VERSION_STRING);
 	CHECK_OK(agent_load(true));
 	CHECK(ag.attach(env, RA_TOOL_PATH) == 0);
 	CHECK(!strcmp(events(me), "configure configure_attach initialize tool_attach"));
 	CHECK(strstr(last_line(me, "configure"), version));
+	CHECK(strstr(last_line(me, "configure_attach"), version));
+	CHECK(ROCATTACH_SDK_VERSION / 10000 == 1);
 	CHECK(strstr(last_line(me, "configure"), " priority=0"));
 	CHECK(strstr(last_line(me, "tool_attach"), " detach_func=null n_contexts=0"));
 	CHECK(getenv("ROCP_TEST_X") && !strcmp(getenv("ROCP_TEST_X"), "1"));
@@ -386,13 +390,13 @@ static int child_rollback(void)
 	setenv("ROCP_TEST_KEEP", "old", 1);
 	unsetenv("ROCP_TEST_NEW");
 	CHECK_OK(agent_load(true));
-	CHECK(ag.attach(env, "/nonexistent/libnope.so") == 1);
+	CHECK(ag.attach(env, "/nonexistent/libnope.so") == 6);
 	CHECK(strstr(ag.last_error(), "no tool can attach: /nonexistent/libnope.so: "));
 	CHECK(!getenv("ROCP_TEST_NEW"));
 	CHECK(!getenv("ROCPROF_OUTPUT_PATH"));
 	CHECK(!strcmp(getenv("ROCP_TEST_KEEP"), "old"));
 	CHECK(ag.attach(env, ":::") == 8);
-	CHECK(ag.attach(env, RA_AGENT_PATH) == 1);
+	CHECK(ag.attach(env, RA_AGENT_PATH) == 6);
 	CHECK(strstr(ag.last_error(), "rocprofiler_configure not exported by this library"));
 	CHECK(ag.detach() == 8);
 	/* Still never attached: a later attach may name other libraries. */
@@ -417,7 +421,7 @@ static int child_configure_null(void)
 	pid_t me = getpid();
 
 	CHECK_OK(agent_load(true));
-	CHECK(ag.attach(declining, RA_TOOL_PATH) == 1);
+	CHECK(ag.attach(declining, RA_TOOL_PATH) == 6);
 	CHECK(strstr(ag.last_error(), "configure declined (returned NULL)"));
 	CHECK(!strcmp(events(me), "configure"));
 	CHECK(!getenv("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL"));
@@ -442,11 +446,11 @@ static int child_init_fail(void)
 	char *failing = make_env(vars), *plain = make_env(NULL);
 
 	CHECK_OK(agent_load(true));
-	CHECK(ag.attach(failing, RA_TOOL_PATH) == 1);
+	CHECK(ag.attach(failing, RA_TOOL_PATH) == 6);
 	CHECK(strstr(ag.last_error(), "initialize failed (returned -1)"));
 	CHECK(!strcmp(events(getpid()), "configure configure_attach initialize"));
 	/* Configured once, failed once: never configured or initialized again. */
-	CHECK(ag.attach(plain, RA_TOOL_PATH) == 1);
+	CHECK(ag.attach(plain, RA_TOOL_PATH) == 6);
 	CHECK(strstr(ag.last_error(), "initialize failed (returned -1)"));
 	CHECK(!strcmp(events(getpid()), "configure configure_attach initialize"));
 	free(failing);
@@ -468,9 +472,9 @@ static int child_no_attach(void)
 	char *env = make_env(vars);
 
 	CHECK_OK(agent_load(true));
-	CHECK(ag.attach(env, RA_TOOL_PATH) == 1);
+	CHECK(ag.attach(env, RA_TOOL_PATH) == 6);
 	CHECK(strstr(ag.last_error(), "no rocprofiler_configure_attach"));
-	CHECK(ag.attach(env, RA_TOOL_PATH) == 1);
+	CHECK(ag.attach(env, RA_TOOL_PATH) == 6);
 	CHECK(!strcmp(events(getpid()), "configure configure_attach initialize"));
 	/* The failed attach took ROCPROF_OUTPUT_PATH back: finalize must still find outdir. */
 	CHECK(!getenv("ROCPROF_OUTPUT_PATH"));

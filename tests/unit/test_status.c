@@ -54,12 +54,17 @@ static void test_get_version_matches_header(void **state)
 
 	(void)state;
 	assert_int_equal(rocattach_get_version(&major, &minor, &patch), ROCATTACH_STATUS_SUCCESS);
-	assert_int_equal(major, ROCATTACH_VERSION_MAJOR);
-	assert_int_equal(minor, ROCATTACH_VERSION_MINOR);
-	assert_int_equal(patch, ROCATTACH_VERSION_PATCH);
+	/* The SDK's version, as AMD's library reports it: major 1, not the project's. */
+	assert_int_equal(major, ROCATTACH_SDK_VERSION_MAJOR);
+	assert_int_equal(minor, ROCATTACH_SDK_VERSION_MINOR);
+	assert_int_equal(patch, ROCATTACH_SDK_VERSION_PATCH);
+	assert_int_equal(major, 1);
+	assert_int_equal(ROCATTACH_SDK_VERSION, 10000 * major + 100 * minor + patch);
 	assert_int_equal(rocattach_get_version(NULL, NULL, NULL), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_get_version_triplet(&t), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(t.major, major);
 	assert_int_equal(t.minor, minor);
+	assert_int_equal(t.patch, patch);
 }
 
 static void test_status_from_ptrace_errno_mapping(void **state)
