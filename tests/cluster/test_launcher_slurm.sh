@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rocattach-mpi under a real Slurm on 3 virtual nodes:
 #  2. a 3-node job whose step 0 runs the example MPI target (2 tasks per node);
-#     from outside, examples/slurm/rocattach-slurm J.0 (srun --overlap, one task
+#     from outside, rocattach-slurm J.0 (srun --overlap, one task
 #     per node) attaches exactly that step's tasks: not its own step, not
 #     another job's task on the same node;
 #  5. scancel of the tool's step mid-window detaches every target on every
@@ -39,7 +39,7 @@ trap 'exit 130' INT
 "$HERE/slurm-up.sh" 3 || { vc_t_fail "slurm-up.sh 3"; vc_t_done; exit 1; }
 AGENT=$B/lib/librocattach-agent.so.0
 TOOL=$B/lib/librocattach-example-tool.so
-WRAP=$ROOT/examples/slurm/rocattach-slurm
+WRAP=$B/bin/rocattach-slurm
 export ROCATTACH_MPI=$B/bin/rocattach-mpi
 ATTACHABLE="--export=ALL,ROCP_TOOL_ATTACH=1,LD_PRELOAD=$AGENT"
 
