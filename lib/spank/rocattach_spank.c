@@ -15,6 +15,11 @@
  * The batch script, the extern step and the interactive step run Slurm's
  * and the user's shells, not the application: they are left alone.
  *
+ * Slurm forwards the option of sbatch/salloc to the srun of the job script
+ * as SLURM_SPANK__SLURM_SPANK_OPTION_rocattach_rocattach=<arg>; srun reads
+ * the same variable from anyone's environment, so "=off" there keeps a step
+ * out (rocattach-slurm's own step) and does nothing where we are not loaded.
+ *
  * A task that loads ROCm's rocprofiler-register (a HIP program) gets the same
  * variables: the agent sees ROCm's library at start and stands aside, so the
  * task has one rocp-bg-attach listener, ROCm's.
