@@ -113,7 +113,7 @@ vc_t_cmd "the job's 6 tasks ended normally" wait_lines "$W/job.out" '^done' 6
 
 echo "== the batch-script recipe: the job profiles a window of itself"
 J2=$("$SL" sbatch --parsable -N3 --ntasks-per-node=2 -o "$W/batch.out" \
-	--export=ALL,PREFIX="$B",APP="$B/bin/rocattach-example-mpi-target --seconds 6",WARMUP_S=2,WINDOW_MS=500,OUT="$W/batch" \
+	--export=ALL,PREFIX="$B",APP="$B/bin/rocattach-example-mpi-target --seconds 12",WARMUP_S=2,WINDOW_MS=500,OUT="$W/batch" \
 	"$ROOT/examples/slurm/job-with-window.sbatch")
 for _ in $(seq 600); do [ -z "$("$SL" squeue -h -j "$J2" 2>/dev/null)" ] && break; sleep 0.1; done
 vc_t_eq "recipe: report with 6 detached targets" \

@@ -14,6 +14,7 @@
 #  5. default=on: a plain job is attachable; --rocattach=off opts out, and
 #     rocattach-slurm says which tasks have no listener and how to fix it.
 # Usage: test_spank_slurm.sh BUILD_DIR   (as root, under the heavy-test lock)
+# shellcheck disable=SC2016 # single-quoted scripts run in the tasks
 set -uo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
 . "$HERE/lib.sh"
@@ -94,6 +95,12 @@ sbatch_job() {
 	echo "$j"
 }
 
+vc_t_cmd "srun --help lists --rocattach" grep -q -- '--rocattach=on|off' <("$SL" srun --help 2>&1)
+vc_t_cmd "rocattach-slurm --help" grep -q '^Usage: rocattach-slurm JOBID\[.STEP\]' <("$RSLURM" --help)
+out=$("$SL" "$RSLURM" 99999.0 -t "$TOOL" 2>&1)
+vc_t_eq "rocattach-slurm on an unknown job: exit code 2" "$?" 2
+vc_t_cmd "  and says so" grep -q 'job 99999 is not known to Slurm' <<<"$out"
+
 echo "== 1. sbatch --rocattach: every task attachable, rocattach-slurm attaches all 6 once"
 J=$(sbatch_job j1 --rocattach)
 vc_t_cmd "job $J: 6 tasks ready" wait_lines "$W/j1.out" '^ready' 6
@@ -107,7 +114,8 @@ rc=$?
 vc_t_eq "rocattach-slurm $J.0 -t TOOL -d 500: exit code" "$rc" 0
 [ "$rc" = 0 ] || cat "$W/l1.out"
 vc_t_eq "report: 6 distinct targets, all detached" \
-	"$(jq -r '[.windows[0].nodes[].targets[] | select(.state == "detached") | .host + ":" + (.pid | tostring)] | unique | length' "$W/r1.json" 2>/dev/null)" 6
+	"$(jq -r '[.windows[0].nodes[] | .host as $h | .targets[] | select(.state == "detached") |
+		"\($h):\(.pid)"] | unique | length' "$W/r1.json" 2>/dev/null)" 6
 vc_t_eq "report: on the 3 nodes" \
 	"$(jq -r '[.windows[0].nodes[].host] | sort | join(" ")' "$W/r1.json" 2>/dev/null)" "node1 node2 node3"
 vc_t_eq "tool: 6 attaches, 6 detaches, in 6 processes" \
@@ -153,7 +161,6 @@ for _ in $(seq 200); do [ -z "$("$SL" squeue -h -j "$J" 2>/dev/null)" ] && break
 vc_t_eq "the job ran to completion" "$("$SL" scontrol -o show job "$J" 2>/dev/null |
 	grep -o 'JobState=[A-Z]*\|ExitCode=[0-9:]*' | tr '\n' ' ')" "JobState=COMPLETED ExitCode=0:0 "
 plugstack "agent=/nonexistent/librocattach-agent.so.0"
-# shellcheck disable=SC2016
 out=$("$SL" srun --rocattach -N1 -n1 sh -c 'echo "attach=${ROCP_TOOL_ATTACH:-none}"' 2>&1)
 vc_t_eq "missing agent: the task runs, not made attachable, one line" \
 	"$(grep -c 'not made attachable: agent /nonexistent' <<<"$out") $(grep '^attach=' <<<"$out")" "1 attach=none"
@@ -166,6 +173,14 @@ vc_t_eq "plain job: one listener in each of the 6 tasks" "$(listeners "$J.0")" "
 ROCPROF_OUTPUT_PATH=$W/t5 "$SL" "$RSLURM" "$J.0" -t "$TOOL" -d 200 >"$W/l5.out" 2>&1
 vc_t_eq "rocattach-slurm: exit code" "$?" 0
 vc_t_eq "tool: 6 attaches, 6 detaches" "$(events "$W/t5" tool_attach) $(events "$W/t5" tool_detach)" "6 6"
+# rocattach-slurm's own step stays out: a stand-in launcher shows its environment.
+printf '#!/bin/sh\necho "launcher: ${ROCP_TOOL_ATTACH:-none} ${LD_PRELOAD:-none}"\n' >"$STAGE/bin/fake-launcher"
+chmod 755 "$STAGE/bin/fake-launcher"
+vc_t_eq "default=on: rocattach-slurm's own step is not made attachable" \
+	"$(ROCATTACH_MPI=$STAGE/bin/fake-launcher ROCATTACH_SLURM_CHECK=0 "$SL" "$RSLURM" "$J.0" 2>&1 | sort -u)" \
+	"launcher: none none"
+vc_t_eq "  (while a plain step of the job is)" \
+	"$("$SL" srun --overlap --jobid="$J" -N1 -n1 sh -c 'echo "${ROCP_TOOL_ATTACH:-none}"' 2>&1)" 1
 "$SL" scancel "$J"
 J=$(sbatch_job j6 --rocattach=off)
 vc_t_eq "--rocattach=off: no task has a listener" "$(listeners "$J.0")" "0 0 0 0 0 0"
