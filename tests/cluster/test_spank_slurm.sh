@@ -9,7 +9,7 @@
 #  3. a task that already carries librocprofiler-register (the double,
 #     preloaded by the user) keeps one listener, ROCm's, and the user's
 #     LD_PRELOAD; rocattach-slurm attaches it;
-#  4. wrong arguments (plugstack.conf, --rocattach=maybe, a missing agent): one
+#  4. srun --rocattach, salloc --rocattach; wrong arguments (plugstack.conf, --rocattach=maybe, a missing agent): one
 #     line from Slurm, the job runs;
 #  5. default=on: a plain job is attachable; --rocattach=off opts out, and
 #     rocattach-slurm says which tasks have no listener and how to fix it.
@@ -145,6 +145,15 @@ ROCPROF_OUTPUT_PATH=$W/t3 "$SL" "$RSLURM" "$J.0" -t "$TOOL" -d 200 >"$W/l3.out" 
 vc_t_eq "rocattach-slurm attaches it: exit code" "$?" 0
 vc_t_eq "tool: 1 attach, 1 detach" "$(events "$W/t3" tool_attach) $(events "$W/t3" tool_detach)" "1 1"
 "$SL" scancel "$J"
+
+echo "== srun and salloc take the option too"
+show='echo "$(hostname) ${ROCP_TOOL_ATTACH:-none} ${LD_PRELOAD:-none}"'
+vc_t_eq "srun --rocattach" "$("$SL" srun --rocattach -N1 -n1 -w node1 sh -c "$show" 2>&1)" \
+	"node1 1 $AGENT"
+vc_t_eq "srun (default off)" "$("$SL" srun -N1 -n1 -w node1 sh -c "$show" 2>&1)" "node1 none none"
+vc_t_eq "salloc --rocattach, then srun" \
+	"$("$SL" salloc --rocattach -N2 srun sh -c "$show" 2>/dev/null | sort)" \
+	"$(printf 'node1 1 %s\nnode2 1 %s' "$AGENT" "$AGENT")"
 
 echo "== 4. wrong arguments: one line from Slurm, the job runs"
 out=$("$SL" srun --rocattach=maybe -N1 -n1 /bin/true 2>&1)
