@@ -60,8 +60,8 @@ static char usage[256];
  */
 static int parse_on_off(const char *s)
 {
-	static const char *const on[] = { "on", "yes", "true", "1" };
-	static const char *const off[] = { "off", "no", "false", "0" };
+	static const char *const on[] = {"on", "yes", "true", "1"};
+	static const char *const off[] = {"off", "no", "false", "0"};
 	size_t i;
 
 	if (!s || !*s || !strcmp(s, "(null)"))
