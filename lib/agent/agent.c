@@ -1269,8 +1269,47 @@ RA_EXPORT int rocattach_agent_enable(void)
 	return agent_enable();
 }
 
+/*
+ * ROCm's rocprofiler-register starts its own rocp-bg-attach listener under
+ * ROCP_TOOL_ATTACH=1 (a HIP program, with our agent added by a site policy
+ * such as the Slurm plugin). One listener per process: we stand aside, and
+ * attachers (ours prefer librocprofiler-register.so*) drive ROCm's.
+ *
+ * Called from our constructor, when every object loaded at start (preloads,
+ * DT_NEEDED) is mapped and relocated, whatever their order; an object
+ * dlopen'ed later is not seen. No dlopen(RTLD_NOLOAD) here: at start it would
+ * run the other object's constructor early. The first definition in the
+ * global scope is ROCm's when it comes before us, else the next one after
+ * us is. Objects are compared by load base, never by symbol address: our own
+ * exported entry point may be interposed by ROCm's. A copy of this agent
+ * built under ROCm's file name is another object too, and keeps the listener.
+ */
+static bool rocm_register_loaded(void)
+{
+	static const char entry[] = "rocprofiler_register_attach";
+	static const char prefix[] = "librocprofiler-register.so";
+	Dl_info self, other;
+	const char *base;
+	void *sym;
+
+	if (!dladdr((void *)rocm_register_loaded, &self))
+		return false;
+	sym = dlsym(RTLD_DEFAULT, entry);
+	if (!sym || !dladdr(sym, &other) || other.dli_fbase == self.dli_fbase) {
+		sym = dlsym(RTLD_NEXT, entry);
+		if (!sym || !dladdr(sym, &other) || other.dli_fbase == self.dli_fbase)
+			return false;
+	}
+	base = other.dli_fname ? strrchr(other.dli_fname, '/') : NULL;
+	base = base ? base + 1 : other.dli_fname;
+	if (!base || strncmp(base, prefix, sizeof(prefix) - 1))
+		return false;
+	dbg("%s is loaded and has its own attach listener: standing aside", other.dli_fname);
+	return true;
+}
+
 __attribute__((constructor)) static void agent_init(void)
 {
-	if (env_true("ROCP_TOOL_ATTACH"))
+	if (env_true("ROCP_TOOL_ATTACH") && !rocm_register_loaded())
 		agent_enable();
 }

@@ -9,7 +9,9 @@
 #   $VC_STATE/vc-slurm srun -N3 -n3 hostname
 # Waits until every node is idle. Idempotent: a healthy Slurm is left alone.
 # Env: VC_SLURM_CPUS (CPUs advertised per node, default nproc),
-# VC_SLURM_TIMEOUT (seconds to wait for idle nodes, default 30).
+# VC_SLURM_TIMEOUT (seconds to wait for idle nodes, default 30),
+# VC_SLURM_PLUGSTACK (a plugstack.conf for SPANK plugins, PlugStackConfig: a path
+# every node sees, e.g. under /var/tmp; a Slurm up with another one is restarted).
 set -euo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
 . "$HERE/lib.sh"
@@ -37,8 +39,14 @@ else
 	n=$running
 fi
 
-# Already up and healthy?
-if [ -z "$(vc_slurm_problems "$n")" ]; then
+plugstack=
+if [ -n "${VC_SLURM_PLUGSTACK:-}" ]; then
+	[ -r "$VC_SLURM_PLUGSTACK" ] || vc_die "VC_SLURM_PLUGSTACK: cannot read $VC_SLURM_PLUGSTACK"
+	plugstack="PlugStackConfig=$(readlink -f "$VC_SLURM_PLUGSTACK")"
+fi
+# Already up and healthy, with the same plugstack?
+if [ -z "$(vc_slurm_problems "$n")" ] &&
+	[ "$(grep '^PlugStackConfig=' "$C" 2>/dev/null || true)" = "$plugstack" ]; then
 	vc_log "Slurm already up on $n nodes ($S/vc-slurm sinfo)"
 	exit 0
 fi
@@ -85,6 +93,7 @@ KillWait=5
 InactiveLimit=0
 MinJobAge=10
 EOF
+[ -n "$plugstack" ] && echo "$plugstack" >>"$C"
 for ((i = 1; i <= n; i++)); do
 	echo "NodeName=node$i NodeAddr=$VC_NET.$i CPUs=$cpus State=UNKNOWN"
 done >>"$C"

@@ -11,5 +11,11 @@ stage_build() { # stage_build BUILD_DIR
 		"$src"/bin/rocattach-example-target "$STAGE/bin/"
 	cp -P "$src"/lib/librocattach-agent.so* "$src"/lib/librocattach-example-tool.so \
 		"$STAGE/lib/"
+	# rocattach-slurm (next to rocattach-mpi, as installed), the Slurm plugin when it
+	# was built, and the double of ROCm's librocprofiler-register.so.0.
+	cp "$src"/bin/rocattach-slurm "$STAGE/bin/"
+	[ -e "$src"/lib/rocattach-spank.so ] && cp "$src"/lib/rocattach-spank.so "$STAGE/lib/"
+	mkdir -p "$STAGE/rocm"
+	cp -P "$src"/tests/rocm/librocprofiler-register.so* "$STAGE/rocm/" 2>/dev/null || true
 	B=$STAGE
 }

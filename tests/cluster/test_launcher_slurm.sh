@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rocattach-mpi under a real Slurm on 3 virtual nodes:
 #  2. a 3-node job whose step 0 runs the example MPI target (2 tasks per node);
-#     from outside, examples/slurm/rocattach-slurm J.0 (srun --overlap, one task
+#     from outside, rocattach-slurm J.0 (srun --overlap, one task
 #     per node) attaches exactly that step's tasks: not its own step, not
 #     another job's task on the same node;
 #  5. scancel of the tool's step mid-window detaches every target on every
@@ -39,7 +39,7 @@ trap 'exit 130' INT
 "$HERE/slurm-up.sh" 3 || { vc_t_fail "slurm-up.sh 3"; vc_t_done; exit 1; }
 AGENT=$B/lib/librocattach-agent.so.0
 TOOL=$B/lib/librocattach-example-tool.so
-WRAP=$ROOT/examples/slurm/rocattach-slurm
+WRAP=$B/bin/rocattach-slurm
 export ROCATTACH_MPI=$B/bin/rocattach-mpi
 ATTACHABLE="--export=ALL,ROCP_TOOL_ATTACH=1,LD_PRELOAD=$AGENT"
 
@@ -113,7 +113,7 @@ vc_t_cmd "the job's 6 tasks ended normally" wait_lines "$W/job.out" '^done' 6
 
 echo "== the batch-script recipe: the job profiles a window of itself"
 J2=$("$SL" sbatch --parsable -N3 --ntasks-per-node=2 -o "$W/batch.out" \
-	--export=ALL,PREFIX="$B",APP="$B/bin/rocattach-example-mpi-target --seconds 6",WARMUP_S=2,WINDOW_MS=500,OUT="$W/batch" \
+	--export=ALL,PREFIX="$B",APP="$B/bin/rocattach-example-mpi-target --seconds 12",WARMUP_S=2,WINDOW_MS=500,OUT="$W/batch" \
 	"$ROOT/examples/slurm/job-with-window.sbatch")
 for _ in $(seq 600); do [ -z "$("$SL" squeue -h -j "$J2" 2>/dev/null)" ] && break; sleep 0.1; done
 vc_t_eq "recipe: report with 6 detached targets" \
