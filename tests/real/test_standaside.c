@@ -91,7 +91,7 @@ static int listeners(pid_t pid)
 
 		if (d->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, d->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/task/%.20s/comm", pid, d->d_name);
 		f = fopen(path, "re");
 		if (!f)
 			continue;
