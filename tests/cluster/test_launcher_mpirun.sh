@@ -6,7 +6,9 @@
 #  3. the spread of tool_attach / tool_detach over all targets, from the tool's
 #     records, agrees with the report's skew figures; repeated windows work;
 #  4. a node whose targets are gone (killed in the window) or that has none:
-#     the others complete, rank 0 reports that node's state, no hang.
+#     the others complete, rank 0 reports that node's state, no hang;
+#  8. ROCm's target side (the test double) and a job mixing both sides: windows
+#     at the start and stop times by the tools' clocks, the report agrees.
 # Usage: test_launcher_mpirun.sh BUILD_DIR   (as root, under the heavy-test lock)
 set -uo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
@@ -167,6 +169,70 @@ kill -TERM "$JOB"
 wait "$JOB"
 JOB=
 vc_t_eq "all 6 ranks ended normally" "$(grep -c '^done' "$W/job.out")" 6
+echo "== 8. ROCm's target side (the test double): 2 ranks per node on 3 nodes, then mixed"
+# tool_attach runs inside ROCm's attach call and it knows no start time: the call must
+# begin at the start time on every node, and the report's times are the calls' bounds.
+DOUBLE=$B/rocm/librocprofiler-register.so.0
+rocm_job() { # rocm_job OUT APP-ARGS...: a target job on 3 nodes, 2 ranks each
+	local out=$1
+	shift
+	"$S/vc-head" mpirun --hostfile "$S/hostfile" --map-by ppr:2:node "$@" \
+		</dev/null >"$out" 2>&1 &
+	JOB=$!
+	for _ in $(seq 400); do [ "$(grep -c '^ready' "$out")" -ge 6 ] && break; sleep 0.05; done
+	vc_t_eq "6 ranks ready ($out)" "$(grep -c '^ready' "$out")" 6
+}
+# The checks of one 500 ms window over 6 targets: tool clocks against the report.
+window_checks() { # window_checks TOOLDIR REPORT
+	local d=$1 r=$2 start stop a
+	start=$(jq '.windows[0].start_ns' "$r")
+	stop=$(jq '.windows[0].stop_ns' "$r")
+	a=$(tool_spread "$d" tool_attach)
+	vc_t_cmd "every tool_attach at or after the start" awk -v s="$start" '$1 == "tool_attach" {
+		for (i = 2; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) + 0 < s) exit 1 }' \
+		"$d"/rocattach-tool.*.log
+	vc_t_cmd "every tool_detach at or after the stop" awk -v s="$stop" '$1 == "tool_detach" {
+		for (i = 2; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) + 0 < s) exit 1 }' \
+		"$d"/rocattach-tool.*.log
+	echo "tool_attach spread $a ns, report $(jq .windows[0].skew.attach_ns "$r") ns;" \
+		"tool_detach spread $(tool_spread "$d" tool_detach) ns," \
+		"report $(jq .windows[0].skew.detach_ns "$r") ns"
+	vc_t_cmd "report attach skew agrees with the tools within 0.5 ms" jq -e --argjson a "$a" \
+		'(.windows[0].skew.attach_ns - $a) | fabs <= 500000' "$r"
+	vc_t_cmd "report detach skew agrees within 0.5 ms" jq -e \
+		--argjson a "$(tool_spread "$d" tool_detach)" \
+		'(.windows[0].skew.detach_ns - $a) | fabs <= 500000' "$r"
+	vc_t_cmd "every tools' window within 495-510 ms" awk '
+		$1 ~ /^tool_(at|de)tach$/ { for (i = 2; i <= NF; i++) if ($i ~ /^ns=/)
+			t[FILENAME, $1] = substr($i, 4) }
+		END { for (k in t) { split(k, p, SUBSEP); if (p[2] != "tool_attach") continue
+			l = (t[p[1], "tool_detach"] - t[k]) / 1e6; if (l < 495 || l > 510) exit 1 } }' \
+		"$d"/rocattach-tool.*.log
+	vc_t_eq "no private variable in any target" \
+		"$(grep -h '^tool_' "$d"/rocattach-tool.*.log | grep -vc 'rocp_attach_env=-')" 0
+}
+rocm_job "$W/job8.out" -np 6 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$DOUBLE" \
+	"$B/bin/rocattach-example-mpi-target"
+launcher "$W/t8" --mpi-job -t "$TOOL" -d 500 --report "$W/r8.json" >"$W/l8.out" 2>&1
+vc_t_eq "ROCm side on 3 nodes: exit 0" "$?" 0
+vc_t_eq "report: 6 ROCm targets, times are bounds" "$(jq -c '[.windows[0].nodes[].targets[]
+	| select(.target_side == "rocm" and .attach.tool_ns_kind == "bound")] | length' \
+	"$W/r8.json")" 6
+window_checks "$W/t8" "$W/r8.json"
+kill -TERM "$JOB"
+wait "$JOB"
+rocm_job "$W/job9.out" -np 3 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$AGENT" \
+	"$B/bin/rocattach-example-mpi-target" : -np 3 env ROCP_TOOL_ATTACH=1 \
+	LD_PRELOAD="$DOUBLE" "$B/bin/rocattach-example-mpi-target"
+launcher "$W/t9" --mpi-job -t "$TOOL" -d 500 --report "$W/r9.json" >"$W/l9.out" 2>&1
+vc_t_eq "mixed job on 3 nodes: exit 0" "$?" 0
+vc_t_eq "report: both sides" "$(jq -c '[.windows[0].nodes[].targets[].target_side] | sort' \
+	"$W/r9.json")" '["agent","agent","agent","rocm","rocm","rocm"]'
+window_checks "$W/t9" "$W/r9.json"
+kill -TERM "$JOB"
+wait "$JOB"
+JOB=
+
 echo "== 7. the network fails mid-window (node2's link down; after the MPI job, which it would break)"
 # Nodes that still hear rank 0 detach at the stop; node2 hears nothing and
 # detaches on its own 10 s after the window's planned end. The launcher job
