@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rocattach/tool.h>
+
 #include "common/envbuf.h"
 #include "common/toollist.h"
 #include "inject.h"
@@ -824,11 +826,20 @@ static void agent_message(struct ra_remote *r, char *buf, size_t len)
 	ra_maps_free(&maps);
 }
 
+/*
+ * Our agent answers EXCESS_API_INSTANCES only when another live attacher
+ * holds the window; its message names that one. Taken, as a second tracer
+ * of ROCm's attacher would be: PTRACE_OPERATION_NOT_PERMITTED.
+ */
 static void agent_failed(struct ra_remote *r, const char *fn, int v, struct ra_err *e)
 {
 	char why[256];
 
 	agent_message(r, why, sizeof(why));
+	if (v == ROCATTACH_REGISTER_EXCESS_API_INSTANCES && why[0]) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED, "%s", why);
+		return;
+	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
 		   v, register_error_name(v), why[0] ? ": " : "", why);
 }
