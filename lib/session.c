@@ -829,15 +829,19 @@ static void agent_message(struct ra_remote *r, char *buf, size_t len)
 /*
  * Our agent answers EXCESS_API_INSTANCES only when another live attacher
  * holds the window; its message names that one. Taken, as a second tracer
- * of ROCm's attacher would be: PTRACE_OPERATION_NOT_PERMITTED.
+ * of ROCm's attacher would be: PTRACE_OPERATION_NOT_PERMITTED. The target
+ * is named by our pid for it (the agent's getpid() differs in a container).
  */
 static void agent_failed(struct ra_remote *r, const char *fn, int v, struct ra_err *e)
 {
+	const char *held;
 	char why[256];
 
 	agent_message(r, why, sizeof(why));
-	if (v == ROCATTACH_REGISTER_EXCESS_API_INSTANCES && why[0]) {
-		ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED, "%s", why);
+	held = strstr(why, " is attached by ");
+	if (v == ROCATTACH_REGISTER_EXCESS_API_INSTANCES && held) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED, "process %d%s",
+			   r->pid, held);
 		return;
 	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
