@@ -117,9 +117,6 @@ check "--exe alone: leaves out nobody's" eval '! listed "$W/exe.out" "$NPROC"'
 dry exe-all --exe "$EXE" --all-users
 check "--exe --all-users: lists ours" listed "$W/exe-all.out" "$MYPROC"
 check "--exe --all-users: lists nobody's" listed "$W/exe-all.out" "$NPROC"
-mpirun -np 1 "$LAUNCHER" --mpi-job --uid nobody --all-users --dry-run </dev/null \
-	>"$W/both.out" 2>&1
-check "--uid with --all-users: exit 2" test $? -eq 2
 # A window over --exe alone attaches ours, and nobody's process is left alone.
 export ROCPROF_OUTPUT_PATH=$W/wexe
 mpirun -np 1 "$LAUNCHER" --exe "$EXE" -t "$TOOL" -d 200 \
