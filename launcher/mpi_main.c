@@ -263,6 +263,9 @@ static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
 	return ret;
 }
 
+static const char mine_only[] = "; --mpi-job without ID and --exe alone select only your own "
+				"processes: name the job, or add --uid USER or --all-users";
+
 /* Only the caller's processes were looked at: no source named a job or pid, no user given. */
 static bool unnamed_scope(const struct rn_selector *s)
 {
@@ -637,9 +640,7 @@ static int survey(struct ctx *c)
 		if (!c->total_targets) {
 			say(c, "no targets found on any node: check the selector (try --dry-run, "
 			       "--attach-children, or run where the job runs)%s",
-			    unnamed_scope(&c->o.sel) ? "; --mpi-job without ID and --exe alone "
-			    "select only your own processes: name the job, or add --uid USER or "
-			    "--all-users" : "");
+			    unnamed_scope(&c->o.sel) ? mine_only : "");
 			code = RM_EXIT_NO_TARGETS;
 		} else if (c->o.dry_run) {
 			code = -1;
