@@ -43,6 +43,7 @@ static void check_ok(const struct rm_opts *p)
 	FUZZ_CHECK(p->duration_ms <= p->max_window_ms);
 	FUZZ_CHECK(p->have_ranks == (p->sel.ranks != NULL));
 	FUZZ_CHECK(!p->sel.exe || (p->sel.exe[0] && !strchr(p->sel.exe, '/')));
+	FUZZ_CHECK(!(p->sel.all_users && p->sel.uid >= 0));
 }
 
 /* s[0..n) is a plain decimal within [lo, hi] (hi < LLONG_MAX / 10); its value in *v. */

@@ -269,6 +269,18 @@ static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
 	return ret;
 }
 
+static const char mine_only[] = "; --mpi-job without ID and --exe alone select only your own "
+				"processes: name the job, or add --uid USER or --all-users";
+
+/* Only the caller's processes were looked at: no source named a job or pid, no user given. */
+static bool unnamed_scope(const struct rn_selector *s)
+{
+	bool named = s->n_pids || s->n_trees || s->slurm_step || s->mpirun_pid ||
+		     (s->mpi_job && *s->mpi_job);
+
+	return !named && s->uid < 0 && !s->all_users;
+}
+
 static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
 {
 	size_t total = 0;
@@ -654,7 +666,8 @@ static int survey(struct ctx *c)
 			rm_print_dry_run(stdout, nodes, n_nodes);
 		if (!c->total_targets) {
 			say(c, "no targets found on any node: check the selector (try --dry-run, "
-			       "--attach-children, or run where the job runs)");
+			       "--attach-children, or run where the job runs)%s",
+			    unnamed_scope(&c->o.sel) ? mine_only : "");
 			code = RM_EXIT_NO_TARGETS;
 		} else if (c->o.dry_run) {
 			code = -1;

@@ -30,13 +30,22 @@ const char rm_usage[] =
 	"                            step of job J except the launcher's own)\n"
 	"  --mpirun-pid PID          MPI ranks among the descendants of this mpirun\n"
 	"  --mpi-job[=ID]            ranks of the MPI job ID (PMIX_NAMESPACE or OMPI job id);\n"
-	"                            without ID: ranks of any MPI job but the launcher's\n"
-	"  --exe NAME                filter: executable basename (alone: every such process)\n"
-	"  --uid UID|USER            filter: owner (alone: every process of that user)\n"
+	"                            without ID: your ranks of any MPI job but the launcher's\n"
+	"  --exe NAME                filter: executable basename (alone: your such processes)\n"
+	"  --uid UID|USER            filter: owner (alone: that user's processes); also what\n"
+	"                            the selectors that name nothing reach instead of yours\n"
+	"  --all-users               the selectors that name nothing reach every user's\n"
+	"                            processes (an administrator's option)\n"
 	"  --ranks LIST              filter: job ranks, e.g. 0-3,8\n"
 	"  --rank-var NAME           read the job rank from NAME (default: OMPI_COMM_WORLD_RANK,\n"
 	"                            PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID)\n"
 	"  --attach-children=BOOL    also attach descendants of each match (default true)\n"
+	"\n"
+	"Whose processes: --pid, --pid-tree, --slurm-step, --mpirun-pid and --mpi-job=ID take\n"
+	"exactly what they name. The selectors that name nothing (--mpi-job without ID, --exe\n"
+	"alone) and the descendants --attach-children adds reach only your own processes (your\n"
+	"real uid, even as root; descendants of the match's own user too), unless --uid or\n"
+	"--all-users says otherwise.\n"
 	"\n"
 	"Window:\n"
 	"  -t, --attach-tool-library LIST  colon-separated tools (env ROCPROF_ATTACH_TOOL_LIBRARY)\n"
@@ -63,7 +72,7 @@ enum {
 	OPT_PID = 256, OPT_PID_TREE, OPT_SLURM_STEP, OPT_MPIRUN_PID, OPT_MPI_JOB, OPT_EXE,
 	OPT_UID, OPT_RANKS, OPT_RANK_VAR, OPT_CHILDREN, OPT_WINDOWS, OPT_MAX_WINDOW,
 	OPT_START_LEAD, OPT_JOBS, OPT_INJECT, OPT_DRY_RUN, OPT_REPORT, OPT_TIMELINE,
-	OPT_ONE_NODE, OPT_VERSION,
+	OPT_ONE_NODE, OPT_VERSION, OPT_ALL_USERS,
 };
 
 static const struct option long_opts[] = {
@@ -74,6 +83,7 @@ static const struct option long_opts[] = {
 	{"mpi-job", optional_argument, NULL, OPT_MPI_JOB},
 	{"exe", required_argument, NULL, OPT_EXE},
 	{"uid", required_argument, NULL, OPT_UID},
+	{"all-users", no_argument, NULL, OPT_ALL_USERS},
 	{"ranks", required_argument, NULL, OPT_RANKS},
 	{"rank-var", required_argument, NULL, OPT_RANK_VAR},
 	{"attach-children", required_argument, NULL, OPT_CHILDREN},
@@ -210,6 +220,9 @@ static int one_selector(int c, struct rm_opts *o, char *err, size_t len)
 		return 0;
 	case OPT_UID:
 		return parse_uid(optarg, &o->sel.uid, err, len);
+	case OPT_ALL_USERS:
+		o->sel.all_users = true;
+		return 0;
 	case OPT_RANKS:
 		rn_ranks_free(&o->ranks);
 		if (rn_ranks_parse(optarg, &o->ranks, err, len))
@@ -360,6 +373,9 @@ static int validate(struct rm_opts *o, char *err, size_t len)
 	    !s->exe && s->uid < 0)
 		return bad(err, len, "no selector given: name the job with --slurm-step, --mpi-job, "
 				     "--mpirun-pid, --exe, --pid or --pid-tree");
+	if (s->all_users && s->uid >= 0)
+		return bad(err, len, "give --uid or --all-users, not both: --uid names one user, "
+				     "--all-users every user");
 	if (o->duration_ms > o->max_window_ms)
 		return bad(err, len, "the window is longer than --max-window: raise --max-window");
 	if (s->slurm_step && !valid_step(s->slurm_step))

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rocattach/tool.h>
+
 #include "common/envbuf.h"
 #include "common/protocol.h"
 #include "common/toollist.h"
@@ -866,12 +868,25 @@ static void agent_message(struct ra_remote *r, const struct entry *ep, char *buf
 		buf[0] = '\0';
 }
 
+/*
+ * Our agent answers EXCESS_API_INSTANCES only when another live attacher
+ * holds the window; its message names that one. Taken, as a second tracer
+ * of ROCm's attacher would be: PTRACE_OPERATION_NOT_PERMITTED. The target
+ * is named by our pid for it (the agent's getpid() differs in a container).
+ */
 static void agent_failed(struct ra_remote *r, const struct entry *ep, const char *fn, int v,
 			 struct ra_err *e)
 {
+	const char *held;
 	char why[256];
 
 	agent_message(r, ep, why, sizeof(why));
+	held = strstr(why, " is attached by ");
+	if (v == ROCATTACH_REGISTER_EXCESS_API_INSTANCES && held) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED, "process %d%s",
+			   r->pid, held);
+		return;
+	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
 		   v, register_error_name(v), why[0] ? ": " : "", why);
 }

@@ -52,6 +52,13 @@ struct rn_selector {
 	const struct rn_ranks *ranks; /* --ranks, NULL = all */
 	const char *rank_var;	/* --rank-var NAME, NULL = the usual ones */
 	bool children;		/* --attach-children: expand each match to its tree */
+	/*
+	 * Whose processes the sources that name no job or pid reach (--mpi-job
+	 * without ID, --exe or --uid alone) and the descendants --attach-children
+	 * adds: uid if set, else everyone's with all_users, else the caller's
+	 * (the real uid of self). A descendant of the match's own user is kept too.
+	 */
+	bool all_users;		/* --all-users */
 	/* Roots for tests on captured trees; NULL = "/proc", "/sys/fs/cgroup". */
 	const char *procfs;
 	const char *cgroupfs;

@@ -24,6 +24,14 @@
  *  With no source, --exe or --uid make every process a source; with neither,
  *  nothing is selected (--ranks alone selects nothing: the launcher refuses it).
  *
+ * Whose processes: the sources that name no job or pid (--mpi-job "", and
+ * every process for --exe or --uid alone) match only processes whose real
+ * uid is in scope: --uid U if given, anyone's with --all-users, else the
+ * caller's (the real uid of self, root included). The other sources select
+ * exactly what they name, whoever owns it. Descendants added by
+ * --attach-children are kept when in scope or of the same real uid as the
+ * match they descend from: expansion never reaches a third user.
+ *
  * Filters, intersected, on source matches only:
  *  --exe NAME   basename of readlink(/proc/PID/exe) minus " (deleted)"; when the
  *               link is unreadable (another user's process), /proc/PID/comm,
@@ -419,6 +427,7 @@ struct sel_ctx {
 	size_t self_env_len;
 	uint64_t own_job, own_step; /* own_job 0: we are in no step */
 	uint64_t want_job, want_step;
+	long scope_uid;		    /* whose processes unnamed sources reach; -1: everyone's */
 	const char *exe;	    /* basename of sel->exe */
 	char *err;
 	size_t errlen;
@@ -658,6 +667,25 @@ static int add_ancestors(struct sel_ctx *c)
 	return r;
 }
 
+/* See the top of this file; a self we cannot read (captured trees) is our caller. */
+static long scope_of(const struct sel_ctx *c)
+{
+	struct ra_status st;
+
+	if (c->sel->uid >= 0)
+		return c->sel->uid;
+	if (c->sel->all_users)
+		return -1;
+	if (ra_status_read(c->procfs, c->self, &st) == 0)
+		return (long)st.uid_real;
+	return (long)getuid();
+}
+
+static bool in_scope(const struct sel_ctx *c, uid_t uid)
+{
+	return c->scope_uid < 0 || uid == (uid_t)c->scope_uid;
+}
+
 /* Our own processes, environ and step; all empty when we are not under procfs (tests). */
 static int load_self(struct sel_ctx *c)
 {
@@ -677,6 +705,7 @@ static int load_self(struct sel_ctx *c)
 	ps_sort(&c->mine);
 	c->self_env = (char *)proc_env(c, &p, &len);
 	c->self_env_len = len;
+	c->scope_uid = scope_of(c);
 	if (!proc_step(c, &p, &c->own_job, &c->own_step))
 		c->own_job = 0;
 	return 0;
@@ -805,14 +834,18 @@ static int add_mpirun(struct sel_ctx *c, struct pidset *src)
 /* One process against the sources that need a look at every process. */
 static bool scan_match(struct sel_ctx *c, pid_t pid)
 {
+	const struct rn_selector *s = c->sel;
 	struct proc p;
 	bool m;
 
-	if (every_process(c->sel))
-		return true;
 	if (proc_load(c, pid, &p) < 0)
 		return false;
-	m = (c->sel->slurm_step && in_wanted_step(c, &p)) || (c->sel->mpi_job && in_mpi_job(c, &p));
+	/* Named: a Slurm step, an MPI job by its ID. */
+	m = (s->slurm_step && in_wanted_step(c, &p)) ||
+	    (s->mpi_job && *s->mpi_job && in_mpi_job(c, &p));
+	/* Unnamed: every process, any MPI job; only whose processes are in scope. */
+	if (!m && in_scope(c, p.st.uid_real))
+		m = every_process(s) || (s->mpi_job && !*s->mpi_job && in_mpi_job(c, &p));
 	proc_free(&p);
 	return m;
 }
@@ -880,6 +913,23 @@ static bool passes_filters(const struct sel_ctx *c, struct proc *p)
 	return rn_ranks_contains(c->sel->ranks, rn_environ_rank(env, len, c->sel->rank_var));
 }
 
+/* The match (v[0]) and those of its descendants v[1..n) that are in scope or of its user. */
+static int add_tree(struct sel_ctx *c, const struct proc *match, const pid_t *v, size_t n,
+		    struct pidset *all)
+{
+	struct ra_status st;
+	size_t j;
+	int r = ps_add(all, v[0]);
+
+	for (j = 1; j < n && r == 0; j++) {
+		if (ra_status_read(c->procfs, v[j], &st) < 0)
+			continue;
+		if (st.uid_real == match->st.uid_real || in_scope(c, st.uid_real))
+			r = ps_add(all, v[j]);
+	}
+	return r;
+}
+
 /* Filtered source matches, each with its descendants when asked. */
 static int expand(struct sel_ctx *c, const struct pidset *src, struct pidset *all)
 {
@@ -901,16 +951,16 @@ static int expand(struct sel_ctx *c, const struct pidset *src, struct pidset *al
 		if (proc_load(c, src->v[i], &p) < 0)
 			continue;
 		keep = passes_filters(c, &p);
-		proc_free(&p);
-		if (!keep)
-			continue;
-		if (!c->sel->children) {
-			r = ps_add(all, src->v[i]);
+		if (!keep || !c->sel->children) {
+			proc_free(&p);
+			if (keep)
+				r = ps_add(all, src->v[i]);
 			continue;
 		}
 		r = ra_tree(c->procfs, src->v[i], &v, &n);
 		if (r == 0)
-			r = ps_add_all(all, v, n);
+			r = add_tree(c, &p, v, n, all);
+		proc_free(&p);
 		free(v);
 		ps_sort(all);
 		if (r == -ESRCH)

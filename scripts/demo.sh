@@ -27,7 +27,8 @@ for _ in $(seq 200); do
 done
 
 echo "== rocattach-mpi: attach the example tool to every rank for a 1 s window"
-ROCPROF_OUTPUT_PATH="$OUT/tool" mpirun -np 1 "$B/bin/rocattach-mpi" --mpi-job \
+# --mpirun-pid names this job: other MPI jobs on the machine are left alone.
+ROCPROF_OUTPUT_PATH="$OUT/tool" mpirun -np 1 "$B/bin/rocattach-mpi" --mpirun-pid "$JOB" \
 	-t "$B/lib/librocattach-example-tool.so" -d 1000 \
 	--report "$OUT/report.json" --timeline "$OUT/timeline.svg" </dev/null
 

@@ -72,7 +72,9 @@ rocattach_status_t rocattach_get_version_triplet(rocattach_version_triplet_t *in
 /*
  * Attach the tool libraries named by ROCPROF_ATTACH_TOOL_LIBRARY (colon list,
  * default "librocprofiler-sdk-tool.so.1") to one process.
- * A PID that already has a session: INVALID_ARGUMENT.
+ * A PID that already has a session: INVALID_ARGUMENT. A process whose window
+ * another live attacher holds (another program, another process):
+ * PTRACE_OPERATION_NOT_PERMITTED, the message naming that attacher.
  */
 rocattach_status_t rocattach_attach(int pid) ROCATTACH_API;
 

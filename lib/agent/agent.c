@@ -21,6 +21,9 @@
  * process to end (pidfd, else a /proc poll) and then runs tool_detach itself,
  * as rocprofiler_register_detach would: a dead launcher never leaves a tool
  * attached. The watch follows the latest attach and ends with a detach.
+ * One attacher per window: while that owner lives, an attach from any other
+ * attacher is refused with EXCESS_API_INSTANCES and a message naming the
+ * owner (the owner itself may attach again; a dead owner is taken over).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -976,6 +979,54 @@ static void owner_clear(void)
 	owner_set(&none);
 }
 
+/*
+ * One attacher per window. holder is the owner of the attach that opened the
+ * window (pid 0: none named itself); since is when it did. Under agent_lock.
+ */
+static struct {
+	pid_t pid;
+	unsigned long long start;
+	time_t since;
+} holder;
+
+static void holder_set(const struct owner *o)
+{
+	if (o->pid != holder.pid || o->start != holder.start)
+		holder.since = time(NULL);
+	holder.pid = o->pid;
+	holder.start = o->start;
+}
+
+/*
+ * An attach while attached: the holder itself again (it lost its session),
+ * a holder that is gone, or a window nobody named itself for is taken over,
+ * as before. Any other attacher is refused while the holder lives, with
+ * EXCESS_API_INSTANCES (ours: only for this) and the holder named.
+ */
+static int holder_check(const struct owner *o)
+{
+	struct owner h = { .pid = holder.pid, .start = holder.start, .fd = -1 };
+	char comm[32] = "", when[16] = "?";
+	struct tm tm;
+	ssize_t n;
+	int fd;
+
+	if (!h.pid || (o->pid == h.pid && o->start == h.start) || !owner_alive(&h))
+		return 0;
+	snprintf(comm, sizeof(comm), "/proc/%d/comm", (int)h.pid);
+	fd = open(comm, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, comm, sizeof(comm) - 1);
+	if (fd >= 0)
+		close(fd);
+	comm[n > 0 ? n : 0] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	if (localtime_r(&holder.since, &tm))
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	return fail(ROCATTACH_REGISTER_EXCESS_API_INSTANCES,
+		    "process %d is attached by %s (pid %d, since %s): wait for its window to end",
+		    (int)getpid(), comm[0] ? comm : "another attacher", (int)h.pid, when);
+}
+
 static int attach_locked(const char *env, const char *path)
 {
 	struct env_undo undo = { 0 };
@@ -988,8 +1039,13 @@ static int attach_locked(const char *env, const char *path)
 		return ret;
 	owner_from_env(env, envlen, &o);
 	if (attached) {
-		/* An attacher that lost its session tries again: it is the owner now. */
+		ret = holder_check(&o);
+		if (ret) {
+			owner_drop(&o);
+			return ret;
+		}
 		dbg("already attached");
+		holder_set(&o);
 		owner_set(&o);
 		return ROCATTACH_REGISTER_SUCCESS;
 	}
@@ -1003,6 +1059,7 @@ static int attach_locked(const char *env, const char *path)
 		env_rollback(&undo);
 		owner_drop(&o);
 	} else {
+		holder_set(&o);
 		owner_set(&o);
 	}
 	env_undo_free(&undo);
@@ -1060,6 +1117,7 @@ static int detach_locked_at(const struct timespec *at)
 		tools_hand_back();
 	}
 	attached = false;
+	holder.pid = 0;
 	owner_clear();
 	return ROCATTACH_REGISTER_SUCCESS;
 }

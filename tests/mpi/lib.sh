@@ -22,11 +22,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Start the example MPI job with N ranks (attachable); sets JOB_PID (its mpirun).
+# as_user USER: AS=(the prefix that runs a command as USER: real and effective ids, no
+# extra groups), empty if USER is. A prefix, not a function, so that "$!" is the program.
+as_user() {
+	AS=()
+	[ -z "$1" ] || AS=(setpriv --reuid="$1" --regid="$(id -g "$1")" --clear-groups env HOME=/tmp)
+}
+
+# Start the example MPI job with N ranks (attachable), as USER if given; sets JOB_PID
+# (its mpirun).
 start_job() {
 	local n=$1 out=$2
-	mpirun -np "$n" -x ROCP_TOOL_ATTACH=1 -x LD_PRELOAD="$AGENT" "$MPI_TARGET" \
-		</dev/null >"$out" 2>&1 &
+	as_user "${3:-}"
+	"${AS[@]}" mpirun -np "$n" -x ROCP_TOOL_ATTACH=1 -x LD_PRELOAD="$AGENT" \
+		"$MPI_TARGET" </dev/null >"$out" 2>&1 &
 	JOB_PID=$!
 	CHILDREN+=("$JOB_PID")
 	for _ in $(seq 300); do
@@ -38,6 +47,15 @@ start_job() {
 
 # Ranks (pids) of the job whose mpirun is $1.
 job_ranks() { pgrep -f "^$MPI_TARGET" -P "$1" | sort -n; }
+
+# The MPI job id (PMIX_NAMESPACE) of process $1: what --mpi-job=ID names.
+job_id() { tr '\0' '\n' <"/proc/$1/environ" | sed -n 's/^PMIX_NAMESPACE=//p' | head -n 1; }
+
+# Is pid $2 a line of the --dry-run output $1?
+listed() { grep -qE "^  $2[ (]" "$1"; }
+
+# The target pids of every report given, one per line.
+report_pids() { jq -r '.windows[].nodes[].targets[].pid' "$@" 2>/dev/null | sort -un; }
 
 # Number of lines of event $2 in the tool log of pid $3 under dir $1.
 events() { cat "$1"/rocattach-tool.*."$3".log 2>/dev/null | grep -c "^$2 " || true; }

@@ -314,6 +314,83 @@ static void test_fault_target_already_traced(void **state)
 	victim_stop(&v);
 }
 
+static bool untraced(void *arg)
+{
+	return proc_tracer(*(pid_t *)arg) == 0;
+}
+
+/*
+ * Two users, one target: the second rocattach is refused in one line naming
+ * the first (PTRACE_OPERATION_NOT_PERMITTED, exit 1) and touches nothing;
+ * the first window runs to its end (its detach comes after the second gave
+ * up) and exits 0.
+ */
+static void test_fault_second_attacher_refused(void **state)
+{
+	char p[16], cause[96];
+	unsigned long long refused_ns;
+	struct victim v;
+	pid_t first;
+	int fd;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	snprintf(p, sizeof(p), "%d", v.pid);
+	const char *args[] = {"-p", p, "-t", RA_TOOL_PATH, "-d", "2000", NULL};
+	first = cli_spawn(args, 0, &fd);
+	assert_true(first > 0);
+	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	assert_true(wait_until(untraced, &v.pid, 10000));
+
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "500", 0), EXIT_ATTACH);
+	refused_ns = realtime_ns();
+	snprintf(cause, sizeof(cause), "process %d is attached by rocattach (pid %d, since ",
+		 (int)v.pid, (int)first);
+	assert_one_error(cause);
+	assert_non_null(strstr(errbuf, "): wait for its window to end"));
+	log_of(v.pid);
+	assert_int_equal(tool_count(logbuf, "tool_attach"), 1);
+	assert_int_equal(tool_count(logbuf, "tool_detach"), 0);
+	/* ROCP_TEST_MARKER came with the second attach only: it never crossed. */
+	assert_int_equal(victim_cmd(&v, "env ROCP_TEST_MARKER", cause, sizeof(cause)), 0);
+	assert_string_equal(cause, "env ROCP_TEST_MARKER unset");
+
+	assert_int_equal(cli_finish(first, fd, errbuf, sizeof(errbuf)), EXIT_OK);
+	log_of(v.pid);
+	assert_int_equal(tool_count(logbuf, "tool_attach"), 1);
+	assert_int_equal(tool_count(logbuf, "tool_detach"), 1);
+	assert_true(tool_event_ns(logbuf, "tool_detach", 1) > refused_ns);
+	assert_unharmed(&v);
+	/* Free again. */
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
+	victim_stop(&v);
+}
+
+/* Its owner killed mid-window, the next attacher gets the target at once. */
+static void test_fault_second_attacher_after_owner_killed(void **state)
+{
+	char p[16];
+	struct victim v;
+	pid_t first;
+	int fd;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	snprintf(p, sizeof(p), "%d", v.pid);
+	const char *args[] = {"-p", p, "-t", RA_TOOL_PATH, "-d", "60000", NULL};
+	first = cli_spawn(args, 0, &fd);
+	assert_true(first > 0);
+	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	assert_true(wait_until(untraced, &v.pid, 10000));
+	kill(first, SIGKILL);
+	assert_int_equal(cli_finish(first, fd, errbuf, sizeof(errbuf)), 128 + SIGKILL);
+	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
+	log_of(v.pid);
+	assert_int_equal(tool_count(logbuf, "tool_attach"), tool_count(logbuf, "tool_detach"));
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
 static void test_fault_target_of_another_user(void **state)
 {
 	struct victim v;
@@ -577,6 +654,8 @@ int main(void)
 		cmocka_unit_test(test_fault_target_main_thread_exited),
 		cmocka_unit_test(test_fault_target_stopped_before_attach),
 		cmocka_unit_test(test_fault_target_already_traced),
+		cmocka_unit_test(test_fault_second_attacher_refused),
+		cmocka_unit_test(test_fault_second_attacher_after_owner_killed),
 		cmocka_unit_test(test_fault_target_of_another_user),
 		cmocka_unit_test(test_fault_target_statically_linked),
 		cmocka_unit_test(test_fault_target_without_listener),

@@ -50,6 +50,7 @@ enum {
 	U,   /* another user's MPI rank */
 	NSP, /* parent of NSK */
 	NSK, /* in its own pid namespace: pid 1 there */
+	D2U, /* D2's child, another user's, no variables */
 	NFAKE
 };
 
@@ -108,7 +109,9 @@ static void plan(void)
 	fakes[R0].parent = fakes[R1].parent = fakes[DMN].parent = M;
 	fakes[R1C].parent = R1;
 	fakes[NSK].parent = NSP;
+	fakes[D2U].parent = D2;
 	fakes[U].root_only = fakes[U].other_uid = true;
+	fakes[D2U].root_only = fakes[D2U].other_uid = true;
 	fakes[NSP].root_only = fakes[NSK].root_only = fakes[NSK].new_pidns = true;
 	slurm(L, job, 1, 0);
 	add_env(L, "PMIX_NAMESPACE=%s", own_ns);
@@ -454,17 +457,38 @@ static void test_select_mpi_job(void **state)
 	EXPECT(&s, R0, R1);
 	s.mpi_job = other_ns;
 	EXPECT(&s, U);
-	/* Any MPI job but ours: the whole machine's, so check ours are in, O1 and L out. */
+	/*
+	 * Any MPI job but ours, of our user only: the machine's other jobs may
+	 * be in, so check ours are in, O1 and L out, and nobody's U left alone.
+	 */
 	s.mpi_job = "";
 	n = run(&s, &t);
 	assert_non_null(find(t, n, R0));
 	assert_non_null(find(t, n, R1));
-	assert_true(!spawned(U) || find(t, n, U));
+	assert_null(find(t, n, U));
 	assert_true(!spawned(NSK) || find(t, n, NSK));
 	assert_null(find(t, n, O1));
 	assert_null(find(t, n, L));
 	assert_null(find(t, n, T0));
 	assert_null(find(t, n, DMN));
+	for (size_t k = 0; k < n; k++)
+		assert_int_equal(t[k].uid, getuid());
+	free(t);
+	/* Everyone's when asked: U too. */
+	s.all_users = true;
+	n = run(&s, &t);
+	assert_non_null(find(t, n, R0));
+	assert_true(!spawned(U) || find(t, n, U));
+	assert_null(find(t, n, O1));
+	free(t);
+	/* Nobody's alone with --uid. */
+	s.all_users = false;
+	s.uid = NOBODY;
+	n = run(&s, &t);
+	assert_null(find(t, n, R0));
+	assert_true(!spawned(U) || find(t, n, U));
+	for (size_t k = 0; k < n; k++)
+		assert_int_equal(t[k].uid, NOBODY);
 	free(t);
 }
 
@@ -475,15 +499,20 @@ static void test_select_exe_uid_ranks(void **state)
 	char err[RN_ERR_MAX];
 
 	(void)state;
+	/* Alone, --exe reaches our user's processes only; --all-users everyone's. */
 	s.exe = exe_name;
-	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, U, NSP, NSK);
+	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK);
+	s.all_users = true;
+	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, U, NSP, NSK, D2U);
+	s.all_users = false;
 	s.uid = (long)getuid();
 	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK);
 	if (spawned(U)) {
 		s.uid = NOBODY;
-		EXPECT(&s, U);
+		EXPECT(&s, U, D2U);
 	}
 	s.uid = -1;
+	s.all_users = true;
 	assert_int_equal(rn_ranks_parse("1", &r, err, sizeof(err)), 0);
 	s.ranks = &r;
 	/* T1: SLURM_PROCID=1; O1: PMIX_RANK=1; R1: OMPI_COMM_WORLD_RANK=1. */
@@ -491,6 +520,41 @@ static void test_select_exe_uid_ranks(void **state)
 	s.rank_var = "SLURM_PROCID";
 	EXPECT(&s, T1, O1);
 	rn_ranks_free(&r);
+}
+
+/*
+ * --attach-children never reaches a third user: D2's child D2U (nobody) is
+ * not ours and not D2's user, whether D2 was found by --exe or named by
+ * --pid; --uid nobody or --all-users bring it in. --pid-tree names it.
+ */
+static void test_select_children_stay_with_their_user(void **state)
+{
+	struct rn_selector s = sel();
+	pid_t pid = fakes[D2].pid;
+
+	(void)state;
+	if (!spawned(D2U))
+		skip();
+	s.children = true;
+	s.pids = &pid;
+	s.n_pids = 1;
+	EXPECT(&s, D2);
+	s.all_users = true;
+	EXPECT(&s, D2, D2U);
+	s.all_users = false;
+	s.uid = NOBODY;
+	/* --uid filters the named D2 (root's) out; its nobody child is no match either. */
+	EXPECT(&s, -1);
+	s.uid = -1;
+	s.n_pids = 0;
+	s.trees = &pid;
+	s.n_trees = 1;
+	EXPECT(&s, D2, D2U);
+	/* Named by --pid, a process of another user keeps its own user's children. */
+	pid = fakes[U].pid;
+	s.n_trees = 0;
+	s.n_pids = 1;
+	EXPECT(&s, U);
 }
 
 static void test_select_pid_and_tree(void **state)
@@ -689,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_select_mpirun_pid),
 		cmocka_unit_test(test_select_mpi_job),
 		cmocka_unit_test(test_select_exe_uid_ranks),
+		cmocka_unit_test(test_select_children_stay_with_their_user),
 		cmocka_unit_test(test_select_pid_and_tree),
 		cmocka_unit_test(test_select_pid_namespace),
 		cmocka_unit_test(test_select_slurm_step_from_real_cgroup),

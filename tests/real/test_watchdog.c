@@ -229,25 +229,118 @@ static void test_watchdog_attacher_killed_mid_attach(void **state)
 	victim_stop(&v);
 }
 
-/* A second attacher takes the window over: the first one's death no longer counts. */
-static void test_watchdog_follows_latest_owner(void **state)
+static bool untraced(void *arg)
 {
+	return proc_tracer(*(pid_t *)arg) == 0;
+}
+
+/* The child's attach is complete: tool_attach ran and the attacher let go. */
+static void wait_window_open(struct victim *v)
+{
+	assert_true(wait_tool_events(outdir, v->pid, "tool_attach", 1, 10000));
+	assert_true(wait_until(untraced, &v->pid, 10000));
+}
+
+/*
+ * A child that attaches pid, holds the window until it reads a byte on *go,
+ * then detaches and exits with the detach's status (attach failure: 100 +
+ * status). Dies with us.
+ */
+static pid_t window_child(pid_t pid, int *go)
+{
+	int p[2];
+	pid_t a;
+	char c;
+
+	assert_int_equal(pipe(p), 0);
+	a = fork();
+	if (a == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[1]);
+		if (rocattach_attach(pid) != ROCATTACH_STATUS_SUCCESS)
+			_exit(100 + (int)rocattach_attach(pid));
+		if (read(p[0], &c, 1) < 0)
+			_exit(99);
+		_exit((int)rocattach_detach(pid));
+	}
+	close(p[0]);
+	*go = p[1];
+	return a;
+}
+
+/*
+ * One attacher per window: a second one (here, us) is refused with
+ * PTRACE_OPERATION_NOT_PERMITTED and the holder named, nothing reaches the
+ * tools, no session is left; the first window runs to its normal end.
+ */
+static void test_watchdog_second_attacher_refused(void **state)
+{
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	char want[128];
 	struct victim v;
+	int go, status;
 	pid_t a;
 
 	(void)state;
 	assert_int_equal(victim_start(&v, &with_agent), 0);
+	a = window_child(v.pid, &go);
+	wait_window_open(&v);
+	assert_int_equal(rocattach_attach_ex(v.pid, NULL, &rep),
+			 ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
+	print_message("%s\n", rep.message);
+	assert_int_equal(rep.agent_status, 7); /* EXCESS_API_INSTANCES */
+	snprintf(want, sizeof(want), "process %d is attached by test_watchdog (pid %d, since ",
+		 (int)v.pid, (int)a);
+	assert_non_null(strstr(rep.message, want));
+	assert_non_null(strstr(rep.message, "): wait for its window to end"));
+	assert_null(strchr(rep.message, '\n'));
+	assert_string_equal(rocattach_last_error(), rep.message);
+	assert_false(rocattach_is_attached(v.pid));
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	/* The first window is untouched: no second tool_attach, no detach yet. */
+	log_of(v.pid);
+	assert_int_equal(tool_count(logbuf, "tool_attach"), 1);
+	assert_int_equal(tool_count(logbuf, "tool_detach"), 0);
+	/* Its owner ends it normally. */
+	assert_int_equal(write(go, "x", 1), 1);
+	close(go);
+	assert_int_equal(waitpid(a, &status, 0), a);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_unharmed(&v);
+	/* The window is free again. */
+	assert_attachable(&v, 1);
+	victim_stop(&v);
+}
+
+/*
+ * A holder that is gone does not keep the window: the next attacher gets it
+ * at once, whether the watchdog detached first or the attach took the open
+ * window over (without pidfd_open the watchdog polls, so the attach usually
+ * comes first). Either way every tool_attach is matched by a tool_detach.
+ */
+static void test_watchdog_dead_owner_taken_over(void **state)
+{
+	struct victim_opts o = with_agent;
+	struct victim v;
+	pid_t a;
+
+	(void)state;
+	o.program = "/proc/self/exe";
+	o.argv[0] = "--no-pidfd-exec";
+	o.argv[1] = RA_TARGET_PATH;
+	assert_int_equal(victim_start(&v, &o), 0);
 	a = attacher_child(v.pid);
-	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
-	usleep(50 * 1000);
-	/* The agent answers "already attached": we are the owner now. */
-	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	wait_window_open(&v);
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);
-	usleep(1200 * 1000);
-	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 0);
-	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
-	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	if (rocattach_detach(v.pid) != ROCATTACH_STATUS_SUCCESS)
+		fail_msg("detach: %s", rocattach_last_error());
+	log_of(v.pid);
+	assert_true(tool_count(logbuf, "tool_detach") >= 1);
+	assert_int_equal(tool_count(logbuf, "tool_attach"), tool_count(logbuf, "tool_detach"));
 	assert_unharmed(&v);
 	victim_stop(&v);
 }
@@ -299,7 +392,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_watchdog_disarmed_by_normal_detach),
 		cmocka_unit_test(test_watchdog_attacher_exits_without_detach),
 		cmocka_unit_test(test_watchdog_attacher_killed_mid_attach),
-		cmocka_unit_test(test_watchdog_follows_latest_owner),
+		cmocka_unit_test(test_watchdog_second_attacher_refused),
+		cmocka_unit_test(test_watchdog_dead_owner_taken_over),
 		cmocka_unit_test(test_watchdog_without_pidfd_open),
 	};
 

@@ -381,6 +381,80 @@ static void test_rocprofiler_register_attach_already_attached(void **state)
 	assert_int_equal(run_child(child_attach_twice), 0);
 }
 
+/* "ROCP_ATTACH_OWNER=PID:STARTTIME" for pid, as an attacher sends it; "" on error. */
+static void owner_var(char *buf, size_t len, pid_t pid)
+{
+	char path[64], stat[1024], *p;
+	unsigned long long start = 0;
+	FILE *f;
+	int field;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	p = fgets(stat, sizeof(stat), f) ? strrchr(stat, ')') : NULL;
+	fclose(f);
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p && sscanf(p + 1, "%llu", &start) == 1)
+		snprintf(buf, len, "ROCP_ATTACH_OWNER=%d:%llu", (int)pid, start);
+}
+
+/*
+ * One attacher per window: while the owner A lives, another attacher (us,
+ * or one that names nobody) is refused with EXCESS_API_INSTANCES and A
+ * named, none of its variables applied; A itself may attach again; once A
+ * is dead the window is free (taken over, or detached by the watchdog first).
+ */
+static int child_one_attacher(void)
+{
+	char var_a[96], var_b[96], want[64];
+	const char *vars_a[] = { var_a, NULL };
+	const char *vars_b[] = { var_b, "ROCP_TEST_SECOND=1", NULL };
+	char *env_a, *env_b, *env_none = make_env(NULL);
+	pid_t a = fork();
+
+	if (a == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(a > 0);
+	owner_var(var_a, sizeof(var_a), a);
+	owner_var(var_b, sizeof(var_b), getpid());
+	CHECK(var_a[0] && var_b[0]);
+	env_a = make_env(vars_a);
+	env_b = make_env(vars_b);
+	CHECK_OK(agent_load(true));
+	CHECK(ag.attach(env_a, RA_TOOL_PATH) == 0);
+	CHECK(ag.attach(env_b, RA_TOOL_PATH) == 7);
+	snprintf(want, sizeof(want), "(pid %d, since ", (int)a);
+	CHECK(strstr(ag.last_error(), "is attached by "));
+	CHECK(strstr(ag.last_error(), want));
+	CHECK(strstr(ag.last_error(), "): wait for its window to end"));
+	CHECK(!getenv("ROCP_TEST_SECOND"));
+	CHECK(ag.attach(env_none, RA_TOOL_PATH) == 7);
+	CHECK(ag.attach(env_a, RA_TOOL_PATH) == 0);
+	CHECK(!strcmp(events(getpid()), "configure configure_attach initialize tool_attach"));
+	kill(a, SIGKILL);
+	CHECK(waitpid(a, NULL, 0) == a);
+	CHECK(ag.attach(env_b, RA_TOOL_PATH) == 0);
+	CHECK(ag.detach() == 0);
+	CHECK(ag.attach(env_none, RA_TOOL_PATH) == 0);
+	CHECK(ag.detach() == 0);
+	free(env_a);
+	free(env_b);
+	free(env_none);
+	return 0;
+}
+
+static void test_rocprofiler_register_attach_one_attacher(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(child_one_attacher), 0);
+}
+
 static int child_rollback(void)
 {
 	const char *vars[] = { "ROCP_TEST_NEW=1", "ROCP_TEST_KEEP=new", "ROCP_TEST_KEEP=newer",
@@ -735,6 +809,7 @@ int main(void)
 		TEST(test_agent_init_without_env),
 		TEST(test_rocprofiler_register_attach_lifecycle),
 		TEST(test_rocprofiler_register_attach_already_attached),
+		TEST(test_rocprofiler_register_attach_one_attacher),
 		TEST(test_rocprofiler_register_attach_failure_restores_env),
 		TEST(test_rocprofiler_register_attach_configure_null),
 		TEST(test_rocprofiler_register_attach_initialize_fails),

@@ -86,6 +86,24 @@ static void test_rm_opts_parse_uid_by_name(void **state)
 	assert_int_equal(o.sel.uid, 0);
 	assert_int_equal(PARSE("--uid", "1000", "--exe", "x"), 0);
 	assert_int_equal(o.sel.uid, 1000);
+	assert_false(o.sel.all_users);
+}
+
+static void test_rm_opts_parse_all_users(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x"), 0);
+	assert_false(o.sel.all_users);
+	assert_int_equal(PARSE("--mpi-job", "--all-users"), 0);
+	assert_true(o.sel.all_users);
+	assert_string_equal(o.sel.mpi_job, "");
+	/* Not a selector by itself. */
+	assert_int_equal(PARSE("--all-users"), -1);
+	assert_non_null(strstr(err, "no selector"));
+	/* One user or every user, not both. */
+	assert_int_equal(PARSE("--exe", "x", "--all-users", "--uid", "0"), -1);
+	assert_non_null(strstr(err, "--uid or --all-users"));
+	assert_null(strchr(err, '\n'));
 }
 
 static void test_rm_opts_parse_rejects_bad_input(void **state)
@@ -140,6 +158,7 @@ int main(void)
 		cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_all_users, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_rejects_bad_input, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_check_outputs_missing_dir, clear_env),
 	};

@@ -531,8 +531,17 @@ static void test_rn_select_mpi_job_any_but_ours(void **state)
 	struct rn_selector s = sel_in(ENV, 401);
 
 	(void)state;
-	/* Every process with an MPI rank but 402, our fellow rank (slurm.pmix.20.2). */
+	/*
+	 * Every process with an MPI rank but 402, our fellow rank (slurm.pmix.20.2),
+	 * and only our user's (root, the real uid of 401): not uid 1000's rank 601.
+	 */
 	s.mpi_job = "";
+	expect(&s, PIDS(301, 302, 303, 504, 505, 506, 508, 700));
+	/* Another user's when named, everyone's when asked. */
+	s.uid = 1000;
+	expect(&s, PIDS(601));
+	s.uid = -1;
+	s.all_users = true;
 	expect(&s, PIDS(301, 302, 303, 504, 505, 506, 508, 601, 700));
 	s.self = OUTSIDE;
 	expect(&s, PIDS(301, 302, 303, 401, 402, 504, 505, 506, 508, 601, 700));
@@ -540,6 +549,33 @@ static void test_rn_select_mpi_job_any_but_ours(void **state)
 	s.self = 401;
 	s.rank_var = "SLURM_PROCID";
 	expect(&s, PIDS(201, 202, 301, 302, 303, 501, 502, 503, 504, 505, 506, 508, 601, 700));
+	s.all_users = false;
+	expect(&s, PIDS(201, 202, 301, 302, 303, 501, 502, 503, 504, 505, 506, 508, 700));
+}
+
+/* --exe alone: only our user's processes; --uid or --all-users widen it. Named jobs are whole. */
+static void test_rn_select_unnamed_sources_own_user(void **state)
+{
+	struct rn_selector s = sel_in(ENV, 401);
+
+	(void)state;
+	/* Root's lmp processes, not uid 1000's 601 and 602. */
+	s.exe = "lmp";
+	expect(&s, PIDS(201, 202, 504, 505, 506));
+	s.uid = 1000;
+	expect(&s, PIDS(601, 602));
+	s.uid = -1;
+	s.all_users = true;
+	expect(&s, PIDS(201, 202, 504, 505, 506, 601, 602));
+	/* mpirun 600 of uid 1000, named by pid: its ranks are its children. */
+	s = sel_in(ENV, 401);
+	s.children = true;
+	s.pids = (pid_t[]){ 600 };
+	s.n_pids = 1;
+	expect(&s, PIDS(600, 601, 602));
+	s.n_pids = 0;
+	s.mpi_job = "prterun-node1-600@1";
+	expect(&s, PIDS(601));
 }
 
 /* ---- --exe, --uid, --pid, --pid-tree ---- */
@@ -762,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_rn_select_mpirun_pid_ranks_children),
 		cmocka_unit_test(test_rn_select_mpi_job_id),
 		cmocka_unit_test(test_rn_select_mpi_job_any_but_ours),
+		cmocka_unit_test(test_rn_select_unnamed_sources_own_user),
 		cmocka_unit_test(test_rn_select_exe_alone),
 		cmocka_unit_test(test_rn_select_exe_deleted_and_comm),
 		cmocka_unit_test(test_rn_select_uid),
