@@ -323,6 +323,13 @@ int bt_room_for(size_t n)
 int bt_start_targets(struct bt_proc *p, size_t n, const char *const *args, bool agent)
 {
 	const struct bt_spawn_opts o = {.agent = agent};
+
+	return bt_start_targets_with(p, n, args, &o);
+}
+
+int bt_start_targets_with(struct bt_proc *p, size_t n, const char *const *args,
+			  const struct bt_spawn_opts *o)
+{
 	const char *argv[16] = {BT_EXAMPLE_TARGET};
 	size_t k = 1, i;
 
@@ -333,7 +340,7 @@ int bt_start_targets(struct bt_proc *p, size_t n, const char *const *args, bool 
 		return -1;
 	/* All at once: they start in parallel, then we collect the ready lines. */
 	for (i = 0; i < n; i++)
-		if (bt_spawn(&p[i], argv, &o))
+		if (bt_spawn(&p[i], argv, o))
 			goto fail;
 	for (i = 0; i < n; i++) {
 		if (bt_wait_ready(&p[i], 60000)) {

@@ -86,6 +86,9 @@ int bt_room_for(size_t n);
 
 /* Start n example targets (agent on), waiting until all are ready. 0 or -1 (all stopped). */
 int bt_start_targets(struct bt_proc *p, size_t n, const char *const *args, bool agent);
+/* The same with spawn options (e.g. another library preloaded through o->env). */
+int bt_start_targets_with(struct bt_proc *p, size_t n, const char *const *args,
+			  const struct bt_spawn_opts *o);
 void bt_stop_targets(struct bt_proc *p, size_t n);
 
 /* TID of pid's thread named comm, or 0. */

@@ -7,7 +7,11 @@
  *   bench_skew [--json PATH] [--quick] [--targets N]
  *       one node: rocattach-mpi (singleton) over N example targets for a 1 s
  *       window; the baseline is the same run the ROCm way (--jobs 1
- *       --start-lead 0: one attach after another, tool_attach as each arrives)
+ *       --start-lead 0: one attach after another, tool_attach as each arrives).
+ *       Then the same N targets carrying ROCm's target side (the test double
+ *       tests/rocm/, tool_attach inside the attach call): start spread, and
+ *       for both sides the window length error (each target's tools' window
+ *       by its own clock against the 1000 ms planned).
  *   bench_skew --json PATH --from-logs WHERE DIR REPORT BASE_DIR BASE_REPORT
  *       the same figures from runs made elsewhere (bench/cluster_skew.sh)
  *   bench_skew --json PATH --not-available WHY
@@ -22,9 +26,12 @@
 
 #include "bench.h"
 
+#define WINDOW_MS 1000.0
+
 struct spread {
 	size_t n_attach, n_detach;
 	double attach_ms, detach_ms;
+	double len_err_ms; /* max |tool_detach - tool_attach - 1000 ms| over the targets */
 	double report_attach_ms, report_detach_ms; /* the launcher's own figures, NAN if none */
 };
 
@@ -48,7 +55,9 @@ static int tool_spread(const char *dir, struct spread *s)
 	if (!dp)
 		return -1;
 	s->n_attach = s->n_detach = 0;
+	s->len_err_ms = NAN;
 	while ((d = readdir(dp))) {
+		uint64_t at = 0, dt = 0;
 		FILE *f;
 
 		if (strncmp(d->d_name, "rocattach-tool.", 15))
@@ -60,12 +69,18 @@ static int tool_spread(const char *dir, struct spread *s)
 			uint64_t v = ns ? strtoull(ns + 4, NULL, 10) : 0;
 
 			if (!strncmp(line, "tool_attach ", 12))
-				minmax(v, &alo, &ahi, &s->n_attach);
+				minmax(at = v, &alo, &ahi, &s->n_attach);
 			else if (!strncmp(line, "tool_detach ", 12))
-				minmax(v, &dlo, &dhi, &s->n_detach);
+				minmax(dt = v, &dlo, &dhi, &s->n_detach);
 		}
 		if (f)
 			fclose(f);
+		if (at && dt >= at) {
+			double err = fabs((double)(dt - at) / 1e6 - WINDOW_MS);
+
+			if (isnan(s->len_err_ms) || err > s->len_err_ms)
+				s->len_err_ms = err;
+		}
 	}
 	closedir(dp);
 	s->attach_ms = s->n_attach ? (double)(ahi - alo) / 1e6 : NAN;
@@ -140,12 +155,63 @@ static int launch(const char *pids, const char *dir, const char *report, bool ro
 	return 0;
 }
 
+/* ROCm's side: the same targets with the double preloaded instead of our agent. */
+static int rocm_side(size_t n, struct bt_results *res, const struct spread *ours)
+{
+	const char *args[] = {"--threads", "1", NULL};
+	const char *env[] = {"LD_PRELOAD=" BT_ROCM_REGISTER, NULL};
+	const struct bt_spawn_opts o = {.agent = true, .env = env};
+	struct bt_proc *t = calloc(n, sizeof(*t));
+	char base[256], dir[300], rep[300], *pids = calloc(n, 16);
+	struct spread s;
+	json_t *row;
+	int ret = -1;
+
+	if (access(BT_ROCM_REGISTER, R_OK)) {
+		bt_row_na(res, "skew.rocm.attach", "tool_attach spread, one node, ROCm's side",
+			  "the ROCm double is not built (configure with the tests)");
+		free(t);
+		free(pids);
+		return 0;
+	}
+	if (!t || !pids || bt_mkdtemp("/tmp", base, sizeof(base)) ||
+	    bt_start_targets_with(t, n, args, &o))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		sprintf(pids + strlen(pids), "%s%d", i ? "," : "", (int)t[i].pid);
+	snprintf(dir, sizeof(dir), "%s/rocm", base);
+	snprintf(rep, sizeof(rep), "%s/report-rocm.json", base);
+	if (launch(pids, dir, rep, false) || tool_spread(dir, &s))
+		goto out_t;
+	report_skew(rep, &s);
+	row = bt_row(res, "skew.rocm.attach", "tool_attach spread, one node, ROCm's side",
+		     s.attach_ms, "ms", ours->attach_ms, "our agent, same run", "<=", 2.0, false);
+	bt_row_note(row, "%zu targets; launcher's report (from call bounds): %.3f ms", s.n_attach,
+		    s.report_attach_ms);
+	row = bt_row(res, "skew.rocm.detach", "tool_detach spread, one node, ROCm's side",
+		     s.detach_ms, "ms", ours->detach_ms, "our agent, same run", NULL, 0, false);
+	bt_row_note(row, "launcher's report (from call bounds): %.3f ms", s.report_detach_ms);
+	bt_row(res, "window.rocm.error", "tools' window length error, ROCm's side (max over targets)",
+	       s.len_err_ms, "ms", ours->len_err_ms, "our agent, same run", "<=", 15.0, false);
+	ret = 0;
+out_t:
+	bt_stop_targets(t, n);
+	bt_rmdir_files(dir);
+	unlink(rep);
+	rmdir(base);
+out:
+	free(t);
+	free(pids);
+	return ret;
+}
+
 static int one_node(size_t n, struct bt_results *res)
 {
 	const char *args[] = {"--threads", "1", NULL};
 	struct bt_proc *t = calloc(n, sizeof(*t));
 	char base[256], dir[2][300], rep[2][300], *pids = calloc(n, 16);
 	struct spread s[2];
+	bool n_stopped = false;
 	int ret = -1;
 
 	if (bt_mkdtemp("/tmp", base, sizeof(base)) || bt_start_targets(t, n, args, true))
@@ -160,9 +226,18 @@ static int one_node(size_t n, struct bt_results *res)
 		report_skew(rep[k], &s[k]);
 	}
 	add_rows(res, "node", "one node", &s[0], &s[1]);
+	bt_row(res, "window.agent.error", "tools' window length error, our agent (max over targets)",
+	       s[0].len_err_ms, "ms", s[1].len_err_ms, "ROCm way: --jobs 1 --start-lead 0", "<=",
+	       15.0, false);
 	ret = 0;
-out_t:
 	bt_stop_targets(t, n);
+	n_stopped = true;
+	if (rocm_side(n, res, &s[0]))
+		bt_row_na(res, "skew.rocm.attach", "tool_attach spread, one node, ROCm's side",
+			  "the launcher run failed (see the log)");
+out_t:
+	if (!n_stopped)
+		bt_stop_targets(t, n);
 	for (int k = 0; k < 2; k++) {
 		bt_rmdir_files(dir[k]);
 		unlink(rep[k]);
