@@ -38,6 +38,12 @@ start_job() {
 		"$MPI_TARGET" </dev/null >"$out" 2>&1 &
 	JOB_PID=$!
 	CHILDREN+=("$JOB_PID")
+	wait_ready "$out" "$n"
+}
+
+# Wait until the job writing OUT has N ranks ready (15 s at most); 0, or 1 with its output.
+wait_ready() {
+	local out=$1 n=$2
 	for _ in $(seq 300); do
 		[ "$(grep -c '^ready' "$out" 2>/dev/null)" -ge "$n" ] && return 0
 		sleep 0.05

@@ -28,11 +28,7 @@ start_mixed() {
 	mpirun "${args[@]}" </dev/null >"$out" 2>&1 &
 	JOB_PID=$!
 	CHILDREN+=("$JOB_PID")
-	for _ in $(seq 300); do
-		[ "$(grep -c '^ready' "$out" 2>/dev/null)" -ge "$total" ] && return 0
-		sleep 0.05
-	done
-	echo "job did not start:" >&2; cat "$out" >&2; return 1
+	wait_ready "$out" "$total"
 }
 
 # All tool_EVENT times (ns) of the logs in dir $1, sorted.
