@@ -148,12 +148,6 @@ static int pass_stop(struct ra_remote *r, int status)
 	return (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e);
 }
 
-/*
- * Let the remote code run free (no stop per syscall: a first attach makes
- * dozens, and on a busy node every stop costs a trip through the scheduler)
- * and watch for the park, backing off from 20 us to 2 ms between looks.
- * Once parked, the thread is stopped in its pause() with PTRACE_INTERRUPT.
- */
 static uint64_t realtime_ns(void)
 {
 	struct timespec ts;
@@ -162,6 +156,14 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Let the remote code run free (no stop per syscall: a first attach makes
+ * dozens, and on a busy node every stop costs a trip through the scheduler)
+ * and watch for the park, backing off from 20 us to 2 ms between looks
+ * (to RA_TIGHT_NAP_NS when r->tight). A timed call sleeps in the target
+ * until wake_ns: we look only from then on. Once parked, the thread is
+ * stopped in its pause() with PTRACE_INTERRUPT.
+ */
 static int run_to_park(struct ra_remote *r)
 {
 	struct timespec nap = {0, 20000};
