@@ -98,7 +98,34 @@ struct env_undo {
 };
 
 static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local bool in_agent;
+/*
+ * "This thread is in one of our calls" (it holds agent_lock, or is a starter
+ * the holder waits for): a tool calling back from its callback is refused,
+ * not deadlocked. A thread-specific value, not a _Thread_local: this library
+ * is often dlopen'd (--inject, test programs), where thread-locals are
+ * dynamic TLS, which LeakSanitizer's thread walk misreads (a crash at exit).
+ */
+static pthread_key_t in_agent_key;
+static pthread_once_t in_agent_once = PTHREAD_ONCE_INIT;
+static bool in_agent_keyed; /* false if the process had no key left: no re-entry check */
+
+static void in_agent_key_create(void)
+{
+	in_agent_keyed = pthread_key_create(&in_agent_key, NULL) == 0;
+}
+
+static void in_agent_set(bool yes)
+{
+	pthread_once(&in_agent_once, in_agent_key_create);
+	if (in_agent_keyed)
+		pthread_setspecific(in_agent_key, yes ? &in_agent_key : NULL);
+}
+
+static bool in_agent(void)
+{
+	pthread_once(&in_agent_once, in_agent_key_create);
+	return in_agent_keyed && pthread_getspecific(in_agent_key) != NULL;
+}
 static atomic_bool listening; /* set once the listener is parked */
 static bool attached;
 static char *first_path; /* tool_lib_path of the first successful attach */
@@ -192,14 +219,14 @@ static void note(const char *lib, const char *why)
 static void agent_enter(void)
 {
 	pthread_mutex_lock(&agent_lock);
-	in_agent = true;
+	in_agent_set(true);
 	err_text[0] = '\0';
 	notes[0] = '\0';
 }
 
 static void agent_leave(void)
 {
-	in_agent = false;
+	in_agent_set(false);
 	pthread_mutex_unlock(&agent_lock);
 }
 
@@ -606,7 +633,7 @@ static void *starter_main(void *arg)
 	struct starter *st = arg;
 
 	sleep_until(&st->at);
-	in_agent = true;
+	in_agent_set(true);
 	st->hand_over();
 	return NULL;
 }
@@ -902,12 +929,12 @@ static bool wd_wait(void)
 static void wd_owner_gone(unsigned int gen)
 {
 	pthread_mutex_lock(&agent_lock);
-	in_agent = true;
+	in_agent_set(true);
 	if (gen == owner_gen && attached) {
 		dbg("attacher %d is gone: detaching the tools", (int)wd_cur.pid);
 		detach_locked();
 	}
-	in_agent = false;
+	in_agent_set(false);
 	pthread_mutex_unlock(&agent_lock);
 	owner_drop(&wd_cur);
 }
@@ -1071,7 +1098,7 @@ RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer,
 {
 	int ret;
 
-	if (in_agent) {
+	if (in_agent()) {
 		/* A tool calling back from its callback: this thread holds agent_lock. */
 		note("rocprofiler_register_attach", "called from inside a tool callback");
 		return tool_lib_path ? ROCATTACH_REGISTER_DEADLOCK
@@ -1131,7 +1158,7 @@ RA_EXPORT int rocprofiler_register_detach(void)
 {
 	int ret;
 
-	if (in_agent) {
+	if (in_agent()) {
 		note("rocprofiler_register_detach", "called from inside a tool callback");
 		return ROCATTACH_REGISTER_DEADLOCK;
 	}
@@ -1153,7 +1180,7 @@ RA_EXPORT int rocattach_agent_detach_at(uint64_t stop_ns)
 	bool timed;
 	int ret;
 
-	if (in_agent) {
+	if (in_agent()) {
 		note(RA_AGENT_DETACH_AT, "called from inside a tool callback");
 		return ROCATTACH_REGISTER_DEADLOCK;
 	}
@@ -1173,7 +1200,7 @@ RA_EXPORT unsigned int rocattach_agent_abi(void)
 
 RA_EXPORT const char *rocattach_agent_last_error(void)
 {
-	if (in_agent) {
+	if (in_agent()) {
 		memcpy(err_copy, err_text, sizeof(err_copy));
 		return err_copy;
 	}
@@ -1221,7 +1248,7 @@ static void *listener_main(void *arg)
 static void agent_atfork_child(void)
 {
 	listening = false;
-	if (!in_agent)
+	if (!in_agent())
 		pthread_mutex_init(&agent_lock, NULL);
 	/* No watchdog here: its descriptors are copies the child does not need. */
 	if (wd_wake >= 0)
