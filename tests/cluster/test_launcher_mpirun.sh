@@ -3,8 +3,9 @@
 #  1. a target MPI job of 2 ranks per node; one launcher rank per node; every
 #     target attached exactly once, held, detached; the report lists 3 nodes,
 #     their hostnames and every job rank; the tool's files show each lifecycle;
-#  3. the spread of tool_attach / tool_detach over all targets, from the tool's
-#     records, agrees with the report's skew figures; repeated windows work;
+#  3. the tools' own records against the report: every tool_attach at or after
+#     the start, tool_detach after the stop, the report's times in their kind's
+#     order with the tools' (tests/lib/windows.sh); repeated windows work;
 #  4. a node whose targets are gone (killed in the window) or that has none:
 #     the others complete, rank 0 reports that node's state, no hang;
 #  8. ROCm's target side (the test double) and a job mixing both sides: windows
@@ -57,13 +58,9 @@ job_pids() {
 	done
 }
 
-# The ns spread (max - min) of an event over every tool log under $1.
-tool_spread() {
-	cat "$1"/rocattach-tool.*.log | awk -v ev="$2" '$1 == ev {
-		for (i = 2; i <= NF; i++) if ($i ~ /^ns=/) { v = substr($i, 4) + 0 }
-		if (min == "" || v < min) min = v; if (v > max) max = v }
-		END { printf "%d\n", max - min }'
-}
+. "$HERE/../lib/windows.sh"
+# The checks of one 500 ms window over 6 targets: the tools' clocks against the report.
+window_checks6() { window_checks vc_t_cmd "$1" "$2" 6 500; }
 
 echo "== a target MPI job: 2 ranks on each of 3 nodes"
 "$S/vc-head" mpirun --hostfile "$S/hostfile" -np 6 --map-by ppr:2:node \
@@ -96,18 +93,7 @@ for line in "${PIDS[@]}"; do
 done
 
 echo "== 3. synchronized windows: the report agrees with the tool's records"
-tool_a=$(tool_spread "$W/t1" tool_attach)
-tool_d=$(tool_spread "$W/t1" tool_detach)
-rep_a=$(jq '.windows[0].skew.attach_ns' "$W/r1.json")
-rep_d=$(jq '.windows[0].skew.detach_ns' "$W/r1.json")
-echo "tool_attach spread ${tool_a} ns (report ${rep_a}), tool_detach spread ${tool_d} ns (report ${rep_d})"
-# The report measures the ends of the attach calls (right after tool_attach) and the
-# starts of the detach calls (right before tool_detach): within a millisecond of the tool.
-vc_t_cmd "attach skew agrees within 1 ms" awk -v a="$tool_a" -v b="$rep_a" \
-	'BEGIN { d = a - b; exit !(d < 1e6 && d > -1e6) }'
-vc_t_cmd "detach skew agrees within 1 ms" awk -v a="$tool_d" -v b="$rep_d" \
-	'BEGIN { d = a - b; exit !(d < 1e6 && d > -1e6) }'
-vc_t_cmd "tool_attach spread under 5 ms across nodes" [ "$tool_a" -lt 5000000 ]
+window_checks6 "$W/t1" "$W/r1.json"
 
 launcher "$W/t3" --mpi-job -t "$TOOL" --windows 200:300:2 --report "$W/r3.json" >"$W/l3.out" 2>&1
 vc_t_eq "two windows: exit code" "$?" 0
@@ -173,43 +159,17 @@ echo "== 8. ROCm's target side (the test double): 2 ranks per node on 3 nodes, t
 # tool_attach runs inside ROCm's attach call and it knows no start time: the call must
 # begin at the start time on every node, and the report's times are the calls' bounds.
 DOUBLE=$B/rocm/librocprofiler-register.so.0
+# (--map-by node: round robin, so each app context of an MPMD job has a rank on every
+# node; ppr:2:node maps each context on its own and runs out of slots).
 rocm_job() { # rocm_job OUT APP-ARGS...: a target job on 3 nodes, 2 ranks each
 	local out=$1
 	shift
-	"$S/vc-head" mpirun --hostfile "$S/hostfile" --map-by ppr:2:node "$@" \
+	"$S/vc-head" mpirun --hostfile "$S/hostfile" --map-by node "$@" \
 		</dev/null >"$out" 2>&1 &
 	JOB=$!
 	for _ in $(seq 400); do [ "$(grep -c '^ready' "$out")" -ge 6 ] && break; sleep 0.05; done
 	vc_t_eq "6 ranks ready ($out)" "$(grep -c '^ready' "$out")" 6
-}
-# The checks of one 500 ms window over 6 targets: tool clocks against the report.
-window_checks() { # window_checks TOOLDIR REPORT
-	local d=$1 r=$2 start stop a
-	start=$(jq '.windows[0].start_ns' "$r")
-	stop=$(jq '.windows[0].stop_ns' "$r")
-	a=$(tool_spread "$d" tool_attach)
-	vc_t_cmd "every tool_attach at or after the start" awk -v s="$start" '$1 == "tool_attach" {
-		for (i = 2; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) + 0 < s) exit 1 }' \
-		"$d"/rocattach-tool.*.log
-	vc_t_cmd "every tool_detach at or after the stop" awk -v s="$stop" '$1 == "tool_detach" {
-		for (i = 2; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) + 0 < s) exit 1 }' \
-		"$d"/rocattach-tool.*.log
-	echo "tool_attach spread $a ns, report $(jq .windows[0].skew.attach_ns "$r") ns;" \
-		"tool_detach spread $(tool_spread "$d" tool_detach) ns," \
-		"report $(jq .windows[0].skew.detach_ns "$r") ns"
-	vc_t_cmd "report attach skew agrees with the tools within 0.5 ms" jq -e --argjson a "$a" \
-		'(.windows[0].skew.attach_ns - $a) | fabs <= 500000' "$r"
-	vc_t_cmd "report detach skew agrees within 0.5 ms" jq -e \
-		--argjson a "$(tool_spread "$d" tool_detach)" \
-		'(.windows[0].skew.detach_ns - $a) | fabs <= 500000' "$r"
-	vc_t_cmd "every tools' window within 495-510 ms" awk '
-		$1 ~ /^tool_(at|de)tach$/ { for (i = 2; i <= NF; i++) if ($i ~ /^ns=/)
-			t[FILENAME, $1] = substr($i, 4) }
-		END { for (k in t) { split(k, p, SUBSEP); if (p[2] != "tool_attach") continue
-			l = (t[p[1], "tool_detach"] - t[k]) / 1e6; if (l < 495 || l > 510) exit 1 } }' \
-		"$d"/rocattach-tool.*.log
-	vc_t_eq "no private variable in any target" \
-		"$(grep -h '^tool_' "$d"/rocattach-tool.*.log | grep -vc 'rocp_attach_env=-')" 0
+	[ "$(grep -c '^ready' "$out")" -ge 6 ] || cat "$out"
 }
 rocm_job "$W/job8.out" -np 6 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$DOUBLE" \
 	"$B/bin/rocattach-example-mpi-target"
@@ -218,7 +178,7 @@ vc_t_eq "ROCm side on 3 nodes: exit 0" "$?" 0
 vc_t_eq "report: 6 ROCm targets, times are bounds" "$(jq -c '[.windows[0].nodes[].targets[]
 	| select(.target_side == "rocm" and .attach.tool_ns_kind == "bound")] | length' \
 	"$W/r8.json")" 6
-window_checks "$W/t8" "$W/r8.json"
+window_checks6 "$W/t8" "$W/r8.json"
 kill -TERM "$JOB"
 wait "$JOB"
 rocm_job "$W/job9.out" -np 3 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$AGENT" \
@@ -228,7 +188,7 @@ launcher "$W/t9" --mpi-job -t "$TOOL" -d 500 --report "$W/r9.json" >"$W/l9.out" 
 vc_t_eq "mixed job on 3 nodes: exit 0" "$?" 0
 vc_t_eq "report: both sides" "$(jq -c '[.windows[0].nodes[].targets[].target_side] | sort' \
 	"$W/r9.json")" '["agent","agent","agent","rocm","rocm","rocm"]'
-window_checks "$W/t9" "$W/r9.json"
+window_checks6 "$W/t9" "$W/r9.json"
 kill -TERM "$JOB"
 wait "$JOB"
 JOB=

@@ -1,0 +1,104 @@
+# The checks of one synchronized window (sourced by tests/mpi and tests/cluster):
+# the tools' own records (the example tool's logs) against the launcher's report.
+#
+# Exact properties, whatever the machine's load:
+#  - every tool_attach at or after the window's start time, every tool_detach at
+#    or after its stop time (the tools' clocks);
+#  - per target, the report's tool time and the tool's own record are in the
+#    order the report's kind promises: a "measured" time is our agent's stamp,
+#    taken just before it calls the tool (<= the tool's record); a "bound" is
+#    the end of ROCm's call, inside which the tool ran (>= the tool's record);
+#  - the report's skew is the spread of its own per-target times.
+# (Within 1 us: jq, which reads the report, holds numbers as doubles, and
+# CLOCK_REALTIME's nanoseconds need 61 bits.)
+# Loose sanity bounds (an order of magnitude above the figures): spreads and
+# window lengths that reveal a broken synchronization (the tools called before
+# the start, or a window 150 ms too long), not speed: the tight figures are
+# bench/'s (bench/run.sh: skew, both target sides).
+#
+# window_checks CHECK DIR REPORT N MS [W]: CHECK is the harness's
+# "CHECK DESCRIPTION COMMAND..." function; DIR the tools' logs; N targets,
+# a window of MS ms, window W of the report (default 0).
+WINDOW_SLACK_MS=${WINDOW_SLACK_MS:-50}
+
+# The tools' records as "host pid event ns" lines (host and pid from the log's name).
+tool_records() {
+	local f base
+	for f in "$1"/rocattach-tool.*.log; do
+		[ -e "$f" ] || continue
+		base=${f##*/rocattach-tool.}
+		base=${base%.log}
+		awk -v h="${base%.*}" -v p="${base##*.}" '$1 ~ /^tool_(at|de)tach$/ {
+			for (i = 2; i <= NF; i++) if ($i ~ /^ns=/) print h, p, $1, substr($i, 4) }' "$f"
+	done
+}
+
+# The report's targets of window W as "host pid attach_ns attach_kind detach_ns detach_kind"
+# (pid as the target sees it: the node's pid namespace when the report knows it).
+report_times() {
+	jq -r --argjson w "$2" '.windows[$w].nodes[] | .host as $h | .targets[] |
+		[$h, (.nspid // .pid), (.attach.tool_ns // "null"), (.attach.tool_ns_kind // "null"),
+		 (.detach.tool_ns // "null"), (.detach.tool_ns_kind // "null")] | join(" ")' "$1"
+}
+
+# Per target: the report's times keep their promised order against the tools' records.
+# Reads the two tables above (records first, then "--", then the report's).
+times_in_order() {
+	awk '$0 == "--" { rep = 1; next }
+		!rep { t[$1, $2, $3] = $4; next }
+		{ n++
+		  for (k = 0; k < 2; k++) {
+			ev = k ? "tool_detach" : "tool_attach"; r = k ? $5 : $3; kind = k ? $6 : $4
+			if (!(($1, $2, ev) in t) || r == "null") { bad++; print "no time:", $0 > "/dev/stderr"; continue }
+			if (kind == "measured" && r - t[$1, $2, ev] > 1000) bad++
+			else if (kind == "bound" && t[$1, $2, ev] - r > 1000) bad++
+			else if (kind != "measured" && kind != "bound") bad++
+		  } }
+		END { exit !(n > 0 && !bad) }'
+}
+
+# max - min of the integers on stdin, one a line (bash: 64-bit exact; awk and jq
+# hold numbers as doubles, 256 ns apart at today's CLOCK_REALTIME).
+spread_of() {
+	local v lo= hi=
+	while read -r v; do
+		[ -z "$lo" ] || [ "$v" -lt "$lo" ] && lo=$v
+		[ -z "$hi" ] || [ "$v" -gt "$hi" ] && hi=$v
+	done
+	echo $((${hi:-0} - ${lo:-0}))
+}
+
+window_checks() {
+	local check=$1 dir=$2 r=$3 n=$4 ms=$5 w=${6:-0} start stop recs reps ta td ra rd
+	start=$(jq ".windows[$w].start_ns" "$r")
+	stop=$(jq ".windows[$w].stop_ns" "$r")
+	recs=$(tool_records "$dir")
+	reps=$(report_times "$r" "$w")
+	$check "$n tool_attach and $n tool_detach recorded" test \
+		"$(grep -c ' tool_attach ' <<<"$recs")/$(grep -c ' tool_detach ' <<<"$recs")" = "$n/$n"
+	$check "every tool_attach at or after the start time" awk -v s="$start" \
+		'$3 == "tool_attach" && $4 + 0 < s + 0 { bad = 1 } END { exit bad }' <<<"$recs"
+	$check "every tool_detach at or after the stop time" awk -v s="$stop" \
+		'$3 == "tool_detach" && $4 + 0 < s + 0 { bad = 1 } END { exit bad }' <<<"$recs"
+	$check "per target, the report's times are in their kind's order with the tools'" \
+		times_in_order < <(printf '%s\n--\n%s\n' "$recs" "$reps")
+	ra=$(awk '$3 != "null" { print $3 }' <<<"$reps" | spread_of)
+	rd=$(awk '$5 != "null" { print $5 }' <<<"$reps" | spread_of)
+	$check "the report's skew is the spread of its targets' times" awk -v a="$ra" -v d="$rd" \
+		-v s="$(jq -r ".windows[$w].skew | \"\\(.attach_ns) \\(.detach_ns)\"" "$r")" \
+		'BEGIN { split(s, k, " "); exit !((k[1] - a) ^ 2 <= 1e6 && (k[2] - d) ^ 2 <= 1e6) }'
+	ta=$(awk '$3 == "tool_attach" { print $4 }' <<<"$recs" | spread_of)
+	td=$(awk '$3 == "tool_detach" { print $4 }' <<<"$recs" | spread_of)
+	echo "window $w: tool_attach spread $((ta / 1000)) us (report $((ra / 1000)) us)," \
+		"tool_detach spread $((td / 1000)) us (report $((rd / 1000)) us)"
+	$check "tool_attach and tool_detach spreads under ${WINDOW_SLACK_MS} ms" \
+		test "$ta" -lt $((WINDOW_SLACK_MS * 1000000)) -a "$td" -lt $((WINDOW_SLACK_MS * 1000000))
+	$check "every tools' window within $ms ms +-${WINDOW_SLACK_MS} ms" awk \
+		-v lo=$((ms - WINDOW_SLACK_MS)) -v hi=$((ms + WINDOW_SLACK_MS)) '
+		{ t[$1, $2, $3] = $4; k[$1, $2] = 1 }
+		END { for (x in k) { split(x, p, SUBSEP)
+			l = (t[p[1], p[2], "tool_detach"] - t[p[1], p[2], "tool_attach"]) / 1e6
+			if (l < lo || l > hi) exit 1 } }' <<<"$recs"
+	$check "no private variable in any target's environment" \
+		bash -c "! grep -h '^tool_' $dir/rocattach-tool.*.log | grep -v 'rocp_attach_env=-'"
+}
