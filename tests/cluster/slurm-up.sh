@@ -126,8 +126,10 @@ done
 cat >"$S/vc-slurm" <<EOF
 #!/bin/bash
 # vc-slurm CMD...: run a Slurm client (srun, sbatch, sinfo, squeue, scancel, ...)
-# on the head of the virtual cluster, with its slurm.conf.
+# on the head of the virtual cluster, with its slurm.conf. Jobs start in the
+# client's directory; a node's /tmp is its own, so from under /tmp it runs from /.
 [ \$# -ge 1 ] || { echo "usage: vc-slurm CMD..." >&2; exit 2; }
+case \$PWD in /tmp | /tmp/*) cd / ;; esac
 export SLURM_CONF=$C
 exec "$S/vc-head" "\$@"
 EOF
