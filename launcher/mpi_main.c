@@ -7,7 +7,8 @@
  * node: errors are data (records), never a reason to leave the sequence, so
  * one bad node cannot hang the others.
  *
- *   config   rank 0 validates argv and broadcasts it; all parse the same argv
+ *   config   rank 0 parses argv into a plan (options resolved, its ROCP*
+ *            variables) and broadcasts it; the others take it as it is
  *   select   the worker of each node finds its targets (no MPI)
  *   gather   records -> rank 0 (found / dry-run)
  *   per window:
@@ -23,6 +24,7 @@
  *   report   rank 0 prints the summary, writes JSON and SVG; exit code broadcast
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,6 +39,7 @@
 
 #include "mpi_opts.h"
 #include "node.h"
+#include "plan.h"
 #include "report.h"
 
 #define TAG_STOP 17
@@ -59,7 +62,8 @@ struct ctx {
 	bool worker;		/* does this node's work */
 	char host[256];
 	struct rm_opts o;
-	char **argv;		/* the validated command line (rank 0's) */
+	char **argv;		/* the command line (rank 0's, for the report) */
+	struct rm_plan plan;	/* what the options' strings live in (other ranks) */
 	int argc;
 	struct rn_target *t;	/* this node's targets */
 	size_t n;
@@ -121,55 +125,68 @@ static void log_cb(int level, const char *msg, void *user)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Configuration: rank 0's argv, validated, is what every rank runs. */
+/*
+ * Configuration: one plan on every rank. Rank 0 alone parses the command
+ * line and resolves what could differ between nodes (user names, the
+ * environment's defaults) into a plan (plan.h); every other rank takes that
+ * plan and rank 0's ROCP* and ROCATTACH_* variables, and derives nothing
+ * itself. A rank that cannot take the plan stops every rank.
+ */
 
-static int bcast_argv(struct ctx *c, int argc, char **argv)
+static int bcast_plan(struct ctx *c, char **text)
 {
-	size_t len = 0;
-	char *buf = NULL;
-	uint64_t blen;
+	uint64_t len = c->rank == 0 ? strlen(*text) + 1 : 0;
 
-	for (int i = 0; c->rank == 0 && i < argc; i++)
-		len += strlen(argv[i]) + 1;
-	blen = len;
-	MPI_Bcast(&blen, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-	buf = malloc(blen ? blen : 1);
-	if (!buf)
+	MPI_Bcast(&len, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	if (c->rank != 0)
+		*text = malloc(len ? len : 1);
+	if (!*text || len > INT_MAX)
 		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
-	for (int i = 0, off = 0; c->rank == 0 && i < argc; i++) {
-		memcpy(buf + off, argv[i], strlen(argv[i]) + 1);
-		off += (int)strlen(argv[i]) + 1;
-	}
-	MPI_Bcast(buf, (int)blen, MPI_CHAR, 0, MPI_COMM_WORLD);
-	c->argv = calloc(blen + 1, sizeof(char *));
-	for (size_t off = 0; c->argv && off < blen; off += strlen(buf + off) + 1)
-		c->argv[c->argc++] = buf + off;
-	return c->argv ? 0 : -1;
+	return MPI_Bcast(*text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
 }
 
-/* 0 to go on, else the exit code every rank uses. */
+/* 0 to go on, else the exit code every rank uses (-1: done, nothing to attach). */
 static int configure(struct ctx *c, int argc, char **argv)
 {
-	char err[512];
-	int code = 0;
+	char err[512], *text = NULL;
+	int code = 0, bad = 0, any = 0;
 
-	if (bcast_argv(c, argc, argv))
-		return RM_EXIT_ERROR;
-	if (rm_opts_parse(c->argc, c->argv, &c->o, err, sizeof(err)) ||
-	    (c->rank == 0 && rm_opts_check_outputs(&c->o, err, sizeof(err)))) {
-		code = RM_EXIT_USAGE;
-		say(c, "%s", err);
-	} else if (c->o.help || c->o.version) {
-		if (c->rank == 0 && c->o.help)
-			fputs(rm_usage, stdout);
-		if (c->rank == 0 && c->o.version)
-			printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
-			       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
-		code = -1;
+	if (c->rank == 0) {
+		c->argc = argc;
+		c->argv = argv;
+		if (rm_opts_parse(argc, argv, &c->o, err, sizeof(err)) ||
+		    rm_opts_check_outputs(&c->o, err, sizeof(err))) {
+			code = RM_EXIT_USAGE;
+			say(c, "%s", err);
+		} else if (c->o.help || c->o.version) {
+			if (c->o.help)
+				fputs(rm_usage, stdout);
+			if (c->o.version)
+				printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
+				       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
+			code = -1;
+		} else if (!(text = rm_plan_encode(&c->o))) {
+			say(c, "cannot encode the plan: out of memory");
+			code = RM_EXIT_ERROR;
+		}
 	}
 	/* Rank 0's verdict counts, so all ranks leave or stay together. */
 	MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
-	return code;
+	if (code)
+		return code;
+	bad = bcast_plan(c, &text);
+	if (!bad && c->rank != 0) {
+		bad = rm_plan_decode(text, &c->o, &c->plan, err, sizeof(err));
+		if (!bad && rm_plan_apply_env(&c->plan))
+			bad = snprintf(err, sizeof(err), "cannot set rank 0's environment here") > 0;
+		if (bad)
+			fprintf(stderr, "rocattach-mpi[%s:%d] error: %s\n", c->host, c->rank, err);
+	}
+	free(text);
+	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (any)
+		say(c, "a rank could not take rank 0's plan (see its error): stopping every rank");
+	return any ? RM_EXIT_ERROR : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -722,6 +739,7 @@ int main(int argc, char **argv)
 	run_windows(&c);
 	code = finish(&c);
 out:
+	rm_plan_free(&c.plan);
 	MPI_Finalize();
 	return code < 0 ? RM_EXIT_OK : code;
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One plan on every rank: rank 0 parses the command line and resolves its environment's
+# defaults; a rank whose own environment differs (an invalid ROCPROF_ATTACH_DURATION,
+# another tool library and output path, a variable only it has) acts on rank 0's plan.
+# Two launcher ranks on this machine, each in a PID namespace of its own with one
+# example target (--one-node-per-rank: each rank is a node that sees only its target).
+B=${1:?usage: test_plan.sh BUILD_DIR}
+. "$(dirname "$0")/lib.sh"
+if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null; then
+	echo "skipped: needs root and unshare (a PID namespace per launcher rank)"
+	[ "${CI:-}" = true ] && exit 1
+	exit 0
+fi
+W=$(mktemp -d /tmp/rocattach-plan-test.XXXXXX)
+TARGET=$B/bin/rocattach-example-target
+
+# In a new PID namespace: start the target with our agent, wait for its listener, run "$@".
+rank_script='t=$1 a=$2; shift 2
+ROCP_TOOL_ATTACH=1 LD_PRELOAD=$a "$t" --threads 0 </dev/null >/dev/null 2>&1 &
+i=0
+while ! grep -qs rocp-bg-attach /proc/$!/task/*/comm && [ $i -lt 2000 ]; do
+	sleep 0.005; i=$((i + 1))
+done
+"$@"'
+rank() { # rank ENV...: one MPMD part
+	printf '%s\0' -np 1 env "$@" unshare --pid --fork --mount-proc /bin/sh -c "$rank_script" \
+		sh "$TARGET" "$AGENT" "$LAUNCHER" --one-node-per-rank --exe rocattach-example-target \
+		--report "$W/r.json"
+}
+mapfile -d '' -t r0 < <(rank ROCPROF_ATTACH_DURATION=300 ROCPROF_ATTACH_TOOL_LIBRARY="$TOOL" \
+	ROCPROF_OUTPUT_PATH="$W/t")
+mapfile -d '' -t r1 < <(rank ROCPROF_ATTACH_DURATION=junk \
+	ROCPROF_ATTACH_TOOL_LIBRARY=/nonexistent/libnope.so ROCPROF_OUTPUT_PATH="$W/wrong" \
+	ROCP_ONLY_ON_RANK1=1)
+mkdir -p "$W/t" "$W/wrong"
+# Shared-memory transports do not cross PID namespaces: MPI over TCP.
+timeout 120 mpirun --bind-to none --mca btl self,tcp "${r0[@]}" : "${r1[@]}" </dev/null >"$W/out" 2>&1
+rc=$?
+check "two ranks, rank 1's environment differs: exit 0 (got $rc)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$W/out" >&2
+check "no rank complains of its environment" bash -c "! grep -qi 'invalid\|error' '$W/out'"
+check "report: 2 nodes, one target each, detached" jq -e '.windows[0].nodes | length == 2
+	and all(.targets | length == 1 and .[0].state == "detached")' "$W/r.json"
+check "the window is rank 0's ROCPROF_ATTACH_DURATION (300 ms)" jq -e \
+	'.windows[0].stop_ns - .windows[0].start_ns == 300000000' "$W/r.json"
+check "both targets ran rank 0's tool, writing where rank 0 said" test \
+	"$(cat "$W"/t/rocattach-tool.*.log 2>/dev/null | grep -c '^tool_detach ')" -eq 2
+check "nothing went where rank 1's own environment said" test -z "$(ls -A "$W/wrong")"
+
+rm -rf "$W"
+finish
