@@ -17,11 +17,15 @@
  *   bench_skew --json PATH --not-available WHY
  */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -127,6 +131,69 @@ static void add_rows(struct bt_results *res, const char *label, const char *wher
 				      "baseline_tool_detach_ms", b->detach_ms));
 }
 
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static atomic_bool floor_done;
+
+static void *floor_spin(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&floor_done, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/*
+ * The floor of a synchronized start on this machine, under the same load as
+ * the targets: n processes, each with one busy thread (as the example
+ * targets run with --threads 1) and one thread asleep until one common
+ * CLOCK_REALTIME instant (as our agent's starter threads sleep until the
+ * start time). The spread of their wake-ups bounds from below what any
+ * in-process start can reach here; NAN if it could not run.
+ */
+static double wake_floor_ms(size_t n)
+{
+	uint64_t at = realtime_ns() + 300000000u, lo = 0, hi = 0, v;
+	struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+	size_t got = 0;
+	int fd[2];
+
+	if (pipe(fd))
+		return NAN;
+	for (size_t i = 0; i < n; i++) {
+		pid_t p = fork();
+
+		if (p == 0) {
+			pthread_t th;
+
+			close(fd[0]);
+			if (pthread_create(&th, NULL, floor_spin, NULL))
+				_exit(1);
+			while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+			v = realtime_ns();
+			atomic_store(&floor_done, true);
+			_exit(write(fd[1], &v, sizeof(v)) == sizeof(v) ? 0 : 1);
+		}
+	}
+	close(fd[1]);
+	while (read(fd[0], &v, sizeof(v)) == sizeof(v)) {
+		lo = !got || v < lo ? v : lo;
+		hi = !got || v > hi ? v : hi;
+		got++;
+	}
+	close(fd[0]);
+	while (wait(NULL) > 0)
+		;
+	return got == n ? (double)(hi - lo) / 1e6 : NAN;
+}
+
 /* One launcher run over pids; tool logs go to dir, the report to dir/../NAME.json. */
 static int launch(const char *pids, const char *dir, const char *report, bool rocm_way)
 {
@@ -212,6 +279,8 @@ static int one_node(size_t n, struct bt_results *res)
 	char base[256], dir[2][300], rep[2][300], *pids = calloc(n, 16);
 	struct spread s[2];
 	bool n_stopped = false;
+	double floor_ms;
+	json_t *row;
 	int ret = -1;
 
 	if (bt_mkdtemp("/tmp", base, sizeof(base)) || bt_start_targets(t, n, args, true))
@@ -232,6 +301,12 @@ static int one_node(size_t n, struct bt_results *res)
 	ret = 0;
 	bt_stop_targets(t, n);
 	n_stopped = true;
+	/* With the targets gone: the same load (n busy threads) as during the window. */
+	floor_ms = wake_floor_ms(n);
+	row = bt_row(res, "skew.node.floor", "wake-up spread floor, one node (no attach)", floor_ms,
+		     "ms", s[0].attach_ms, "our agent's tool_attach spread, same run", NULL, 0, false);
+	bt_row_note(row, "%zu processes, each with one busy thread and one asleep until one "
+			 "CLOCK_REALTIME instant: no in-process start spreads less here", n);
 	if (rocm_side(n, res, &s[0]))
 		bt_row_na(res, "skew.rocm.attach", "tool_attach spread, one node, ROCm's side",
 			  "the launcher run failed (see the log)");
