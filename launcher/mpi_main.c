@@ -51,8 +51,18 @@
  */
 #define POLL_MS 25
 #define STOP_MARGIN_NS 100000000ull
-#define LEAD_BASE_NS 150000000ull      /* automatic start lead: base ... */
-#define LEAD_PER_TARGET_NS 3000000ull  /* ... plus this per target on the busiest node */
+/*
+ * The automatic start lead: the first window's is a base plus a cost per
+ * target on the busiest node (nothing is measured yet); later windows take
+ * the time the last one's attaches needed to be ready in every target
+ * (measured), with room: LEAD_ROOM times it plus LEAD_MARGIN_NS, never less
+ * than LEAD_MIN_NS nor more than the first window's.
+ */
+#define LEAD_BASE_NS 150000000ull
+#define LEAD_PER_TARGET_NS 3000000ull
+#define LEAD_ROOM 3
+#define LEAD_MARGIN_NS 30000000ull
+#define LEAD_MIN_NS 50000000ull
 #define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
 /* A rank that hears no stop this long after the window's end detaches on its own. */
 #define LOST_ROOT_GRACE_NS 10000000000ull
@@ -74,6 +84,11 @@ struct ctx {
 	int interrupted;	/* signal that cut a window short, 0 if none */
 	struct rm_run run;	/* rank 0 */
 	size_t max_targets;	/* on the busiest node, rank 0 */
+	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
+				 * they were sent, on the slowest node (0: not measured) */
+	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */
+	uint64_t setup_at[4];
+	uint64_t node_ns[3];	/* this node's selection, topology, side probes (ns) */
 	size_t total_targets;	/* on all nodes, rank 0 */
 };
 
@@ -207,8 +222,17 @@ static void elect(struct ctx *c)
 	MPI_Comm_free(&node);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void select_targets(struct ctx *c)
 {
+	uint64_t t0 = mono_ns(), t1, t2;
 	char err[512];
 
 	if (!c->worker)
@@ -221,11 +245,35 @@ static void select_targets(struct ctx *c)
 		c->n = 0;
 		return;
 	}
+	t1 = mono_ns();
 	if (c->n && rn_topology(c->t, c->n, err, sizeof(err)))
 		fprintf(stderr, "rocattach-mpi[%s:%d] warning: topology: %s\n", c->host, c->rank,
 			err);
+	t2 = mono_ns();
 	rn_probe_sides(c->t, c->n);
 	rn_bind_away(c->t, c->n);
+	c->node_ns[0] = t1 - t0;
+	c->node_ns[1] = t2 - t1;
+	c->node_ns[2] = mono_ns() - t2;
+}
+
+/*
+ * With -v, where the start-up went, before any attach: rank 0's MPI_Init,
+ * plan and election, and the slowest node's selection, topology and probes
+ * of each target's side (the survey then gathers what every node found).
+ */
+static void say_setup(struct ctx *c)
+{
+	uint64_t worst[3] = {0};
+	const uint64_t *a = c->setup_at;
+
+	MPI_Reduce(c->node_ns, worst, 3, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+	if (c->o.verbose)
+		say(c, "setup: MPI_Init %.1f ms, plan %.1f ms, election %.1f ms; slowest node: "
+		       "selection %.1f ms, topology %.1f ms, target sides %.1f ms; to here %.1f ms",
+		    (double)(a[1] - a[0]) / 1e6, (double)(a[2] - a[1]) / 1e6,
+		    (double)(a[3] - a[2]) / 1e6, (double)worst[0] / 1e6, (double)worst[1] / 1e6,
+		    (double)worst[2] / 1e6, (double)(mono_ns() - a[0]) / 1e6);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -381,8 +429,31 @@ static void wait_a_little(struct ctx *c)
 /* How long before the start the attaches are sent (the start lead). */
 static uint64_t start_lead(const struct ctx *c)
 {
-	return c->o.start_lead_ms >= 0 ? (uint64_t)c->o.start_lead_ms * 1000000u
-				       : LEAD_BASE_NS + LEAD_PER_TARGET_NS * c->max_targets;
+	uint64_t first = LEAD_BASE_NS + LEAD_PER_TARGET_NS * c->max_targets, lead;
+
+	if (c->o.start_lead_ms >= 0)
+		return (uint64_t)c->o.start_lead_ms * 1000000u;
+	if (!c->ready_ns)
+		return first;
+	lead = LEAD_ROOM * c->ready_ns + LEAD_MARGIN_NS;
+	return lead < LEAD_MIN_NS ? LEAD_MIN_NS : lead > first ? first : lead;
+}
+
+/* How long after sent_ns this window's attaches were ready in their targets, slowest node. */
+static void measure_ready(struct ctx *c, int w, uint64_t sent_ns)
+{
+	uint64_t mine = 0, worst = 0;
+
+	for (size_t i = 0; c->worker && i < c->n; i++)
+		if (c->t[i].attach_ready_ns > sent_ns && c->t[i].attach_ready_ns - sent_ns > mine)
+			mine = c->t[i].attach_ready_ns - sent_ns;
+	MPI_Reduce(&mine, &worst, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+	if (c->rank != 0 || !worst)
+		return;
+	c->ready_ns = worst;
+	if (c->o.verbose && w < c->o.windows)
+		say(c, "window %d: attaches ready %.1f ms after they were sent; next start lead "
+		       "%.1f ms", w, (double)worst / 1e6, (double)start_lead(c) / 1e6);
 }
 
 /*
@@ -594,6 +665,7 @@ static void run_windows(struct ctx *c)
 			pick_start(c, earliest, when);
 		MPI_Bcast(when, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 		attach_phase(c, when);
+		measure_ready(c, w, when[1]);
 		t0 = when[1];
 		progress(c, w, "attached", 0, t0);
 		hold_window(c, when[0], &m);
@@ -717,10 +789,12 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int code;
 
+	c.setup_at[0] = mono_ns();
 	/* Before MPI_Init: the threads it starts inherit the mask. */
 	block_signals(&set);
 	c.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	MPI_Init(&argc, &argv);
+	c.setup_at[1] = mono_ns();
 	MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &c.size);
 	gethostname(c.host, sizeof(c.host) - 1);
@@ -730,9 +804,12 @@ int main(int argc, char **argv)
 		goto out;
 	if (c.o.verbose)
 		rocattach_set_log_level(c.o.verbose > 1 ? ROCATTACH_LOG_DEBUG : ROCATTACH_LOG_INFO);
+	c.setup_at[2] = mono_ns();
 	init_run(&c);
 	elect(&c);
+	c.setup_at[3] = mono_ns();
 	select_targets(&c);
+	say_setup(&c);
 	code = survey(&c);
 	if (code)
 		goto out;

@@ -109,6 +109,8 @@ struct rn_target {
 	 */
 	uint64_t attach_tool_ns, detach_tool_ns, detach_call_ns;
 	bool attach_tool_bound, detach_tool_bound;
+	/* When the attach call was ready to go in: the steps before the call done (not sent). */
+	uint64_t attach_ready_ns;
 	char message[256];     /* the error, "" if none */
 };
 

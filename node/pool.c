@@ -75,6 +75,16 @@ static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	t->attach_end_ns = rep.end_ns;
 	t->attach_tool_ns = rep.tool_ns;
 	t->attach_tool_bound = rep.tool_ns_bound;
+	t->attach_ready_ns = 0;
+	if (rep.step_ns[ROCATTACH_STEP_CALL]) {
+		static const int before_call[] = {ROCATTACH_STEP_PREPARE, ROCATTACH_STEP_INJECT,
+						  ROCATTACH_STEP_SEIZE, ROCATTACH_STEP_MMAP,
+						  ROCATTACH_STEP_WRITE};
+
+		t->attach_ready_ns = rep.start_ns;
+		for (size_t i = 0; i < sizeof(before_call) / sizeof(before_call[0]); i++)
+			t->attach_ready_ns += rep.step_ns[before_call[i]];
+	}
 	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = t->detach_call_ns = 0;
 	t->detach_tool_bound = false;
 	copy_message(t, rep.message);
