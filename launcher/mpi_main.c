@@ -43,6 +43,8 @@
 #include "report.h"
 
 #define TAG_STOP 17
+#define TAG_CLOCK 18
+#define CLOCK_ROUNDS 8 /* ping-pongs per rank; the shortest round trip's estimate is kept */
 /*
  * The window loop looks around every POLL_MS (signals wake it at once); a
  * stop rank 0 decides lies STOP_MARGIN_NS ahead, time enough for every rank
@@ -67,6 +69,12 @@
 /* A rank that hears no stop this long after the window's end detaches on its own. */
 #define LOST_ROOT_GRACE_NS 10000000000ull
 
+/* A rank's CLOCK_REALTIME minus rank 0's, and the round trip it was measured over. */
+struct rm_clock {
+	int64_t offset_ns;
+	uint64_t rtt_ns;
+};
+
 struct ctx {
 	int rank, size;
 	bool worker;		/* does this node's work */
@@ -83,6 +91,8 @@ struct ctx {
 	int stops_sent;		/* STOP messages this rank sent to rank 0 */
 	int interrupted;	/* signal that cut a window short, 0 if none */
 	struct rm_run run;	/* rank 0 */
+	struct rm_clock clock;	/* this rank's clock against rank 0's */
+	struct rm_clock *clocks; /* rank 0: every rank's, by rank */
 	size_t max_targets;	/* on the busiest node, rank 0 */
 	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
 				 * they were sent, on the slowest node (0: not measured) */
@@ -279,6 +289,24 @@ static void say_setup(struct ctx *c)
 /* ------------------------------------------------------------------------ */
 /* Gathering records at rank 0. */
 
+/* A node's records, in rank 0's clock: every known time less the node's offset. */
+static void to_root_clock(struct rm_node *nd, const struct rm_clock *k)
+{
+	for (size_t i = 0; i < nd->n; i++) {
+		struct rn_target *t = &nd->t[i];
+		uint64_t *v[] = {&t->attach_start_ns, &t->attach_end_ns, &t->attach_tool_ns,
+				 &t->detach_start_ns, &t->detach_end_ns, &t->detach_tool_ns,
+				 &t->detach_call_ns};
+
+		for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
+			if (*v[j])
+				*v[j] = (uint64_t)((int64_t)*v[j] - k->offset_ns);
+	}
+	nd->clock_offset_ns = k->offset_ns;
+	nd->clock_rtt_ns = k->rtt_ns;
+	nd->clock_known = true;
+}
+
 static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
 {
 	int len = 0, *lens = NULL, *displs = NULL, total = 0, ret = 0;
@@ -323,6 +351,8 @@ static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
 			}
 			nd->error = errs_all[i * sizeof(errs)] ? strdup(errs_all + i * sizeof(errs))
 							       : NULL;
+			if (c->clocks)
+				to_root_clock(nd, &c->clocks[i]);
 			(*n_nodes)++;
 		}
 	}
@@ -425,6 +455,58 @@ static void wait_a_little(struct ctx *c)
 
 /* ------------------------------------------------------------------------ */
 /* One window. */
+
+/*
+ * Every rank's clock against rank 0's, before each window: rank 0 and each
+ * rank in turn exchange CLOCK_ROUNDS ping-pongs (rank 0 sends its time t0,
+ * the rank answers its own t1, rank 0 reads t2); the estimate with the
+ * shortest round trip is kept: offset = t1 - (t0 + t2) / 2, within rtt / 2
+ * of the truth. Each rank is told its own, and turns rank 0's start and
+ * stop times into its own clock; rank 0 turns the records back (gather).
+ */
+static void clock_sync(struct ctx *c)
+{
+	uint64_t t[2];
+
+	if (c->rank != 0) {
+		for (int k = 0; k < CLOCK_ROUNDS; k++) {
+			MPI_Recv(t, 1, MPI_UINT64_T, 0, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			t[1] = now_ns();
+			MPI_Send(&t[1], 1, MPI_UINT64_T, 0, TAG_CLOCK, MPI_COMM_WORLD);
+		}
+	} else {
+		if (!c->clocks)
+			c->clocks = calloc((size_t)c->size, sizeof(*c->clocks));
+		if (!c->clocks)
+			MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+		for (int r = 1; r < c->size; r++) {
+			struct rm_clock best = {0, UINT64_MAX};
+
+			for (int k = 0; k < CLOCK_ROUNDS; k++) {
+				uint64_t t0 = now_ns(), t2, rtt;
+
+				MPI_Send(&t0, 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD);
+				MPI_Recv(&t[1], 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
+				t2 = now_ns();
+				rtt = t2 - t0;
+				if (rtt < best.rtt_ns) {
+					best.rtt_ns = rtt;
+					best.offset_ns = (int64_t)(t[1] - t0) - (int64_t)(rtt / 2);
+				}
+			}
+			c->clocks[r] = best;
+		}
+	}
+	MPI_Scatter(c->clocks, sizeof(struct rm_clock), MPI_BYTE, &c->clock,
+		    sizeof(struct rm_clock), MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+/* A time of rank 0's clock in this rank's. */
+static uint64_t local_ns(const struct ctx *c, uint64_t root_ns)
+{
+	return (uint64_t)((int64_t)root_ns + c->clock.offset_ns);
+}
 
 /* How long before the start the attaches are sent (the start lead). */
 static uint64_t start_lead(const struct ctx *c)
@@ -657,20 +739,24 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct stop_
 
 static void run_windows(struct ctx *c)
 {
-	uint64_t when[2], earliest = 0, t0;
+	uint64_t when[2], mine[2], earliest = 0, t0;
 	struct stop_msg m;
 
 	for (int w = 1; w <= c->o.windows && !c->interrupted; w++) {
+		clock_sync(c);
 		if (c->rank == 0)
 			pick_start(c, earliest, when);
 		MPI_Bcast(when, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-		attach_phase(c, when);
-		measure_ready(c, w, when[1]);
-		t0 = when[1];
+		/* From here on this rank's clock: rank 0's times less the offset. */
+		mine[0] = local_ns(c, when[0]);
+		mine[1] = local_ns(c, when[1]);
+		attach_phase(c, mine);
+		measure_ready(c, w, mine[1]);
+		t0 = mine[1];
 		progress(c, w, "attached", 0, t0);
-		hold_window(c, when[0], &m);
+		hold_window(c, mine[0], &m);
 		t0 = now_ns();
-		detach_phase(c, m.stop_ns);
+		detach_phase(c, local_ns(c, m.stop_ns));
 		progress(c, w, "detached", 1, t0);
 		drain_stops(c);
 		keep_window(c, w, when[0], &m);
@@ -816,6 +902,7 @@ int main(int argc, char **argv)
 	run_windows(&c);
 	code = finish(&c);
 out:
+	free(c.clocks);
 	rm_plan_free(&c.plan);
 	MPI_Finalize();
 	return code < 0 ? RM_EXIT_OK : code;

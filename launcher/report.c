@@ -9,8 +9,9 @@
  * detach_tool_ns); ROCm's side does not tell, and the library gives bounds
  * instead (each call's end: the tools ran inside it), flagged as such in
  * the records and the report. Skews are spreads of those; ROCm's windows
- * are lower bounds (the attach call's end to the detach call's start). All timestamps are CLOCK_REALTIME of the node that
- * took them: across nodes they include the nodes' clock offsets.
+ * are lower bounds (the attach call's end to the detach call's start). All
+ * timestamps are rank 0's CLOCK_REALTIME: each node's were corrected by its
+ * estimated clock offset (rm_node.clock_offset_ns) when gathered.
  */
 #include <errno.h>
 #include <limits.h>
@@ -931,6 +932,9 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	rc |= json_object_set_new(o, "attach_p50_ns", jint_or_null(p50, a.n));
 	rc |= json_object_set_new(o, "attach_max_ns", jint_or_null(max, a.n));
 	rc |= json_object_set_new(o, "attach_skew_ns", jint_or_null(spread_ns(&a), a.n));
+	rc |= json_object_set_new(o, "clock_offset_ns", n->clock_known
+				  ? json_integer((json_int_t)n->clock_offset_ns) : json_null());
+	rc |= json_object_set_new(o, "clock_rtt_ns", jint_or_null(n->clock_rtt_ns, n->clock_known));
 	rc |= json_object_set_new(o, "targets", targets_json(n));
 	if (rc) {
 		json_decref(o);

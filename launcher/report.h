@@ -19,6 +19,15 @@ struct rm_node {
 	struct rn_target *t;
 	size_t n;
 	const char *error; /* why this node could not select targets, NULL if it could */
+	/*
+	 * The node's CLOCK_REALTIME minus rank 0's, estimated over MPI before the
+	 * window (the exchange with the shortest round trip; the true offset lies
+	 * within clock_rtt_ns / 2 of it). Its targets' times here are already
+	 * corrected to rank 0's clock. clock_known: false when not estimated.
+	 */
+	int64_t clock_offset_ns;
+	uint64_t clock_rtt_ns;
+	bool clock_known;
 };
 
 /* One profiling window across all nodes. */

@@ -94,6 +94,13 @@ done
 
 echo "== 3. synchronized windows: the report agrees with the tool's records"
 window_checks6 "$W/t1" "$W/r1.json"
+# One real clock here: every offset estimate lies within half its round trip of 0
+# (t0 <= t1 <= t2 by causality), and rank 0's node is the reference.
+echo "clock offsets (ns, rtt): $(jq -c '[.windows[0].nodes[] | [.host, .clock_offset_ns,
+	.clock_rtt_ns]]' "$W/r1.json")"
+vc_t_cmd "report: every node's clock offset, within half its round trip of 0" jq -e \
+	'[.windows[0].nodes[] | select(.clock_offset_ns != null and .clock_rtt_ns != null
+	 and (.clock_offset_ns | fabs) <= .clock_rtt_ns / 2 + 1000)] | length == 3' "$W/r1.json"
 
 launcher "$W/t3" --mpi-job -t "$TOOL" --windows 200:300:2 --report "$W/r3.json" >"$W/l3.out" 2>&1
 vc_t_eq "two windows: exit code" "$?" 0

@@ -9,8 +9,11 @@
 #    taken just before it calls the tool (<= the tool's record); a "bound" is
 #    the end of ROCm's call, inside which the tool ran (>= the tool's record);
 #  - the report's skew is the spread of its own per-target times.
-# (Within 1 us: jq, which reads the report, holds numbers as doubles, and
-# CLOCK_REALTIME's nanoseconds need 61 bits.)
+# Within 1 us (jq, which reads the report, holds numbers as doubles, and
+# CLOCK_REALTIME's nanoseconds need 61 bits), plus, for a node other than
+# rank 0's, half the round trip over which its clock offset was estimated:
+# the report's times are in rank 0's clock, corrected by that estimate, and a
+# node starts at rank 0's start time turned into its own clock by it.
 # Loose sanity bounds (an order of magnitude above the figures): spreads and
 # window lengths that reveal a broken synchronization (the tools called before
 # the start, or a window 150 ms too long), not speed: the tight figures are
@@ -33,12 +36,14 @@ tool_records() {
 	done
 }
 
-# The report's targets of window W as "host pid attach_ns attach_kind detach_ns detach_kind"
+# The report's targets of window W as
+# "host pid attach_ns attach_kind detach_ns detach_kind node_clock_rtt_ns"
 # (pid as the target sees it: the node's pid namespace when the report knows it).
 report_times() {
-	jq -r --argjson w "$2" '.windows[$w].nodes[] | .host as $h | .targets[] |
-		[$h, (.nspid // .pid), (.attach.tool_ns // "null"), (.attach.tool_ns_kind // "null"),
-		 (.detach.tool_ns // "null"), (.detach.tool_ns_kind // "null")] | join(" ")' "$1"
+	jq -r --argjson w "$2" '.windows[$w].nodes[] | .host as $h | (.clock_rtt_ns // 0) as $rtt |
+		.targets[] | [$h, (.nspid // .pid), (.attach.tool_ns // "null"),
+		 (.attach.tool_ns_kind // "null"), (.detach.tool_ns // "null"),
+		 (.detach.tool_ns_kind // "null"), $rtt] | join(" ")' "$1"
 }
 
 # Per target: the report's times keep their promised order against the tools' records.
@@ -50,8 +55,9 @@ times_in_order() {
 		  for (k = 0; k < 2; k++) {
 			ev = k ? "tool_detach" : "tool_attach"; r = k ? $5 : $3; kind = k ? $6 : $4
 			if (!(($1, $2, ev) in t) || r == "null") { bad++; print "no time:", $0 > "/dev/stderr"; continue }
-			if (kind == "measured" && r - t[$1, $2, ev] > 1000) bad++
-			else if (kind == "bound" && t[$1, $2, ev] - r > 1000) bad++
+			tol = 1000 + $7 / 2
+			if (kind == "measured" && r - t[$1, $2, ev] > tol) bad++
+			else if (kind == "bound" && t[$1, $2, ev] - r > tol) bad++
 			else if (kind != "measured" && kind != "bound") bad++
 		  } }
 		END { exit !(n > 0 && !bad) }'
@@ -74,12 +80,15 @@ window_checks() {
 	stop=$(jq ".windows[$w].stop_ns" "$r")
 	recs=$(tool_records "$dir")
 	reps=$(report_times "$r" "$w")
+	# No record of event e before s, by more than its node's clock tolerance.
+	early='$0 == "--" { recs = 1; next } !recs { tol[$1] = 1000 + $7 / 2; next }
+		$3 == e && $4 - s < -tol[$1] { bad = 1 } END { exit bad }'
 	$check "$n tool_attach and $n tool_detach recorded" test \
 		"$(grep -c ' tool_attach ' <<<"$recs")/$(grep -c ' tool_detach ' <<<"$recs")" = "$n/$n"
-	$check "every tool_attach at or after the start time" awk -v s="$start" \
-		'$3 == "tool_attach" && $4 + 0 < s + 0 { bad = 1 } END { exit bad }' <<<"$recs"
-	$check "every tool_detach at or after the stop time" awk -v s="$stop" \
-		'$3 == "tool_detach" && $4 + 0 < s + 0 { bad = 1 } END { exit bad }' <<<"$recs"
+	$check "every tool_attach at or after the start time" awk -v s="$start" -v e=tool_attach \
+		"$early" < <(printf '%s\n--\n%s\n' "$reps" "$recs")
+	$check "every tool_detach at or after the stop time" awk -v s="$stop" -v e=tool_detach \
+		"$early" < <(printf '%s\n--\n%s\n' "$reps" "$recs")
 	$check "per target, the report's times are in their kind's order with the tools'" \
 		times_in_order < <(printf '%s\n--\n%s\n' "$recs" "$reps")
 	ra=$(awk '$3 != "null" { print $3 }' <<<"$reps" | spread_of)
