@@ -9,7 +9,9 @@
 #  4. a node whose targets are gone (killed in the window) or that has none:
 #     the others complete, rank 0 reports that node's state, no hang;
 #  8. ROCm's target side (the test double) and a job mixing both sides: windows
-#     at the start and stop times by the tools' clocks, the report agrees.
+#     at the start and stop times by the tools' clocks, the report agrees;
+# 10. a node whose clock is 3 s ahead (libfaketime): its offset is estimated,
+#     its window opens with the others', the report is in rank 0's clock.
 # Usage: test_launcher_mpirun.sh BUILD_DIR   (as root, under the heavy-test lock)
 set -uo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
@@ -199,6 +201,53 @@ window_checks6 "$W/t9" "$W/r9.json"
 kill -TERM "$JOB"
 wait "$JOB"
 JOB=
+
+echo "== 10. a node whose clock is 3 s ahead (libfaketime in node2's launcher and target)"
+# Rank 0 (node1) estimates node2's offset, node2 starts at the start time in its own
+# clock, and the report is in rank 0's clock: node2's tools, corrected by the known
+# 3 s, agree with the others' and with the report (within its round trip's bound).
+FT=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+SHIFT_NS=3000000000
+if [ ! -e "$FT" ]; then
+	vc_t_fail "shifted clock: libfaketime is not installed (package libfaketime)"
+else
+	fake=(env "LD_PRELOAD=$FT" FAKETIME=+3s FAKETIME_DONT_FAKE_MONOTONIC=1)
+	for h in "${HOSTS[@]}"; do
+		pre=$AGENT
+		[ "$h" = node2 ] && pre="$AGENT $FT"
+		"$S/vc-exec" "$h" sh -c "ROCP_TOOL_ATTACH=1 LD_PRELOAD='$pre' FAKETIME=+3s \
+			FAKETIME_DONT_FAKE_MONOTONIC=1 setsid $B/bin/rocattach-example-target \
+			--threads 1 </dev/null >/dev/null 2>&1 &"
+	done
+	sleep 0.5
+	args=(--exe rocattach-example-target -t "$TOOL" -d 500 --report "$W/r10.json")
+	"$S/vc-head" mpirun --hostfile "$S/hostfile" -x ROCPROF_OUTPUT_PATH="$W/t10" \
+		-np 1 --host node1 "$B/bin/rocattach-mpi" "${args[@]}" : \
+		-np 1 --host node2 "${fake[@]}" "$B/bin/rocattach-mpi" "${args[@]}" : \
+		-np 1 --host node3 "$B/bin/rocattach-mpi" "${args[@]}" </dev/null >"$W/l10.out" 2>&1
+	vc_t_eq "shifted clock: exit 0" "$?" 0
+	echo "clock offsets (ns, rtt): $(jq -c '[.windows[0].nodes[] | [.host, .clock_offset_ns,
+		.clock_rtt_ns]]' "$W/r10.json")"
+	vc_t_cmd "node2's offset is the shift, within half its round trip" jq -e \
+		--argjson s "$SHIFT_NS" '[.windows[0].nodes[] | select(.host == "node2")
+		 | (.clock_offset_ns - $s | fabs) <= .clock_rtt_ns / 2 + 1000] == [true]' "$W/r10.json"
+	vc_t_cmd "the other nodes' offsets are 0, within half their round trips" jq -e \
+		'[.windows[0].nodes[] | select(.host != "node2")
+		 | (.clock_offset_ns | fabs) <= .clock_rtt_ns / 2 + 1000] == [true, true]' "$W/r10.json"
+	# node2's tool records, corrected by the known shift, against rank 0's report.
+	mkdir -p "$W/t10c"
+	for f in "$W"/t10/rocattach-tool.*.log; do
+		case $f in
+		*.node2.*) awk -v s="$SHIFT_NS" '{ for (i = 2; i <= NF; i++) if ($i ~ /^ns=/)
+			$i = sprintf("ns=%.0f", substr($i, 4) - s); print }' "$f" >"$W/t10c/${f##*/}" ;;
+		*) cp "$f" "$W/t10c/" ;;
+		esac
+	done
+	window_checks vc_t_cmd "$W/t10c" "$W/r10.json" 3 500
+	for h in "${HOSTS[@]}"; do
+		"$S/vc-exec" "$h" pkill -f "^$B/bin/rocattach-example-target"
+	done
+fi
 
 echo "== 7. the network fails mid-window (node2's link down; after the MPI job, which it would break)"
 # Nodes that still hear rank 0 detach at the stop; node2 hears nothing and
