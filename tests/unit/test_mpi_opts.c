@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +180,22 @@ static void test_rm_opts_parse_duration_limit(void **state)
 				 "milliseconds from 0 to 604800000 (7 days)");
 }
 
+/* --help prints launcher/help/rocattach-mpi.txt, the man page's source, byte for byte. */
+static void test_rm_usage_is_the_help_file(void **state)
+{
+	static char text[16384];
+	FILE *f = fopen(RA_TEST_DATA "/../../launcher/help/rocattach-mpi.txt", "r");
+	size_t n;
+
+	(void)state;
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	assert_string_equal(rm_usage, text);
+	assert_non_null(strstr(rm_usage, "--inject"));
+}
+
 static void test_rm_opts_check_outputs_missing_dir(void **state)
 {
 	(void)state;
@@ -200,6 +217,7 @@ int main(void)
 		cmocka_unit_test_setup(test_rm_opts_parse_rejects_bad_input, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_names_bad_option, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_duration_limit, clear_env),
+		cmocka_unit_test(test_rm_usage_is_the_help_file),
 		cmocka_unit_test_setup(test_rm_opts_check_outputs_missing_dir, clear_env),
 	};
 	int ret = cmocka_run_group_tests(tests, NULL, NULL);
