@@ -232,7 +232,7 @@ static void inject_plain(bool children)
 	assert_int_equal(victim_start(&v, &plain), 0);
 	snprintf(pid, sizeof(pid), "%d", v.pid);
 	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
-	const char *args[] = {"--inject",	     "-p", pid, "-t", RA_TOOL_PATH, "-d", "200",
+	const char *args[] = {"--inject", "-p", pid, "-t", RA_TOOL_PATH, "-d", "200",
 			      children ? NULL : "--attach-children=false", NULL};
 	if (cli_run(args) != 0)
 		fail_msg("rocattach --inject: %s", errbuf);
