@@ -10,6 +10,7 @@
  */
 #include <limits.h>
 
+#include "cli_opts.h"
 #include "fuzz.h"
 #include "mpi_opts.h"
 
@@ -84,8 +85,8 @@ static void check_value(const char *v)
 	size_t i;
 
 	if (parse_one("--windows", v) == 0) {
-		FUZZ_CHECK(c1 && c2 && dec(v, (size_t)(c1 - v), 0, 86400000, &a) &&
-			   dec(c1 + 1, (size_t)(c2 - c1 - 1), 1, 86400000, &b) &&
+		FUZZ_CHECK(c1 && c2 && dec(v, (size_t)(c1 - v), 0, CLI_MAX_DURATION_MS, &a) &&
+			   dec(c1 + 1, (size_t)(c2 - c1 - 1), 1, CLI_MAX_DURATION_MS, &b) &&
 			   dec(c2 + 1, strlen(c2 + 1), 1, 100000, &c));
 		FUZZ_CHECK(o.delay_ms == a && o.duration_ms == b && o.windows == c);
 		rm_opts_free(&o);

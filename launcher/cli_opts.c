@@ -8,34 +8,10 @@
 #include <strings.h>
 
 #include "cli_opts.h"
+#include "launcher_help/rocattach.h"
 
-/* A week: longer windows are almost certainly a unit mistake (the unit is ms). */
-#define MAX_DURATION_MS (7LL * 24 * 3600 * 1000)
-
-const char cli_usage[] =
-	"Usage: rocattach -p PID [-t LIB[:LIB...]] [-d MS] [--attach-children=BOOL]\n"
-	"\n"
-	"Attach profiling tool libraries to a running process (and by default its\n"
-	"descendants), hold the window, then detach. The target must have been started\n"
-	"with ROCP_TOOL_ATTACH=1 (and LD_PRELOAD=librocattach-agent.so unless it uses ROCm).\n"
-	"\n"
-	"  -p, --pid, --attach PID           process to attach (env ROCPROF_ATTACH_PID)\n"
-	"  -t, --attach-tool-library LIST    colon-separated tool libraries\n"
-	"                                    (env ROCPROF_ATTACH_TOOL_LIBRARY,\n"
-	"                                    default librocprofiler-sdk-tool.so.1)\n"
-	"  -d, --attach-duration-msec MS     detach after MS milliseconds (env\n"
-	"                                    ROCPROF_ATTACH_DURATION); without it, detach on\n"
-	"                                    Enter (when stdin is a terminal) or SIGINT/SIGTERM\n"
-	"      --attach-children=BOOL        also attach descendants (default true; env\n"
-	"                                    ROCPROF_ATTACH_CHILDREN; 0/false/no/off = false)\n"
-	"  -v, --verbose                     more messages (repeat for debug)\n"
-	"  -h, --help                        this text\n"
-	"      --version                     print the version (and the rocprofiler-sdk\n"
-	"                                    rocattach API version it implements)\n"
-	"\n"
-	"Every ROCP* variable of this environment is passed to the target.\n"
-	"Exit codes: 0 attached and detached, 1 attach failed, 2 bad usage,\n"
-	"3 detach failed, 4 some descendants failed to attach.\n";
+/* launcher/help/rocattach.txt, also the source of the man page rocattach(1). */
+const char cli_usage[] = RA_HELP_ROCATTACH;
 
 int cli_parse_bool(const char *s)
 {
@@ -67,6 +43,51 @@ int cli_parse_ll(const char *s, long long min, long long max, long long *out)
 	return 0;
 }
 
+int cli_parse_ms(const char *v, long long min, long long max, const char *from, long long *out,
+		 char *err, size_t len)
+{
+	if (!cli_parse_ll(v, min, max, out))
+		return 0;
+	snprintf(err, len, "invalid %s '%s': give whole milliseconds from %lld to %lld%s", from, v,
+		 min, max, max == CLI_MAX_DURATION_MS ? " (7 days)" : "");
+	return -1;
+}
+
+/*
+ * getopt_long leaves the cause in optopt and argv[optind - 1]: a long option
+ * is that word (optind is past it); a short one is optopt (its word may hold
+ * several, and optind may still be on it). optopt is 0 for an unknown or
+ * ambiguous long option, the option's value for one given a value it does
+ * not take ("--inject=1") or missing one.
+ */
+void cli_bad_option(const char *prog, int c, char **argv, const struct option *opts, char *err,
+		    size_t len)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	bool is_long = !strncmp(arg, "--", 2) && (c == ':' || !optopt || strchr(arg, '='));
+	int n = (int)strcspn(arg, "="), matches = 0;
+
+	if (!is_long) {
+		snprintf(err, len, "%s option '-%c': see %s --help",
+			 c == ':' ? "missing value for" : "unknown", optopt, prog);
+		return;
+	}
+	if (n > 60)
+		n = 60;
+	if (c == ':') {
+		snprintf(err, len, "missing value for option '%.*s': see %s --help", n, arg, prog);
+		return;
+	}
+	if (optopt) {
+		snprintf(err, len, "option '%.*s' takes no value: see %s --help", n, arg, prog);
+		return;
+	}
+	for (size_t i = 0; n > 2 && opts[i].name; i++)
+		matches += !strncmp(opts[i].name, arg + 2, (size_t)n - 2);
+	snprintf(err, len, "%s option '%.*s': see %s --help", matches > 1 ? "ambiguous" : "unknown",
+		 n, arg, prog);
+}
+
 int cli_check_tools(const char *list, char *err, size_t len)
 {
 	if (*list && strspn(list, ":") != strlen(list))
@@ -89,13 +110,7 @@ static int set_pid(struct cli_opts *o, const char *v, const char *from, char *er
 
 static int set_duration(struct cli_opts *o, const char *v, const char *from, char *err, size_t len)
 {
-	if (cli_parse_ll(v, 0, MAX_DURATION_MS, &o->duration_ms)) {
-		snprintf(err, len,
-			 "invalid duration '%s' from %s: give whole milliseconds from 0 to %lld", v,
-			 from, MAX_DURATION_MS);
-		return -1;
-	}
-	return 0;
+	return cli_parse_ms(v, 0, CLI_MAX_DURATION_MS, from, &o->duration_ms, err, len);
 }
 
 static int set_children(struct cli_opts *o, const char *v, const char *from, char *err, size_t len)
@@ -127,7 +142,7 @@ static int env_defaults(struct cli_opts *o, char *err, size_t len)
 	return 0;
 }
 
-enum { OPT_CHILDREN = 256, OPT_VERSION };
+enum { OPT_CHILDREN = 256, OPT_VERSION, OPT_INJECT };
 
 static const struct option long_opts[] = {
 	{"pid", required_argument, NULL, 'p'},
@@ -135,6 +150,7 @@ static const struct option long_opts[] = {
 	{"attach-tool-library", required_argument, NULL, 't'},
 	{"attach-duration-msec", required_argument, NULL, 'd'},
 	{"attach-children", required_argument, NULL, OPT_CHILDREN},
+	{"inject", no_argument, NULL, OPT_INJECT},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
@@ -164,10 +180,11 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 	case OPT_VERSION:
 		o->version = true;
 		return 0;
-	default:
-		snprintf(err, len, "unknown or incomplete option: see rocattach --help");
-		return -1;
+	case OPT_INJECT:
+		o->inject = true;
+		return 0;
 	}
+	return 1; /* '?' or ':': cli_bad_option says which */
 }
 
 int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t len)
@@ -182,8 +199,12 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t 
 		return -1;
 	optind = 0; /* reset getopt, so the parser can run more than once */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:t:d:vh", long_opts, NULL)) != -1) {
-		if (one_opt(c, o, err, len))
+	while ((c = getopt_long(argc, argv, "+:p:t:d:vh", long_opts, NULL)) != -1) {
+		int ret = one_opt(c, o, err, len);
+
+		if (ret > 0)
+			cli_bad_option("rocattach", c, argv, long_opts, err, len);
+		if (ret)
 			return -1;
 	}
 	if (optind < argc) {

@@ -3,6 +3,7 @@
 #ifndef RA_CLI_OPTS_H
 #define RA_CLI_OPTS_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -20,6 +21,7 @@ struct cli_opts {
 	const char *tools;   /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
 	long long duration_ms; /* -1: until Enter (on a terminal) or a signal */
 	bool children;
+	bool inject; /* --inject: load the agent into targets without a listener */
 	int verbose;
 	bool help, version;
 };
@@ -35,6 +37,27 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t 
 int cli_parse_bool(const char *s);
 /* Strict decimal in [min, max]; 0 or -1. */
 int cli_parse_ll(const char *s, long long min, long long max, long long *out);
+
+/*
+ * The longest window both programs take (-d, ROCPROF_ATTACH_DURATION;
+ * rocattach-mpi's --max-window and --windows too): a week. Longer is almost
+ * certainly a unit mistake (the unit is ms).
+ */
+#define CLI_MAX_DURATION_MS (7LL * 24 * 3600 * 1000)
+
+/*
+ * Whole milliseconds from min to max given by `from` (an option or a
+ * variable); else -1 and the one message both programs give.
+ */
+int cli_parse_ms(const char *v, long long min, long long max, const char *from, long long *out,
+		 char *err, size_t len);
+
+/*
+ * After getopt_long returned '?' or ':' (optstring starting "+:"): the one line
+ * naming the unknown or ambiguous option, or the option missing its value.
+ */
+void cli_bad_option(const char *prog, int c, char **argv, const struct option *opts, char *err,
+		    size_t len);
 
 /* A -t list names at least one library; else -1 with the one-line reason. */
 int cli_check_tools(const char *list, char *err, size_t len);

@@ -11,62 +11,13 @@
 
 #include "cli_opts.h"
 #include "mpi_opts.h"
+#include "launcher_help/rocattach-mpi.h"
 
 #define DAY_MS (24LL * 3600 * 1000)
 #define MAX_WINDOWS 100000
 
-const char rm_usage[] =
-	"Usage: mpirun --map-by ppr:1:node rocattach-mpi [SELECTORS] [-t LIBS] [-d MS] [OPTIONS]\n"
-	"       srun --overlap --jobid=J --ntasks-per-node=1 rocattach-mpi --slurm-step J.S ...\n"
-	"\n"
-	"Attach profiling tool libraries to a parallel job's processes on every node at\n"
-	"once, hold a synchronized window, detach, and report per node and per process.\n"
-	"One rank per node does the work (extra ranks on a node only take part).\n"
-	"\n"
-	"Selectors (sources are united, filters intersect; at least one is needed):\n"
-	"  --pid PID[,PID...]        these processes\n"
-	"  --pid-tree PID            this process and its descendants\n"
-	"  --slurm-step J[.S]        tasks of Slurm step J.S on each node (J alone: every\n"
-	"                            step of job J except the launcher's own)\n"
-	"  --mpirun-pid PID          MPI ranks among the descendants of this mpirun\n"
-	"  --mpi-job[=ID]            ranks of the MPI job ID (PMIX_NAMESPACE or OMPI job id);\n"
-	"                            without ID: your ranks of any MPI job but the launcher's\n"
-	"  --exe NAME                filter: executable basename (alone: your such processes)\n"
-	"  --uid UID|USER            filter: owner (alone: that user's processes); also what\n"
-	"                            the selectors that name nothing reach instead of yours\n"
-	"  --all-users               the selectors that name nothing reach every user's\n"
-	"                            processes (an administrator's option)\n"
-	"  --ranks LIST              filter: job ranks, e.g. 0-3,8\n"
-	"  --rank-var NAME           read the job rank from NAME (default: OMPI_COMM_WORLD_RANK,\n"
-	"                            PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID)\n"
-	"  --attach-children=BOOL    also attach descendants of each match (default true)\n"
-	"\n"
-	"Whose processes: --pid, --pid-tree, --slurm-step, --mpirun-pid and --mpi-job=ID take\n"
-	"exactly what they name. The selectors that name nothing (--mpi-job without ID, --exe\n"
-	"alone) and the descendants --attach-children adds reach only your own processes (your\n"
-	"real uid, even as root; descendants of the match's own user too), unless --uid or\n"
-	"--all-users says otherwise.\n"
-	"\n"
-	"Window:\n"
-	"  -t, --attach-tool-library LIST  colon-separated tools (env ROCPROF_ATTACH_TOOL_LIBRARY)\n"
-	"  -d, --attach-duration-msec MS   window length (env ROCPROF_ATTACH_DURATION); without\n"
-	"                            it the window ends on Enter or SIGINT at rank 0\n"
-	"  --windows DELAY:DURATION:COUNT  COUNT windows of DURATION ms, DELAY ms apart\n"
-	"  --max-window MS           detach after MS even if nobody says stop (default 1 day)\n"
-	"  --start-lead MS           how far ahead rank 0 schedules the start (default: auto)\n"
-	"\n"
-	"Other:\n"
-	"  --jobs N                  parallel attaches per node (default: from targets and cores)\n"
-	"  --inject                  load the agent into targets started without attach support\n"
-	"  --dry-run                 list, per node, what would be attached; attach nothing\n"
-	"  --report FILE.json        write the whole run as JSON (schema in the README)\n"
-	"  --timeline FILE.svg       draw the windows, one lane per node and target\n"
-	"  --one-node-per-rank       treat every rank as its own node (benchmarks, tests)\n"
-	"  -v, --verbose             more messages;  -h, --help\n"
-	"  --version                 this version and the rocprofiler-sdk rocattach API's\n"
-	"\n"
-	"Exit codes: 0 all attached and detached, 1 internal/MPI error, 2 bad usage,\n"
-	"3 no targets found, 4 some targets failed, 5 interrupted by a signal.\n";
+/* launcher/help/rocattach-mpi.txt, also the source of the man page rocattach-mpi(1). */
+const char rm_usage[] = RA_HELP_ROCATTACH_MPI;
 
 enum {
 	OPT_PID = 256, OPT_PID_TREE, OPT_SLURM_STEP, OPT_MPIRUN_PID, OPT_MPI_JOB, OPT_EXE,
@@ -171,8 +122,9 @@ static int parse_windows(struct rm_opts *o, const char *s, char *err, size_t len
 		*b++ = '\0';
 		*c++ = '\0';
 	}
-	if (!c || cli_parse_ll(buf, 0, DAY_MS, &o->delay_ms) ||
-	    cli_parse_ll(b, 1, DAY_MS, &o->duration_ms) || cli_parse_ll(c, 1, MAX_WINDOWS, &count))
+	if (!c || cli_parse_ll(buf, 0, CLI_MAX_DURATION_MS, &o->delay_ms) ||
+	    cli_parse_ll(b, 1, CLI_MAX_DURATION_MS, &o->duration_ms) ||
+	    cli_parse_ll(c, 1, MAX_WINDOWS, &count))
 		return bad(err, len,
 			   "invalid --windows '%s': give DELAY:DURATION:COUNT in ms, e.g. 5000:1000:3 "
 			   "(duration >= 1, count 1..100000)", s);
@@ -180,16 +132,6 @@ static int parse_windows(struct rm_opts *o, const char *s, char *err, size_t len
 	return 0;
 }
 
-static int parse_ms(const char *s, long long min, long long *out, const char *opt, char *err,
-		    size_t len)
-{
-	if (cli_parse_ll(s, min, DAY_MS, out)) {
-		snprintf(err, len, "invalid %s '%s': give whole milliseconds from %lld to %lld", opt, s,
-			 min, DAY_MS);
-		return -1;
-	}
-	return 0;
-}
 
 static int one_selector(int c, struct rm_opts *o, char *err, size_t len)
 {
@@ -258,13 +200,15 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		o->tools = optarg;
 		return 0;
 	case 'd':
-		return parse_ms(optarg, 0, &o->duration_ms, "--attach-duration-msec", err, len);
+		return cli_parse_ms(optarg, 0, CLI_MAX_DURATION_MS, "--attach-duration-msec",
+				    &o->duration_ms, err, len);
 	case OPT_WINDOWS:
 		return parse_windows(o, optarg, err, len);
 	case OPT_MAX_WINDOW:
-		return parse_ms(optarg, 1, &o->max_window_ms, "--max-window", err, len);
+		return cli_parse_ms(optarg, 1, CLI_MAX_DURATION_MS, "--max-window",
+				    &o->max_window_ms, err, len);
 	case OPT_START_LEAD:
-		return parse_ms(optarg, 0, &o->start_lead_ms, "--start-lead", err, len);
+		return cli_parse_ms(optarg, 0, DAY_MS, "--start-lead", &o->start_lead_ms, err, len);
 	case OPT_JOBS:
 		if (cli_parse_ll(optarg, 1, 256, &v))
 			return bad(err, len, "invalid --jobs '%s': give 1 to 256", optarg);
@@ -294,9 +238,8 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 	case OPT_VERSION:
 		o->version = true;
 		return 0;
-	default:
-		return bad(err, len, "unknown or incomplete option: see rocattach-mpi --help");
 	}
+	return 1; /* '?' or ':': cli_bad_option says which */
 }
 
 static void defaults(struct rm_opts *o)
@@ -314,7 +257,7 @@ static void defaults(struct rm_opts *o)
 	o->max_window_ms = DAY_MS;
 	o->start_lead_ms = -1;
 	v = getenv("ROCPROF_ATTACH_DURATION");
-	if (v && *v && !cli_parse_ll(v, 0, DAY_MS, &d))
+	if (v && *v && !cli_parse_ll(v, 0, CLI_MAX_DURATION_MS, &d))
 		o->duration_ms = d;
 }
 
@@ -366,9 +309,9 @@ static int validate(struct rm_opts *o, char *err, size_t len)
 	const char *env = getenv("ROCPROF_ATTACH_DURATION");
 	long long d;
 
-	if (env && *env && cli_parse_ll(env, 0, DAY_MS, &d))
-		return bad(err, len, "invalid ROCPROF_ATTACH_DURATION '%s': give whole milliseconds",
-			   env);
+	if (env && *env &&
+	    cli_parse_ms(env, 0, CLI_MAX_DURATION_MS, "ROCPROF_ATTACH_DURATION", &d, err, len))
+		return -1;
 	if (!s->n_pids && !s->n_trees && !s->slurm_step && !s->mpirun_pid && !s->mpi_job &&
 	    !s->exe && s->uid < 0)
 		return bad(err, len, "no selector given: name the job with --slurm-step, --mpi-job, "
@@ -403,10 +346,14 @@ int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t le
 	err[0] = '\0';
 	optind = 0; /* reset getopt, so the parser can run more than once */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+t:d:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:t:d:vh", long_opts, NULL)) != -1) {
+		int ret = one_opt(c, o, err, len);
+
 		windows_given |= c == OPT_WINDOWS;
 		d_given |= c == 'd';
-		if (one_opt(c, o, err, len))
+		if (ret > 0)
+			cli_bad_option("rocattach-mpi", c, argv, long_opts, err, len);
+		if (ret)
 			return -1;
 	}
 	if (windows_given && d_given)

@@ -81,9 +81,15 @@ static int hold_window(int sfd, long long duration_ms)
 	}
 }
 
+/* --inject is the library's ROCATTACH_F_INJECT, for the root and every descendant. */
 static int attach(const struct cli_opts *o)
 {
-	return o->children ? rocattach_attach_tree(o->pid) : rocattach_attach(o->pid);
+	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools};
+
+	if (o->inject)
+		ro.flags |= ROCATTACH_F_INJECT;
+	return o->children ? rocattach_attach_tree_ex(o->pid, &ro, NULL)
+			   : rocattach_attach_ex(o->pid, &ro, NULL);
 }
 
 static int detach(const struct cli_opts *o)
@@ -139,11 +145,6 @@ int main(int argc, char **argv)
 		printf("rocattach %s (rocattach-mpi; rocprofiler-sdk rocattach API %s)\n",
 		       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 		return CLI_EXIT_OK;
-	}
-	/* The tree calls take the tool list from the environment, as ROCm's do. */
-	if (o.tools && setenv("ROCPROF_ATTACH_TOOL_LIBRARY", o.tools, 1)) {
-		fprintf(stderr, "rocattach: setenv: %s\n", strerror(errno));
-		return CLI_EXIT_USAGE;
 	}
 	rocattach_set_log_callback(log_to_stderr, NULL);
 	rocattach_set_log_level(o.verbose >= 2 ? ROCATTACH_LOG_DEBUG

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,19 +42,41 @@ static int exists_file(const char *path)
 	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/*
+ * The file this code is in, resolved: librocattach.so.0 when it is the shared
+ * library, the program when a copy is linked in statically (rocattach-mpi).
+ * Never argv[0]: dladdr gives the main program's name as it was typed, a bare
+ * "rocattach-mpi" when it was found through PATH.
+ */
+static int own_file(char *out)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+	ssize_t n;
+
+	if (!dladdr1((void *)own_file, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return -1;
+	if (lm->l_name && lm->l_name[0])
+		return realpath(lm->l_name, out) ? 0 : -1;
+	n = readlink("/proc/self/exe", out, PATH_MAX - 1);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
 int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, struct ra_err *e)
 {
-	static const char *const rel[] = {"", "../lib/", "../lib64/"};
+	/* Beside the library; from a program's bin/, the installed (or build) lib dir. */
+	static const char *const rel[] = {"", RA_BIN_TO_LIB, "../lib/", "../lib64/"};
 	const char *env = getenv("ROCATTACH_AGENT");
-	char dir[PATH_MAX], *slash;
-	Dl_info info;
+	char dir[PATH_MAX], *slash = NULL;
 
 	if (explicit_path || (env && *env)) {
 		snprintf(path, len, "%s", explicit_path ? explicit_path : env);
 		return 0;
 	}
-	if (dladdr((void *)ra_inject_agent_path, &info) && info.dli_fname &&
-	    realpath(info.dli_fname, dir) && (slash = strrchr(dir, '/'))) {
+	if (!own_file(dir) && (slash = strrchr(dir, '/'))) {
 		slash[1] = '\0';
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 			snprintf(path, len, "%s%s%s", dir, rel[i], AGENT_SONAME);
@@ -62,8 +85,8 @@ int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, stru
 		}
 	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-		   "cannot find %s for --inject: set ROCATTACH_AGENT=/path/to/%s", AGENT_SONAME,
-		   AGENT_SONAME);
+		   "cannot find %s for --inject beside %s: set ROCATTACH_AGENT=/path/to/%s",
+		   AGENT_SONAME, slash ? dir : "librocattach", AGENT_SONAME);
 	return -ENOENT;
 }
 

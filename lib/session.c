@@ -217,6 +217,9 @@ struct prepared {
 	char object[512];
 };
 
+/* One object, so that its use can be told from a list naming the same file. */
+static const char default_tool[] = DEFAULT_TOOL;
+
 static const char *tool_list_for(const rocattach_opts_t *o)
 {
 	const char *v;
@@ -229,7 +232,7 @@ static const char *tool_list_for(const rocattach_opts_t *o)
 		if (v && *v)
 			return v;
 	}
-	return DEFAULT_TOOL;
+	return default_tool;
 }
 
 /*
@@ -575,7 +578,7 @@ static int find_listener(pid_t pid, pid_t *tid, struct ra_err *e)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
 				  "process %d has no attach listener (no thread named '%s'): start "
 				  "it with ROCP_TOOL_ATTACH=1 (and LD_PRELOAD=librocattach-agent.so "
-				  "if it does not use ROCm)",
+				  "if it does not use ROCm), or attach with --inject",
 				  pid, LISTENER_COMM);
 	if (ret)
 		return no_process(pid, ret, e);
@@ -995,6 +998,24 @@ static int preload_tools(struct session *s, const rocattach_opts_t *o, struct pr
 	return 0;
 }
 
+/*
+ * Nobody named a tool and the default one (ROCm's rocprofiler-sdk tool, absent
+ * off ROCm) could not attach: say once which tool was tried, why, and to name
+ * one. The agent's reason reads "no tool can attach: <lib>: <why>".
+ */
+static void default_tool_failed(pid_t pid, struct op *op)
+{
+	const char *why = strstr(op->e.msg, DEFAULT_TOOL ": ");
+	char cause[ROCATTACH_MESSAGE_MAX];
+
+	snprintf(cause, sizeof(cause), "%s", why ? why + strlen(DEFAULT_TOOL ": ") : "");
+	ra_err_reset(&op->e, op->e.status,
+		     "process %d: the default tool %s (ROCm's rocprofiler-sdk; no tool list was "
+		     "given) cannot attach%s%s (rocprofiler_register_attach returned %d): give "
+		     "the tool with -t /path/to/libtool.so (or ROCPROF_ATTACH_TOOL_LIBRARY)",
+		     pid, DEFAULT_TOOL, cause[0] ? ": " : "", cause, op->rep.agent_status);
+}
+
 /* Call the attach entry point with the payload in the target. */
 static void drive_attach(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 			 struct ra_remote *r, struct op *op)
@@ -1010,6 +1031,9 @@ static void drive_attach(struct session *s, const rocattach_opts_t *o, struct pr
 		return;
 	if (call_entry(r, &s->ep, s->ep.fn_attach, o->start_ns, args, 2, op, 0))
 		return; /* the thread may be anywhere: leave the mapping */
+	if (p->tool_path == default_tool &&
+	    op->rep.agent_status == ROCATTACH_REGISTER_ROCPROFILER_ERROR)
+		default_tool_failed(s->pid, op);
 	op_step(op, ROCATTACH_STEP_CALL);
 unmap:
 	if (mapped) {
@@ -1202,34 +1226,50 @@ static void record_tree(pid_t root, pid_t *pids, size_t n)
 	free(pids);
 }
 
-rocattach_status_t rocattach_attach_tree(int pid)
+/*
+ * A descendant without a listener (a child forked without exec) is skipped,
+ * unless the caller injects: then it gets the agent like the root.
+ */
+static bool tree_skips(pid_t root, pid_t pid, const rocattach_opts_t *opts)
+{
+	pid_t tid;
+
+	if (opts && opts->size >= offsetof(rocattach_opts_t, flags) + sizeof(opts->flags) &&
+	    (opts->flags & ROCATTACH_F_INJECT))
+		return false;
+	if (ra_find_thread_by_comm(RA_PROCFS, pid, LISTENER_COMM, &tid) != -ENOENT)
+		return false;
+	ra_warn("attach tree %d: skipping process %d: no attach listener "
+		"(a child forked without exec?)",
+		root, pid);
+	return true;
+}
+
+rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
+					    rocattach_report_t *report)
 {
 	rocattach_status_t st, last = ROCATTACH_STATUS_SUCCESS;
-	pid_t *pids = NULL, tid;
+	pid_t *pids = NULL;
 	size_t n = 0, done = 0;
 	struct op op;
 	int ret;
 
 	if (pid <= 0)
-		return attach_one(pid, NULL, NULL);
+		return attach_one(pid, opts, report);
 	ret = ra_tree(RA_PROCFS, pid, &pids, &n);
 	if (ret) {
 		op_init(&op);
 		no_process(pid, ret, &op.e);
-		return op_finish(&op, NULL);
+		return op_finish(&op, report);
 	}
-	st = attach_one(pid, NULL, NULL);
+	st = attach_one(pid, opts, report);
 	if (st != ROCATTACH_STATUS_SUCCESS)
 		goto out;
 	pids[done++] = pid;
 	for (size_t i = 1; i < n; i++) {
-		if (ra_find_thread_by_comm(RA_PROCFS, pids[i], LISTENER_COMM, &tid) == -ENOENT) {
-			ra_warn("attach tree %d: skipping process %d: no attach listener "
-				"(a child forked without exec?)",
-				pid, pids[i]);
+		if (tree_skips(pid, pids[i], opts))
 			continue;
-		}
-		st = attach_one(pids[i], NULL, NULL);
+		st = attach_one(pids[i], opts, NULL);
 		if (st == ROCATTACH_STATUS_SUCCESS)
 			pids[done++] = pids[i];
 		else
@@ -1240,6 +1280,11 @@ rocattach_status_t rocattach_attach_tree(int pid)
 out:
 	free(pids);
 	return st;
+}
+
+rocattach_status_t rocattach_attach_tree(int pid)
+{
+	return rocattach_attach_tree_ex(pid, NULL, NULL);
 }
 
 rocattach_status_t rocattach_detach_tree(int pid)

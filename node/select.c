@@ -808,6 +808,39 @@ static int add_trees(struct sel_ctx *c, struct pidset *src)
 	return r < 0 ? fail(c, "selecting processes: out of memory") : 0;
 }
 
+/*
+ * mpirun and its kin (mpirun.openmpi, mpiexec.hydra, orterun, prterun), by
+ * executable or by comm: a wrapper script's comm is its own name.
+ */
+static bool is_mpirun(const struct proc *p)
+{
+	static const char *const names[] = {"mpirun", "mpiexec", "orterun", "prterun"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(p->exe, names[i], strlen(names[i])) ||
+		    !strncmp(p->st.name, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+/* A pid that is no mpirun (a shell, a rank) would select nothing: say what it is. */
+static int check_mpirun(struct sel_ctx *c, pid_t pid)
+{
+	struct proc p;
+	bool ok;
+
+	if (proc_load(c, pid, &p) < 0)
+		return 0; /* gone or unreadable: tree_of names it */
+	ok = is_mpirun(&p);
+	proc_free(&p);
+	if (ok)
+		return 0;
+	return fail(c,
+		    "--mpirun-pid %d: process %d is '%s', not mpirun/mpiexec/orterun/prterun: "
+		    "give the pid of the job's mpirun",
+		    (int)pid, (int)pid, p.exe);
+}
+
 /* Ranks among the descendants of mpirun (its daemons, prted/orted, have no rank). */
 static int add_mpirun(struct sel_ctx *c, struct pidset *src)
 {
@@ -817,7 +850,8 @@ static int add_mpirun(struct sel_ctx *c, struct pidset *src)
 	size_t i, n, len;
 	int r = 0;
 
-	if (tree_of(c, c->sel->mpirun_pid, "--mpirun-pid", &v, &n) < 0)
+	if (check_mpirun(c, c->sel->mpirun_pid) < 0 ||
+	    tree_of(c, c->sel->mpirun_pid, "--mpirun-pid", &v, &n) < 0)
 		return -1;
 	for (i = 1; i < n && r == 0; i++) {
 		if (proc_load(c, v[i], &p) < 0)

@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(gcc make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
 	openmpi-bin libopenmpi-dev jq
 	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime
+	man-db
 	clang libclang-rt-dev llvm)
 
 missing=()

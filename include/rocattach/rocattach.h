@@ -135,8 +135,9 @@ typedef struct rocattach_opts {
 	unsigned int flags;
 	/*
 	 * The agent for ROCATTACH_F_INJECT, as an absolute path valid in the
-	 * target's root. NULL: ROCATTACH_AGENT, else librocattach-agent.so.0
-	 * next to this library (or in ../lib from a program linking it statically).
+	 * target's root. NULL: $ROCATTACH_AGENT, else librocattach-agent.so.0
+	 * beside this library's own file (found with dladdr, not from argv[0]),
+	 * or, for a program linking a static copy, in the lib dir beside its bin/.
 	 */
 	const char *agent_path;
 	/*
@@ -188,6 +189,14 @@ typedef struct rocattach_report {
 /* rocattach_attach() with explicit options; report may be NULL. */
 rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
 				       rocattach_report_t *report) ROCATTACH_API;
+/*
+ * rocattach_attach_tree() with explicit options; report (may be NULL) is the
+ * root's. With ROCATTACH_F_INJECT, descendants without a listener get the
+ * agent like the root instead of being skipped. rocattach_detach_tree(pid)
+ * detaches what it attached.
+ */
+rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
+					    rocattach_report_t *report) ROCATTACH_API;
 /* rocattach_detach() of one pid (> 0) with options (stop_ns; the rest is ignored) and a report. */
 rocattach_status_t rocattach_detach_ex(int pid, const rocattach_opts_t *opts,
 				       rocattach_report_t *report) ROCATTACH_API;

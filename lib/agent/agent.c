@@ -483,7 +483,12 @@ static void tool_load(const char *lib)
 	handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!handle) {
 		why = dlerror();
-		note(lib, why ? why : "dlopen failed");
+		if (!why)
+			why = "dlopen failed";
+		/* glibc's message starts with the name already: say it once. */
+		else if (!strncmp(why, lib, strlen(lib)) && !strncmp(why + strlen(lib), ": ", 2))
+			why += strlen(lib) + 2;
+		note(lib, why);
 		return;
 	}
 	t = tool_find(handle);

@@ -202,8 +202,83 @@ static void test_cli_no_listener_one_line_exit_1(void **state)
 	assert_int_equal(cli_run(args), 1);
 	assert_int_equal(lines(errbuf), 1);
 	assert_non_null(strstr(errbuf, "ROCP_TOOL_ATTACH=1"));
+	/* ... and the other fix. */
+	assert_non_null(strstr(errbuf, "--inject"));
 	assert_true(proc_alive(v.pid));
 	assert_int_equal(proc_tracer(v.pid), 0);
+	victim_stop(&v);
+}
+
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)); s += strlen(what))
+		n++;
+	return n;
+}
+
+/*
+ * --inject on a process started with neither the agent nor ROCP_TOOL_ATTACH:
+ * the whole lifecycle runs, the process is untraced and unharmed, and keeps
+ * the agent's two threads (documented). children selects the tree form.
+ */
+static void inject_plain(bool children)
+{
+	const struct victim_opts plain = {0};
+	char pid[16], events[256], why[256];
+	struct victim v;
+
+	assert_int_equal(victim_start(&v, &plain), 0);
+	snprintf(pid, sizeof(pid), "%d", v.pid);
+	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
+	const char *args[] = {"--inject", "-p", pid, "-t", RA_TOOL_PATH, "-d", "200",
+			      children ? NULL : "--attach-children=false", NULL};
+	if (cli_run(args) != 0)
+		fail_msg("rocattach --inject: %s", errbuf);
+	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
+	tool_events(logbuf, events, sizeof(events));
+	assert_string_equal(events,
+			    "configure configure_attach initialize tool_attach tool_detach");
+	if (victim_unharmed(&v, true, why, sizeof(why)))
+		fail_msg("after rocattach --inject: %s", why);
+	assert_int_equal(proc_tracer(v.pid), 0);
+	assert_true(proc_thread(v.pid, "rocp-bg-attach") > 0);
+	assert_true(proc_thread(v.pid, "rocp-watchdog") > 0);
+	victim_stop(&v);
+}
+
+static void test_cli_inject_plain_process(void **state)
+{
+	(void)state;
+	inject_plain(false);
+}
+
+static void test_cli_inject_plain_tree(void **state)
+{
+	(void)state;
+	inject_plain(true);
+}
+
+/* Without -t: the default tool is named once, with the fix; the target is untouched. */
+static void test_cli_default_tool_named_once(void **state)
+{
+	char pid[16], why[256];
+	struct victim v;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &with_agent), 0);
+	snprintf(pid, sizeof(pid), "%d", v.pid);
+	const char *args[] = {"-p", pid, "-d", "100", NULL};
+	assert_int_equal(cli_run(args), 1);
+	assert_int_equal(lines(errbuf), 1);
+	assert_int_equal(count(errbuf, "librocprofiler-sdk-tool.so.1"), 1);
+	assert_non_null(strstr(errbuf, "give the tool with -t "));
+	if (victim_unharmed(&v, true, why, sizeof(why)))
+		fail_msg("after the failed attach: %s", why);
+	/* Not bound by the failure: a named tool attaches afterwards. */
+	const char *named[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "100", NULL};
+	assert_int_equal(cli_run(named), 0);
 	victim_stop(&v);
 }
 
@@ -241,6 +316,9 @@ int main(void)
 		cmocka_unit_test(test_cli_signal_ends_window),
 		cmocka_unit_test(test_cli_bad_usage),
 		cmocka_unit_test(test_cli_no_listener_one_line_exit_1),
+		cmocka_unit_test(test_cli_inject_plain_process),
+		cmocka_unit_test(test_cli_inject_plain_tree),
+		cmocka_unit_test(test_cli_default_tool_named_once),
 		cmocka_unit_test(test_cli_help_and_version),
 		cmocka_unit_test(test_cli_version_names_both),
 	};

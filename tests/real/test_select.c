@@ -63,7 +63,7 @@ struct fake {
 };
 
 static struct fake fakes[NFAKE];
-static char dir[64], sleeper[128], exe_name[16];
+static char dir[64], sleeper[128], exe_name[16], mpirun_link[128];
 static unsigned long job;
 static char own_ns[64], mpi_ns[64], other_ns[64];
 
@@ -165,7 +165,8 @@ __attribute__((noreturn)) static void become(int i, int fd)
 			_exit(125);
 	for (j = 0; j < ENV_MAX && fakes[i].env[j][0]; j++)
 		envp[k++] = fakes[i].env[j];
-	execve(sleeper, argv, envp);
+	/* The fake mpirun runs as one to --mpirun-pid: its comm, as a script's, says mpirun. */
+	execve(i == M ? mpirun_link : sleeper, argv, envp);
 	_exit(127);
 }
 
@@ -252,8 +253,9 @@ static int make_sleeper(void)
 	if (!mkdtemp(dir) || chmod(dir, 0755) < 0)
 		return -1;
 	snprintf(sleeper, sizeof(sleeper), "%s/%s", dir, exe_name);
+	snprintf(mpirun_link, sizeof(mpirun_link), "%s/mpirun", dir);
 	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s' && chmod 755 '%s'", sleeper, sleeper);
-	return system(cmd) == 0 ? 0 : -1;
+	return system(cmd) == 0 && symlink(exe_name, mpirun_link) == 0 ? 0 : -1;
 }
 
 static void reap_all(void)
@@ -299,6 +301,7 @@ static int teardown(void **state)
 			kill(fakes[i].pid, SIGKILL);
 	reap_all();
 	unlink(sleeper);
+	unlink(mpirun_link);
 	rmdir(dir);
 	return 0;
 }

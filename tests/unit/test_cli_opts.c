@@ -101,6 +101,72 @@ static void test_cli_opts_parse_rejects_bad_input(void **state)
 	}
 }
 
+static void test_cli_opts_parse_inject(void **state)
+{
+	const char *argv1[] = {"rocattach", "-p", "3"};
+	const char *argv2[] = {"rocattach", "-p", "3", "--inject", "--attach-children=0"};
+	struct cli_opts o;
+
+	(void)state;
+	assert_int_equal(parse(&o, 3, argv1), 0);
+	assert_false(o.inject);
+	assert_int_equal(parse(&o, 5, argv2), 0);
+	assert_true(o.inject);
+	assert_false(o.children);
+}
+
+/* The one line names the option and where to look. */
+static void test_cli_opts_parse_names_bad_option(void **state)
+{
+	static struct {
+		const char *argv[4];
+		int argc;
+		const char *want;
+	} cases[] = {
+		{{"rocattach", "-p", "1", "--foo"}, 4, "unknown option '--foo': see rocattach --help"},
+		{{"rocattach", "-p", "1", "--foo=3"}, 4, "unknown option '--foo': see rocattach --help"},
+		{{"rocattach", "-p", "1", "-x"}, 4, "unknown option '-x': see rocattach --help"},
+		{{"rocattach", "-p", "1", "-vx"}, 4, "unknown option '-x': see rocattach --help"},
+		{{"rocattach", "-p", "1", "--attach-c"}, 4,
+		 "missing value for option '--attach-c': see rocattach --help"},
+		{{"rocattach", "-p", "1", "--pid"}, 4,
+		 "missing value for option '--pid': see rocattach --help"},
+		{{"rocattach", "-p", "1", "-d"}, 4, "missing value for option '-d': see rocattach --help"},
+		{{"rocattach", "-p", "1", "--inject=1"}, 4,
+		 "option '--inject' takes no value: see rocattach --help"},
+		/* --attach and --attach-* share the prefix. */
+		{{"rocattach", "-p", "1", "--attach-"}, 4,
+		 "ambiguous option '--attach-': see rocattach --help"},
+	};
+	struct cli_opts o;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(parse(&o, cases[i].argc, cases[i].argv), -1);
+		assert_string_equal(err, cases[i].want);
+	}
+}
+
+/* -d and ROCPROF_ATTACH_DURATION: up to 7 days, the message rocattach-mpi gives too. */
+static void test_cli_opts_parse_duration_limit(void **state)
+{
+	const char *ok[] = {"rocattach", "-p", "1", "-d", "604800000"};
+	const char *over[] = {"rocattach", "-p", "1", "-d", "604800001"};
+	struct cli_opts o;
+
+	(void)state;
+	assert_int_equal(CLI_MAX_DURATION_MS, 604800000LL);
+	assert_int_equal(parse(&o, 5, ok), 0);
+	assert_int_equal(o.duration_ms, CLI_MAX_DURATION_MS);
+	assert_int_equal(parse(&o, 5, over), -1);
+	assert_string_equal(err, "invalid --attach-duration-msec '604800001': give whole "
+				 "milliseconds from 0 to 604800000 (7 days)");
+	setenv("ROCPROF_ATTACH_DURATION", "1e3", 1);
+	assert_int_equal(parse(&o, 3, ok), -1);
+	assert_string_equal(err, "invalid ROCPROF_ATTACH_DURATION '1e3': give whole "
+				 "milliseconds from 0 to 604800000 (7 days)");
+}
+
 static void test_cli_parse_bool_values(void **state)
 {
 	(void)state;
@@ -143,6 +209,9 @@ int main(void)
 		cmocka_unit_test_setup(test_cli_opts_parse_long_forms, clear_env),
 		cmocka_unit_test_setup(test_cli_opts_parse_env_defaults_and_override, clear_env),
 		cmocka_unit_test_setup(test_cli_opts_parse_rejects_bad_input, clear_env),
+		cmocka_unit_test_setup(test_cli_opts_parse_inject, clear_env),
+		cmocka_unit_test_setup(test_cli_opts_parse_names_bad_option, clear_env),
+		cmocka_unit_test_setup(test_cli_opts_parse_duration_limit, clear_env),
 		cmocka_unit_test(test_cli_parse_bool_values),
 		cmocka_unit_test(test_cli_parse_ll_bounds),
 	};

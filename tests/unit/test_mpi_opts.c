@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "cli_opts.h"
 #include "mpi_opts.h"
 
 static char err[512];
@@ -141,6 +143,59 @@ static void test_rm_opts_parse_rejects_bad_input(void **state)
 	assert_null(strchr(err, '\n'));
 }
 
+/* Named as rocattach names them. */
+static void test_rm_opts_parse_names_bad_option(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "--foo"), -1);
+	assert_string_equal(err, "unknown option '--foo': see rocattach-mpi --help");
+	assert_int_equal(PARSE("--exe", "x", "-q"), -1);
+	assert_string_equal(err, "unknown option '-q': see rocattach-mpi --help");
+	assert_int_equal(PARSE("--exe", "x", "--report"), -1);
+	assert_string_equal(err, "missing value for option '--report': see rocattach-mpi --help");
+	assert_int_equal(PARSE("--exe", "x", "--dry-run=yes"), -1);
+	assert_string_equal(err, "option '--dry-run' takes no value: see rocattach-mpi --help");
+	/* --pid and --pid-tree. */
+	assert_int_equal(PARSE("--exe", "x", "--pi", "3"), -1);
+	assert_string_equal(err, "ambiguous option '--pi': see rocattach-mpi --help");
+}
+
+/* -d: the limit and message of rocattach (CLI_MAX_DURATION_MS); --max-window goes as far. */
+static void test_rm_opts_parse_duration_limit(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "-d", "604800001"), -1);
+	assert_string_equal(err, "invalid --attach-duration-msec '604800001': give whole "
+				 "milliseconds from 0 to 604800000 (7 days)");
+	assert_int_equal(PARSE("--exe", "x", "-d", "604800000", "--max-window", "604800000"), 0);
+	assert_int_equal(o.duration_ms, CLI_MAX_DURATION_MS);
+	/* The default --max-window (1 day) still bounds -d: the message says what to raise. */
+	assert_int_equal(PARSE("--exe", "x", "-d", "86400001"), -1);
+	assert_non_null(strstr(err, "raise --max-window"));
+	assert_int_equal(PARSE("--exe", "x", "--max-window", "604800001"), -1);
+	assert_non_null(strstr(err, "from 1 to 604800000 (7 days)"));
+	setenv("ROCPROF_ATTACH_DURATION", "abc", 1);
+	assert_int_equal(PARSE("--exe", "x"), -1);
+	assert_string_equal(err, "invalid ROCPROF_ATTACH_DURATION 'abc': give whole "
+				 "milliseconds from 0 to 604800000 (7 days)");
+}
+
+/* --help prints launcher/help/rocattach-mpi.txt, the man page's source, byte for byte. */
+static void test_rm_usage_is_the_help_file(void **state)
+{
+	static char text[16384];
+	FILE *f = fopen(RA_TEST_DATA "/../../launcher/help/rocattach-mpi.txt", "r");
+	size_t n;
+
+	(void)state;
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	assert_string_equal(rm_usage, text);
+	assert_non_null(strstr(rm_usage, "--inject"));
+}
+
 static void test_rm_opts_check_outputs_missing_dir(void **state)
 {
 	(void)state;
@@ -160,6 +215,9 @@ int main(void)
 		cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_all_users, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_rejects_bad_input, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_names_bad_option, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_duration_limit, clear_env),
+		cmocka_unit_test(test_rm_usage_is_the_help_file),
 		cmocka_unit_test_setup(test_rm_opts_check_outputs_missing_dir, clear_env),
 	};
 	int ret = cmocka_run_group_tests(tests, NULL, NULL);

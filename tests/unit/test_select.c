@@ -484,6 +484,10 @@ static void test_rn_select_mpirun_pid(void **state)
 	free(t);
 	s.mpirun_pid = 9999;
 	run_fails(&s, "process 9999 does not exist");
+	/* A rank is no mpirun: say what it is, and what to give. */
+	s.mpirun_pid = 504;
+	run_fails(&s, "--mpirun-pid 504: process 504 is 'lmp', not mpirun/mpiexec/orterun/prterun: "
+		      "give the pid of the job's mpirun");
 }
 
 static void test_rn_select_mpirun_pid_ranks_children(void **state)
