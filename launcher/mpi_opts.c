@@ -65,8 +65,13 @@ const char rm_usage[] =
 	"  -v, --verbose             more messages;  -h, --help\n"
 	"  --version                 this version and the rocprofiler-sdk rocattach API's\n"
 	"\n"
-	"Exit codes: 0 all attached and detached, 1 internal/MPI error, 2 bad usage,\n"
-	"3 no targets found, 4 some targets failed, 5 interrupted by a signal.\n";
+	"The run ends when every window ran, when every target of every node has exited\n"
+	"(stop reason 'job ended': targets that exit are 'exited', not failed), when no\n"
+	"target could attach the tool (at the first attach: 'tool failed'), or on a signal.\n"
+	"\n"
+	"Exit codes: 0 all attached and detached (targets that exited meanwhile included),\n"
+	"1 internal/MPI error, 2 bad usage, 3 no targets found, 4 some targets failed (or\n"
+	"the tool failed on every target), 5 interrupted by a signal.\n";
 
 enum {
 	OPT_PID = 256, OPT_PID_TREE, OPT_SLURM_STEP, OPT_MPIRUN_PID, OPT_MPI_JOB, OPT_EXE,

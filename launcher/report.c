@@ -55,10 +55,13 @@ static bool attached_since(const struct rn_target *t, uint64_t since)
 	return attached(t) && t->attach_end_ns >= since;
 }
 
+/*
+ * A target that exited (normally or by a signal: the launcher is not its
+ * parent and cannot tell) is not a failure: its job ended under it.
+ */
 static bool failed(const struct rn_target *t)
 {
-	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED ||
-	       t->state == RN_EXITED;
+	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED;
 }
 
 struct spread {
@@ -195,7 +198,7 @@ void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
 }
 
 struct counts {
-	size_t found, attached, failed, detached;
+	size_t found, attached, failed, detached, exited;
 };
 
 /*
@@ -216,6 +219,7 @@ static void count_node(const struct rm_node *n, struct counts *c)
 			c->attached++;
 		c->failed += failed(t);
 		c->detached += t->state == RN_DETACHED;
+		c->exited += t->state == RN_EXITED;
 	}
 }
 
@@ -307,6 +311,24 @@ static int for_each_failure(const struct rm_run *r, failure_fn fn, void *arg)
 	return 0;
 }
 
+static int count_one(const struct rm_window *w, const struct rm_node *n,
+		     const struct rn_target *t, void *arg)
+{
+	(void)w;
+	(void)n;
+	(void)t;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+size_t rm_count_failures(const struct rm_run *r)
+{
+	size_t n = 0;
+
+	for_each_failure(r, count_one, &n);
+	return n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Text output. */
 
@@ -372,7 +394,7 @@ static void print_headline(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = last_window(r);
 	struct counts c = count_window(w);
-	size_t other = c.found - c.detached - c.failed;
+	size_t other = c.found - c.detached - c.failed - c.exited;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -383,6 +405,8 @@ static void print_headline(FILE *f, const struct rm_run *r)
 		fprintf(f, ", %zu windows", r->n_w);
 	if (c.found)
 		fprintf(f, ": %zu attached and detached, %zu failed", c.detached, c.failed);
+	if (c.exited)
+		fprintf(f, ", %zu exited", c.exited);
 	if (c.found && other)
 		fprintf(f, ", %zu not completed", other);
 	fprintf(f, " (exit %d%s%s)\n", r->exit_code, r->exit_reason ? ": " : "",
@@ -407,8 +431,8 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 	fmt_ms(p50, a.n, p50s, sizeof(p50s));
 	fmt_ms(max, a.n, maxs, sizeof(maxs));
 	fmt_ms(spread_ns(&a), a.n, skews, sizeof(skews));
-	fprintf(f, " %5zu %8zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed, p50s, maxs,
-		skews);
+	fprintf(f, " %5zu %8zu %6zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed,
+		c.exited, p50s, maxs, skews);
 }
 
 static void print_window_line(FILE *f, const struct rm_window *w)
@@ -515,8 +539,8 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 	print_headline(f, r);
 	if (w && w->n_nodes) {
 		hw = host_width(w->nodes, w->n_nodes);
-		fprintf(f, "%-*s found attached failed  attach p50  attach max  start skew\n", hw,
-			"node");
+		fprintf(f, "%-*s found attached failed exited  attach p50  attach max  start skew\n",
+			hw, "node");
 		for (i = 0; i < w->n_nodes; i++)
 			print_node_row(f, &w->nodes[i], w->start_ns, hw);
 	}
@@ -722,6 +746,7 @@ static json_t *counts_json(json_t *o, const struct counts *c, const char *found)
 	rc |= json_object_set_new(o, found, json_integer((json_int_t)c->found));
 	rc |= json_object_set_new(o, "attached", json_integer((json_int_t)c->attached));
 	rc |= json_object_set_new(o, "failed", json_integer((json_int_t)c->failed));
+	rc |= json_object_set_new(o, "exited", json_integer((json_int_t)c->exited));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -923,6 +948,8 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	node_times(n, since, &p50, &max);
 	rc |= json_object_set_new(o, "host", jstr(n->host, sizeof(n->host)));
 	rc |= json_object_set_new(o, "error", jstr_or_null(n->error));
+	rc |= json_object_set_new(o, "realtime_minus_boottime_ns",
+				  n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());
 	rc |= json_object_set_new(o, "topology", topology_json(n));
 	if (rc || !(o = counts_json(o, &c, "found"))) {
 		json_decref(o);
@@ -1087,6 +1114,7 @@ static json_t *run_json(const struct rm_run *r)
 	rc |= json_object_set_new(o, "ended_ns", json_integer((json_int_t)r->ended_ns));
 	rc |= json_object_set_new(o, "exit_code", json_integer(r->exit_code));
 	rc |= json_object_set_new(o, "exit_reason", jstr_or_null(r->exit_reason));
+	rc |= json_object_set_new(o, "stop_reason", jstr_or_null(r->stop_reason));
 	rc |= json_object_set_new(o, "config", config_json(&r->cfg));
 	rc |= json_object_set_new(o, "summary", summary_json(r));
 	rc |= json_object_set_new(o, "windows", windows_json(r));
@@ -1133,6 +1161,7 @@ out:
 #define SVG_CHAR_W 6.6	/* average width of an 11px sans-serif character, with margin */
 
 #define SVG_OK "#3a9d5d"
+#define SVG_EXIT "#9aa5b1"
 #define SVG_FAIL "#d64541"
 #define SVG_CALL "#1d3557"
 
@@ -1454,7 +1483,22 @@ static void svg_state_label(struct svg *s, const struct rn_target *t, double x1,
 			y + 13, name);
 }
 
-/* One target in one window: its bar (green, or red if it failed), then its call marks. */
+/* The record of a target that exited, unchanged since the previous window: drawn there. */
+static bool stale_exit(const struct rm_run *r, size_t wi, const struct rm_node *n,
+		       const struct rn_target *t)
+{
+	const struct rn_target *p;
+
+	if (t->state != RN_EXITED || wi == 0)
+		return false;
+	p = find_target(find_node(&r->w[wi - 1], 0, n->host), (size_t)(t - n->t), t->pid);
+	return p && p->state == t->state && p->attach_start_ns == t->attach_start_ns;
+}
+
+/*
+ * One target in one window: its bar (green, red if it failed, grey if it
+ * exited attached), then its call marks.
+ */
 static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t ni, size_t ti,
 		       int y)
 {
@@ -1469,6 +1513,8 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 		return;
 	if (failed(t) && !new_failure(s->r, wi, (size_t)(wn - w->nodes), (size_t)(t - wn->t)))
 		return;
+	if (stale_exit(s->r, wi, wn, t))
+		return;
 	x1 = svg_x(s, from);
 	x2 = svg_x(s, to);
 	if (x2 - x1 < 6)
@@ -1476,7 +1522,7 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 	bar_title(w, n, t, s, title, sizeof(title));
 	fprintf(s->f,
 		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">",
-		x1, y + 4, x2 - x1, failed(t) ? SVG_FAIL : SVG_OK);
+		x1, y + 4, x2 - x1, failed(t) ? SVG_FAIL : t->state == RN_EXITED ? SVG_EXIT : SVG_OK);
 	svg_title(s, title);
 	fputs("</rect>\n", s->f);
 	/* A failed attach's bar is its call: no mark over it. */
@@ -1565,6 +1611,7 @@ static void svg_legend(struct svg *s)
 	svg_legend_item(s, 300, SVG_CALL, NULL, "attach / detach call");
 	svg_legend_item(s, 470, SVG_FAIL, NULL, "failed (hover for the message)");
 	svg_legend_item(s, 700, "#555", " stroke-dasharray=\"5 3\"", "window start / stop");
+	svg_legend_item(s, 880, SVG_EXIT, NULL, "exited while attached");
 }
 
 static void svg_write(struct svg *s)

@@ -19,6 +19,8 @@ struct rm_node {
 	struct rn_target *t;
 	size_t n;
 	const char *error; /* why this node could not select targets, NULL if it could */
+	/* CLOCK_REALTIME - CLOCK_BOOTTIME on that node when gathered, 0 if unknown. */
+	int64_t boot_offset_ns;
 };
 
 /* One profiling window across all nodes. */
@@ -50,7 +52,13 @@ struct rm_run {
 	size_t n_w;
 	uint64_t started_ns, ended_ns; /* CLOCK_REALTIME of the launcher run */
 	int exit_code;
-	const char *exit_reason; /* e.g. "ok", "no targets found", "3 targets failed", "interrupted" */
+	const char *exit_reason; /* e.g. "ok", "job ended", "3 targets failed", "interrupted" */
+	/*
+	 * Why the run stopped: "completed" (every window ran), "job ended"
+	 * (every target exited), "tool failed" (nothing could attach the tool),
+	 * "interrupted" (a signal); NULL: not said.
+	 */
+	const char *stop_reason;
 };
 
 /*
@@ -90,6 +98,9 @@ void rm_print_summary(FILE *f, const struct rm_run *r);
 
 /* --dry-run: per node, the processes that would be attached. */
 void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);
+
+/* Failures (attach-failed, detach-failed) of the run, each counted once; exits are not. */
+size_t rm_count_failures(const struct rm_run *r);
 
 /* Write the JSON report / SVG timeline; 0, or -1 with a one-line reason in err. */
 int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len);

@@ -131,7 +131,9 @@ static int setup(void **state)
 		.ended_ns = S2 + 100 * MS,
 		.exit_code = 4,
 		.exit_reason = "2 targets failed",
+		.stop_reason = "completed",
 	};
+	w1_nodes[0].boot_offset_ns = w2_nodes[0].boot_offset_ns = 5 * MS;
 	return mkdtemp(dir) ? 0 : -1;
 }
 
@@ -297,13 +299,14 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	assert_non_null(f);
 	rm_print_summary(f, &run);
 	fclose(f);
+	/* 200 exited: its job ended under it, not a failure. */
 	assert_non_null(strstr(buf, "rocattach-mpi: 3 nodes, 4 targets, 2 windows: 2 attached and "
-				    "detached, 2 failed (exit 4: 2 targets failed)\n"));
-	assert_non_null(strstr(buf, "node            found attached failed  attach p50  attach "
-				    "max  start skew\n"));
-	assert_non_null(strstr(buf, "\nnode1               2        2      0     0.400ms     "
+				    "detached, 1 failed, 1 exited (exit 4: 2 targets failed)\n"));
+	assert_non_null(strstr(buf, "node            found attached failed exited  attach p50  "
+				    "attach max  start skew\n"));
+	assert_non_null(strstr(buf, "\nnode1               2        2      0      0     0.400ms     "
 				    "0.500ms     0.300ms\n"));
-	assert_non_null(strstr(buf, "\nnode2               2        1      2     0.100ms     "
+	assert_non_null(strstr(buf, "\nnode2               2        1      1      1     0.100ms     "
 				    "0.100ms     0.000ms\n"));
 	assert_non_null(strstr(buf, "\nnode3               0  no targets found\n"));
 	assert_non_null(strstr(buf, "window 1: start 2026-11-21T07:30:01.123Z, 1000.0 ms, stop "
@@ -315,8 +318,7 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	/* Each failure once, on one line, in the window where it happened. */
 	assert_non_null(strstr(buf, "failures:\n  node2 pid 201 (app), window 1: attach-failed: "
 				    "PTRACE_SEIZE(201): \"denied\" <&> 'x'\n"));
-	assert_non_null(strstr(buf, "  node2 pid 200 rank 2 (a<b&c), window 2: exited: process "
-				    "exited\n"));
+	assert_null(strstr(buf, "pid 200"));
 	assert_int_equal(count(buf, "pid 201"), 1);
 	free(buf);
 }
@@ -445,7 +447,9 @@ static void test_rm_write_report_top_and_config(void **state)
 	assert_int_equal(jint(j, "summary.nodes"), 3);
 	assert_int_equal(jint(j, "summary.targets"), 4);
 	assert_int_equal(jint(j, "summary.attached"), 3);
-	assert_int_equal(jint(j, "summary.failed"), 2);
+	assert_int_equal(jint(j, "summary.failed"), 1);
+	assert_int_equal(jint(j, "summary.exited"), 1);
+	assert_string_equal(json_string_value(jget(j, "stop_reason")), "completed");
 	json_decref(j);
 }
 
@@ -480,7 +484,10 @@ static void test_rm_write_report_windows(void **state)
 	assert_int_equal(jint(j, "windows.0.nodes.0.attach_max_ns"), 1200000);
 	assert_int_equal(jint(j, "windows.1.nodes.0.attach_skew_ns"), 300000);
 	assert_int_equal(jint(j, "windows.1.nodes.1.attached"), 1);
-	assert_int_equal(jint(j, "windows.1.nodes.1.failed"), 2);
+	assert_int_equal(jint(j, "windows.1.nodes.1.failed"), 1);
+	assert_int_equal(jint(j, "windows.1.nodes.1.exited"), 1);
+	assert_int_equal(jint(j, "windows.0.nodes.0.realtime_minus_boottime_ns"), 5 * MS);
+	assert_true(json_is_null(jget(j, "windows.0.nodes.1.realtime_minus_boottime_ns")));
 	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.cpus")),
 			    "0-7,16");
 	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.numa")), "0");
@@ -507,17 +514,15 @@ static void test_rm_write_report_errors_once(void **state)
 
 	(void)state;
 	e = jget(j, "errors");
-	assert_int_equal(json_array_size(e), 2);
+	/* 201's failure once; 200 exited, which is no error. */
+	assert_int_equal(json_array_size(e), 1);
 	assert_int_equal(jint(e, "0.window"), 1);
 	assert_string_equal(json_string_value(jget(e, "0.host")), "node2");
 	assert_int_equal(jint(e, "0.pid"), 201);
 	assert_true(json_is_null(jget(e, "0.rank")));
 	assert_string_equal(json_string_value(jget(e, "0.state")), "attach-failed");
 	assert_string_equal(json_string_value(jget(e, "0.message")), BAD_MESSAGE);
-	assert_int_equal(jint(e, "1.window"), 2);
-	assert_int_equal(jint(e, "1.pid"), 200);
-	assert_int_equal(jint(e, "1.rank"), 2);
-	assert_string_equal(json_string_value(jget(e, "1.state")), "exited");
+	assert_int_equal(rm_count_failures(&run), 1);
 	json_decref(j);
 }
 
@@ -548,11 +553,13 @@ static void test_rm_write_timeline_svg(void **state)
 	assert_non_null(strstr(svg, "</svg>\n"));
 	/*
 	 * Bars: window 1 has 3 green and 1 red (201's attach); window 2 has 2
-	 * green and 1 red (200 exited); 201's failure is not drawn twice.
+	 * green and 1 grey (200 exited while attached: not a failure); 201's
+	 * failure is not drawn twice.
 	 */
 	assert_int_equal(count(svg, "<rect"), 7);
 	assert_int_equal(count(svg, "</rect>"), 7);
-	assert_int_equal(count(svg, "fill=\"#d64541\">"), 2);
+	assert_int_equal(count(svg, "fill=\"#d64541\">"), 1);
+	assert_int_equal(count(svg, "fill=\"#9aa5b1\">"), 1);
 	assert_int_equal(count(svg, "<title>"), count(svg, "</title>"));
 	assert_null(strstr(svg, "<&"));
 	assert_xml_text_escaped(svg);
