@@ -829,6 +829,7 @@ static int finish(struct ctx *c)
 			    t->message);
 		e = write_out(c, c->o.report, "report", rm_write_report);
 		e |= write_out(c, c->o.timeline, "timeline", rm_write_timeline);
+		e |= write_out(c, c->o.trace, "trace", rm_write_trace);
 		code = code ? code : e;
 		fflush(stderr);
 		rm_print_summary(stdout, &c->run);

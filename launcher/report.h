@@ -102,8 +102,13 @@ void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);
 /* Failures (attach-failed, detach-failed) of the run, each counted once; exits are not. */
 size_t rm_count_failures(const struct rm_run *r);
 
-/* Write the JSON report / SVG timeline; 0, or -1 with a one-line reason in err. */
+/*
+ * Write the JSON report / SVG timeline / Chrome trace-event JSON (--trace:
+ * a process per node, two tracks per target, times in us of CLOCK_REALTIME
+ * since the epoch); 0, or -1 with a one-line reason in err.
+ */
 int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_t len);
+int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len);
 
 #endif

@@ -636,6 +636,141 @@ static void test_rm_write_report_huge_cpu_numbers(void **state)
 	json_decref(j);
 }
 
+static json_t *write_trace(const struct rm_run *r, const char *name)
+{
+	char path[256], err[256] = "";
+	json_error_t je;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(rm_write_trace(path, r, err, sizeof(err)), 0);
+	j = json_load_file(path, 0, &je);
+	if (!j)
+		fail_msg("trace is not JSON: %s (line %d)", je.text, je.line);
+	assert_string_equal(json_string_value(json_object_get(j, "displayTimeUnit")), "ns");
+	assert_true(json_is_array(json_object_get(j, "traceEvents")));
+	return j;
+}
+
+/* The events named name (any phase if ph is NULL) of track tid, and the first of them. */
+static size_t events_of(json_t *j, const char *name, const char *ph, json_int_t tid,
+			json_t **first)
+{
+	json_t *ev = json_object_get(j, "traceEvents"), *e;
+	size_t i, n = 0;
+
+	*first = NULL;
+	json_array_foreach(ev, i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) ||
+		    (ph && strcmp(json_string_value(json_object_get(e, "ph")), ph)) ||
+		    (tid >= 0 && json_integer_value(json_object_get(e, "tid")) != tid))
+			continue;
+		if (!n++)
+			*first = e;
+	}
+	return n;
+}
+
+static double absd(double v)
+{
+	return v < 0 ? -v : v;
+}
+
+static double num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	assert_true(json_is_number(v));
+	return json_number_value(v);
+}
+
+#define CALLS(pid) ((json_int_t)(pid) + 4194304)
+
+/* One window: our agent (measured), ROCm's side (bounds), a failed attach, an exit. */
+static void test_rm_write_trace_both_sides(void **state)
+{
+	struct rn_target t[4];
+	struct rm_node node = {.host = "nodeA", .t = t, .n = 4, .boot_offset_ns = 42};
+	struct rm_window w = {1, T1, S1, "job ended", &node, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 0, .exit_reason = "job ended",
+			   .stop_reason = "job ended"};
+	json_t *j, *e;
+
+	(void)state;
+	t[0] = target(300, 0, "app", RN_DETACHED);
+	times(&t[0], T1 - 50 * MS, T1 + 123456, S1 - 50 * MS, S1 + 654321);
+	t[0].attach_tool_ns = T1 + 1001;
+	t[0].detach_tool_ns = S1 + 2002;
+	t[0].side = ROCATTACH_SIDE_AGENT;
+	t[1] = target(301, 1, "app", RN_DETACHED);
+	times(&t[1], T1 - 10 * MS, T1 + 2 * MS, S1, S1 + 3 * MS);
+	t[1].attach_tool_ns = T1 + 2 * MS;
+	t[1].detach_tool_ns = S1 + 3 * MS;
+	t[1].detach_call_ns = S1 + MS;
+	t[1].attach_tool_bound = t[1].detach_tool_bound = true;
+	t[1].side = ROCATTACH_SIDE_ROCM;
+	t[2] = target(302, 2, "app", RN_ATTACH_FAILED);
+	times(&t[2], T1 - 10 * MS, T1 - 9 * MS, 0, 0);
+	t[2].agent_status = 6;
+	snprintf(t[2].message, sizeof(t[2].message), "tool said no");
+	t[3] = target(303, 3, "app", RN_EXITED);
+	times(&t[3], T1 - 10 * MS, T1 - 8 * MS, 0, 0);
+	j = write_trace(&r, "both.json");
+
+	assert_int_equal(events_of(j, "window 1", "X", 1, &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)T1) < 300);
+	assert_true(absd(num(e, "dur") * 1000 - (double)(S1 - T1)) < 1);
+	/* Our agent: measured hand-over to hand-back, to within a quarter us. */
+	assert_int_equal(events_of(j, "tools attached", "X", 300, &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)(T1 + 1001)) < 250);
+	assert_true(absd(num(e, "dur") * 1000 - (double)(S1 + 2002 - T1 - 1001)) < 1);
+	assert_string_equal(json_string_value(jget(e, "args.tool_ns_kind")), "measured");
+	assert_int_equal(jint(e, "args.attach_tool_ns"), T1 + 1001);
+	/* ROCm's side: labelled bounds, with the lower bound of its window. */
+	assert_int_equal(events_of(j, "tools attached (bounds)", "X", 301, &e), 1);
+	assert_string_equal(json_string_value(jget(e, "args.tool_ns_kind")), "bound");
+	assert_int_equal(jint(e, "args.window_ns"), S1 + MS - T1 - 2 * MS);
+	/* Calls on their own track, beside the tools' one. */
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(300), &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)(T1 - 50 * MS)) < 250);
+	assert_int_equal(events_of(j, "detach call", "X", CALLS(301), &e), 1);
+	/* A failure and an exit: instants, told apart. */
+	assert_int_equal(events_of(j, "attach-failed", "i", CALLS(302), &e), 1);
+	assert_string_equal(json_string_value(jget(e, "cat")), "failure");
+	assert_string_equal(json_string_value(jget(e, "args.message")), "tool said no");
+	assert_int_equal(jint(e, "args.agent_status"), 6);
+	assert_int_equal(events_of(j, "tools attached", "X", 302, &e), 0);
+	assert_int_equal(events_of(j, "exited", "i", CALLS(303), &e), 1);
+	assert_string_equal(json_string_value(jget(e, "cat")), "exit");
+	/* Names: the node is process 2, each target a named track. */
+	assert_int_equal(events_of(j, "process_name", "M", -1, &e), 2);
+	assert_int_equal(events_of(j, "thread_name", "M", 301, &e), 1);
+	assert_string_equal(json_string_value(jget(e, "args.name")), "pid 301 rank 1 (app)");
+	assert_int_equal(jint(j, "otherData.realtime_minus_boottime_ns.nodeA"), 42);
+	assert_string_equal(json_string_value(jget(j, "otherData.stop_reason")), "job ended");
+	json_decref(j);
+}
+
+/* Records gathered again after each window: a failure or exit is in the trace once. */
+static void test_rm_write_trace_once_per_change(void **state)
+{
+	json_t *j, *e;
+
+	(void)state;
+	strcpy(w1_nodes[0].host, "nod\xff" "1");
+	strcpy(w2_nodes[0].host, "nod\xff" "1");
+	j = write_trace(&run, "run.json");
+	strcpy(w1_nodes[0].host, "node1");
+	strcpy(w2_nodes[0].host, "node1");
+	assert_int_equal(events_of(j, "attach-failed", "i", CALLS(201), &e), 1);
+	assert_int_equal(events_of(j, "exited", "i", CALLS(200), &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)(S2 + 95000)) < 250);
+	/* 100 and 101 attached in both windows: two attach calls each. */
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(100), &e), 2);
+	assert_int_equal(events_of(j, "window 2", "X", 1, &e), 1);
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,6 +790,8 @@ int main(void)
 		cmocka_unit_test(test_rm_write_report_refuses_tmp_symlink),
 		cmocka_unit_test(test_rm_write_timeline_no_window),
 		cmocka_unit_test(test_rm_write_report_huge_cpu_numbers),
+		cmocka_unit_test(test_rm_write_trace_both_sides),
+		cmocka_unit_test(test_rm_write_trace_once_per_change),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
