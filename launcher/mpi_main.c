@@ -79,7 +79,7 @@ struct ctx {
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 */
 	int gones_sent;		/* GONE messages (rank 0: minus those received) */
-	struct rn_watch *watch;	/* liveness of this node's targets */
+	struct rn_watch *watch;	/* liveness of this node's targets (NULL: none, or no memory) */
 	bool gone_told;		/* rank 0 knows this node's targets are all gone */
 	int interrupted;	/* signal that cut a window short, 0 if none */
 	bool last;		/* no window after this one (job ended, tool failed) */
@@ -568,10 +568,10 @@ static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
  */
 static void watch_job(struct ctx *c)
 {
+	static int one = 1; /* the send buffer outlives this call: the request is freed */
 	MPI_Request req;
-	int one = 1;
 
-	if (!c->worker || !c->n || c->gone_told || rn_watch_alive(c->watch))
+	if (!c->watch || c->gone_told || rn_watch_alive(c->watch))
 		return;
 	c->gone_told = true;
 	if (c->rank == 0) {
@@ -656,7 +656,7 @@ static void detach_phase(struct ctx *c, uint64_t stop_ns)
 static void drain_messages(struct ctx *c)
 {
 	int mine[3], total[3] = {0}, v;
-	bool gone_now = c->worker && c->n && !c->gone_told && !rn_watch_alive(c->watch);
+	bool gone_now = c->watch && !c->gone_told && !rn_watch_alive(c->watch);
 
 	c->gone_told |= gone_now;
 	mine[0] = c->stops_sent;
