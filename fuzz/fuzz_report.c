@@ -6,7 +6,10 @@
  * messages, CPU lists, times), so the input fills them byte by byte, within
  * what rn_unpack lets through (terminated strings, defined states).
  * Properties: the report is valid JSON, and the timeline has no raw control
- * or non-ASCII byte and no '&' that does not start an entity.
+ * or non-ASCII byte and no '&' that does not start an entity. The trace
+ * (--trace) is valid JSON in the trace-event form: a traceEvents array of
+ * objects, each with a phase M, X or i and integer pid and tid, and a
+ * numeric ts (X: and a dur >= 0) for X and i.
  */
 #include <jansson.h>
 #include <unistd.h>
@@ -77,6 +80,9 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	t->detach_end_ns = take_time(r);
 	t->attach_tool_ns = take_time(r);
 	t->detach_tool_ns = take_time(r);
+	t->detach_call_ns = take_time(r);
+	t->attach_tool_bound = t->detach_tool_bound = take(r, 1) & 1;
+	t->side = (int)take(r, 1) % (ROCATTACH_SIDE_ROCM + 1);
 	take_str(r, t->message, sizeof(t->message));
 }
 
@@ -109,6 +115,7 @@ static void fill(struct reader *r, struct world *x)
 	x->run.ended_ns = take_time(r);
 	x->run.exit_code = (int)take(r, 1) % 6;
 	x->run.exit_reason = "fuzzed";
+	x->run.stop_reason = (mode & 64) ? "job ended" : NULL;
 	x->run.w = x->w;
 	x->run.n_w = 1 + (mode >> 3) % WINDOWS_MAX;
 	for (wi = 0; wi < x->run.n_w; wi++) {
@@ -126,6 +133,7 @@ static void fill(struct reader *r, struct world *x)
 			take_str(r, n->host, sizeof(n->host) / 4);
 			take_str(r, x->errors[wi][ni], sizeof(x->errors[wi][ni]));
 			n->error = x->errors[wi][ni][0] ? x->errors[wi][ni] : NULL;
+			n->boot_offset_ns = (int64_t)take(r, 8);
 			n->t = x->t[wi][ni];
 			n->n = (size_t)take(r, 1) % (TARGETS_MAX + 1);
 			for (ti = 0; ti < n->n; ti++)
@@ -167,7 +175,31 @@ static void check_xml_text(const char *s, size_t len)
 	}
 }
 
-static char json_path[64], svg_path[64];
+/* The trace-event form: see the header. */
+static void check_trace(json_t *j)
+{
+	json_t *ev = json_object_get(j, "traceEvents"), *e;
+	const char *ph;
+	size_t i;
+
+	FUZZ_CHECK(json_is_array(ev));
+	FUZZ_CHECK(json_is_string(json_object_get(j, "displayTimeUnit")));
+	json_array_foreach(ev, i, e) {
+		FUZZ_CHECK(json_is_object(e));
+		ph = json_string_value(json_object_get(e, "ph"));
+		FUZZ_CHECK(ph && (!strcmp(ph, "M") || !strcmp(ph, "X") || !strcmp(ph, "i")));
+		FUZZ_CHECK(json_is_integer(json_object_get(e, "pid")));
+		FUZZ_CHECK(json_is_integer(json_object_get(e, "tid")));
+		FUZZ_CHECK(json_is_string(json_object_get(e, "name")));
+		if (!strcmp(ph, "M"))
+			continue;
+		FUZZ_CHECK(json_is_number(json_object_get(e, "ts")));
+		if (!strcmp(ph, "X"))
+			FUZZ_CHECK(json_number_value(json_object_get(e, "dur")) >= 0);
+	}
+}
+
+static char json_path[64], svg_path[64], trace_path[64];
 static FILE *devnull;
 static struct world x;
 
@@ -184,6 +216,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		devnull = fopen("/dev/null", "w");
 		snprintf(json_path, sizeof(json_path), "/dev/shm/fuzz-report.%d.json", (int)getpid());
 		snprintf(svg_path, sizeof(svg_path), "/dev/shm/fuzz-report.%d.svg", (int)getpid());
+		snprintf(trace_path, sizeof(trace_path), "/dev/shm/fuzz-report.%d.trace.json",
+			 (int)getpid());
 	}
 	FUZZ_CHECK(devnull);
 	fill(&r, &x);
@@ -195,6 +229,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "report is not JSON: %s (line %d)\n", je.text, je.line);
 	FUZZ_CHECK(j);
 	json_decref(j);
+	FUZZ_CHECK(rm_write_trace(trace_path, &x.run, err, sizeof(err)) == 0);
+	j = json_load_file(trace_path, 0, &je);
+	if (!j)
+		fprintf(stderr, "trace is not JSON: %s (line %d)\n", je.text, je.line);
+	FUZZ_CHECK(j);
+	check_trace(j);
+	json_decref(j);
+	unlink(trace_path);
 	FUZZ_CHECK(rm_write_timeline(svg_path, &x.run, err, sizeof(err)) == 0);
 	svg = slurp(svg_path, &len);
 	check_xml_text(svg, len);

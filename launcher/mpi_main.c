@@ -16,12 +16,22 @@
  *            send the attaches, a lead before T); workers attach with T as
  *            the library's start time: our agent loads the tools early and
  *            calls tool_attach exactly at T, ROCm's side gets its call at T
- *     hold   rank 0 decides the stop (duration, Enter, a signal on any rank)
- *            and broadcasts a stop time S (non-blocking, so every rank keeps
- *            watching its own signals); every worker detaches with S as the
+ *            (and whether to start at all: not once every target is gone)
+ *     hold   rank 0 decides the stop (duration, Enter, a signal on any rank,
+ *            the job's end, a tool that nothing could attach) and broadcasts
+ *            a stop time S (non-blocking, so every rank keeps watching its
+ *            own signals and targets); every worker detaches with S as the
  *            library's stop time, so tool_detach runs at S on both sides
+ *     drain  STOP and GONE messages rank 0 has not read (a reduction of
+ *            counts), and the nodes whose targets all went since
  *     gather records -> rank 0
- *   report   rank 0 prints the summary, writes JSON and SVG; exit code broadcast
+ *   report   rank 0 writes JSON, SVG and the trace, then prints the summary
+ *            (last, on the same stream as its progress); exit code broadcast
+ *
+ * The job's end: each worker watches its targets (node/watch.c) and, once
+ * all of them are gone, tells rank 0 once (a GONE message, as a STOP is
+ * sent); rank 0 counts the nodes that still have a live target and ends the
+ * window and the run when none has.
  */
 #include <errno.h>
 #include <limits.h>
@@ -45,6 +55,7 @@
 #define TAG_STOP 17
 #define TAG_CLOCK 18
 #define CLOCK_ROUNDS 8 /* ping-pongs per rank; the shortest round trip's estimate is kept */
+#define TAG_GONE 19 /* every target of the sender's node is gone */
 /*
  * The window loop looks around every POLL_MS (signals wake it at once); a
  * stop rank 0 decides lies STOP_MARGIN_NS ahead, time enough for every rank
@@ -89,7 +100,14 @@ struct ctx {
 	int sfd;		/* signalfd of the window-ending signals */
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 */
+	int gones_sent;		/* GONE messages (rank 0: minus those received) */
+	struct rn_watch *watch;	/* liveness of this node's targets (NULL: none, or no memory) */
+	bool gone_told;		/* rank 0 knows this node's targets are all gone */
 	int interrupted;	/* signal that cut a window short, 0 if none */
+	bool last;		/* no window after this one (job ended, tool failed) */
+	int nodes_alive;	/* rank 0: nodes with a target not known gone */
+	bool tool_stop;		/* rank 0: nothing attached, the tool failed */
+	const char *run_stop;	/* rank 0: why the run stopped early, NULL if it did not */
 	struct rm_run run;	/* rank 0 */
 	struct rm_clock clock;	/* this rank's clock against rank 0's */
 	struct rm_clock *clocks; /* rank 0: every rank's, by rank */
@@ -105,7 +123,8 @@ struct ctx {
 struct stop_msg {
 	uint64_t stop_ns;
 	int32_t signo;		/* the signal that caused it, 0 if none */
-	char reason[52];
+	int32_t last;		/* no window after this one */
+	char reason[48];
 };
 
 static uint64_t now_ns(void)
@@ -116,6 +135,15 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_REALTIME - CLOCK_BOOTTIME now: how to move our times onto a boot-time clock. */
+static int64_t boot_offset_ns(void)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	return (int64_t)(now_ns() - ((uint64_t)b.tv_sec * 1000000000u + (uint64_t)b.tv_nsec));
+}
+
 static void sleep_until(uint64_t ns)
 {
 	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
@@ -124,17 +152,40 @@ static void sleep_until(uint64_t ns)
 		;
 }
 
+/*
+ * Rank 0's progress goes to standard output, the summary's stream, flushed
+ * line by line: mpirun forwards a rank's stdout and stderr separately, so
+ * only one stream keeps them in order (and the summary last). Errors of the
+ * command line, before anything runs, go to stderr (say_to).
+ */
+static void vsay(const struct ctx *c, FILE *f, const char *fmt, va_list ap)
+{
+	if (c->rank != 0)
+		return;
+	fputs("rocattach-mpi: ", f);
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+	fflush(f);
+}
+
 static void say(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const struct ctx *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->rank != 0)
-		return;
 	va_start(ap, fmt);
-	fputs("rocattach-mpi: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsay(c, stdout, fmt, ap);
+	va_end(ap);
+}
+
+static void say_to(const struct ctx *c, FILE *f, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say_to(const struct ctx *c, FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(c, f, fmt, ap);
 	va_end(ap);
 }
 
@@ -182,7 +233,7 @@ static int configure(struct ctx *c, int argc, char **argv)
 		if (rm_opts_parse(argc, argv, &c->o, err, sizeof(err)) ||
 		    rm_opts_check_outputs(&c->o, err, sizeof(err))) {
 			code = RM_EXIT_USAGE;
-			say(c, "%s", err);
+			say_to(c, stderr, "%s", err);
 		} else if (c->o.help || c->o.version) {
 			if (c->o.help)
 				fputs(rm_usage, stdout);
@@ -191,7 +242,7 @@ static int configure(struct ctx *c, int argc, char **argv)
 				       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 			code = -1;
 		} else if (!(text = rm_plan_encode(&c->o))) {
-			say(c, "cannot encode the plan: out of memory");
+			say_to(c, stderr, "cannot encode the plan: out of memory");
 			code = RM_EXIT_ERROR;
 		}
 	}
@@ -210,7 +261,8 @@ static int configure(struct ctx *c, int argc, char **argv)
 	free(text);
 	MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (any)
-		say(c, "a rank could not take rank 0's plan (see its error): stopping every rank");
+		say_to(c, stderr, "a rank could not take rank 0's plan (see its error): "
+				  "stopping every rank");
 	return any ? RM_EXIT_ERROR : 0;
 }
 
@@ -265,6 +317,8 @@ static void select_targets(struct ctx *c)
 	c->node_ns[0] = t1 - t0;
 	c->node_ns[1] = t2 - t1;
 	c->node_ns[2] = mono_ns() - t2;
+	if (c->n)
+		c->watch = rn_watch_open(c->t, c->n);
 }
 
 /*
@@ -311,6 +365,7 @@ static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
 {
 	int len = 0, *lens = NULL, *displs = NULL, total = 0, ret = 0;
 	char *buf = NULL, *all = NULL;
+	int64_t offset = boot_offset_ns(), *offsets = NULL;
 	char errs[256];
 
 	if (c->worker) {
@@ -337,6 +392,9 @@ static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
 
 	MPI_Gather(errs, sizeof(errs), MPI_CHAR, errs_all, sizeof(errs), MPI_CHAR, 0,
 		   MPI_COMM_WORLD);
+	if (c->rank == 0)
+		offsets = calloc((size_t)c->size, sizeof(*offsets));
+	MPI_Gather(&offset, 1, MPI_INT64_T, offsets, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
 	if (c->rank == 0) {
 		*nodes = calloc((size_t)c->size, sizeof(**nodes));
 		*n_nodes = 0;
@@ -353,10 +411,12 @@ static int gather(struct ctx *c, struct rm_node **nodes, size_t *n_nodes)
 							       : NULL;
 			if (c->clocks)
 				to_root_clock(nd, &c->clocks[i]);
+			nd->boot_offset_ns = offsets ? offsets[i] : 0;
 			(*n_nodes)++;
 		}
 	}
 	free(errs_all);
+	free(offsets);
 	free(buf);
 	free(all);
 	free(lens);
@@ -567,6 +627,8 @@ static void attach_phase(struct ctx *c, const uint64_t when[2])
 	sleep_until(when[1]);
 	if (!c->worker || !c->n)
 		return;
+	/* Who went since the last look is not attached again (and its GONE is due). */
+	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);
 	p.start_ns = when[0];
 	rn_attach_all(c->t, c->n, &p);
@@ -581,6 +643,43 @@ static void count_states(const struct ctx *c, long long out[2])
 	}
 }
 
+/* Rank 0: GONE messages in; each is a node whose targets are all gone. */
+static void take_gones(struct ctx *c)
+{
+	int flag = 1, one;
+	MPI_Status st;
+
+	while (flag) {
+		MPI_Iprobe(MPI_ANY_SOURCE, TAG_GONE, MPI_COMM_WORLD, &flag, &st);
+		if (!flag)
+			break;
+		MPI_Recv(&one, 1, MPI_INT, st.MPI_SOURCE, TAG_GONE, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		c->gones_sent--; /* as for STOP: received against the total sent */
+		c->nodes_alive--;
+	}
+}
+
+/*
+ * Rank 0: a stop that ends the run, not only the window: nothing left to
+ * profile, or nothing could attach the tool. Nothing runs on any target
+ * then, so the stop is now.
+ */
+static bool run_over(struct ctx *c, struct stop_msg *m)
+{
+	take_gones(c);
+	if (c->tool_stop)
+		snprintf(m->reason, sizeof(m->reason), "tool failed");
+	else if (c->nodes_alive <= 0)
+		snprintf(m->reason, sizeof(m->reason), "job ended");
+	else
+		return false;
+	c->run_stop = c->tool_stop ? "tool failed" : "job ended";
+	m->last = 1;
+	m->stop_ns = now_ns();
+	return true;
+}
+
 /* Rank 0: has the window ended? Fills m when it has. */
 static bool root_decides(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 {
@@ -588,6 +687,8 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 	int flag = 0, sig;
 	MPI_Status st;
 
+	if (run_over(c, m))
+		return true;
 	if (c->o.duration_ms >= 0)
 		planned = start_ns + (uint64_t)c->o.duration_ms * 1000000u;
 	if (planned && now + STOP_MARGIN_NS >= planned) {
@@ -633,6 +734,27 @@ static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
 }
 
 /*
+ * Workers: once every target of the node is gone, rank 0 hears it once
+ * (rank 0 counts its own node directly).
+ */
+static void watch_job(struct ctx *c)
+{
+	static int one = 1; /* the send buffer outlives this call: the request is freed */
+	MPI_Request req;
+
+	if (!c->watch || c->gone_told || rn_watch_alive(c->watch))
+		return;
+	c->gone_told = true;
+	if (c->rank == 0) {
+		c->nodes_alive--;
+		return;
+	}
+	MPI_Isend(&one, 1, MPI_INT, 0, TAG_GONE, MPI_COMM_WORLD, &req);
+	MPI_Request_free(&req);
+	c->gones_sent++;
+}
+
+/*
  * When a rank gives up waiting for rank 0's stop (network or MPI failure):
  * the window's planned end (its duration, else --max-window) plus a grace.
  */
@@ -653,6 +775,7 @@ static void hold_window(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 	if (c->rank != 0)
 		MPI_Ibcast(m, sizeof(*m), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
 	while (!done) {
+		watch_job(c);
 		if (c->rank == 0) {
 			if (root_decides(c, start_ns, m)) {
 				MPI_Ibcast(m, sizeof(*m), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
@@ -679,6 +802,7 @@ static void hold_window(struct ctx *c, uint64_t start_ns, struct stop_msg *m)
 	}
 	if (m->signo && m->signo != SIGUSR1 && !(m->signo == SIGINT && c->o.duration_ms < 0))
 		c->interrupted = m->signo;
+	c->last |= m->last;
 }
 
 /* The detach calls go out at once; the library keeps every hand-back to stop_ns. */
@@ -695,16 +819,50 @@ static void detach_phase(struct ctx *c, uint64_t stop_ns)
 	rn_detach_all(c->t, c->n, &p);
 }
 
-/* STOP messages rank 0 did not read while deciding: receive them so none is left pending. */
-static void drain_stops(struct ctx *c)
+/*
+ * STOP and GONE messages rank 0 did not read while deciding: receive them
+ * so none is left pending. A node whose targets went after the hold (during
+ * the detach) is counted here instead of by message.
+ */
+static void drain_messages(struct ctx *c)
 {
-	int sent = c->stops_sent, total = 0, sig;
+	int mine[3], total[3] = {0}, v;
+	bool gone_now = c->watch && !c->gone_told && !rn_watch_alive(c->watch);
 
-	MPI_Reduce(&sent, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-	for (int i = 0; c->rank == 0 && i < total; i++)
-		MPI_Recv(&sig, 1, MPI_INT, MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD,
+	c->gone_told |= gone_now;
+	mine[0] = c->stops_sent;
+	mine[1] = c->gones_sent;
+	mine[2] = gone_now;
+	MPI_Reduce(mine, total, 3, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	for (int i = 0; c->rank == 0 && i < total[0]; i++)
+		MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD,
 			 MPI_STATUS_IGNORE);
-	c->stops_sent = 0;
+	for (int i = 0; c->rank == 0 && i < total[1]; i++)
+		MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, TAG_GONE, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+	if (c->rank == 0)
+		c->nodes_alive -= total[1] + total[2];
+	c->stops_sent = c->gones_sent = 0;
+}
+
+/*
+ * After the attaches: if nothing attached anywhere and the tool is what
+ * failed (rn_tool_failed), no later window can do better: rank 0 stops at
+ * once. Counts only the attaches of this window (sent at or after since).
+ */
+static void attach_outcome(struct ctx *c, int w, uint64_t since)
+{
+	long long mine[2] = {0, 0}, sum[2] = {0, 0};
+
+	for (size_t i = 0; i < c->n; i++) {
+		mine[0] += c->t[i].state == RN_ATTACHED;
+		mine[1] += c->t[i].attach_start_ns >= since && rn_tool_failed(&c->t[i]);
+	}
+	MPI_Reduce(mine, sum, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (c->rank == 0)
+		c->tool_stop = !sum[0] && sum[1];
+	say(c, "window %d: attached %lld/%zu targets (%.1f ms)", w, sum[0], c->total_targets,
+	    (double)(now_ns() - since) / 1e6);
 }
 
 static void progress(struct ctx *c, int w, const char *what, int idx, uint64_t since)
@@ -742,26 +900,33 @@ static void run_windows(struct ctx *c)
 	uint64_t when[2], mine[2], earliest = 0, t0;
 	struct stop_msg m;
 
-	for (int w = 1; w <= c->o.windows && !c->interrupted; w++) {
+	for (int w = 1; w <= c->o.windows && !c->interrupted && !c->last; w++) {
 		clock_sync(c);
 		if (c->rank == 0)
 			pick_start(c, earliest, when);
 		MPI_Bcast(when, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-		/* From here on this rank's clock: rank 0's times less the offset. */
+		/* From here on this rank's clock: rank 0's times turned into it. */
 		mine[0] = local_ns(c, when[0]);
 		mine[1] = local_ns(c, when[1]);
 		attach_phase(c, mine);
 		measure_ready(c, w, mine[1]);
-		t0 = mine[1];
-		progress(c, w, "attached", 0, t0);
+		attach_outcome(c, w, mine[1]);
 		hold_window(c, mine[0], &m);
 		t0 = now_ns();
 		detach_phase(c, local_ns(c, m.stop_ns));
 		progress(c, w, "detached", 1, t0);
-		drain_stops(c);
+		drain_messages(c);
 		keep_window(c, w, when[0], &m);
 		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * 1000000u;
-		if (w < c->o.windows && c->o.delay_ms)
+		if (c->rank == 0 && !c->last && !c->nodes_alive) {
+			c->run_stop = "job ended";
+			c->last = true;
+		}
+		/* Rank 0's verdict, so that every rank leaves the loop together. */
+		MPI_Bcast(&c->last, 1, MPI_C_BOOL, 0, MPI_COMM_WORLD);
+		if (c->last && w < c->o.windows)
+			say(c, "%s: no further window", c->run_stop);
+		else if (w < c->o.windows && c->o.delay_ms && !c->interrupted)
 			say(c, "next window in %lld ms", c->o.delay_ms);
 	}
 }
@@ -769,52 +934,82 @@ static void run_windows(struct ctx *c)
 /* ------------------------------------------------------------------------ */
 /* The end: summary, files, one exit code for all. */
 
-static size_t failed_targets(const struct rm_run *r)
+/* The first tool failure of the last window, for the line that ends the run. */
+static const struct rn_target *first_tool_failure(const struct rm_run *r)
 {
-	size_t failed = 0;
+	const struct rm_window *w = r->n_w ? &r->w[r->n_w - 1] : NULL;
 
-	for (size_t w = 0; w < r->n_w; w++)
-		for (size_t i = 0; i < r->w[w].n_nodes; i++)
-			for (size_t k = 0; k < r->w[w].nodes[i].n; k++)
-				failed += r->w[w].nodes[i].t[k].state != RN_DETACHED;
-	return failed;
+	for (size_t i = 0; w && i < w->n_nodes; i++)
+		for (size_t k = 0; k < w->nodes[i].n; k++)
+			if (rn_tool_failed(&w->nodes[i].t[k]))
+				return &w->nodes[i].t[k];
+	return NULL;
 }
 
+static int exit_code(struct ctx *c, char *reason, size_t len)
+{
+	size_t failed = rm_count_failures(&c->run);
+
+	c->run.stop_reason = c->run_stop ? c->run_stop
+			   : c->interrupted ? "interrupted" : "completed";
+	if (c->interrupted) {
+		snprintf(reason, len, "interrupted by SIG%s", sigabbrev_np(c->interrupted));
+		return RM_EXIT_INTERRUPTED;
+	}
+	if (c->run_stop && !strcmp(c->run_stop, "tool failed")) {
+		snprintf(reason, len, "the tool failed: nothing attached");
+		return RM_EXIT_FAILED;
+	}
+	if (failed) {
+		snprintf(reason, len, "%zu target%s failed", failed, failed == 1 ? "" : "s");
+		return RM_EXIT_FAILED;
+	}
+	snprintf(reason, len, "%s", c->run_stop ? c->run_stop : "ok");
+	return RM_EXIT_OK;
+}
+
+/* One file: 0, or the exit code of a write error (said on rank 0's stream). */
+static int write_out(struct ctx *c, const char *path, const char *what,
+		     int (*fn)(const char *, const struct rm_run *, char *, size_t))
+{
+	char err[512];
+
+	if (!path)
+		return 0;
+	if (fn(path, &c->run, err, sizeof(err))) {
+		say(c, "%s", err);
+		return RM_EXIT_ERROR;
+	}
+	say(c, "%s written to %s", what, path);
+	return 0;
+}
+
+/* Files first, then the summary: it is the last thing printed. */
 static int finish(struct ctx *c)
 {
-	char err[512], reason[64];
-	size_t failed;
-	int code = RM_EXIT_OK;
+	const struct rn_target *t;
+	char reason[64];
+	int code = RM_EXIT_OK, e;
 
 	if (c->rank == 0) {
-		failed = failed_targets(&c->run);
-		if (c->interrupted) {
-			code = RM_EXIT_INTERRUPTED;
-			snprintf(reason, sizeof(reason), "interrupted by SIG%s",
-				 sigabbrev_np(c->interrupted));
-		} else if (failed) {
-			code = RM_EXIT_FAILED;
-			snprintf(reason, sizeof(reason), "%zu target windows failed", failed);
-		} else {
-			snprintf(reason, sizeof(reason), "ok");
-		}
+		code = exit_code(c, reason, sizeof(reason));
 		c->run.exit_code = code;
 		c->run.exit_reason = reason;
 		c->run.ended_ns = now_ns();
+		t = c->run_stop && !strcmp(c->run_stop, "tool failed") ? first_tool_failure(&c->run)
+								       : NULL;
+		if (t)
+			say(c, "error: the tool (%s) could not be attached to any target, so no "
+			       "window can profile: stopped at the first attach: %.*s",
+			    c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t->message),
+			    t->message);
+		e = write_out(c, c->o.report, "report", rm_write_report);
+		e |= write_out(c, c->o.timeline, "timeline", rm_write_timeline);
+		e |= write_out(c, c->o.trace, "trace", rm_write_trace);
+		code = code ? code : e;
+		fflush(stderr);
 		rm_print_summary(stdout, &c->run);
 		fflush(stdout);
-		if (c->o.report && rm_write_report(c->o.report, &c->run, err, sizeof(err))) {
-			say(c, "%s", err);
-			code = code ? code : RM_EXIT_ERROR;
-		} else if (c->o.report) {
-			say(c, "report written to %s", c->o.report);
-		}
-		if (c->o.timeline && rm_write_timeline(c->o.timeline, &c->run, err, sizeof(err))) {
-			say(c, "%s", err);
-			code = code ? code : RM_EXIT_ERROR;
-		} else if (c->o.timeline) {
-			say(c, "timeline written to %s", c->o.timeline);
-		}
 	}
 	MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	return code;
@@ -832,6 +1027,7 @@ static int survey(struct ctx *c)
 		c->total_targets = count_targets(nodes, n_nodes, &c->max_targets);
 		for (size_t i = 0; i < n_nodes; i++)
 			empty += nodes[i].n == 0;
+		c->nodes_alive = (int)(n_nodes - empty);
 		say(c, "found %zu target%s on %zu node%s (%zu without targets)", c->total_targets,
 		    c->total_targets == 1 ? "" : "s", n_nodes, n_nodes == 1 ? "" : "s", empty);
 		for (size_t i = 0; i < n_nodes; i++)
@@ -901,6 +1097,7 @@ int main(int argc, char **argv)
 		goto out;
 	run_windows(&c);
 	code = finish(&c);
+	rn_watch_close(c.watch);
 out:
 	free(c.clocks);
 	rm_plan_free(&c.plan);

@@ -23,7 +23,7 @@ enum {
 	OPT_PID = 256, OPT_PID_TREE, OPT_SLURM_STEP, OPT_MPIRUN_PID, OPT_MPI_JOB, OPT_EXE,
 	OPT_UID, OPT_RANKS, OPT_RANK_VAR, OPT_CHILDREN, OPT_WINDOWS, OPT_MAX_WINDOW,
 	OPT_START_LEAD, OPT_JOBS, OPT_INJECT, OPT_DRY_RUN, OPT_REPORT, OPT_TIMELINE,
-	OPT_ONE_NODE, OPT_VERSION, OPT_ALL_USERS,
+	OPT_ONE_NODE, OPT_VERSION, OPT_ALL_USERS, OPT_TRACE,
 };
 
 static const struct option long_opts[] = {
@@ -48,6 +48,7 @@ static const struct option long_opts[] = {
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"report", required_argument, NULL, OPT_REPORT},
 	{"timeline", required_argument, NULL, OPT_TIMELINE},
+	{"trace", required_argument, NULL, OPT_TRACE},
 	{"one-node-per-rank", no_argument, NULL, OPT_ONE_NODE},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -226,6 +227,9 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 	case OPT_TIMELINE:
 		o->timeline = optarg;
 		return 0;
+	case OPT_TRACE:
+		o->trace = optarg;
+		return 0;
 	case OPT_ONE_NODE:
 		o->one_node_per_rank = true;
 		return 0;
@@ -332,7 +336,8 @@ static int validate(struct rm_opts *o, char *err, size_t len)
 int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len)
 {
 	if (check_output(o->report, "--report", err, len) ||
-	    check_output(o->timeline, "--timeline", err, len))
+	    check_output(o->timeline, "--timeline", err, len) ||
+	    check_output(o->trace, "--trace", err, len))
 		return -1;
 	return 0;
 }

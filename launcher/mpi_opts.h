@@ -34,7 +34,7 @@ struct rm_opts {
 	long long start_lead_ms;    /* how far ahead rank 0 sets the start; -1 = automatic */
 	int jobs;		    /* 0 = automatic */
 	bool inject, dry_run, one_node_per_rank;
-	const char *report, *timeline;
+	const char *report, *timeline, *trace;
 	int verbose;
 	bool help, version;
 };

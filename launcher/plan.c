@@ -84,15 +84,16 @@ char *rm_plan_encode(const struct rm_opts *o)
 	if (!j)
 		return NULL;
 	if (json_object_update_new(
-		    j, json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:i, s:b, s:b, s:b, s:o, s:o, s:i, "
-				 "s:b, s:b, s:o}",
+		    j, json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:i, s:b, s:b, s:b, s:o, s:o, s:o, "
+				 "s:i, s:b, s:b, s:o}",
 				 "tools", str_or_null(o->tools), "duration_ms",
 				 (json_int_t)o->duration_ms, "delay_ms", (json_int_t)o->delay_ms,
 				 "windows", o->windows, "max_window_ms", (json_int_t)o->max_window_ms,
 				 "start_lead_ms", (json_int_t)o->start_lead_ms, "jobs", o->jobs,
 				 "inject", o->inject, "dry_run", o->dry_run, "one_node_per_rank",
 				 o->one_node_per_rank, "report", str_or_null(o->report), "timeline",
-				 str_or_null(o->timeline), "verbose", o->verbose, "help", o->help,
+				 str_or_null(o->timeline), "trace", str_or_null(o->trace), "verbose",
+				 o->verbose, "help", o->help,
 				 "version", o->version, "env", env_json()))) {
 		json_decref(j);
 		return NULL;
@@ -192,7 +193,8 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	    get_str(j, "slurm_step", &o->sel.slurm_step) || get_str(j, "mpi_job", &o->sel.mpi_job) ||
 	    get_str(j, "exe", &o->sel.exe) || get_str(j, "rank_var", &o->sel.rank_var) ||
 	    get_str(j, "tools", &o->tools) || get_str(j, "report", &o->report) ||
-	    get_str(j, "timeline", &o->timeline) || get_ranks(j, o) ||
+	    get_str(j, "timeline", &o->timeline) || get_str(j, "trace", &o->trace) ||
+	    get_ranks(j, o) ||
 	    !json_is_object(env)) {
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");
 		return -1;

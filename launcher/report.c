@@ -56,10 +56,13 @@ static bool attached_since(const struct rn_target *t, uint64_t since)
 	return attached(t) && t->attach_end_ns >= since;
 }
 
+/*
+ * A target that exited (normally or by a signal: the launcher is not its
+ * parent and cannot tell) is not a failure: its job ended under it.
+ */
 static bool failed(const struct rn_target *t)
 {
-	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED ||
-	       t->state == RN_EXITED;
+	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED;
 }
 
 struct spread {
@@ -196,7 +199,7 @@ void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
 }
 
 struct counts {
-	size_t found, attached, failed, detached;
+	size_t found, attached, failed, detached, exited;
 };
 
 /*
@@ -217,6 +220,7 @@ static void count_node(const struct rm_node *n, struct counts *c)
 			c->attached++;
 		c->failed += failed(t);
 		c->detached += t->state == RN_DETACHED;
+		c->exited += t->state == RN_EXITED;
 	}
 }
 
@@ -308,6 +312,24 @@ static int for_each_failure(const struct rm_run *r, failure_fn fn, void *arg)
 	return 0;
 }
 
+static int count_one(const struct rm_window *w, const struct rm_node *n,
+		     const struct rn_target *t, void *arg)
+{
+	(void)w;
+	(void)n;
+	(void)t;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+size_t rm_count_failures(const struct rm_run *r)
+{
+	size_t n = 0;
+
+	for_each_failure(r, count_one, &n);
+	return n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Text output. */
 
@@ -373,7 +395,7 @@ static void print_headline(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = last_window(r);
 	struct counts c = count_window(w);
-	size_t other = c.found - c.detached - c.failed;
+	size_t other = c.found - c.detached - c.failed - c.exited;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -384,6 +406,8 @@ static void print_headline(FILE *f, const struct rm_run *r)
 		fprintf(f, ", %zu windows", r->n_w);
 	if (c.found)
 		fprintf(f, ": %zu attached and detached, %zu failed", c.detached, c.failed);
+	if (c.exited)
+		fprintf(f, ", %zu exited", c.exited);
 	if (c.found && other)
 		fprintf(f, ", %zu not completed", other);
 	fprintf(f, " (exit %d%s%s)\n", r->exit_code, r->exit_reason ? ": " : "",
@@ -408,8 +432,8 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 	fmt_ms(p50, a.n, p50s, sizeof(p50s));
 	fmt_ms(max, a.n, maxs, sizeof(maxs));
 	fmt_ms(spread_ns(&a), a.n, skews, sizeof(skews));
-	fprintf(f, " %5zu %8zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed, p50s, maxs,
-		skews);
+	fprintf(f, " %5zu %8zu %6zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed,
+		c.exited, p50s, maxs, skews);
 }
 
 static void print_window_line(FILE *f, const struct rm_window *w)
@@ -516,8 +540,8 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 	print_headline(f, r);
 	if (w && w->n_nodes) {
 		hw = host_width(w->nodes, w->n_nodes);
-		fprintf(f, "%-*s found attached failed  attach p50  attach max  start skew\n", hw,
-			"node");
+		fprintf(f, "%-*s found attached failed exited  attach p50  attach max  start skew\n",
+			hw, "node");
 		for (i = 0; i < w->n_nodes; i++)
 			print_node_row(f, &w->nodes[i], w->start_ns, hw);
 	}
@@ -723,6 +747,7 @@ static json_t *counts_json(json_t *o, const struct counts *c, const char *found)
 	rc |= json_object_set_new(o, found, json_integer((json_int_t)c->found));
 	rc |= json_object_set_new(o, "attached", json_integer((json_int_t)c->attached));
 	rc |= json_object_set_new(o, "failed", json_integer((json_int_t)c->failed));
+	rc |= json_object_set_new(o, "exited", json_integer((json_int_t)c->exited));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -924,6 +949,8 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	node_times(n, since, &p50, &max);
 	rc |= json_object_set_new(o, "host", jstr(n->host, sizeof(n->host)));
 	rc |= json_object_set_new(o, "error", jstr_or_null(n->error));
+	rc |= json_object_set_new(o, "realtime_minus_boottime_ns",
+				  n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());
 	rc |= json_object_set_new(o, "topology", topology_json(n));
 	if (rc || !(o = counts_json(o, &c, "found"))) {
 		json_decref(o);
@@ -1091,6 +1118,7 @@ static json_t *run_json(const struct rm_run *r)
 	rc |= json_object_set_new(o, "ended_ns", json_integer((json_int_t)r->ended_ns));
 	rc |= json_object_set_new(o, "exit_code", json_integer(r->exit_code));
 	rc |= json_object_set_new(o, "exit_reason", jstr_or_null(r->exit_reason));
+	rc |= json_object_set_new(o, "stop_reason", jstr_or_null(r->stop_reason));
 	rc |= json_object_set_new(o, "config", config_json(&r->cfg));
 	rc |= json_object_set_new(o, "summary", summary_json(r));
 	rc |= json_object_set_new(o, "windows", windows_json(r));
@@ -1137,6 +1165,7 @@ out:
 #define SVG_CHAR_W 6.6	/* average width of an 11px sans-serif character, with margin */
 
 #define SVG_OK "#3a9d5d"
+#define SVG_EXIT "#9aa5b1"
 #define SVG_FAIL "#d64541"
 #define SVG_CALL "#1d3557"
 
@@ -1458,7 +1487,22 @@ static void svg_state_label(struct svg *s, const struct rn_target *t, double x1,
 			y + 13, name);
 }
 
-/* One target in one window: its bar (green, or red if it failed), then its call marks. */
+/* The record of a target that exited, unchanged since the previous window: drawn there. */
+static bool stale_exit(const struct rm_run *r, size_t wi, const struct rm_node *n,
+		       const struct rn_target *t)
+{
+	const struct rn_target *p;
+
+	if (t->state != RN_EXITED || wi == 0)
+		return false;
+	p = find_target(find_node(&r->w[wi - 1], 0, n->host), (size_t)(t - n->t), t->pid);
+	return p && p->state == t->state && p->attach_start_ns == t->attach_start_ns;
+}
+
+/*
+ * One target in one window: its bar (green, red if it failed, grey if it
+ * exited attached), then its call marks.
+ */
 static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t ni, size_t ti,
 		       int y)
 {
@@ -1473,6 +1517,8 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 		return;
 	if (failed(t) && !new_failure(s->r, wi, (size_t)(wn - w->nodes), (size_t)(t - wn->t)))
 		return;
+	if (stale_exit(s->r, wi, wn, t))
+		return;
 	x1 = svg_x(s, from);
 	x2 = svg_x(s, to);
 	if (x2 - x1 < 6)
@@ -1480,7 +1526,7 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 	bar_title(w, n, t, s, title, sizeof(title));
 	fprintf(s->f,
 		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">",
-		x1, y + 4, x2 - x1, failed(t) ? SVG_FAIL : SVG_OK);
+		x1, y + 4, x2 - x1, failed(t) ? SVG_FAIL : t->state == RN_EXITED ? SVG_EXIT : SVG_OK);
 	svg_title(s, title);
 	fputs("</rect>\n", s->f);
 	/* A failed attach's bar is its call: no mark over it. */
@@ -1569,6 +1615,7 @@ static void svg_legend(struct svg *s)
 	svg_legend_item(s, 300, SVG_CALL, NULL, "attach / detach call");
 	svg_legend_item(s, 470, SVG_FAIL, NULL, "failed (hover for the message)");
 	svg_legend_item(s, 700, "#555", " stroke-dasharray=\"5 3\"", "window start / stop");
+	svg_legend_item(s, 880, SVG_EXIT, NULL, "exited while attached");
 }
 
 static void svg_write(struct svg *s)
@@ -1604,4 +1651,322 @@ int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_
 	s.f = o.f;
 	svg_write(&s);
 	return out_close(&o, err, len);
+}
+
+/* ------------------------------------------------------------------------ */
+/*
+ * Chrome/Perfetto trace-event JSON (--trace). Process 1 holds the windows;
+ * node i (of the last window, as the timeline's lanes) is process i + 2,
+ * named by its host. Each target has two tracks (threads): tid = its pid
+ * for the tools' window, tid = pid + TRACE_CALLS_TID for its attach and
+ * detach calls: our agent hands over inside the calls, so a call and the
+ * tools' window overlap without nesting, which one track cannot show.
+ * Timestamps: CLOCK_REALTIME of the node that took them, in us since the
+ * epoch (a double: to about 0.25 us).
+ */
+
+#define TRACE_CALLS_TID 4194304 /* PID_MAX_LIMIT: above any pid */
+#define TRACE_WINDOWS_PID 1
+
+struct trace {
+	json_t *ev;
+	const struct rm_run *r;
+	int rc;
+};
+
+/* ns since the epoch to us, split so that the division keeps the ns digits. */
+static double trace_us(uint64_t ns)
+{
+	return (double)(ns / 1000u) + (double)(ns % 1000u) / 1000.0;
+}
+
+static void trace_add(struct trace *tr, json_t *e)
+{
+	if (!e || json_array_append_new(tr->ev, e))
+		tr->rc = -1;
+}
+
+/* A metadata event: process_name, thread_name, *_sort_index. */
+static void trace_meta(struct trace *tr, const char *what, int pid, long long tid, json_t *args)
+{
+	json_t *e = json_pack("{s:s, s:s, s:i, s:I}", "name", what, "ph", "M", "pid", pid,
+			      "tid", (json_int_t)tid);
+
+	if (e && json_object_set_new(e, "args", args))
+		json_decref(e), e = NULL;
+	else if (!e)
+		json_decref(args);
+	trace_add(tr, e);
+}
+
+static void trace_span(struct trace *tr, const char *name, const char *cat, int pid,
+		       long long tid, uint64_t from, uint64_t to, json_t *args)
+{
+	json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "name", name, "cat", cat,
+			      "ph", "X", "pid", pid, "tid", (json_int_t)tid, "ts", trace_us(from),
+			      "dur", to > from ? (double)(to - from) / 1000.0 : 0.0);
+
+	if (e && json_object_set_new(e, "args", args ? args : json_object()))
+		json_decref(e), e = NULL;
+	else if (!e)
+		json_decref(args);
+	trace_add(tr, e);
+}
+
+static void trace_instant(struct trace *tr, const char *name, const char *cat, int pid,
+			  long long tid, uint64_t at, json_t *args)
+{
+	json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:f}", "name", name, "cat", cat,
+			      "ph", "i", "s", "t", "pid", pid, "tid", (json_int_t)tid, "ts",
+			      trace_us(at));
+
+	if (e && json_object_set_new(e, "args", args ? args : json_object()))
+		json_decref(e), e = NULL;
+	else if (!e)
+		json_decref(args);
+	trace_add(tr, e);
+}
+
+static json_t *trace_name(const char *s, size_t width)
+{
+	return json_pack("{s:o}", "name", jstr(s, width));
+}
+
+static json_t *trace_sort(long long i)
+{
+	return json_pack("{s:I}", "sort_index", (json_int_t)i);
+}
+
+static void trace_windows(struct trace *tr)
+{
+	const struct rm_window *w;
+
+	trace_meta(tr, "process_name", TRACE_WINDOWS_PID, 0, trace_name("rocattach-mpi windows",
+									 (size_t)-1));
+	trace_meta(tr, "process_sort_index", TRACE_WINDOWS_PID, 0, trace_sort(0));
+	trace_meta(tr, "thread_name", TRACE_WINDOWS_PID, 1, trace_name("windows", (size_t)-1));
+	for (size_t i = 0; i < tr->r->n_w; i++) {
+		char name[32];
+
+		w = &tr->r->w[i];
+		if (!w->start_ns || w->stop_ns < w->start_ns)
+			continue;
+		snprintf(name, sizeof(name), "window %d", w->index);
+		trace_span(tr, name, "window", TRACE_WINDOWS_PID, 1, w->start_ns, w->stop_ns,
+			   json_pack("{s:I, s:I, s:o}", "start_ns", (json_int_t)w->start_ns,
+				     "stop_ns", (json_int_t)w->stop_ns, "stop_reason",
+				     jstr_or_null(w->stop_reason)));
+	}
+}
+
+/* A node's process and its targets' two tracks each, named and in order. */
+static void trace_node_meta(struct trace *tr, const struct rm_node *n, int pid)
+{
+	char label[160];
+
+	trace_meta(tr, "process_name", pid, 0, trace_name(n->host, sizeof(n->host)));
+	trace_meta(tr, "process_sort_index", pid, 0, trace_sort(pid));
+	for (size_t k = 0; k < n->n; k++) {
+		const struct rn_target *t = &n->t[k];
+		int len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
+
+		if (t->rank >= 0)
+			len += snprintf(label + len, sizeof(label) - (size_t)len, " rank %ld", t->rank);
+		snprintf(label + len, sizeof(label) - (size_t)len, " (%.*s)", (int)sizeof(t->exe),
+			 t->exe);
+		trace_meta(tr, "thread_name", pid, t->pid, trace_name(label, sizeof(label)));
+		trace_meta(tr, "thread_sort_index", pid, t->pid, trace_sort(2 * (long long)k));
+		snprintf(label + len, sizeof(label) - (size_t)len, " calls");
+		trace_meta(tr, "thread_name", pid, (long long)t->pid + TRACE_CALLS_TID,
+			   trace_name(label, sizeof(label)));
+		trace_meta(tr, "thread_sort_index", pid, (long long)t->pid + TRACE_CALLS_TID,
+			   trace_sort(2 * (long long)k + 1));
+	}
+}
+
+static json_t *trace_call_args(const struct rn_target *t, int window)
+{
+	const char *status = rocattach_get_status_name(t->status);
+
+	return json_pack("{s:i, s:o, s:o, s:o}", "window", window, "target_side",
+			 rn_side_name(t->side) ? json_string(rn_side_name(t->side)) : json_null(),
+			 "status", status ? json_string(status) : json_null(), "agent_status",
+			 t->agent_status == -1 ? json_null() : json_integer(t->agent_status));
+}
+
+/*
+ * The tools' window: from the hand-over to the hand-back as the report's
+ * tool_ns give them; on ROCm's side both are bounds (each call's end), and
+ * the args say so with the window's lower bound. A target that exited
+ * attached has no hand-back: its span ends at the window's stop.
+ */
+static void trace_tools(struct trace *tr, const struct rm_window *w, const struct rn_target *t,
+			int pid)
+{
+	bool bound = t->attach_tool_bound || t->detach_tool_bound;
+	uint64_t from = t->attach_tool_ns, to = t->detach_tool_ns, lower = rn_window_ns(t, &bound);
+	json_t *args;
+
+	if (!from)
+		return;
+	bound = t->attach_tool_bound || t->detach_tool_bound;
+	args = json_pack("{s:i, s:s, s:I, s:o, s:o}", "window", w->index, "tool_ns_kind",
+			 bound ? "bound" : "measured", "attach_tool_ns", (json_int_t)from,
+			 "detach_tool_ns", to ? json_integer((json_int_t)to) : json_null(),
+			 "window_ns", lower ? json_integer((json_int_t)lower) : json_null());
+	if (args && bound)
+		json_object_set_new(args, "note", json_string(
+			"ROCm's side: the tools ran inside the calls, which end at these times "
+			"(bounds); window_ns is a lower bound: the attach call's end to the "
+			"detach call's start"));
+	if (args && !to)
+		json_object_set_new(args, "end", json_string("no hand-back (the target exited): "
+							     "drawn to the window's stop"));
+	if (!to)
+		to = w->stop_ns > from ? w->stop_ns : from;
+	trace_span(tr, bound ? "tools attached (bounds)" : "tools attached", "tools", pid, t->pid,
+		   from, to, args);
+}
+
+/* A failure or an exit: an instant on the target's calls track, with the message. */
+static void trace_mark(struct trace *tr, const struct rm_window *w, const struct rn_target *t,
+		       int pid, bool new_call)
+{
+	uint64_t at = t->state == RN_DETACH_FAILED || (t->state == RN_EXITED && t->detach_start_ns)
+			      ? (t->detach_end_ns ? t->detach_end_ns : t->detach_start_ns)
+			      : (t->attach_end_ns ? t->attach_end_ns : t->attach_start_ns);
+	json_t *args = trace_call_args(t, w->index);
+
+	if (!new_call || !at)
+		at = w->start_ns; /* found gone before this window's attach */
+	if (args)
+		json_object_set_new(args, "message",
+				    t->message[0] ? jstr(t->message, sizeof(t->message)) : json_null());
+	trace_instant(tr, rn_state_name(t->state), failed(t) ? "failure" : "exit", pid,
+		      (long long)t->pid + TRACE_CALLS_TID, at, args);
+}
+
+/*
+ * One target in one window. Its record is gathered again after every
+ * window, attached or not: only what changed since the previous window's
+ * record (a new attach call, a new state) is this window's.
+ */
+static void trace_target(struct trace *tr, size_t wi, size_t ni, size_t ti, int pid)
+{
+	const struct rm_window *w = &tr->r->w[wi];
+	const struct rm_node *n = &w->nodes[ni];
+	const struct rn_target *t = &n->t[ti], *p = NULL;
+	bool new_call, new_state;
+
+	if (wi > 0)
+		p = find_target(find_node(&tr->r->w[wi - 1], ni, n->host), ti, t->pid);
+	new_call = t->attach_start_ns && (!p || p->attach_start_ns != t->attach_start_ns);
+	new_state = !p || p->state != t->state || new_call;
+	if (new_call) {
+		trace_span(tr, "attach call", "call", pid, (long long)t->pid + TRACE_CALLS_TID,
+			   t->attach_start_ns, t->attach_end_ns, trace_call_args(t, w->index));
+		if (attached(t))
+			trace_tools(tr, w, t, pid);
+		if (t->detach_start_ns)
+			trace_span(tr, "detach call", "call", pid,
+				   (long long)t->pid + TRACE_CALLS_TID, t->detach_start_ns,
+				   t->detach_end_ns, trace_call_args(t, w->index));
+	}
+	if (new_state && (failed(t) || t->state == RN_EXITED))
+		trace_mark(tr, w, t, pid, new_call);
+}
+
+/* Nodes are those of the last window (as the timeline's); earlier ones are found by host. */
+static void trace_nodes(struct trace *tr)
+{
+	const struct rm_window *last = last_window(tr->r);
+
+	for (size_t ni = 0; last && ni < last->n_nodes; ni++)
+		trace_node_meta(tr, &last->nodes[ni], (int)ni + 2);
+	for (size_t wi = 0; last && wi < tr->r->n_w; wi++) {
+		const struct rm_window *w = &tr->r->w[wi];
+
+		for (size_t ni = 0; ni < w->n_nodes; ni++) {
+			const struct rm_node *ln = find_node(last, ni, w->nodes[ni].host);
+
+			for (size_t ti = 0; ln && ti < w->nodes[ni].n; ti++)
+				trace_target(tr, wi, ni, ti, (int)(ln - last->nodes) + 2);
+		}
+	}
+}
+
+/*
+ * The clock, and per node its CLOCK_REALTIME - CLOCK_BOOTTIME and its clock's
+ * offset to rank 0's, to line up with other traces taken on that node.
+ */
+static json_t *trace_other(const struct rm_run *r)
+{
+	const struct rm_window *last = last_window(r);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o}", "producer", "rocattach-mpi",
+			      "version", ROCATTACH_VERSION_STRING, "clock",
+			      "rank 0's CLOCK_REALTIME (each node's times corrected by its "
+			      "clock_offset_ns), us since the Unix epoch",
+			      "exit_code", r->exit_code, "exit_reason", jstr_or_null(r->exit_reason),
+			      "stop_reason", jstr_or_null(r->stop_reason));
+	json_t *offs = json_object(), *clocks = json_object();
+
+	for (size_t i = 0; o && offs && clocks && last && i < last->n_nodes; i++) {
+		const struct rm_node *n = &last->nodes[i];
+		json_t *host = jstr(n->host, sizeof(n->host));
+
+		/* Keys must be UTF-8 too: the host as jstr made it. */
+		if (host && n->boot_offset_ns)
+			json_object_set_new(offs, json_string_value(host),
+					    json_integer(n->boot_offset_ns));
+		if (host && n->clock_known)
+			json_object_set_new(clocks, json_string_value(host),
+					    json_integer(n->clock_offset_ns));
+		json_decref(host);
+	}
+	if (!o || !offs || !clocks || json_object_set_new(o, "realtime_minus_boottime_ns", offs) ||
+	    json_object_set_new(o, "clock_offset_ns", clocks)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *trace_json(const struct rm_run *r)
+{
+	struct trace tr = {.ev = json_array(), .r = r};
+	json_t *o;
+
+	if (!tr.ev)
+		return NULL;
+	trace_windows(&tr);
+	trace_nodes(&tr);
+	o = json_pack("{s:o, s:s, s:o}", "traceEvents", tr.ev, "displayTimeUnit", "ns",
+		      "otherData", trace_other(r));
+	if (o && tr.rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	json_t *j = trace_json(r);
+	struct out o;
+	int rc = -1;
+
+	if (!j) {
+		snprintf(err, len, "cannot write trace %s: %s", path, strerror(ENOMEM));
+		return -1;
+	}
+	if (out_open(&o, path, "trace", err, len))
+		goto out;
+	if (json_dumpf(j, o.f, JSON_COMPACT | JSON_PRESERVE_ORDER) || fputc('\n', o.f) == EOF) {
+		rc = out_fail(&o, errno ? errno : EIO, err, len);
+		goto out;
+	}
+	rc = out_close(&o, err, len);
+out:
+	json_decref(j);
+	return rc;
 }

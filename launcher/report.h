@@ -28,6 +28,8 @@ struct rm_node {
 	int64_t clock_offset_ns;
 	uint64_t clock_rtt_ns;
 	bool clock_known;
+	/* CLOCK_REALTIME - CLOCK_BOOTTIME on that node when gathered, 0 if unknown. */
+	int64_t boot_offset_ns;
 };
 
 /* One profiling window across all nodes. */
@@ -59,7 +61,13 @@ struct rm_run {
 	size_t n_w;
 	uint64_t started_ns, ended_ns; /* CLOCK_REALTIME of the launcher run */
 	int exit_code;
-	const char *exit_reason; /* e.g. "ok", "no targets found", "3 targets failed", "interrupted" */
+	const char *exit_reason; /* e.g. "ok", "job ended", "3 targets failed", "interrupted" */
+	/*
+	 * Why the run stopped: "completed" (every window ran), "job ended"
+	 * (every target exited), "tool failed" (nothing could attach the tool),
+	 * "interrupted" (a signal); NULL: not said.
+	 */
+	const char *stop_reason;
 };
 
 /*
@@ -100,8 +108,16 @@ void rm_print_summary(FILE *f, const struct rm_run *r);
 /* --dry-run: per node, the processes that would be attached. */
 void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);
 
-/* Write the JSON report / SVG timeline; 0, or -1 with a one-line reason in err. */
+/* Failures (attach-failed, detach-failed) of the run, each counted once; exits are not. */
+size_t rm_count_failures(const struct rm_run *r);
+
+/*
+ * Write the JSON report / SVG timeline / Chrome trace-event JSON (--trace:
+ * a process per node, two tracks per target, times in us of CLOCK_REALTIME
+ * since the epoch); 0, or -1 with a one-line reason in err.
+ */
 int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_t len);
+int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len);
 
 #endif

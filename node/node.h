@@ -164,6 +164,28 @@ void rn_probe_sides(struct rn_target *t, size_t n);
 int rn_pool_jobs(const struct rn_pool_opts *o, size_t n);
 
 /* ------------------------------------------------------------------------ */
+/* Liveness: is the job still there? (watch.c) */
+
+/*
+ * A watch over a node's targets (one pidfd each, /proc where pidfd_open
+ * fails), so the launcher learns when its job has ended: it is not the
+ * targets' parent and cannot wait for them, nor learn how they ended. NULL
+ * when out of memory (then everything counts as alive).
+ */
+struct rn_watch;
+struct rn_watch *rn_watch_open(const struct rn_target *t, size_t n);
+void rn_watch_close(struct rn_watch *w);
+/* How many of the watched targets are still running (a zombie is gone). */
+size_t rn_watch_alive(struct rn_watch *w);
+bool rn_watch_gone(const struct rn_watch *w, size_t i);
+/*
+ * rn_watch_alive, and every gone target that is not attached (found, or
+ * detached after a window) becomes RN_EXITED with a message, so that it is
+ * not attached again. t is the array the watch was opened on.
+ */
+size_t rn_watch_mark(struct rn_watch *w, struct rn_target *t, size_t n);
+
+/* ------------------------------------------------------------------------ */
 /* Records. */
 
 /*
@@ -177,6 +199,15 @@ size_t rn_pack(const char *host, const struct rn_target *t, size_t n, void *buf,
 int rn_unpack(const void *buf, size_t len, char *host, struct rn_target **t, size_t *n);
 
 const char *rn_state_name(enum rn_state s);
+/*
+ * Did this attach fail because of the tool, which no later window can
+ * change? The target's entry point set up no tool (agent status 6,
+ * ROCPROFILER_ERROR: a library that does not load, has no
+ * rocprofiler_configure, declines, fails initialize), or the library's
+ * checks refused the tool path before any ptrace (missing, not a shared
+ * object for this machine, replaceable by others, an empty list).
+ */
+bool rn_tool_failed(const struct rn_target *t);
 /*
  * The window a target's tools got, hand-over to hand-back; on ROCm's side
  * (*bound set) a lower bound: the attach call's end to the detach call's

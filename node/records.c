@@ -22,6 +22,8 @@
 
 #include <jansson.h>
 
+#include <rocattach/tool.h>
+
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
@@ -51,6 +53,28 @@ const char *rn_state_name(enum rn_state s)
 	if ((unsigned)s >= sizeof(state_names) / sizeof(state_names[0]))
 		return "unknown";
 	return state_names[s];
+}
+
+/*
+ * The library's tool checks (lib/session.c: check_file, check_node, the
+ * tool list) fail with INVALID_ARGUMENT, before the entry point is called,
+ * and their messages start with one of these.
+ */
+static const char *const tool_check_prefixes[] = {"library ", "refusing library ",
+						  "tool library list "};
+
+bool rn_tool_failed(const struct rn_target *t)
+{
+	if (t->state != RN_ATTACH_FAILED)
+		return false;
+	if (t->agent_status == ROCATTACH_REGISTER_ROCPROFILER_ERROR)
+		return true;
+	if (t->status != ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT || t->agent_status != -1)
+		return false;
+	for (size_t i = 0; i < sizeof(tool_check_prefixes) / sizeof(tool_check_prefixes[0]); i++)
+		if (!strncmp(t->message, tool_check_prefixes[i], strlen(tool_check_prefixes[i])))
+			return true;
+	return false;
 }
 
 /* ------------------------------------------------------------------------ */

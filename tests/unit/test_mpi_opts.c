@@ -206,10 +206,24 @@ static void test_rm_opts_check_outputs_missing_dir(void **state)
 	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), 0);
 }
 
+static void test_rm_opts_parse_trace(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "--trace", "t.json"), 0);
+	assert_string_equal(o.trace, "t.json");
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), 0);
+	assert_int_equal(PARSE("--exe", "x", "--trace", "/nonexistent-dir/t.json"), 0);
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot write --trace '/nonexistent-dir/t.json'"));
+	assert_int_equal(PARSE("--exe", "x", "--trace"), -1);
+	assert_non_null(strstr(rm_usage, "--trace FILE.json"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_rm_opts_parse_selectors_and_window, clear_env),
+		cmocka_unit_test_setup(test_rm_opts_parse_trace, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
 		cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),

@@ -29,7 +29,7 @@ static void test_plan_round_trip(void **state)
 			      "--rank-var", "MY_RANK", "--attach-children=no", "-t", "a.so:b.so",
 			      "--windows", "100:200:3", "--max-window", "5000", "--start-lead", "40",
 			      "--jobs", "4", "--inject", "--report", "/tmp/r.json", "--timeline",
-			      "/tmp/t.svg", "-v", "-v"};
+			      "/tmp/t.svg", "--trace", "/tmp/p.json", "-v", "-v"};
 	struct rm_opts a, b;
 	struct rm_plan p = {0};
 	char *text;
@@ -67,6 +67,7 @@ static void test_plan_round_trip(void **state)
 	assert_false(b.dry_run);
 	assert_string_equal(b.report, "/tmp/r.json");
 	assert_string_equal(b.timeline, "/tmp/t.svg");
+	assert_string_equal(b.trace, "/tmp/p.json");
 	assert_int_equal(b.verbose, 2);
 	free(text);
 	rm_plan_free(&p);

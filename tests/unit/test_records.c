@@ -526,6 +526,31 @@ static void test_rn_target_to_json_unterminated_fields(void **state)
 	json_decref(j);
 }
 
+/* The tool is the cause: the agent's status 6, or the library's checks of the path. */
+static void test_rn_tool_failed_causes(void **state)
+{
+	struct rn_target t = {.state = RN_ATTACH_FAILED, .agent_status = 6,
+			      .status = ROCATTACH_STATUS_ERROR};
+
+	(void)state;
+	assert_true(rn_tool_failed(&t));
+	t.state = RN_EXITED;
+	assert_false(rn_tool_failed(&t));
+	t = (struct rn_target){.state = RN_ATTACH_FAILED, .agent_status = -1,
+			       .status = ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT};
+	snprintf(t.message, sizeof(t.message), "library /x/t.so as seen from process 4 "
+		 "(/proc/4/root/x/t.so): No such file or directory");
+	assert_true(rn_tool_failed(&t));
+	snprintf(t.message, sizeof(t.message), "refusing library /x/t.so for process 4: ...");
+	assert_true(rn_tool_failed(&t));
+	/* Not the tool: a pid of our own, another attacher, no listener. */
+	snprintf(t.message, sizeof(t.message), "process 4 is the caller itself");
+	assert_false(rn_tool_failed(&t));
+	t.status = ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED;
+	t.agent_status = 7;
+	assert_false(rn_tool_failed(&t));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -547,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_rn_target_to_json_escapes_strings),
 		cmocka_unit_test(test_rn_target_to_json_invalid_utf8),
 		cmocka_unit_test(test_rn_target_to_json_unterminated_fields),
+		cmocka_unit_test(test_rn_tool_failed_causes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

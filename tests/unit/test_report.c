@@ -131,7 +131,9 @@ static int setup(void **state)
 		.ended_ns = S2 + 100 * MS,
 		.exit_code = 4,
 		.exit_reason = "2 targets failed",
+		.stop_reason = "completed",
 	};
+	w1_nodes[0].boot_offset_ns = w2_nodes[0].boot_offset_ns = 5 * MS;
 	return mkdtemp(dir) ? 0 : -1;
 }
 
@@ -297,13 +299,14 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	assert_non_null(f);
 	rm_print_summary(f, &run);
 	fclose(f);
+	/* 200 exited: its job ended under it, not a failure. */
 	assert_non_null(strstr(buf, "rocattach-mpi: 3 nodes, 4 targets, 2 windows: 2 attached and "
-				    "detached, 2 failed (exit 4: 2 targets failed)\n"));
-	assert_non_null(strstr(buf, "node            found attached failed  attach p50  attach "
-				    "max  start skew\n"));
-	assert_non_null(strstr(buf, "\nnode1               2        2      0     0.400ms     "
+				    "detached, 1 failed, 1 exited (exit 4: 2 targets failed)\n"));
+	assert_non_null(strstr(buf, "node            found attached failed exited  attach p50  "
+				    "attach max  start skew\n"));
+	assert_non_null(strstr(buf, "\nnode1               2        2      0      0     0.400ms     "
 				    "0.500ms     0.300ms\n"));
-	assert_non_null(strstr(buf, "\nnode2               2        1      2     0.100ms     "
+	assert_non_null(strstr(buf, "\nnode2               2        1      1      1     0.100ms     "
 				    "0.100ms     0.000ms\n"));
 	assert_non_null(strstr(buf, "\nnode3               0  no targets found\n"));
 	assert_non_null(strstr(buf, "window 1: start 2026-11-21T07:30:01.123Z, 1000.0 ms, stop "
@@ -315,8 +318,7 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	/* Each failure once, on one line, in the window where it happened. */
 	assert_non_null(strstr(buf, "failures:\n  node2 pid 201 (app), window 1: attach-failed: "
 				    "PTRACE_SEIZE(201): \"denied\" <&> 'x'\n"));
-	assert_non_null(strstr(buf, "  node2 pid 200 rank 2 (a<b&c), window 2: exited: process "
-				    "exited\n"));
+	assert_null(strstr(buf, "pid 200"));
 	assert_int_equal(count(buf, "pid 201"), 1);
 	free(buf);
 }
@@ -445,7 +447,9 @@ static void test_rm_write_report_top_and_config(void **state)
 	assert_int_equal(jint(j, "summary.nodes"), 3);
 	assert_int_equal(jint(j, "summary.targets"), 4);
 	assert_int_equal(jint(j, "summary.attached"), 3);
-	assert_int_equal(jint(j, "summary.failed"), 2);
+	assert_int_equal(jint(j, "summary.failed"), 1);
+	assert_int_equal(jint(j, "summary.exited"), 1);
+	assert_string_equal(json_string_value(jget(j, "stop_reason")), "completed");
 	json_decref(j);
 }
 
@@ -480,7 +484,10 @@ static void test_rm_write_report_windows(void **state)
 	assert_int_equal(jint(j, "windows.0.nodes.0.attach_max_ns"), 1200000);
 	assert_int_equal(jint(j, "windows.1.nodes.0.attach_skew_ns"), 300000);
 	assert_int_equal(jint(j, "windows.1.nodes.1.attached"), 1);
-	assert_int_equal(jint(j, "windows.1.nodes.1.failed"), 2);
+	assert_int_equal(jint(j, "windows.1.nodes.1.failed"), 1);
+	assert_int_equal(jint(j, "windows.1.nodes.1.exited"), 1);
+	assert_int_equal(jint(j, "windows.0.nodes.0.realtime_minus_boottime_ns"), 5 * MS);
+	assert_true(json_is_null(jget(j, "windows.0.nodes.1.realtime_minus_boottime_ns")));
 	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.cpus")),
 			    "0-7,16");
 	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.numa")), "0");
@@ -507,17 +514,15 @@ static void test_rm_write_report_errors_once(void **state)
 
 	(void)state;
 	e = jget(j, "errors");
-	assert_int_equal(json_array_size(e), 2);
+	/* 201's failure once; 200 exited, which is no error. */
+	assert_int_equal(json_array_size(e), 1);
 	assert_int_equal(jint(e, "0.window"), 1);
 	assert_string_equal(json_string_value(jget(e, "0.host")), "node2");
 	assert_int_equal(jint(e, "0.pid"), 201);
 	assert_true(json_is_null(jget(e, "0.rank")));
 	assert_string_equal(json_string_value(jget(e, "0.state")), "attach-failed");
 	assert_string_equal(json_string_value(jget(e, "0.message")), BAD_MESSAGE);
-	assert_int_equal(jint(e, "1.window"), 2);
-	assert_int_equal(jint(e, "1.pid"), 200);
-	assert_int_equal(jint(e, "1.rank"), 2);
-	assert_string_equal(json_string_value(jget(e, "1.state")), "exited");
+	assert_int_equal(rm_count_failures(&run), 1);
 	json_decref(j);
 }
 
@@ -548,11 +553,13 @@ static void test_rm_write_timeline_svg(void **state)
 	assert_non_null(strstr(svg, "</svg>\n"));
 	/*
 	 * Bars: window 1 has 3 green and 1 red (201's attach); window 2 has 2
-	 * green and 1 red (200 exited); 201's failure is not drawn twice.
+	 * green and 1 grey (200 exited while attached: not a failure); 201's
+	 * failure is not drawn twice.
 	 */
 	assert_int_equal(count(svg, "<rect"), 7);
 	assert_int_equal(count(svg, "</rect>"), 7);
-	assert_int_equal(count(svg, "fill=\"#d64541\">"), 2);
+	assert_int_equal(count(svg, "fill=\"#d64541\">"), 1);
+	assert_int_equal(count(svg, "fill=\"#9aa5b1\">"), 1);
 	assert_int_equal(count(svg, "<title>"), count(svg, "</title>"));
 	assert_null(strstr(svg, "<&"));
 	assert_xml_text_escaped(svg);
@@ -629,6 +636,141 @@ static void test_rm_write_report_huge_cpu_numbers(void **state)
 	json_decref(j);
 }
 
+static json_t *write_trace(const struct rm_run *r, const char *name)
+{
+	char path[256], err[256] = "";
+	json_error_t je;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(rm_write_trace(path, r, err, sizeof(err)), 0);
+	j = json_load_file(path, 0, &je);
+	if (!j)
+		fail_msg("trace is not JSON: %s (line %d)", je.text, je.line);
+	assert_string_equal(json_string_value(json_object_get(j, "displayTimeUnit")), "ns");
+	assert_true(json_is_array(json_object_get(j, "traceEvents")));
+	return j;
+}
+
+/* The events named name (any phase if ph is NULL) of track tid, and the first of them. */
+static size_t events_of(json_t *j, const char *name, const char *ph, json_int_t tid,
+			json_t **first)
+{
+	json_t *ev = json_object_get(j, "traceEvents"), *e;
+	size_t i, n = 0;
+
+	*first = NULL;
+	json_array_foreach(ev, i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) ||
+		    (ph && strcmp(json_string_value(json_object_get(e, "ph")), ph)) ||
+		    (tid >= 0 && json_integer_value(json_object_get(e, "tid")) != tid))
+			continue;
+		if (!n++)
+			*first = e;
+	}
+	return n;
+}
+
+static double absd(double v)
+{
+	return v < 0 ? -v : v;
+}
+
+static double num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	assert_true(json_is_number(v));
+	return json_number_value(v);
+}
+
+#define CALLS(pid) ((json_int_t)(pid) + 4194304)
+
+/* One window: our agent (measured), ROCm's side (bounds), a failed attach, an exit. */
+static void test_rm_write_trace_both_sides(void **state)
+{
+	struct rn_target t[4];
+	struct rm_node node = {.host = "nodeA", .t = t, .n = 4, .boot_offset_ns = 42};
+	struct rm_window w = {1, T1, S1, "job ended", &node, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 0, .exit_reason = "job ended",
+			   .stop_reason = "job ended"};
+	json_t *j, *e;
+
+	(void)state;
+	t[0] = target(300, 0, "app", RN_DETACHED);
+	times(&t[0], T1 - 50 * MS, T1 + 123456, S1 - 50 * MS, S1 + 654321);
+	t[0].attach_tool_ns = T1 + 1001;
+	t[0].detach_tool_ns = S1 + 2002;
+	t[0].side = ROCATTACH_SIDE_AGENT;
+	t[1] = target(301, 1, "app", RN_DETACHED);
+	times(&t[1], T1 - 10 * MS, T1 + 2 * MS, S1, S1 + 3 * MS);
+	t[1].attach_tool_ns = T1 + 2 * MS;
+	t[1].detach_tool_ns = S1 + 3 * MS;
+	t[1].detach_call_ns = S1 + MS;
+	t[1].attach_tool_bound = t[1].detach_tool_bound = true;
+	t[1].side = ROCATTACH_SIDE_ROCM;
+	t[2] = target(302, 2, "app", RN_ATTACH_FAILED);
+	times(&t[2], T1 - 10 * MS, T1 - 9 * MS, 0, 0);
+	t[2].agent_status = 6;
+	snprintf(t[2].message, sizeof(t[2].message), "tool said no");
+	t[3] = target(303, 3, "app", RN_EXITED);
+	times(&t[3], T1 - 10 * MS, T1 - 8 * MS, 0, 0);
+	j = write_trace(&r, "both.json");
+
+	assert_int_equal(events_of(j, "window 1", "X", 1, &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)T1) < 300);
+	assert_true(absd(num(e, "dur") * 1000 - (double)(S1 - T1)) < 1);
+	/* Our agent: measured hand-over to hand-back, to within a quarter us. */
+	assert_int_equal(events_of(j, "tools attached", "X", 300, &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)(T1 + 1001)) < 250);
+	assert_true(absd(num(e, "dur") * 1000 - (double)(S1 + 2002 - T1 - 1001)) < 1);
+	assert_string_equal(json_string_value(jget(e, "args.tool_ns_kind")), "measured");
+	assert_int_equal(jint(e, "args.attach_tool_ns"), T1 + 1001);
+	/* ROCm's side: labelled bounds, with the lower bound of its window. */
+	assert_int_equal(events_of(j, "tools attached (bounds)", "X", 301, &e), 1);
+	assert_string_equal(json_string_value(jget(e, "args.tool_ns_kind")), "bound");
+	assert_int_equal(jint(e, "args.window_ns"), S1 + MS - T1 - 2 * MS);
+	/* Calls on their own track, beside the tools' one. */
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(300), &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)(T1 - 50 * MS)) < 250);
+	assert_int_equal(events_of(j, "detach call", "X", CALLS(301), &e), 1);
+	/* A failure and an exit: instants, told apart. */
+	assert_int_equal(events_of(j, "attach-failed", "i", CALLS(302), &e), 1);
+	assert_string_equal(json_string_value(jget(e, "cat")), "failure");
+	assert_string_equal(json_string_value(jget(e, "args.message")), "tool said no");
+	assert_int_equal(jint(e, "args.agent_status"), 6);
+	assert_int_equal(events_of(j, "tools attached", "X", 302, &e), 0);
+	assert_int_equal(events_of(j, "exited", "i", CALLS(303), &e), 1);
+	assert_string_equal(json_string_value(jget(e, "cat")), "exit");
+	/* Names: the node is process 2, each target a named track. */
+	assert_int_equal(events_of(j, "process_name", "M", -1, &e), 2);
+	assert_int_equal(events_of(j, "thread_name", "M", 301, &e), 1);
+	assert_string_equal(json_string_value(jget(e, "args.name")), "pid 301 rank 1 (app)");
+	assert_int_equal(jint(j, "otherData.realtime_minus_boottime_ns.nodeA"), 42);
+	assert_string_equal(json_string_value(jget(j, "otherData.stop_reason")), "job ended");
+	json_decref(j);
+}
+
+/* Records gathered again after each window: a failure or exit is in the trace once. */
+static void test_rm_write_trace_once_per_change(void **state)
+{
+	json_t *j, *e;
+
+	(void)state;
+	strcpy(w1_nodes[0].host, "nod\xff" "1");
+	strcpy(w2_nodes[0].host, "nod\xff" "1");
+	j = write_trace(&run, "run.json");
+	strcpy(w1_nodes[0].host, "node1");
+	strcpy(w2_nodes[0].host, "node1");
+	assert_int_equal(events_of(j, "attach-failed", "i", CALLS(201), &e), 1);
+	assert_int_equal(events_of(j, "exited", "i", CALLS(200), &e), 1);
+	assert_true(absd(num(e, "ts") * 1000 - (double)(S2 + 95000)) < 250);
+	/* 100 and 101 attached in both windows: two attach calls each. */
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(100), &e), 2);
+	assert_int_equal(events_of(j, "window 2", "X", 1, &e), 1);
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,6 +790,8 @@ int main(void)
 		cmocka_unit_test(test_rm_write_report_refuses_tmp_symlink),
 		cmocka_unit_test(test_rm_write_timeline_no_window),
 		cmocka_unit_test(test_rm_write_report_huge_cpu_numbers),
+		cmocka_unit_test(test_rm_write_trace_both_sides),
+		cmocka_unit_test(test_rm_write_trace_once_per_change),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
