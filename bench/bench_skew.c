@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include "bench.h"
 
 #define WINDOW_MS 1000.0
+#define FLOOR_CHUNK 4096 /* as examples/targets/busy_target.c's CHUNK */
 
 struct spread {
 	size_t n_attach, n_detach;
@@ -140,41 +142,56 @@ static uint64_t realtime_ns(void)
 }
 
 static atomic_bool floor_done;
+static _Atomic uint64_t floor_sink;
 
+/* The example target's worker (--threads 1): a hash chain, then a 1 ms nap. */
 static void *floor_spin(void *arg)
 {
-	(void)arg;
-	while (!atomic_load_explicit(&floor_done, memory_order_relaxed))
-		;
+	const struct timespec nap = {0, 1000000};
+	uint64_t h = (uintptr_t)arg + 1;
+
+	while (!atomic_load_explicit(&floor_done, memory_order_relaxed)) {
+		for (unsigned int i = 0; i < FLOOR_CHUNK; i++) {
+			h ^= h >> 33;
+			h *= 0xff51afd7ed558ccdULL;
+			h += i;
+		}
+		atomic_store_explicit(&floor_sink, h, memory_order_relaxed);
+		nanosleep(&nap, NULL);
+	}
 	return NULL;
 }
 
 /*
  * The floor of a synchronized start on this machine, under the same load as
- * the targets: n processes, each with one busy thread (as the example
- * targets run with --threads 1) and one thread asleep until one common
+ * the targets: n processes, each with one worker thread doing what the
+ * example target's does (a hash chain, then a 1 ms nap; --threads 1) and one thread asleep until one common
  * CLOCK_REALTIME instant (as our agent's starter threads sleep until the
  * start time). The spread of their wake-ups bounds from below what any
  * in-process start can reach here; NAN if it could not run.
  */
 static double wake_floor_ms(size_t n)
 {
-	uint64_t at = realtime_ns() + 300000000u, lo = 0, hi = 0, v;
-	struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
-	size_t got = 0;
-	int fd[2];
+	uint64_t *at = mmap(NULL, sizeof(*at), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			    -1, 0);
+	uint64_t lo = 0, hi = 0, v;
+	size_t got = 0, ready = 0;
+	int fd[2], go[2], up[2];
+	char b;
 
-	if (pipe(fd))
+	if (at == MAP_FAILED || pipe(fd) || pipe(go) || pipe(up))
 		return NAN;
 	for (size_t i = 0; i < n; i++) {
-		pid_t p = fork();
-
-		if (p == 0) {
+		if (fork() == 0) {
+			struct timespec ts;
 			pthread_t th;
 
 			close(fd[0]);
-			if (pthread_create(&th, NULL, floor_spin, NULL))
+			if (pthread_create(&th, NULL, floor_spin, NULL) || write(up[1], "r", 1) != 1 ||
+			    read(go[0], &b, 1) != 1)
 				_exit(1);
+			ts.tv_sec = (time_t)(*at / 1000000000u);
+			ts.tv_nsec = (long)(*at % 1000000000u);
 			while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
 				;
 			v = realtime_ns();
@@ -183,14 +200,26 @@ static double wake_floor_ms(size_t n)
 		}
 	}
 	close(fd[1]);
+	close(up[1]);
+	/* Every process set up (its busy thread running) before the instant is set. */
+	while (ready < n && read(up[0], &b, 1) == 1)
+		ready++;
+	*at = realtime_ns() + 200000000u;
+	for (size_t i = 0; i < ready; i++)
+		if (write(go[1], "g", 1) != 1)
+			break;
 	while (read(fd[0], &v, sizeof(v)) == sizeof(v)) {
 		lo = !got || v < lo ? v : lo;
 		hi = !got || v > hi ? v : hi;
 		got++;
 	}
 	close(fd[0]);
+	close(go[0]);
+	close(go[1]);
+	close(up[0]);
 	while (wait(NULL) > 0)
 		;
+	munmap(at, sizeof(*at));
 	return got == n ? (double)(hi - lo) / 1e6 : NAN;
 }
 
@@ -305,7 +334,7 @@ static int one_node(size_t n, struct bt_results *res)
 	floor_ms = wake_floor_ms(n);
 	row = bt_row(res, "skew.node.floor", "wake-up spread floor, one node (no attach)", floor_ms,
 		     "ms", s[0].attach_ms, "our agent's tool_attach spread, same run", NULL, 0, false);
-	bt_row_note(row, "%zu processes, each with one busy thread and one asleep until one "
+	bt_row_note(row, "%zu processes, each with a worker like the targets' and a thread asleep until one "
 			 "CLOCK_REALTIME instant: no in-process start spreads less here", n);
 	if (rocm_side(n, res, &s[0]))
 		bt_row_na(res, "skew.rocm.attach", "tool_attach spread, one node, ROCm's side",
