@@ -334,8 +334,9 @@ static int one_node(size_t n, struct bt_results *res)
 	floor_ms = wake_floor_ms(n);
 	row = bt_row(res, "skew.node.floor", "wake-up spread floor, one node (no attach)", floor_ms,
 		     "ms", s[0].attach_ms, "our agent's tool_attach spread, same run", NULL, 0, false);
-	bt_row_note(row, "%zu processes, each with a worker like the targets' and a thread asleep until one "
-			 "CLOCK_REALTIME instant: no in-process start spreads less here", n);
+	bt_row_note(row, "%zu processes, each with a worker like the targets' and a thread asleep "
+			 "until one CLOCK_REALTIME instant: no in-process start spreads less here",
+		    n);
 	if (rocm_side(n, res, &s[0]))
 		bt_row_na(res, "skew.rocm.attach", "tool_attach spread, one node, ROCm's side",
 			  "the launcher run failed (see the log)");
