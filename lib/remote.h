@@ -10,6 +10,7 @@
 #define RA_REMOTE_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,6 +27,19 @@ struct ra_remote {
 	bool code_written;	/* trampoline is in place */
 	bool parked;		/* thread sits at the park syscall's entry stop */
 	bool gone;		/* thread or process exited under us */
+	/*
+	 * The park is reported by the kernel: RA_PARK_SIG, left pending (and
+	 * blocked) before each run, is let through by the park's mask only.
+	 * false: the park blocks everything and we watch for it.
+	 */
+	bool sigpark;
+	uint64_t park_mask;	/* address of the park's signal mask in the target */
+	/*
+	 * The stack mapping [stack_lo, stack_hi) of the thread, when known: the
+	 * caller may set it after begin (a listener's stack never moves) and
+	 * keep what stack_push found, to save a read of /proc/PID/maps.
+	 */
+	uint64_t stack_lo, stack_hi;
 	int signals_forwarded;
 	/*
 	 * Set by the caller: watch the park closely (looks at most every
@@ -40,6 +54,12 @@ struct ra_remote {
 };
 
 #define RA_TIGHT_NAP_NS 100000
+/*
+ * The park's signal. Its default action is to ignore it, and it is used
+ * only on a thread that blocks it and whose process neither catches nor
+ * ignores it, so wherever it ends up without a tracer it is discarded.
+ */
+#define RA_PARK_SIG SIGURG
 
 /*
  * Seize tid of pid, stop it, save its registers and write the trampoline at
