@@ -62,6 +62,9 @@ static int save_and_write_code(struct ra_remote *r)
 	ret = ra_getregs(r->tid, &r->saved, r->e);
 	if (ret)
 		return ret;
+	r->saved_ok = true;
+	if (r->code_written)
+		return 0; /* adopted: the code is in place already */
 	ret = ra_mem_read(r->pid, r->tramp, r->orig_code, t->len, r->e);
 	if (ret)
 		return ret;
@@ -101,7 +104,7 @@ static bool sigpark_usable(const struct ra_remote *r)
  */
 static int place_park_mask(struct ra_remote *r)
 {
-	uint64_t mask = ~0ull, at = ((ra_arch_sp(&r->saved) - STACK_GAP) & ~(uint64_t)15) - 16;
+	uint64_t mask = ~0ull, at = ((ra_arch_sp(&r->saved) - STACK_GAP) & ~(uint64_t)15) - 32;
 	int ret;
 
 	r->sigpark = sigpark_usable(r);
@@ -111,11 +114,18 @@ static int place_park_mask(struct ra_remote *r)
 	if (ret)
 		return ret;
 	r->park_mask = at;
+	r->scratch = at + 16;
 	r->sp = at;
 	return 0;
 }
 
 int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, struct ra_err *e)
+{
+	return ra_remote_begin_opts(r, pid, tid, tramp, 0, e);
+}
+
+int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
+			 unsigned long options, struct ra_err *e)
 {
 	char why[256];
 	long ret;
@@ -125,7 +135,7 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 	r->tid = tid;
 	r->tramp = tramp;
 	r->e = e;
-	ret = ptrace(PTRACE_SEIZE, tid, NULL, NULL);
+	ret = ptrace(PTRACE_SEIZE, tid, NULL, (void *)options);
 	if (ret < 0) {
 		int err = errno;
 
@@ -149,6 +159,42 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 	if (ret)
 		ra_remote_end(r);
 	return (int)ret;
+}
+
+void ra_remote_adopt(struct ra_remote *n, struct ra_remote *r)
+{
+	memset(n, 0, sizeof(*n));
+	n->pid = r->pid;
+	n->tid = r->clone_tid;
+	n->tramp = r->tramp;
+	n->e = r->e;
+	/* Traced since its creation: ours to release, whatever happens. */
+	n->seized = n->tid > 0;
+	memcpy(n->orig_code, r->orig_code, sizeof(n->orig_code));
+	n->code_written = r->code_written && n->seized;
+	if (n->code_written)
+		r->code_written = false;
+}
+
+int ra_remote_adopted(struct ra_remote *n)
+{
+	int ret;
+
+	if (!n->seized)
+		return ra_err_set(n->e, ROCATTACH_STATUS_ERROR, "process %d: no new thread to adopt",
+				  n->pid);
+	/* Its first stop, before its first instruction. */
+	ret = wait_interrupt_stop(n);
+	/* It inherited its creator's options: threads it creates are not ours. */
+	if (!ret)
+		ret = (int)ra_ptrace(PTRACE_SETOPTIONS, n->tid, NULL, NULL, n->e);
+	if (!ret)
+		ret = save_and_write_code(n);
+	if (!ret)
+		ret = place_park_mask(n);
+	if (ret)
+		ra_remote_end(n);
+	return ret;
 }
 
 /*
@@ -191,7 +237,13 @@ static int pass_stop(struct ra_remote *r, int status)
 		r->signals_forwarded++;
 		ra_debug("pid %d: forwarding signal %d to thread %d", r->pid, sig, r->tid);
 	}
-	/* PTRACE_EVENT_STOP (group stop, late interrupt): just go on. */
+	if (status >> 16 == PTRACE_EVENT_CLONE) {
+		unsigned long msg = 0;
+
+		if (!ptrace(PTRACE_GETEVENTMSG, r->tid, NULL, &msg))
+			r->clone_tid = (pid_t)msg;
+	}
+	/* PTRACE_EVENT_STOP (group stop, late interrupt), a clone: just go on. */
 	return (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e);
 }
 
@@ -304,8 +356,9 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 			*have_regs = true;
 			return 0;
 		}
-		ra_debug("pid %d: thread %d took signal %d before the park: watching instead",
-			 r->pid, r->tid, RA_PARK_SIG);
+		ra_debug("pid %d: thread %d took signal %d at 0x%llx (trampoline 0x%llx), not in "
+			 "the park: watching instead", r->pid, r->tid, RA_PARK_SIG,
+			 (unsigned long long)ra_arch_pc(regs), (unsigned long long)r->tramp);
 		r->sigpark = false;
 		ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 		if (!ret)
@@ -439,7 +492,7 @@ int ra_remote_end(struct ra_remote *r)
 	 * itself on the way out (the park's own pause() is forgotten with them).
 	 */
 	regs = r->saved;
-	if (ra_setregs(r->tid, &regs, r->e))
+	if (r->saved_ok && ra_setregs(r->tid, &regs, r->e))
 		ret = -EIO;
 	if (ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, r->e) == -ESRCH)
 		r->gone = true;

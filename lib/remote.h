@@ -40,6 +40,9 @@ struct ra_remote {
 	 * keep what stack_push found, to save a read of /proc/PID/maps.
 	 */
 	uint64_t stack_lo, stack_hi;
+	uint64_t scratch;	/* RA_SCRATCH bytes in the target for small results */
+	bool saved_ok;		/* saved holds the thread's own registers */
+	pid_t clone_tid;	/* a thread it created (PTRACE_O_TRACECLONE), or 0 */
 	int signals_forwarded;
 	/*
 	 * Set by the caller: watch the park closely (looks at most every
@@ -67,6 +70,27 @@ struct ra_remote {
  * the thread is released and the code untouched.
  */
 int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, struct ra_err *e);
+
+#define RA_SCRATCH 16
+
+/*
+ * The same with ptrace options (PTRACE_SEIZE's data). With
+ * PTRACE_O_TRACECLONE, a thread the remote code creates is traced from its
+ * first instruction on and its tid lands in r->clone_tid.
+ */
+int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
+			 unsigned long options, struct ra_err *e);
+
+/*
+ * Take over r->clone_tid, stopped before its first instruction, as n: the
+ * trampoline passes from r to n (r's end leaves the code for n's end to
+ * restore), so r can be released at once, then ra_remote_adopted(n) waits
+ * for the new thread's first stop and readies it like a begin. On failure
+ * the new thread is released to run on as its creator meant, and the code
+ * is restored.
+ */
+void ra_remote_adopt(struct ra_remote *n, struct ra_remote *r);
+int ra_remote_adopted(struct ra_remote *n);
 
 /* nr(args) in the target. *ret is the raw return (-4095..-1 is -errno). */
 int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n, uint64_t *ret);
