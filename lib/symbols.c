@@ -356,17 +356,125 @@ static int place(const struct find_ctx *c, const struct ra_map *id, uint64_t bas
 	return -ENOENT;
 }
 
+/*
+ * What one ELF file defines, kept per file and names list: every process
+ * that maps the same agent or libc reads it once. A file is known by what
+ * stat says of it through the process's mapping (device, inode, size,
+ * modification and change times: a library rebuilt in place is read again);
+ * the names lists are the callers' constant arrays, known by address.
+ */
+#define ELF_CACHE 32
+#define ELF_CACHE_NAMES 8
+
+struct elf_entry {
+	bool used;
+	struct stat sb;
+	const char *const *names;
+	size_t n, nfn;
+	int r;
+	uint64_t vaddr[ELF_CACHE_NAMES], base, off;
+};
+
+static struct elf_entry elf_cache[ELF_CACHE];
+static size_t elf_cache_next;
+static pthread_mutex_t elf_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_stat(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The mapped file's identity, through map_files (else the process's root), checked against m. */
+static bool object_stat(const struct find_ctx *c, const struct ra_map *m, struct stat *sb)
+{
+	const char *root = c->procfs ? c->procfs : RA_PROCFS;
+	char path[PATH_MAX];
+	int len;
+
+	if (m->deleted)
+		return false;
+	len = snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, root,
+		       (int)c->pid, m->start, m->end);
+	if (len <= 0 || (size_t)len >= sizeof(path) || stat(path, sb)) {
+		len = snprintf(path, sizeof(path), "%s/%d/root%s", root, (int)c->pid, m->path);
+		if (len <= 0 || (size_t)len >= sizeof(path) || stat(path, sb))
+			return false;
+	}
+	return sb->st_dev == makedev(m->dev_major, m->dev_minor) && sb->st_ino == m->inode;
+}
+
+static struct elf_entry *elf_cache_find(const struct find_ctx *c, const struct stat *sb)
+{
+	for (size_t i = 0; i < ELF_CACHE; i++) {
+		struct elf_entry *x = &elf_cache[i];
+
+		if (x->used && same_stat(&x->sb, sb) && x->names == c->names && x->n == c->n &&
+		    x->nfn == c->nfn)
+			return x;
+	}
+	return NULL;
+}
+
+static bool elf_cached(const struct find_ctx *c, const struct stat *sb, int *r, uint64_t *base,
+		       uint64_t *off)
+{
+	struct elf_entry *x;
+	bool hit = false;
+
+	pthread_mutex_lock(&elf_cache_lock);
+	x = elf_cache_find(c, sb);
+	if (x) {
+		*r = x->r;
+		*base = x->base;
+		*off = x->off;
+		memcpy(c->vaddr, x->vaddr, c->n * sizeof(*c->vaddr));
+		hit = true;
+	}
+	pthread_mutex_unlock(&elf_cache_lock);
+	return hit;
+}
+
+static void elf_keep(const struct find_ctx *c, const struct stat *sb, int r, uint64_t base,
+		     uint64_t off)
+{
+	struct elf_entry *x;
+
+	pthread_mutex_lock(&elf_cache_lock);
+	x = elf_cache_find(c, sb);
+	if (!x)
+		x = &elf_cache[elf_cache_next++ % ELF_CACHE];
+	x->used = true;
+	x->sb = *sb;
+	x->names = c->names;
+	x->n = c->n;
+	x->nfn = c->nfn;
+	x->r = r;
+	x->base = base;
+	x->off = off;
+	memcpy(x->vaddr, c->vaddr, c->n * sizeof(*c->vaddr));
+	pthread_mutex_unlock(&elf_cache_lock);
+}
+
 /* 0 if the object defines every name; -ENOMEM is the only error worth stopping for. */
 static int try_object(const struct find_ctx *c, const struct object *o)
 {
+	bool keep = c->n <= ELF_CACHE_NAMES;
 	uint64_t base, off;
+	struct stat sb;
 	int fd, r;
 
-	fd = open_object(c, o->first);
-	if (fd < 0)
-		return fd;
-	r = elf_lookup(fd, c->names, c->n, c->nfn, c->vaddr, &base, &off);
-	close(fd);
+	keep = keep && object_stat(c, o->first, &sb);
+	if (!keep || !elf_cached(c, &sb, &r, &base, &off)) {
+		fd = open_object(c, o->first);
+		if (fd < 0)
+			return fd;
+		r = elf_lookup(fd, c->names, c->n, c->nfn, c->vaddr, &base, &off);
+		close(fd);
+		if (keep && r >= 0)
+			elf_keep(c, &sb, r, base, off);
+	}
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < c->nfn; i++)
