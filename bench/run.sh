@@ -91,7 +91,12 @@ if [ "$SMOKE" = 1 ]; then
 else
 	run latency 120 "$B/bin/bench_latency" "${Q[@]}"
 	run pause 180 "$B/bin/bench_pause" "${Q[@]}"
-	run scaling 300 "$B/bin/bench_scaling" "${Q[@]}"
+	# 1024 processes: ~7000 threads, well inside this machine's pid and thread limits.
+	if [ "$QUICK" = 1 ]; then
+		run scaling 300 "$B/bin/bench_scaling" "${Q[@]}"
+	else
+		run scaling 600 "$B/bin/bench_scaling" --sizes 1,8,32,128,256,1024
+	fi
 	run cpu 120 "$B/bin/bench_cpu" "${Q[@]}"
 	run skew 120 "$B/bin/bench_skew" "${Q[@]}"
 	run cluster 300 "$HERE/cluster_skew.sh" "$B" "${Q[@]}"

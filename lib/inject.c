@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --inject: a process started without ROCP_TOOL_ATTACH=1 has no listener.
- * We borrow one of its threads for as short a time as possible to dlopen the
- * agent, whose rocattach_agent_enable() starts the listener; from then on the
- * normal protocol runs on the listener only.
+ * We borrow one of its threads for as short a time as possible: it only
+ * creates a loader thread (pthread_create, traced from birth with
+ * PTRACE_O_TRACECLONE) and is released at once. The loader, taken over
+ * before its first instruction (every signal blocked, as glibc starts a
+ * thread), detaches itself, dlopens the agent and calls
+ * rocattach_agent_enable(), which starts the listener; released, it goes on
+ * into its start routine, free(NULL), and exits. From then on the normal
+ * protocol runs on the listener only. A glibc older than 2.34 (no
+ * pthread_create in libc) gets the old way: the borrowed thread does it all.
  *
  * The borrowed thread is preferably one sleeping in a syscall: it is then not
- * inside malloc or the dynamic linker, whose locks dlopen needs. Its syscall
- * is restarted transparently when it is released (see lib/arch/arch.h).
+ * inside malloc or the dynamic linker, whose locks pthread_create and dlopen
+ * need. Its syscall is restarted transparently when it is released (see
+ * lib/arch/arch.h).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -19,6 +26,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -117,16 +125,20 @@ static pid_t borrow_thread(pid_t pid)
 
 struct libc_fns {
 	uint64_t dlopen, dlerror;
+	uint64_t pthread_create, pthread_detach, pthread_self, free;
 	bool libc_mode; /* __libc_dlopen_mode (glibc < 2.34) */
+	bool loader;	/* pthread_* in libc (glibc >= 2.34): a loader thread */
 };
 
 static int find_dlopen(pid_t pid, struct libc_fns *f, struct ra_err *e)
 {
 	static const char *const prefer[] = {"libc.so.6", NULL};
+	static const char *const threads[] = {"dlopen", "dlerror", "pthread_create",
+					      "pthread_detach", "pthread_self", "free"};
 	static const char *const modern[] = {"dlopen", "dlerror"};
 	static const char *const old[] = {"__libc_dlopen_mode"};
 	struct ra_maps maps = {0};
-	uint64_t a[2];
+	uint64_t a[6];
 	int ret;
 
 	memset(f, 0, sizeof(*f));
@@ -136,7 +148,16 @@ static int find_dlopen(pid_t pid, struct libc_fns *f, struct ra_err *e)
 			   "process %d does not exist", pid);
 		return ret;
 	}
-	ret = ra_symbols_find(RA_PROCFS, pid, &maps, modern, 2, prefer, a, NULL, 0, e);
+	ret = ra_symbols_find(RA_PROCFS, pid, &maps, threads, 6, prefer, a, NULL, 0, e);
+	if (!ret) {
+		f->pthread_create = a[2];
+		f->pthread_detach = a[3];
+		f->pthread_self = a[4];
+		f->free = a[5];
+		f->loader = true;
+	} else if (ret == -ENOENT) {
+		ret = ra_symbols_find(RA_PROCFS, pid, &maps, modern, 2, prefer, a, NULL, 0, e);
+	}
 	if (!ret) {
 		f->dlopen = a[0];
 		f->dlerror = a[1];
@@ -227,11 +248,111 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static int enable_failed(pid_t pid, uint64_t ret, struct ra_err *e)
+{
+	ra_err_set(e, ROCATTACH_STATUS_ERROR, "rocattach_agent_enable in process %d failed: %s", pid,
+		   strerror((int)-(int32_t)ret));
+	return -1;
+}
+
+/* Before glibc 2.34: the borrowed thread loads the agent and starts the listener. */
+static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_fns *f,
+			   const char *agent, uint64_t *pause_ns, struct ra_err *e)
+{
+	uint64_t enable, ret = 0, t0 = now_ns();
+	struct ra_remote r;
+	int err;
+
+	if (ra_remote_begin(&r, pid, tid, tramp, e))
+		return -1;
+	err = remote_dlopen(&r, f, agent, e);
+	if (!err)
+		err = find_enable(pid, &enable, e);
+	if (!err)
+		err = ra_remote_call(&r, enable, NULL, 0, &ret);
+	ra_remote_end(&r);
+	*pause_ns = now_ns() - t0;
+	if (!err && (int32_t)ret != 0)
+		return enable_failed(pid, ret, e);
+	return err ? -1 : 0;
+}
+
+/*
+ * The borrowed thread's whole part: pthread_create(&t, NULL, free, NULL),
+ * the new thread traced from birth. *loader receives it, with the
+ * trampoline, once the borrowed thread is released.
+ */
+static int start_loader(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_fns *f,
+			struct ra_remote *loader, uint64_t *pause_ns, struct ra_err *e)
+{
+	uint64_t a[4] = {0, 0, 0, 0}, ret = 0, t0 = now_ns();
+	struct ra_remote r;
+	int err;
+
+	memset(loader, 0, sizeof(*loader));
+	if (ra_remote_begin_opts(&r, pid, tid, tramp, PTRACE_O_TRACECLONE, e))
+		return -1;
+	/* Its mask lets the park's signal through: watched, closely (a short call). */
+	r.tight = true;
+	a[0] = r.scratch;
+	a[2] = f->free;
+	err = ra_remote_call(&r, f->pthread_create, a, 4, &ret);
+	if (!err && (int32_t)ret != 0)
+		err = ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				 "pthread_create in process %d (thread %d) failed: %s", pid, tid,
+				 strerror((int)(int32_t)ret));
+	if (!err && !r.clone_tid)
+		err = ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				 "process %d: the loader thread was not reported", pid);
+	/* A new thread, even if something failed, is released to run free(NULL) and exit. */
+	ra_remote_adopt(loader, &r);
+	ra_remote_end(&r);
+	*pause_ns = now_ns() - t0;
+	return err ? -1 : 0;
+}
+
+/*
+ * On the loader, stopped before its first instruction: detach it (it exits
+ * on its own once released), dlopen the agent, start the listener.
+ */
+static int loader_work(struct ra_remote *n, const struct libc_fns *f, const char *agent,
+		       struct ra_err *e)
+{
+	uint64_t self = 0, a[2], handle = 0, enable, ret = 0;
+	char why[256];
+	int err;
+
+	err = ra_remote_call(n, f->pthread_self, NULL, 0, &self);
+	if (!err)
+		err = ra_remote_call(n, f->pthread_detach, &self, 1, &ret);
+	if (err)
+		return err;
+	if (ra_remote_stack_push(n, agent, strlen(agent) + 1, &a[0])) {
+		err = remote_dlopen(n, f, agent, e); /* no room: in a temporary mapping */
+	} else {
+		a[1] = RTLD_NOW_;
+		err = ra_remote_call(n, f->dlopen, a, 2, &handle);
+		if (!err && !handle) {
+			remote_dlerror(n, f->dlerror, why, sizeof(why));
+			return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+					  "dlopen(%s) in process %d failed%s%s", agent, n->pid,
+					  why[0] ? ": " : "", why);
+		}
+	}
+	if (!err)
+		err = find_enable(n->pid, &enable, e);
+	if (!err)
+		err = ra_remote_call(n, enable, NULL, 0, &ret);
+	if (!err && (int32_t)ret != 0)
+		return enable_failed(n->pid, ret, e);
+	return err;
+}
+
 int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e)
 {
+	struct ra_remote loader;
 	struct libc_fns f;
-	struct ra_remote r;
-	uint64_t tramp, enable, ret = 0, t0;
+	uint64_t tramp;
 	pid_t tid;
 	int err;
 
@@ -243,21 +364,16 @@ int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e
 		return -1;
 	}
 	tid = borrow_thread(pid);
-	t0 = now_ns();
-	if (ra_remote_begin(&r, pid, tid, tramp, e))
+	if (!f.loader || f.libc_mode)
+		return inject_borrowed(pid, tid, tramp, &f, agent, pause_ns, e);
+	err = start_loader(pid, tid, tramp, &f, &loader, pause_ns, e);
+	if (!loader.seized)
 		return -1;
-	err = remote_dlopen(&r, &f, agent, e);
+	if (ra_remote_adopted(&loader))
+		return -1;
 	if (!err)
-		err = find_enable(pid, &enable, e);
-	if (!err)
-		err = ra_remote_call(&r, enable, NULL, 0, &ret);
-	ra_remote_end(&r);
-	*pause_ns = now_ns() - t0;
-	if (!err && (int32_t)ret != 0) {
-		ra_err_set(e, ROCATTACH_STATUS_ERROR, "rocattach_agent_enable in process %d failed: %s",
-			   pid, strerror((int)-(int32_t)ret));
-		err = -1;
-	}
+		err = loader_work(&loader, &f, agent, e);
+	ra_remote_end(&loader);
 	return err ? -1 : 0;
 }
 

@@ -681,6 +681,10 @@ enum {
 	ST_TRACER = 1 << 4,
 	ST_UID = 1 << 5,
 	ST_NSPID = 1 << 6,
+	ST_SIGBLK = 1 << 7,
+	ST_SIGIGN = 1 << 8,
+	ST_SIGCGT = 1 << 9,
+	ST_SIGS = ST_SIGBLK | ST_SIGIGN | ST_SIGCGT,
 	ST_REQUIRED = ST_NAME | ST_STATE | ST_TGID | ST_PPID | ST_TRACER | ST_UID,
 };
 
@@ -712,6 +716,16 @@ static int one_pid(struct cursor *c, pid_t *pid)
 		return -EINVAL;
 	*pid = (pid_t)v;
 	return 0;
+}
+
+/* A signal mask: hexadecimal digits alone on the rest of the line. */
+static int sig_mask(struct cursor *c, uint64_t *mask)
+{
+	skip_blanks(c);
+	if (number(c, 16, mask) < 0)
+		return -EINVAL;
+	skip_blanks(c);
+	return c->p == c->end ? 0 : -EINVAL;
 }
 
 static int status_value(const char *key, size_t klen, struct cursor *c, struct ra_status *st)
@@ -759,6 +773,12 @@ static int status_value(const char *key, size_t klen, struct cursor *c, struct r
 		st->nspid_n = n;
 		return ST_NSPID;
 	}
+	if (KEY("SigBlk"))
+		return sig_mask(c, &st->sig_blocked) < 0 ? -EINVAL : ST_SIGBLK;
+	if (KEY("SigIgn"))
+		return sig_mask(c, &st->sig_ignored) < 0 ? -EINVAL : ST_SIGIGN;
+	if (KEY("SigCgt"))
+		return sig_mask(c, &st->sig_caught) < 0 ? -EINVAL : ST_SIGCGT;
 #undef KEY
 	return 0;
 }
@@ -791,6 +811,7 @@ int ra_status_parse(const char *text, size_t len, struct ra_status *st)
 		st->nspid[0] = st->tgid;
 		st->nspid_n = 1;
 	}
+	st->sigs_known = (seen & ST_SIGS) == ST_SIGS;
 	return 0;
 }
 

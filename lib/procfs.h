@@ -70,6 +70,9 @@ struct ra_status {
 	uid_t uid_real, uid_effective;
 	pid_t nspid[8];	    /* NSpid: outermost first */
 	int nspid_n;
+	/* SigBlk (this thread's), SigIgn, SigCgt: bit n-1 is signal n; valid if sigs_known. */
+	uint64_t sig_blocked, sig_ignored, sig_caught;
+	bool sigs_known;
 };
 int ra_status_parse(const char *text, size_t len, struct ra_status *st);
 int ra_status_read(const char *procfs, pid_t pid, struct ra_status *st);

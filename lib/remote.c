@@ -5,7 +5,9 @@
 #include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "log.h"
@@ -60,6 +62,9 @@ static int save_and_write_code(struct ra_remote *r)
 	ret = ra_getregs(r->tid, &r->saved, r->e);
 	if (ret)
 		return ret;
+	r->saved_ok = true;
+	if (r->code_written)
+		return 0; /* adopted: the code is in place already */
 	ret = ra_mem_read(r->pid, r->tramp, r->orig_code, t->len, r->e);
 	if (ret)
 		return ret;
@@ -70,7 +75,57 @@ static int save_and_write_code(struct ra_remote *r)
 	return 0;
 }
 
+/*
+ * Can the kernel tell us of the park? Only if the thread blocks RA_PARK_SIG
+ * (so it waits, pending, through the remote code, and a leftover one is
+ * harmless) and the process leaves it at its default, ignore (so if we die
+ * with it pending, the park discards it). Read while the thread is stopped.
+ * ROCATTACH_PARK=watch forces the watching way (benchmarks, tests).
+ */
+static bool sigpark_usable(const struct ra_remote *r)
+{
+	const uint64_t bit = 1ull << (RA_PARK_SIG - 1);
+	const char *how = getenv("ROCATTACH_PARK");
+	struct ra_status st;
+	char task[64];
+
+	if (how && !strcmp(how, "watch"))
+		return false;
+	snprintf(task, sizeof(task), "%s/%d/task", RA_PROCFS, r->pid);
+	if (ra_status_read(task, r->tid, &st) || !st.sigs_known)
+		return false;
+	return (st.sig_blocked & bit) && !(st.sig_ignored & bit) && !(st.sig_caught & bit);
+}
+
+/*
+ * The park's mask goes below the saved stack pointer and its red zone, and
+ * every remote frame below it: it stays put for the whole operation. With
+ * the signal way it lets RA_PARK_SIG alone through; else it blocks all.
+ */
+static int place_park_mask(struct ra_remote *r)
+{
+	uint64_t mask = ~0ull, at = ((ra_arch_sp(&r->saved) - STACK_GAP) & ~(uint64_t)15) - 32;
+	int ret;
+
+	r->sigpark = sigpark_usable(r);
+	if (r->sigpark)
+		mask &= ~(1ull << (RA_PARK_SIG - 1));
+	ret = ra_mem_write(r->pid, at, &mask, sizeof(mask), r->e);
+	if (ret)
+		return ret;
+	r->park_mask = at;
+	r->scratch = at + 16;
+	r->sp = at;
+	return 0;
+}
+
 int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, struct ra_err *e)
+{
+	return ra_remote_begin_opts(r, pid, tid, tramp, 0, e);
+}
+
+int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
+			 unsigned long options, struct ra_err *e)
 {
 	char why[256];
 	long ret;
@@ -80,7 +135,7 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 	r->tid = tid;
 	r->tramp = tramp;
 	r->e = e;
-	ret = ptrace(PTRACE_SEIZE, tid, NULL, NULL);
+	ret = ptrace(PTRACE_SEIZE, tid, NULL, (void *)options);
 	if (ret < 0) {
 		int err = errno;
 
@@ -99,9 +154,47 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 		ret = wait_interrupt_stop(r);
 	if (!ret)
 		ret = save_and_write_code(r);
+	if (!ret)
+		ret = place_park_mask(r);
 	if (ret)
 		ra_remote_end(r);
 	return (int)ret;
+}
+
+void ra_remote_adopt(struct ra_remote *n, struct ra_remote *r)
+{
+	memset(n, 0, sizeof(*n));
+	n->pid = r->pid;
+	n->tid = r->clone_tid;
+	n->tramp = r->tramp;
+	n->e = r->e;
+	/* Traced since its creation: ours to release, whatever happens. */
+	n->seized = n->tid > 0;
+	memcpy(n->orig_code, r->orig_code, sizeof(n->orig_code));
+	n->code_written = r->code_written && n->seized;
+	if (n->code_written)
+		r->code_written = false;
+}
+
+int ra_remote_adopted(struct ra_remote *n)
+{
+	int ret;
+
+	if (!n->seized)
+		return ra_err_set(n->e, ROCATTACH_STATUS_ERROR, "process %d: no new thread to adopt",
+				  n->pid);
+	/* Its first stop, before its first instruction. */
+	ret = wait_interrupt_stop(n);
+	/* It inherited its creator's options: threads it creates are not ours. */
+	if (!ret)
+		ret = (int)ra_ptrace(PTRACE_SETOPTIONS, n->tid, NULL, NULL, n->e);
+	if (!ret)
+		ret = save_and_write_code(n);
+	if (!ret)
+		ret = place_park_mask(n);
+	if (ret)
+		ra_remote_end(n);
+	return ret;
 }
 
 /*
@@ -144,7 +237,13 @@ static int pass_stop(struct ra_remote *r, int status)
 		r->signals_forwarded++;
 		ra_debug("pid %d: forwarding signal %d to thread %d", r->pid, sig, r->tid);
 	}
-	/* PTRACE_EVENT_STOP (group stop, late interrupt): just go on. */
+	if (status >> 16 == PTRACE_EVENT_CLONE) {
+		unsigned long msg = 0;
+
+		if (!ptrace(PTRACE_GETEVENTMSG, r->tid, NULL, &msg))
+			r->clone_tid = (pid_t)msg;
+	}
+	/* PTRACE_EVENT_STOP (group stop, late interrupt), a clone: just go on. */
 	return (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e);
 }
 
@@ -157,19 +256,13 @@ static uint64_t realtime_ns(void)
 }
 
 /*
- * Let the remote code run free (no stop per syscall: a first attach makes
- * dozens, and on a busy node every stop costs a trip through the scheduler)
- * and watch for the park, backing off from 20 us to 2 ms between looks
- * (to RA_TIGHT_NAP_NS when r->tight). A timed call sleeps in the target
- * until wake_ns: we look only from then on. Once parked, the thread is
- * stopped in its pause() with PTRACE_INTERRUPT.
+ * Start the remote code (stopped at its first instruction with its
+ * registers set). A timed call sleeps in the target until wake_ns: its
+ * call starts then, and there is nothing to watch before.
  */
-static int run_to_park(struct ra_remote *r)
+static int start(struct ra_remote *r, bool sleep_until_wake)
 {
-	struct timespec nap = {0, 20000};
-	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
-	int status, ret;
-	pid_t w;
+	int ret;
 
 	r->parked = false;
 	r->call_end_ns = 0;
@@ -180,10 +273,26 @@ static int run_to_park(struct ra_remote *r)
 				      (long)(r->wake_ns % 1000000000u)};
 
 		/* A stop reported meanwhile (a signal) waits for us: the thread sleeps anyway. */
-		while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+		while (sleep_until_wake &&
+		       clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
 			;
 		r->call_start_ns = r->wake_ns;
 	}
+	return ret;
+}
+
+/*
+ * Watch for the park, backing off from 20 us to 2 ms between looks (to
+ * RA_TIGHT_NAP_NS when r->tight), then stop the thread in it with
+ * PTRACE_INTERRUPT. The way when the kernel cannot tell us (!r->sigpark).
+ */
+static int watch_park(struct ra_remote *r)
+{
+	struct timespec nap = {0, 20000};
+	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
+	int status, ret = 0;
+	pid_t w;
+
 	while (!ret) {
 		w = waitpid(r->tid, &status, __WALL | WNOHANG);
 		if (w == r->tid) {
@@ -210,14 +319,66 @@ static int run_to_park(struct ra_remote *r)
 	return ret;
 }
 
+/*
+ * The kernel tells us: RA_PARK_SIG, sent now, waits blocked through the
+ * remote code; the park's rt_sigsuspend lets it through, and its delivery
+ * is a signal-delivery stop reported to us, the tracer (one blocking wait,
+ * no looks, no naps). We leave that stop with no signal: it is discarded.
+ * Had we died instead, the park would have discarded it (ignored by
+ * default) and slept on. A delivery anywhere else means the remote code
+ * let the signal through itself: swallowed, and we watch instead. *regs
+ * receives the registers at the park.
+ */
+static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_regs)
+{
+	int status, ret;
+	pid_t w;
+
+	if (syscall(SYS_tgkill, r->pid, r->tid, RA_PARK_SIG))
+		return errno == ESRCH ? gone(r, "during a remote call") : -errno;
+	ret = start(r, false);
+	while (!ret) {
+		w = waitpid(r->tid, &status, __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || !WIFSTOPPED(status))
+			return gone(r, "during a remote call");
+		if (status >> 16 != 0 || WSTOPSIG(status) != RA_PARK_SIG) {
+			ret = pass_stop(r, status);
+			continue;
+		}
+		ret = ra_getregs(r->tid, regs, r->e);
+		if (ret)
+			return ret;
+		if (ra_arch_at_park(regs, r->tramp)) {
+			r->call_end_ns = realtime_ns();
+			r->parked = true;
+			*have_regs = true;
+			return 0;
+		}
+		ra_debug("pid %d: thread %d took signal %d at 0x%llx (trampoline 0x%llx), not in "
+			 "the park: watching instead", r->pid, r->tid, RA_PARK_SIG,
+			 (unsigned long long)ra_arch_pc(regs), (unsigned long long)r->tramp);
+		r->sigpark = false;
+		ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
+		if (!ret)
+			return watch_park(r);
+	}
+	return ret;
+}
+
 static int run(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
 {
+	bool have_regs = false;
 	int err;
 
+	ra_arch_set_park_mask(regs, r->park_mask);
 	err = ra_setregs(r->tid, regs, r->e);
-	if (!err)
-		err = run_to_park(r);
-	if (!err)
+	if (!err && r->sigpark)
+		err = sigpark_wait(r, regs, &have_regs);
+	else if (!err && !(err = start(r, true)))
+		err = watch_park(r);
+	if (!err && !have_regs)
 		err = ra_getregs(r->tid, regs, r->e);
 	if (!err && ret)
 		*ret = ra_arch_park_result(regs);
@@ -272,19 +433,30 @@ int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, in
 	return err;
 }
 
-/* Is [at, top) in a private read-write mapping with STACK_KEEP bytes below it? */
-static bool stack_room(pid_t pid, uint64_t at, uint64_t top)
+/*
+ * Is [at, top) in a private read-write mapping with STACK_KEEP bytes below
+ * it? The mapping is read once per thread (r->stack_lo/hi).
+ */
+static bool stack_room(struct ra_remote *r, uint64_t at, uint64_t top)
 {
 	struct ra_maps maps = {0};
 	const struct ra_map *m;
-	bool ok;
 
-	if (ra_maps_read(RA_PROCFS, pid, &maps))
-		return false;
-	m = ra_maps_find(&maps, top - 1);
-	ok = m && m->r && m->w && m->p && !m->x && at >= m->start + STACK_KEEP;
-	ra_maps_free(&maps);
-	return ok;
+	if (!r->stack_hi || top > r->stack_hi || top - 1 < r->stack_lo) {
+		if (ra_maps_read(RA_PROCFS, r->pid, &maps))
+			return false;
+		m = ra_maps_find(&maps, top - 1);
+		if (m && m->r && m->w && m->p && !m->x) {
+			r->stack_lo = m->start;
+			r->stack_hi = m->end;
+		} else {
+			r->stack_lo = r->stack_hi = 0;
+		}
+		ra_maps_free(&maps);
+		if (!r->stack_hi)
+			return false;
+	}
+	return at >= r->stack_lo + STACK_KEEP;
 }
 
 int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len, uint64_t *addr)
@@ -293,7 +465,7 @@ int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len, uint
 	uint64_t at = (top - len) & ~(uint64_t)15;
 	struct ra_err ignore = {0};
 
-	if (len > STACK_PUSH_MAX || top < STACK_KEEP + len || !stack_room(r->pid, at, top))
+	if (len > STACK_PUSH_MAX || top < STACK_KEEP + len || !stack_room(r, at, top))
 		return -ENOSPC;
 	if (ra_mem_write(r->pid, at, data, len, &ignore))
 		return -EIO;
@@ -320,7 +492,7 @@ int ra_remote_end(struct ra_remote *r)
 	 * itself on the way out (the park's own pause() is forgotten with them).
 	 */
 	regs = r->saved;
-	if (ra_setregs(r->tid, &regs, r->e))
+	if (r->saved_ok && ra_setregs(r->tid, &regs, r->e))
 		ret = -EIO;
 	if (ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, r->e) == -ESRCH)
 		r->gone = true;

@@ -10,6 +10,7 @@
 #define RA_REMOTE_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,6 +27,22 @@ struct ra_remote {
 	bool code_written;	/* trampoline is in place */
 	bool parked;		/* thread sits at the park syscall's entry stop */
 	bool gone;		/* thread or process exited under us */
+	/*
+	 * The park is reported by the kernel: RA_PARK_SIG, left pending (and
+	 * blocked) before each run, is let through by the park's mask only.
+	 * false: the park blocks everything and we watch for it.
+	 */
+	bool sigpark;
+	uint64_t park_mask;	/* address of the park's signal mask in the target */
+	/*
+	 * The stack mapping [stack_lo, stack_hi) of the thread, when known: the
+	 * caller may set it after begin (a listener's stack never moves) and
+	 * keep what stack_push found, to save a read of /proc/PID/maps.
+	 */
+	uint64_t stack_lo, stack_hi;
+	uint64_t scratch;	/* RA_SCRATCH bytes in the target for small results */
+	bool saved_ok;		/* saved holds the thread's own registers */
+	pid_t clone_tid;	/* a thread it created (PTRACE_O_TRACECLONE), or 0 */
 	int signals_forwarded;
 	/*
 	 * Set by the caller: watch the park closely (looks at most every
@@ -40,6 +57,12 @@ struct ra_remote {
 };
 
 #define RA_TIGHT_NAP_NS 100000
+/*
+ * The park's signal. Its default action is to ignore it, and it is used
+ * only on a thread that blocks it and whose process neither catches nor
+ * ignores it, so wherever it ends up without a tracer it is discarded.
+ */
+#define RA_PARK_SIG SIGURG
 
 /*
  * Seize tid of pid, stop it, save its registers and write the trampoline at
@@ -47,6 +70,27 @@ struct ra_remote {
  * the thread is released and the code untouched.
  */
 int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, struct ra_err *e);
+
+#define RA_SCRATCH 16
+
+/*
+ * The same with ptrace options (PTRACE_SEIZE's data). With
+ * PTRACE_O_TRACECLONE, a thread the remote code creates is traced from its
+ * first instruction on and its tid lands in r->clone_tid.
+ */
+int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
+			 unsigned long options, struct ra_err *e);
+
+/*
+ * Take over r->clone_tid, stopped before its first instruction, as n: the
+ * trampoline passes from r to n (r's end leaves the code for n's end to
+ * restore), so r can be released at once, then ra_remote_adopted(n) waits
+ * for the new thread's first stop and readies it like a begin. On failure
+ * the new thread is released to run on as its creator meant, and the code
+ * is restored.
+ */
+void ra_remote_adopt(struct ra_remote *n, struct ra_remote *r);
+int ra_remote_adopted(struct ra_remote *n);
 
 /* nr(args) in the target. *ret is the raw return (-4095..-1 is -errno). */
 int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n, uint64_t *ret);

@@ -47,22 +47,28 @@ extern char **environ;
 static const char *const entry_names[] = {RA_ENTRY_ATTACH, RA_ENTRY_DETACH};
 static const char *const entry_objects[] = {RA_ROCM_REGISTER_PREFIX, RA_AGENT_PREFIX, NULL};
 
-/* What our agent exports beyond the entry points (protocol.h); its marker first. */
-enum { AGENT_MARKER, AGENT_TOOL_NS, AGENT_DETACH_AT, AGENT_LAST_ERROR, AGENT_FNS };
-static const char *const agent_names[AGENT_FNS] = {RA_AGENT_MARKER, RA_AGENT_TOOL_NS,
-						   RA_AGENT_DETACH_AT, RA_AGENT_LAST_ERROR};
+/*
+ * What our agent exports beyond the entry points (protocol.h); its marker
+ * first; then what only newer agents have (optional, may be variables).
+ */
+enum { AGENT_MARKER, AGENT_TOOL_NS, AGENT_DETACH_AT, AGENT_LAST_ERROR, AGENT_FNS,
+       AGENT_TOOL_EVENT_NS = AGENT_FNS, AGENT_SYMS };
+static const char *const agent_names[AGENT_SYMS] = {RA_AGENT_MARKER, RA_AGENT_TOOL_NS,
+						    RA_AGENT_DETACH_AT, RA_AGENT_LAST_ERROR,
+						    RA_AGENT_TOOL_EVENT_NS};
 
 /* Where a target's side and entry points are: looked up once per process and listener. */
 struct entry {
 	int side;		   /* enum rocattach_target_side */
 	uint64_t fn_attach, fn_detach;
-	uint64_t agent[AGENT_FNS]; /* our agent's functions, all 0 on ROCm's side */
+	uint64_t agent[AGENT_SYMS]; /* our agent's symbols, all 0 on ROCm's side */
 	bool preloaded;		   /* ROCm's side: the tools were loaded ahead (see drive_attach) */
 };
 
 struct session {
 	struct session *next;
 	pid_t pid;
+	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	bool busy;	     /* an attach or detach is running on it */
 	bool attached;
 	uint64_t starttime;  /* with pid, identifies the process */
@@ -450,20 +456,55 @@ static int check_access(pid_t pid, struct trust *tr, struct ra_err *e)
 	return 0;
 }
 
-/* Same namespace of kind ns ("pid", "time") for us and pid; absent on both counts as same. */
-static bool same_ns(pid_t pid, const char *ns)
-{
-	char self[64], other[64];
-	struct stat a, b;
-	int ra, rb;
+/*
+ * Our own identity for the owner entry: our pid namespace and time namespace
+ * (stat of /proc/self/ns/..., errno if absent) and our start time. Read once
+ * per process (a forked child reads its own: keyed by pid).
+ */
+struct self_ids {
+	pid_t pid;
+	int ns_err[2];
+	struct stat ns[2];
+	uint64_t starttime;
+	bool starttime_ok;
+};
 
-	snprintf(self, sizeof(self), "/proc/self/ns/%s", ns);
-	snprintf(other, sizeof(other), "/proc/%d/ns/%s", pid, ns);
-	ra = stat(self, &a);
-	rb = stat(other, &b);
-	if (ra || rb)
-		return ra && rb && errno == ENOENT;
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+static const char *const own_ns[2] = {"pid", "time"};
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct self_ids self_cache;
+
+static void self_ids(struct self_ids *out)
+{
+	pid_t me = getpid();
+	struct ra_stat st;
+	char path[64];
+
+	pthread_mutex_lock(&self_lock);
+	if (self_cache.pid != me) {
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "/proc/self/ns/%s", own_ns[i]);
+			self_cache.ns_err[i] = stat(path, &self_cache.ns[i]) ? errno : 0;
+		}
+		self_cache.starttime_ok = !ra_stat_read(RA_PROCFS, me, &st);
+		self_cache.starttime = st.starttime;
+		self_cache.pid = me;
+	}
+	*out = self_cache;
+	pthread_mutex_unlock(&self_lock);
+}
+
+/* Same namespace of kind own_ns[i] for us and pid; absent on both counts as same. */
+static bool same_ns(pid_t pid, const struct self_ids *me, int i)
+{
+	char other[64];
+	struct stat b;
+	int rb;
+
+	snprintf(other, sizeof(other), "/proc/%d/ns/%s", pid, own_ns[i]);
+	rb = stat(other, &b) ? errno : 0;
+	if (me->ns_err[i] || rb)
+		return me->ns_err[i] == ENOENT && rb == ENOENT;
+	return me->ns[i].st_dev == b.st_dev && me->ns[i].st_ino == b.st_ino;
 }
 
 /*
@@ -475,17 +516,18 @@ static bool same_ns(pid_t pid, const char *ns)
  */
 static int owner_entry(pid_t pid, char *buf, size_t len)
 {
-	struct ra_stat st;
+	struct self_ids me;
 
-	if (!same_ns(pid, "pid") || !same_ns(pid, "time")) {
+	self_ids(&me);
+	if (!same_ns(pid, &me, 0) || !same_ns(pid, &me, 1)) {
 		ra_debug("process %d is in another pid or time namespace: no %s watchdog", pid,
 			 OWNER_VAR);
 		return -1;
 	}
-	if (ra_stat_read(RA_PROCFS, getpid(), &st))
+	if (!me.starttime_ok)
 		return -1;
-	snprintf(buf, len, "%s=%d:%llu", OWNER_VAR, (int)getpid(),
-		 (unsigned long long)st.starttime);
+	snprintf(buf, len, "%s=%d:%llu", OWNER_VAR, (int)me.pid,
+		 (unsigned long long)me.starttime);
 	return 0;
 }
 
@@ -597,8 +639,8 @@ static void find_side(pid_t pid, const struct ra_maps *maps, const char *object,
 	const char *only[] = {slash ? slash + 1 : object, NULL};
 	struct ra_err ignore = {0};
 
-	if (ra_symbols_find_only(RA_PROCFS, pid, maps, agent_names, AGENT_FNS, only, ep->agent,
-				 &ignore)) {
+	if (ra_symbols_find_only(RA_PROCFS, pid, maps, agent_names, AGENT_SYMS, AGENT_FNS, only,
+				 ep->agent, &ignore)) {
 		memset(ep->agent, 0, sizeof(ep->agent));
 		ep->side = ROCATTACH_SIDE_ROCM;
 		return;
@@ -606,11 +648,21 @@ static void find_side(pid_t pid, const struct ra_maps *maps, const char *object,
 	ep->side = ROCATTACH_SIDE_AGENT;
 }
 
-/* CLOCK_REALTIME when the target's agent called the tools (which 0: attach, 1: detach). */
+/*
+ * CLOCK_REALTIME when the target's agent called the tools (which 0: attach,
+ * 1: detach): read from its memory, or from an older agent by a call.
+ */
 static uint64_t tool_clock(struct ra_remote *r, const struct entry *ep, int which)
 {
 	uint64_t arg = (uint64_t)which, ns = 0;
+	struct ra_err ignore = {0};
 
+	if (ep->agent[AGENT_TOOL_EVENT_NS]) {
+		if (ra_mem_read(r->pid, ep->agent[AGENT_TOOL_EVENT_NS] + 8 * (uint64_t)which, &ns,
+				sizeof(ns), &ignore))
+			ns = 0;
+		return ns;
+	}
 	if (!ep->agent[AGENT_TOOL_NS] || ra_remote_call(r, ep->agent[AGENT_TOOL_NS], &arg, 1, &ns))
 		ns = 0;
 	return ns;
@@ -708,6 +760,7 @@ static int check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e)
 struct lookup {
 	pid_t pid, tid;
 	uint64_t starttime, tramp;
+	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	struct entry ep;
 	char object[512];
 };
@@ -744,6 +797,21 @@ static void lookup_put(const struct lookup *l)
 {
 	pthread_mutex_lock(&lookups_lock);
 	lookups[l->pid % LOOKUPS] = *l;
+	pthread_mutex_unlock(&lookups_lock);
+}
+
+/* What a remote operation on s's listener learnt of its stack, kept for the next. */
+static void keep_stack(struct session *s, const struct ra_remote *r)
+{
+	struct lookup *l = &lookups[s->pid % LOOKUPS];
+
+	s->stack_lo = r->stack_lo;
+	s->stack_hi = r->stack_hi;
+	pthread_mutex_lock(&lookups_lock);
+	if (l->pid == s->pid && l->starttime == s->starttime && l->tid == s->tid) {
+		l->stack_lo = r->stack_lo;
+		l->stack_hi = r->stack_hi;
+	}
 	pthread_mutex_unlock(&lookups_lock);
 }
 
@@ -788,6 +856,8 @@ static int find_target(struct session *s, struct prepared *p, struct ra_err *e)
 	s->tid = l.tid;
 	s->tramp = l.tramp;
 	s->ep = l.ep;
+	s->stack_lo = l.stack_lo;
+	s->stack_hi = l.stack_hi;
 	snprintf(p->object, sizeof(p->object), "%s", l.object);
 	return 0;
 }
@@ -1057,8 +1127,11 @@ static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 		 p.tool_path);
 	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
 		goto out;
+	r.stack_lo = s->stack_lo;
+	r.stack_hi = s->stack_hi;
 	op_step(op, ROCATTACH_STEP_SEIZE);
 	drive_attach(s, o, &p, &r, op);
+	keep_stack(s, &r);
 	ra_remote_end(&r);
 	op_step(op, ROCATTACH_STEP_RELEASE);
 out:
@@ -1103,14 +1176,13 @@ static rocattach_status_t attach_one(int pid, const rocattach_opts_t *opts,
 static int still_there(struct session *s, struct ra_err *e)
 {
 	struct ra_stat st;
-	pid_t tid;
 
 	if (ra_stat_read(RA_PROCFS, s->pid, &st) || st.starttime != s->starttime ||
 	    st.state == 'Z' || st.state == 'X')
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
 				  "process %d exited during the window", s->pid);
 	/* The listener dies with an exec; a new image means new addresses. */
-	if (ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &tid) || tid != s->tid)
+	if (!listener_lives(s->pid, s->tid))
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
 				  "process %d lost its attach listener thread %d during the "
 				  "window (exec?)",

@@ -78,24 +78,31 @@ static int first_load(Elf *elf, uint64_t *base, uint64_t *off)
 	return -ENOEXEC;
 }
 
-static bool callable(const GElf_Sym *sym)
+/* A defined, visible function or (data) variable; 0 if neither. */
+static int defined(const GElf_Sym *sym)
 {
 	int bind = GELF_ST_BIND(sym->st_info), vis = GELF_ST_VISIBILITY(sym->st_other);
+	int type = GELF_ST_TYPE(sym->st_info);
 
 	/* STT_GNU_IFUNC is a resolver, not the function: calling it would be wrong. */
-	return sym->st_shndx != SHN_UNDEF && sym->st_value != 0 &&
-	       GELF_ST_TYPE(sym->st_info) == STT_FUNC && (bind == STB_GLOBAL || bind == STB_WEAK) &&
-	       vis != STV_HIDDEN && vis != STV_INTERNAL;
+	if (sym->st_shndx == SHN_UNDEF || sym->st_value == 0 ||
+	    (type != STT_FUNC && type != STT_OBJECT) || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+	    vis == STV_HIDDEN || vis == STV_INTERNAL)
+		return 0;
+	return type;
 }
 
-/* Record value for every still-missing names[i] equal to name; returns how many. */
-static size_t match(const char *name, const char *const *names, size_t n, uint64_t *vaddr,
-		    uint64_t value)
+/*
+ * Record value for every still-missing names[i] equal to name; returns how
+ * many. names[0..nfn) are functions; the others may be variables too.
+ */
+static size_t match(const char *name, int type, const char *const *names, size_t n, size_t nfn,
+		    uint64_t *vaddr, uint64_t value)
 {
 	size_t i, hits = 0;
 
 	for (i = 0; i < n; i++) {
-		if (vaddr[i] || strcmp(name, names[i]))
+		if (vaddr[i] || strcmp(name, names[i]) || (i < nfn && type != STT_FUNC))
 			continue;
 		vaddr[i] = value;
 		hits++;
@@ -104,7 +111,7 @@ static size_t match(const char *name, const char *const *names, size_t n, uint64
 }
 
 static int scan_syms(Elf *elf, Elf_Scn *symscn, size_t strndx, Elf_Scn *verscn,
-		     const char *const *names, size_t n, uint64_t *vaddr)
+		     const char *const *names, size_t n, size_t nfn, uint64_t *vaddr)
 {
 	Elf_Data *syms = elf_getdata(symscn, NULL);
 	Elf_Data *vers = verscn ? elf_getdata(verscn, NULL) : NULL;
@@ -113,6 +120,7 @@ static int scan_syms(Elf *elf, Elf_Scn *symscn, size_t strndx, Elf_Scn *verscn,
 	const char *name;
 	GElf_Versym vs;
 	GElf_Sym sym;
+	int type;
 
 	if (!syms || !entsize)
 		return -ENOEXEC;
@@ -123,19 +131,21 @@ static int scan_syms(Elf *elf, Elf_Scn *symscn, size_t strndx, Elf_Scn *verscn,
 	for (i = 1; i < count && found < n; i++) {
 		if (!gelf_getsym(syms, (int)i, &sym))
 			break;
-		if (!callable(&sym))
+		type = defined(&sym);
+		if (!type)
 			continue;
 		if (vers && gelf_getversym(vers, (int)i, &vs) && (vs & RA_VERSYM_HIDDEN))
 			continue;
 		name = elf_strptr(elf, strndx, sym.st_name);
 		if (name)
-			found += match(name, names, n, vaddr, sym.st_value);
+			found += match(name, type, names, n, nfn, vaddr, sym.st_value);
 	}
 	return (int)found;
 }
 
 /* .dynsym, its string table (sh_link) and .gnu.version, found by section headers. */
-static int lookup_dynsym(Elf *elf, const char *const *names, size_t n, uint64_t *vaddr)
+static int lookup_dynsym(Elf *elf, const char *const *names, size_t n, size_t nfn,
+			 uint64_t *vaddr)
 {
 	Elf_Scn *scn = NULL, *symscn = NULL, *verscn = NULL;
 	size_t strndx = 0, shnum;
@@ -158,11 +168,11 @@ static int lookup_dynsym(Elf *elf, const char *const *names, size_t n, uint64_t 
 	/* A static executable, or one whose section headers were stripped. */
 	if (!symscn)
 		return 0;
-	return scan_syms(elf, symscn, strndx, verscn, names, n, vaddr);
+	return scan_syms(elf, symscn, strndx, verscn, names, n, nfn, vaddr);
 }
 
-int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr,
-		     uint64_t *load_bias_base, uint64_t *load_offset)
+static int elf_lookup(int fd, const char *const *names, size_t n, size_t nfn, uint64_t *vaddr,
+		      uint64_t *load_bias_base, uint64_t *load_offset)
 {
 	uint64_t base = 0, off = 0;
 	struct stat sb;
@@ -190,13 +200,19 @@ int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr
 	if (r == 0)
 		r = first_load(elf, &base, &off);
 	if (r == 0)
-		r = lookup_dynsym(elf, names, n, vaddr);
+		r = lookup_dynsym(elf, names, n, nfn, vaddr);
 	elf_end(elf);
 	if (r >= 0 && load_bias_base)
 		*load_bias_base = base;
 	if (r >= 0 && load_offset)
 		*load_offset = off;
 	return r;
+}
+
+int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr,
+		     uint64_t *load_bias_base, uint64_t *load_offset)
+{
+	return elf_lookup(fd, names, n, n, vaddr, load_bias_base, load_offset);
 }
 
 /* ---- objects of a live process ---- */
@@ -207,6 +223,7 @@ struct find_ctx {
 	const struct ra_maps *maps;
 	const char *const *names;
 	size_t n;
+	size_t nfn;	 /* names[nfn..n): optional variables */
 	uint64_t *vaddr; /* link-time values of the object being tried */
 	uint64_t *addrs; /* run-time addresses, the result */
 	bool only;	 /* only the preferred objects */
@@ -299,13 +316,19 @@ static int open_object(const struct find_ctx *c, const struct ra_map *m)
 	return fd;
 }
 
-/* With this bias, does every symbol land in an executable mapping of the object? */
+/*
+ * With this bias, does every function land in an executable mapping of the
+ * object? A variable is relocated with the bias its functions proved (it may
+ * lie in .bss, an anonymous mapping); one not found stays 0.
+ */
 static bool relocate(const struct find_ctx *c, const struct ra_map *id, uint64_t bias)
 {
 	const struct ra_map *m;
 	size_t i;
 
-	for (i = 0; i < c->n; i++) {
+	for (i = c->nfn; i < c->n; i++)
+		c->addrs[i] = c->vaddr[i] ? c->vaddr[i] + bias : 0;
+	for (i = 0; i < c->nfn; i++) {
 		c->addrs[i] = c->vaddr[i] + bias;
 		m = ra_maps_find(c->maps, c->addrs[i]);
 		if (!m || !m->x || !same_file(m, id))
@@ -333,21 +356,130 @@ static int place(const struct find_ctx *c, const struct ra_map *id, uint64_t bas
 	return -ENOENT;
 }
 
+/*
+ * What one ELF file defines, kept per file and names list: every process
+ * that maps the same agent or libc reads it once. A file is known by what
+ * stat says of it through the process's mapping (device, inode, size,
+ * modification and change times: a library rebuilt in place is read again);
+ * the names lists are the callers' constant arrays, known by address.
+ */
+#define ELF_CACHE 32
+#define ELF_CACHE_NAMES 8
+
+struct elf_entry {
+	bool used;
+	struct stat sb;
+	const char *const *names;
+	size_t n, nfn;
+	int r;
+	uint64_t vaddr[ELF_CACHE_NAMES], base, off;
+};
+
+static struct elf_entry elf_cache[ELF_CACHE];
+static size_t elf_cache_next;
+static pthread_mutex_t elf_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_stat(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The mapped file's identity, through map_files (else the process's root), checked against m. */
+static bool object_stat(const struct find_ctx *c, const struct ra_map *m, struct stat *sb)
+{
+	const char *root = c->procfs ? c->procfs : RA_PROCFS;
+	char path[PATH_MAX];
+	int len;
+
+	if (m->deleted)
+		return false;
+	len = snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, root,
+		       (int)c->pid, m->start, m->end);
+	if (len <= 0 || (size_t)len >= sizeof(path) || stat(path, sb)) {
+		len = snprintf(path, sizeof(path), "%s/%d/root%s", root, (int)c->pid, m->path);
+		if (len <= 0 || (size_t)len >= sizeof(path) || stat(path, sb))
+			return false;
+	}
+	return sb->st_dev == makedev(m->dev_major, m->dev_minor) && sb->st_ino == m->inode;
+}
+
+static struct elf_entry *elf_cache_find(const struct find_ctx *c, const struct stat *sb)
+{
+	for (size_t i = 0; i < ELF_CACHE; i++) {
+		struct elf_entry *x = &elf_cache[i];
+
+		if (x->used && same_stat(&x->sb, sb) && x->names == c->names && x->n == c->n &&
+		    x->nfn == c->nfn)
+			return x;
+	}
+	return NULL;
+}
+
+static bool elf_cached(const struct find_ctx *c, const struct stat *sb, int *r, uint64_t *base,
+		       uint64_t *off)
+{
+	struct elf_entry *x;
+	bool hit = false;
+
+	pthread_mutex_lock(&elf_cache_lock);
+	x = elf_cache_find(c, sb);
+	if (x) {
+		*r = x->r;
+		*base = x->base;
+		*off = x->off;
+		memcpy(c->vaddr, x->vaddr, c->n * sizeof(*c->vaddr));
+		hit = true;
+	}
+	pthread_mutex_unlock(&elf_cache_lock);
+	return hit;
+}
+
+static void elf_keep(const struct find_ctx *c, const struct stat *sb, int r, uint64_t base,
+		     uint64_t off)
+{
+	struct elf_entry *x;
+
+	pthread_mutex_lock(&elf_cache_lock);
+	x = elf_cache_find(c, sb);
+	if (!x)
+		x = &elf_cache[elf_cache_next++ % ELF_CACHE];
+	x->used = true;
+	x->sb = *sb;
+	x->names = c->names;
+	x->n = c->n;
+	x->nfn = c->nfn;
+	x->r = r;
+	x->base = base;
+	x->off = off;
+	memcpy(x->vaddr, c->vaddr, c->n * sizeof(*c->vaddr));
+	pthread_mutex_unlock(&elf_cache_lock);
+}
+
 /* 0 if the object defines every name; -ENOMEM is the only error worth stopping for. */
 static int try_object(const struct find_ctx *c, const struct object *o)
 {
+	bool keep = c->n <= ELF_CACHE_NAMES;
 	uint64_t base, off;
+	struct stat sb;
 	int fd, r;
 
-	fd = open_object(c, o->first);
-	if (fd < 0)
-		return fd;
-	r = ra_elf_lookup_fd(fd, c->names, c->n, c->vaddr, &base, &off);
-	close(fd);
+	keep = keep && object_stat(c, o->first, &sb);
+	if (!keep || !elf_cached(c, &sb, &r, &base, &off)) {
+		fd = open_object(c, o->first);
+		if (fd < 0)
+			return fd;
+		r = elf_lookup(fd, c->names, c->n, c->nfn, c->vaddr, &base, &off);
+		close(fd);
+		if (keep && r >= 0)
+			elf_keep(c, &sb, r, base, off);
+	}
 	if (r < 0)
 		return r;
-	if ((size_t)r < c->n)
-		return -ENOENT;
+	for (size_t i = 0; i < c->nfn; i++)
+		if (!c->vaddr[i])
+			return -ENOENT;
 	return place(c, o->first, base, off);
 }
 
@@ -376,16 +508,16 @@ static const struct object *search(const struct find_ctx *c, const struct object
 }
 
 static int find(const char *procfs, pid_t pid, const struct ra_maps *maps,
-		const char *const *names, size_t n, const char *const *prefer, bool only,
+		const char *const *names, size_t n, size_t nfn, const char *const *prefer, bool only,
 		uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
 {
-	struct find_ctx c = { procfs, pid, maps, names, n, NULL, addrs, only };
+	struct find_ctx c = { procfs, pid, maps, names, n, nfn, NULL, addrs, only };
 	const struct object *found;
 	struct object *objs = NULL;
 	size_t nprefer = 0, nobj;
 	int r;
 
-	if (pid <= 0 || !maps || !names || !n || !addrs) {
+	if (pid <= 0 || !maps || !names || !n || !nfn || nfn > n || !addrs) {
 		ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 			   "symbol lookup in pid %d: invalid argument", (int)pid);
 		return -EINVAL;
@@ -425,12 +557,12 @@ int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
 		    const char *const *names, size_t n, const char *const *prefer,
 		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
 {
-	return find(procfs, pid, maps, names, n, prefer, false, addrs, obj, objlen, e);
+	return find(procfs, pid, maps, names, n, n, prefer, false, addrs, obj, objlen, e);
 }
 
 int ra_symbols_find_only(const char *procfs, pid_t pid, const struct ra_maps *maps,
-			 const char *const *names, size_t n, const char *const *only,
+			 const char *const *names, size_t n, size_t nfn, const char *const *only,
 			 uint64_t *addrs, struct ra_err *e)
 {
-	return find(procfs, pid, maps, names, n, only, true, addrs, NULL, 0, e);
+	return find(procfs, pid, maps, names, n, nfn, only, true, addrs, NULL, 0, e);
 }

@@ -39,9 +39,14 @@ int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
 		    const char *const *names, size_t n, const char *const *prefer,
 		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e);
 
-/* The same, among the objects named by only[] alone (no other object is read). */
+/*
+ * The same, among the objects named by only[] alone (no other object is
+ * read), where names[nfn..n) are optional and may be variables (data
+ * objects) as well as functions: their run-time address, or 0 if the object
+ * lacks them. 1 <= nfn <= n.
+ */
 int ra_symbols_find_only(const char *procfs, pid_t pid, const struct ra_maps *maps,
-			 const char *const *names, size_t n, const char *const *only,
+			 const char *const *names, size_t n, size_t nfn, const char *const *only,
 			 uint64_t *addrs, struct ra_err *e);
 
 #endif

@@ -589,8 +589,12 @@ static void sleep_until(const struct timespec *at)
  * When the last attach and detach handed over to the tools (CLOCK_REALTIME
  * ns, taken right before the first tool's callback), for the attacher's
  * report: it is the moment the profiling window really opened or closed.
+ * Exported as a variable: the attacher reads it from our memory once the
+ * entry point has returned (no second remote call). Written before the call
+ * returns, read after: no reader ever races a writer.
  */
-static _Atomic uint64_t tool_event_ns[2];
+RA_EXPORT _Atomic uint64_t rocattach_agent_tool_event_ns[2];
+#define tool_event_ns rocattach_agent_tool_event_ns
 
 static void stamp_tool_event(int which)
 {

@@ -6,12 +6,16 @@
  *
  * The trampoline has no trap instruction. Both remote syscalls and remote
  * calls end in a "park": the result is moved to a register and the thread
- * loops on a blocking syscall (pause). The tracer lets the thread run free
- * (PTRACE_CONT), recognises the park in /proc/PID/task/TID/syscall by the
- * syscall's number and address, and stops it there with PTRACE_INTERRUPT.
- * Should the tracer die at any moment, the kernel detaches the thread and it
- * simply stays parked (the listener thread has every signal blocked, so
- * pause never returns): the process never sees a stray SIGTRAP.
+ * loops on rt_sigsuspend with a mask the attacher wrote into the target (its
+ * address in a register that calls and syscalls keep). The tracer lets the
+ * thread run free (PTRACE_CONT) and learns of the park one of two ways (see
+ * lib/remote.c): the mask lets through one signal the attacher left pending
+ * (blocked until then), whose delivery stop the kernel reports to the
+ * tracer; or, when that signal cannot be used, the mask blocks everything,
+ * and the tracer recognises the park in /proc/PID/task/TID/syscall and stops
+ * it with PTRACE_INTERRUPT. Should the tracer die at any moment, the kernel
+ * detaches the thread and it simply stays parked (nothing it does not ignore
+ * can wake it): the process never sees a stray SIGTRAP.
  */
 #ifndef RA_ARCH_H
 #define RA_ARCH_H
@@ -53,6 +57,10 @@ void ra_arch_setup_timed_call(struct ra_regs *r, const struct ra_regs *saved, ui
 			      uint64_t fn, const uint64_t *args, int n, uint64_t ts);
 /* The result the trampoline left in its register before parking. */
 uint64_t ra_arch_park_result(const struct ra_regs *r);
+/* Where the park finds its signal mask (an address in the target). */
+void ra_arch_set_park_mask(struct ra_regs *r, uint64_t mask);
+/* Is a thread stopped with these registers inside the park syscall at tramp? */
+bool ra_arch_at_park(const struct ra_regs *r, uint64_t tramp);
 uint64_t ra_arch_pc(const struct ra_regs *r);
 /* The stack pointer; set it in a register set. */
 uint64_t ra_arch_sp(const struct ra_regs *r);

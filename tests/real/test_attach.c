@@ -3,7 +3,9 @@
  * The attach library on real processes: the example target as victim, the
  * example tool recording the lifecycle inside it.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,6 +399,36 @@ static void kill_attacher_after(pid_t pid, int (*fn)(int), int delay_ms)
 	assert_true(WIFSIGNALED(status));
 }
 
+/* Is SIGURG (the park's signal) pending in any thread of pid, or process-wide? */
+static bool park_signal_pending(pid_t pid)
+{
+	char path[320], line[256];
+	unsigned long long mask;
+	struct dirent *d;
+	bool pending = false;
+	DIR *dir;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	while (dir && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid, d->d_name);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f))
+			if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+			     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+			    (mask & (1ull << (SIGURG - 1))))
+				pending = true;
+		if (f)
+			fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return pending;
+}
+
 static int attach_only(int pid)
 {
 	return rocattach_attach(pid);
@@ -438,10 +470,37 @@ static void test_attacher_sigkill_mid_call(void **state)
 	/* No stray trap: the process lives, untraced, its work goes on. */
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
 	assert_unharmed(&v);
+	/* The park's signal, sent before the call, was discarded by the park. */
+	assert_false(park_signal_pending(v.pid));
 	/* The listener parked: it can still be driven. */
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 2);
+	assert_unharmed(&v);
+	victim_stop(&v);
+}
+
+/*
+ * The two ways of seeing the park (lib/remote.c): the kernel's report of the
+ * park's signal (the default on a listener), and watching (forced here, as
+ * on a thread that does not block the signal): both drive the agent alike,
+ * and neither leaves the signal pending.
+ */
+static void test_attach_park_signalled_or_watched(void **state)
+{
+	struct victim v;
+
+	(void)state;
+	start(&v, &with_agent);
+	for (int i = 0; i < 4; i++) {
+		if (i % 2)
+			setenv("ROCATTACH_PARK", "watch", 1);
+		assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+		assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+		unsetenv("ROCATTACH_PARK");
+		assert_false(park_signal_pending(v.pid));
+	}
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 4);
 	assert_unharmed(&v);
 	victim_stop(&v);
 }
@@ -479,6 +538,7 @@ int main(void)
 		cmocka_unit_test(test_attach_signal_in_window_reaches_target),
 		cmocka_unit_test(test_attacher_sigkill_while_idle),
 		cmocka_unit_test(test_attacher_sigkill_mid_call),
+		cmocka_unit_test(test_attach_park_signalled_or_watched),
 		cmocka_unit_test(test_detach_after_target_exit),
 	};
 

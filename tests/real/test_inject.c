@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* --inject: attach processes started without any attach support. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,22 @@ static int setup(void **state)
 	return outdir[0] ? 0 : -1;
 }
 
+static int threads_of(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	while (dir && (d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
 static const rocattach_opts_t inject_opts = {
 	.size = sizeof(rocattach_opts_t),
 	.tool_libraries = RA_TOOL_PATH,
@@ -40,10 +57,12 @@ static void test_inject_plain_program_full_lifecycle(void **state)
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	char events[256], reply[256];
 	struct victim v;
+	int threads0;
 
 	(void)state;
 	assert_int_equal(victim_start(&v, &plain), 0);
 	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
+	threads0 = threads_of(v.pid);
 	/* Without --inject: ROCm's behaviour, a clear refusal. */
 	assert_int_equal(rocattach_attach_ex(v.pid, &(rocattach_opts_t){.size = sizeof(rocattach_opts_t),
 				.tool_libraries = RA_TOOL_PATH}, NULL), ROCATTACH_STATUS_ERROR);
@@ -53,6 +72,9 @@ static void test_inject_plain_program_full_lifecycle(void **state)
 	print_message("inject: application thread stopped %.3f ms\n",
 		      rep.step_ns[ROCATTACH_STEP_INJECT] / 1e6);
 	assert_true(proc_thread(v.pid, "rocp-bg-attach") > 0);
+	/* The loader thread (lib/inject.c) has gone: the listener and the watchdog are new. */
+	while (threads_of(v.pid) > threads0 + 1 + (proc_thread(v.pid, "rocp-watchdog") > 0))
+		usleep(1000);
 	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
 	tool_events(logbuf, events, sizeof(events));
 	assert_string_equal(events, "configure configure_attach initialize tool_attach");

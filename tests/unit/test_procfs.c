@@ -507,6 +507,10 @@ static void test_ra_status_read_captured(void **state)
 	assert_int_equal(st.uid_effective, 0);
 	assert_int_equal(st.nspid_n, 1);
 	assert_int_equal(st.nspid[0], 4584);
+	assert_true(st.sigs_known);
+	assert_true(st.sig_blocked == 0);
+	assert_true(st.sig_ignored == 0x6);
+	assert_true(st.sig_caught == 0x100000000ull);
 }
 
 static void test_ra_status_read_nested_pidns(void **state)
@@ -566,6 +570,18 @@ static void test_ra_status_parse_edges(void **state)
 	assert_int_equal(status_str("Tgid:\t5 6\n", &st), -EINVAL);
 	assert_int_equal(status_str("Tgid:\n", &st), -EINVAL);
 	assert_int_equal(status_str("", &st), -EINVAL);
+	/* Signal masks: all three or they are not known; hexadecimal alone on the line. */
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigBlk:\tfffffffe7ffbfeff\n"
+				    "SigIgn:\t0000000000001000\nSigCgt:\t0000000000000000\n", &st), 0);
+	assert_true(st.sigs_known);
+	assert_true(st.sig_blocked == 0xfffffffe7ffbfeffull);
+	assert_true(st.sig_ignored == 0x1000);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigBlk:\t0000000000000001\n", &st), 0);
+	assert_false(st.sigs_known);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigBlk:\t00x0\n", &st), -EINVAL);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigCgt:\n", &st), -EINVAL);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigIgn:\t1ffffffffffffffff\n", &st),
+			 -EINVAL);
 }
 
 static void test_ra_status_read_self(void **state)

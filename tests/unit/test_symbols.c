@@ -341,6 +341,37 @@ static void test_ra_symbols_find_self(void **state)
 	find_in(getpid(), RA_PROCFS);
 }
 
+/* Optional names may be variables: relocated with the functions' bias, 0 when absent. */
+static void test_ra_symbols_find_only_variables(void **state)
+{
+	static const char *const names[] = {"getpid", "program_invocation_short_name",
+					    "no_such_symbol_here", "getppid"};
+	static const char *const data_first[] = {"program_invocation_short_name", "getpid"};
+	static const char *const only[] = {"libc.so.6", NULL};
+	struct ra_err e = { 0 };
+	struct ra_maps maps;
+	uint64_t addrs[4];
+	void *libc;
+
+	(void)state;
+	libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	assert_non_null(libc);
+	assert_int_equal(ra_maps_read(RA_PROCFS, getpid(), &maps), 0);
+	assert_int_equal(ra_symbols_find_only(RA_PROCFS, getpid(), &maps, names, 4, 1, only, addrs,
+					      &e), 0);
+	assert_true(addrs[0] == (uint64_t)(uintptr_t)dlsym(libc, "getpid"));
+	assert_true(addrs[1] == (uint64_t)(uintptr_t)dlsym(libc, "program_invocation_short_name"));
+	assert_true(addrs[2] == 0);
+	assert_true(addrs[3] == (uint64_t)(uintptr_t)dlsym(libc, "getppid"));
+	/* A variable is no function: not found where a function is required. */
+	assert_int_equal(ra_symbols_find_only(RA_PROCFS, getpid(), &maps, data_first, 2, 1, only,
+					      addrs, &e), -ENOENT);
+	assert_int_equal(ra_symbols_find_only(RA_PROCFS, getpid(), &maps, names, 4, 0, only, addrs,
+					      &e), -EINVAL);
+	ra_maps_free(&maps);
+	dlclose(libc);
+}
+
 static void test_ra_symbols_find_child(void **state)
 {
 	pid_t child;
@@ -595,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_ra_elf_lookup_fd_truncated),
 		cmocka_unit_test(test_ra_elf_lookup_fd_corrupted),
 		cmocka_unit_test(test_ra_symbols_find_self),
+		cmocka_unit_test(test_ra_symbols_find_only_variables),
 		cmocka_unit_test(test_ra_symbols_find_child),
 		cmocka_unit_test(test_ra_symbols_find_not_found),
 		cmocka_unit_test(test_ra_symbols_find_bad_input),

@@ -11,28 +11,31 @@
 
 /*
  *  0: 0f 05           syscall          remote syscall starts here
- *  2: 48 89 c7        mov %rax,%rdi    result -> rdi
- *  5: b8 22 00 00 00  mov $34,%eax     SYS_pause
- * 10: 0f 05           syscall          park: blocked here, the pc reads 12
- * 12: eb f7           jmp 5
- * 14: 0f 05           syscall          timed call starts here: clock_nanosleep
- * 16: 4c 89 e7        mov %r12,%rdi    then the call's arguments and function
- * 19: 4c 89 ee        mov %r13,%rsi
- * 22: 48 89 d8        mov %rbx,%rax
- * 25: ff d0           call *%rax       remote call starts here
- * 27: eb e5           jmp 2
- * 29 bytes: well inside _start (38 bytes in glibc's crt1 on x86-64).
+ *  2: 48 89 c3        mov %rax,%rbx    result -> rbx
+ *  5: 48 89 ef        mov %rbp,%rdi    the park's signal mask, in the target (rbp: set
+ *  8: 6a 08           push $8            by the attacher, kept by calls and syscalls)
+ * 10: 5e              pop %rsi         sigsetsize
+ * 11: b8 82 00 00 00  mov $130,%eax    SYS_rt_sigsuspend
+ * 16: 0f 05           syscall          park: blocked here, the pc reads 18
+ * 18: eb f1           jmp 5            (a handler ran: back to the park)
+ * 20: 0f 05           syscall          timed call starts here: clock_nanosleep
+ * 22: 4c 89 e7        mov %r12,%rdi    then the call's arguments
+ * 25: 4c 89 ee        mov %r13,%rsi
+ * 28: ff d3           call *%rbx       remote call starts here
+ * 30: eb e2           jmp 2
+ * 32 bytes: inside _start (38 bytes in glibc's crt1 on x86-64).
  */
 static const struct ra_tramp x86_64_tramp = {
-	.code = {0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x22, 0x00, 0x00, 0x00,
-		 0x0f, 0x05, 0xeb, 0xf7, 0x0f, 0x05, 0x4c, 0x89, 0xe7, 0x4c,
-		 0x89, 0xee, 0x48, 0x89, 0xd8, 0xff, 0xd0, 0xeb, 0xe5},
-	.len = 29,
+	.code = {0x0f, 0x05, 0x48, 0x89, 0xc3, 0x48, 0x89, 0xef, 0x6a, 0x08,
+		 0x5e, 0xb8, 0x82, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xeb, 0xf1,
+		 0x0f, 0x05, 0x4c, 0x89, 0xe7, 0x4c, 0x89, 0xee, 0xff, 0xd3,
+		 0xeb, 0xe2},
+	.len = 32,
 	.syscall_off = 0,
-	.call_off = 25,
-	.timed_call_off = 14,
-	.park_pc_off = 12,
-	.park_nr = SYS_pause,
+	.call_off = 28,
+	.timed_call_off = 20,
+	.park_pc_off = 18,
+	.park_nr = SYS_rt_sigsuspend,
 };
 
 const struct ra_tramp *ra_arch_tramp(void)
@@ -70,7 +73,7 @@ void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t
 		rcx = args[3];
 	set_args(&r->r, args, n);
 	r->r.rcx = rcx;
-	r->r.rax = fn;
+	r->r.rbx = fn;
 	r->r.orig_rax = (unsigned long long)-1;
 	r->r.rip = tramp + x86_64_tramp.call_off;
 	/* 16-aligned before the call pushes the return address, as the ABI wants. */
@@ -84,7 +87,6 @@ void ra_arch_setup_timed_call(struct ra_regs *r, const struct ra_regs *saved, ui
 	ra_arch_setup_call(r, saved, tramp, fn, NULL, 0);
 	r->r.r12 = n > 0 ? args[0] : 0;
 	r->r.r13 = n > 1 ? args[1] : 0;
-	r->r.rbx = fn;
 	r->r.rax = SYS_clock_nanosleep;
 	r->r.rdi = 0; /* CLOCK_REALTIME */
 	r->r.rsi = 1; /* TIMER_ABSTIME */
@@ -95,7 +97,18 @@ void ra_arch_setup_timed_call(struct ra_regs *r, const struct ra_regs *saved, ui
 
 uint64_t ra_arch_park_result(const struct ra_regs *r)
 {
-	return r->r.rdi;
+	return r->r.rbx;
+}
+
+void ra_arch_set_park_mask(struct ra_regs *r, uint64_t mask)
+{
+	r->r.rbp = mask;
+}
+
+bool ra_arch_at_park(const struct ra_regs *r, uint64_t tramp)
+{
+	return r->r.rip == tramp + x86_64_tramp.park_pc_off &&
+	       r->r.orig_rax == (unsigned long long)x86_64_tramp.park_nr;
 }
 
 uint64_t ra_arch_pc(const struct ra_regs *r)
