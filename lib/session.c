@@ -696,6 +696,8 @@ static int find_entry_points(pid_t pid, struct entry *ep, char *object, size_t o
 	return 0;
 }
 
+#define INJECT_LISTENER_WAIT_MS 2000
+
 /* --inject: no listener yet, so load the agent, which starts one. */
 static int inject_listener(struct session *s, const rocattach_opts_t *o, const struct trust *tr,
 			   struct op *op)
@@ -714,7 +716,19 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, const s
 	ra_info("process %d has no listener: loading %s into it", s->pid, agent);
 	ret = ra_inject(s->pid, agent, &pause_ns, &op->e);
 	op->rep.step_ns[ROCATTACH_STEP_INJECT] = pause_ns;
-	return ret;
+	if (ret)
+		return ret;
+	/*
+	 * The listener runs once the agent is enabled. One case takes longer: the
+	 * loader of an earlier inject whose attacher died may still be starting
+	 * it (the agent was loaded, its enable is in flight, ours found it under
+	 * way): give that loader a moment (up to INJECT_LISTENER_WAIT_MS).
+	 */
+	for (int i = 0; i < INJECT_LISTENER_WAIT_MS / 10 &&
+			ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &s->tid) == -ENOENT;
+	     i++)
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
+	return 0;
 }
 
 static int proc_threads(pid_t pid)
