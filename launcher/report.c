@@ -1130,19 +1130,20 @@ static json_t *run_json(const struct rm_run *r)
 	return o;
 }
 
-int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len)
+/* Write j (NULL: out of memory) to path atomically, as the file named what; j is released. */
+static int write_json(const char *path, const char *what, json_t *j, size_t flags, char *err,
+		      size_t len)
 {
-	json_t *j = run_json(r);
 	struct out o;
 	int rc = -1;
 
 	if (!j) {
-		snprintf(err, len, "cannot write report %s: %s", path, strerror(ENOMEM));
+		snprintf(err, len, "cannot write %s %s: %s", what, path, strerror(ENOMEM));
 		return -1;
 	}
-	if (out_open(&o, path, "report", err, len))
+	if (out_open(&o, path, what, err, len))
 		goto out;
-	if (json_dumpf(j, o.f, JSON_INDENT(1) | JSON_PRESERVE_ORDER) || fputc('\n', o.f) == EOF) {
+	if (json_dumpf(j, o.f, flags | JSON_PRESERVE_ORDER) || fputc('\n', o.f) == EOF) {
 		rc = out_fail(&o, errno ? errno : EIO, err, len);
 		goto out;
 	}
@@ -1150,6 +1151,11 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 out:
 	json_decref(j);
 	return rc;
+}
+
+int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	return write_json(path, "report", run_json(r), JSON_INDENT(1), err, len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1951,22 +1957,5 @@ static json_t *trace_json(const struct rm_run *r)
 
 int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len)
 {
-	json_t *j = trace_json(r);
-	struct out o;
-	int rc = -1;
-
-	if (!j) {
-		snprintf(err, len, "cannot write trace %s: %s", path, strerror(ENOMEM));
-		return -1;
-	}
-	if (out_open(&o, path, "trace", err, len))
-		goto out;
-	if (json_dumpf(j, o.f, JSON_COMPACT | JSON_PRESERVE_ORDER) || fputc('\n', o.f) == EOF) {
-		rc = out_fail(&o, errno ? errno : EIO, err, len);
-		goto out;
-	}
-	rc = out_close(&o, err, len);
-out:
-	json_decref(j);
-	return rc;
+	return write_json(path, "trace", trace_json(r), JSON_COMPACT, err, len);
 }
