@@ -80,10 +80,17 @@
 /* A rank that hears no stop this long after the window's end detaches on its own. */
 #define LOST_ROOT_GRACE_NS 10000000000ull
 
-/* A rank's CLOCK_REALTIME minus rank 0's, and the round trip it was measured over. */
+/*
+ * A rank's CLOCK_REALTIME minus rank 0's (estimated), the round trip it was
+ * measured over, and whether it is applied: only when it shows the clocks
+ * differ (|offset| > rtt / 2, 0 lying outside what the exchange allows);
+ * else the clocks may well agree, and a correction would only add the
+ * estimate's own error.
+ */
 struct rm_clock {
 	int64_t offset_ns;
 	uint64_t rtt_ns;
+	int64_t applied_ns; /* offset_ns, or 0 */
 };
 
 struct ctx {
@@ -354,9 +361,10 @@ static void to_root_clock(struct rm_node *nd, const struct rm_clock *k)
 
 		for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
 			if (*v[j])
-				*v[j] = (uint64_t)((int64_t)*v[j] - k->offset_ns);
+				*v[j] = (uint64_t)((int64_t)*v[j] - k->applied_ns);
 	}
 	nd->clock_offset_ns = k->offset_ns;
+	nd->clock_applied = k->applied_ns != 0;
 	nd->clock_rtt_ns = k->rtt_ns;
 	nd->clock_known = true;
 }
@@ -540,7 +548,7 @@ static void clock_sync(struct ctx *c)
 		if (!c->clocks)
 			MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
 		for (int r = 1; r < c->size; r++) {
-			struct rm_clock best = {0, UINT64_MAX};
+			struct rm_clock best = {0, UINT64_MAX, 0};
 
 			for (int k = 0; k < CLOCK_ROUNDS; k++) {
 				uint64_t t0 = now_ns(), t2, rtt;
@@ -555,6 +563,8 @@ static void clock_sync(struct ctx *c)
 					best.offset_ns = (int64_t)(t[1] - t0) - (int64_t)(rtt / 2);
 				}
 			}
+			if ((uint64_t)llabs(best.offset_ns) > best.rtt_ns / 2)
+				best.applied_ns = best.offset_ns;
 			c->clocks[r] = best;
 		}
 	}
@@ -565,7 +575,7 @@ static void clock_sync(struct ctx *c)
 /* A time of rank 0's clock in this rank's. */
 static uint64_t local_ns(const struct ctx *c, uint64_t root_ns)
 {
-	return (uint64_t)((int64_t)root_ns + c->clock.offset_ns);
+	return (uint64_t)((int64_t)root_ns + c->clock.applied_ns);
 }
 
 /* How long before the start the attaches are sent (the start lead). */

@@ -962,6 +962,8 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	rc |= json_object_set_new(o, "clock_offset_ns", n->clock_known
 				  ? json_integer((json_int_t)n->clock_offset_ns) : json_null());
 	rc |= json_object_set_new(o, "clock_rtt_ns", jint_or_null(n->clock_rtt_ns, n->clock_known));
+	rc |= json_object_set_new(o, "clock_corrected",
+				  n->clock_known ? json_boolean(n->clock_applied) : json_null());
 	rc |= json_object_set_new(o, "targets", targets_json(n));
 	if (rc) {
 		json_decref(o);
@@ -1924,9 +1926,9 @@ static json_t *trace_other(const struct rm_run *r)
 		if (host && n->boot_offset_ns)
 			json_object_set_new(offs, json_string_value(host),
 					    json_integer(n->boot_offset_ns));
-		if (host && n->clock_known)
+		if (host && n->clock_known) /* the correction made: 0 where none was */
 			json_object_set_new(clocks, json_string_value(host),
-					    json_integer(n->clock_offset_ns));
+					    json_integer(n->clock_applied ? n->clock_offset_ns : 0));
 		json_decref(host);
 	}
 	if (!o || !offs || !clocks || json_object_set_new(o, "realtime_minus_boottime_ns", offs) ||

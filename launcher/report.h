@@ -22,12 +22,14 @@ struct rm_node {
 	/*
 	 * The node's CLOCK_REALTIME minus rank 0's, estimated over MPI before the
 	 * window (the exchange with the shortest round trip; the true offset lies
-	 * within clock_rtt_ns / 2 of it). Its targets' times here are already
-	 * corrected to rank 0's clock. clock_known: false when not estimated.
+	 * within clock_rtt_ns / 2 of it). clock_applied: the estimate shows the
+	 * clocks differ (|offset| > rtt / 2), so the node was given the times in
+	 * its own clock and its targets' times here are corrected to rank 0's;
+	 * else nothing was changed. clock_known: false when not estimated.
 	 */
 	int64_t clock_offset_ns;
 	uint64_t clock_rtt_ns;
-	bool clock_known;
+	bool clock_known, clock_applied;
 	/* CLOCK_REALTIME - CLOCK_BOOTTIME on that node when gathered, 0 if unknown. */
 	int64_t boot_offset_ns;
 };

@@ -103,6 +103,8 @@ echo "clock offsets (ns, rtt): $(jq -c '[.windows[0].nodes[] | [.host, .clock_of
 vc_t_cmd "report: every node's clock offset, within half its round trip of 0" jq -e \
 	'[.windows[0].nodes[] | select(.clock_offset_ns != null and .clock_rtt_ns != null
 	 and (.clock_offset_ns | fabs) <= .clock_rtt_ns / 2 + 1000)] | length == 3' "$W/r1.json"
+vc_t_cmd "report: so no node's times were corrected" jq -e \
+	'[.windows[0].nodes[].clock_corrected] == [false, false, false]' "$W/r1.json"
 
 launcher "$W/t3" --mpi-job -t "$TOOL" --windows 200:300:2 --report "$W/r3.json" >"$W/l3.out" 2>&1
 vc_t_eq "two windows: exit code" "$?" 0
@@ -238,6 +240,9 @@ else
 	vc_t_cmd "the other nodes' offsets are 0, within half their round trips" jq -e \
 		'[.windows[0].nodes[] | select(.host != "node2")
 		 | (.clock_offset_ns | fabs) <= .clock_rtt_ns / 2 + 1000] == [true, true]' "$W/r10.json"
+	vc_t_cmd "only node2's times were corrected" jq -e '[.windows[0].nodes[] |
+		[.host, .clock_corrected]] | sort == [["node1", false], ["node2", true],
+		["node3", false]]' "$W/r10.json"
 	# node2's tool records, corrected by the known shift, against rank 0's report.
 	mkdir -p "$W/t10c"
 	for f in "$W"/t10/rocattach-tool.*.log; do
