@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/protocol.h"
 #include "inject.h"
 #include "log.h"
 #include "procfs.h"
@@ -348,6 +349,23 @@ static int loader_work(struct ra_remote *n, const struct libc_fns *f, const char
 	return err;
 }
 
+#define LISTENER_WAIT_MS 500
+
+/* Does pid have a thread named rocp-bg-attach, now or within ms? */
+static bool listener_up(pid_t pid, int ms)
+{
+	const struct timespec nap = {0, 5000000};
+	pid_t tid;
+
+	for (int waited = 0;; waited += 5) {
+		if (!ra_find_thread_by_comm(RA_PROCFS, pid, RA_LISTENER_COMM, &tid))
+			return true;
+		if (waited >= ms)
+			return false;
+		nanosleep(&nap, NULL);
+	}
+}
+
 int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e)
 {
 	struct ra_remote loader;
@@ -374,7 +392,20 @@ int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e
 	if (!err)
 		err = loader_work(&loader, &f, agent, e);
 	ra_remote_end(&loader);
-	return err ? -1 : 0;
+	if (err)
+		return -1;
+	/*
+	 * The loader's enable returns once the listener is parked, so it is
+	 * there now. Once in a while in the suite's runs it was not (not
+	 * understood yet): then the borrowed thread loads and enables the agent
+	 * the old way (the agent is loaded already: dlopen only counts it, and
+	 * enable starts the listener if none runs).
+	 */
+	if (listener_up(pid, LISTENER_WAIT_MS))
+		return 0;
+	ra_warn("process %d: no listener after the loader thread's enable: enabling it on "
+		"thread %d instead", pid, tid);
+	return inject_borrowed(pid, tid, tramp, &f, agent, pause_ns, e);
 }
 
 int ra_preload(struct ra_remote *r, const char *const *libs, size_t n)

@@ -707,8 +707,10 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, const s
 	int ret;
 
 	ret = ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &s->tid);
-	if (ret != -ENOENT)
-		return 0; /* found, or an error that find_listener reports */
+	if (!ret)
+		return 0; /* found */
+	if (ret == -ESRCH)
+		return 0; /* gone: find_listener says so */
 	if (ra_inject_agent_path(o->agent_path, agent, sizeof(agent), &op->e))
 		return -1;
 	if (check_one_tool(s->pid, agent, tr, &op->e))
@@ -725,7 +727,7 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, const s
 	 * way): give that loader a moment (up to INJECT_LISTENER_WAIT_MS).
 	 */
 	for (int i = 0; i < INJECT_LISTENER_WAIT_MS / 10 &&
-			ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &s->tid) == -ENOENT;
+			ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &s->tid);
 	     i++)
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	return 0;
