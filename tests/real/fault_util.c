@@ -149,6 +149,32 @@ int proc_thread_count(pid_t pid)
 	return count_dir(path);
 }
 
+int proc_each_task(pid_t pid, const char *name, int (*fn)(FILE *f, pid_t pid, const char *tid,
+							   void *arg),
+		   void *arg)
+{
+	char path[320];
+	struct dirent *d;
+	DIR *dir;
+	FILE *f;
+	int sum = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	while (dir && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/%s", pid, d->d_name, name);
+		f = fopen(path, "re");
+		sum += fn(f, pid, d->d_name, arg);
+		if (f)
+			fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return sum;
+}
+
 int proc_maps_count(pid_t pid)
 {
 	char path[64], buf[4096];

@@ -9,6 +9,7 @@
 #define RA_TEST_FAULT_UTIL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -35,6 +36,13 @@ int proc_fd_count(pid_t pid);
 int proc_maps_count(pid_t pid);
 int proc_thread_count(pid_t pid);
 long proc_rss_kb(pid_t pid);
+/*
+ * For each thread of pid: opens /proc/PID/task/TID/NAME (NULL if it cannot)
+ * and calls fn with it (closed after); the sum of what fn returns.
+ */
+int proc_each_task(pid_t pid, const char *name, int (*fn)(FILE *f, pid_t pid, const char *tid,
+							   void *arg),
+		   void *arg);
 /* State letter of /proc/PID/stat (R, S, T, Z, ...), or 0. */
 char proc_state(pid_t pid);
 

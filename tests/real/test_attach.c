@@ -21,6 +21,7 @@
 
 #include <rocattach/rocattach.h>
 
+#include "fault_util.h"
 #include "victim.h"
 
 static char outdir[256];
@@ -399,34 +400,25 @@ static void kill_attacher_after(pid_t pid, int (*fn)(int), int delay_ms)
 	assert_true(WIFSIGNALED(status));
 }
 
+/* SIGURG (the park's signal) pending in this thread's status, or process-wide: 1, else 0. */
+static int urg_pending(FILE *f, pid_t pid, const char *tid, void *arg)
+{
+	unsigned long long mask;
+	char line[256];
+
+	(void)pid, (void)tid, (void)arg;
+	while (f && fgets(line, sizeof(line), f))
+		if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+		     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+		    (mask & (1ull << (SIGURG - 1))))
+			return 1;
+	return 0;
+}
+
 /* Is SIGURG (the park's signal) pending in any thread of pid, or process-wide? */
 static bool park_signal_pending(pid_t pid)
 {
-	char path[320], line[256];
-	unsigned long long mask;
-	struct dirent *d;
-	bool pending = false;
-	DIR *dir;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	while (dir && (d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid, d->d_name);
-		f = fopen(path, "re");
-		while (f && fgets(line, sizeof(line), f))
-			if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
-			     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
-			    (mask & (1ull << (SIGURG - 1))))
-				pending = true;
-		if (f)
-			fclose(f);
-	}
-	if (dir)
-		closedir(dir);
-	return pending;
+	return proc_each_task(pid, "status", urg_pending, NULL) > 0;
 }
 
 static int attach_only(int pid)

@@ -643,70 +643,51 @@ static void test_fault_attacher_killed_at_random_points(void **state)
 	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
 }
 
+/* This thread is traced or stopped (t/T): 1, else 0. */
+static int traced_or_stopped(FILE *f, pid_t pid, const char *tid, void *arg)
+{
+	char line[256], state;
+	int tracer, bad = 0;
+
+	(void)pid, (void)tid, (void)arg;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1 && tracer)
+			bad = 1;
+		if (sscanf(line, "State: %c", &state) == 1 && (state == 't' || state == 'T'))
+			bad = 1;
+	}
+	return bad;
+}
+
 /* Every thread of pid: untraced, none stopped (t/T); -1 if one is. */
 static int threads_free(pid_t pid)
 {
-	char path[320], line[256];
-	struct dirent *d;
-	int tracer, bad = 0;
-	char state;
-	DIR *dir;
-	FILE *f;
+	return proc_each_task(pid, "status", traced_or_stopped, NULL) ? -1 : 0;
+}
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	while (dir && (d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid, d->d_name);
-		f = fopen(path, "re");
-		while (f && fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "TracerPid: %d", &tracer) == 1 && tracer)
-				bad = -1;
-			if (sscanf(line, "State: %c", &state) == 1 && (state == 't' || state == 'T'))
-				bad = -1;
-		}
-		if (f)
-			fclose(f);
-	}
-	if (dir)
-		closedir(dir);
-	return bad;
+/* This thread is not ours (no rocp- name) and sleeps in the trampoline's rt_sigsuspend. */
+static int app_parked(FILE *f, pid_t pid, const char *tid, void *arg)
+{
+	char path[320], comm[64];
+	long nr;
+	FILE *sc;
+	int parked;
+
+	(void)arg;
+	if (!f || !fgets(comm, sizeof(comm), f) || !strncmp(comm, "rocp-", 5))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid, tid);
+	sc = fopen(path, "re");
+	parked = sc && fscanf(sc, "%ld", &nr) == 1 && nr == SYS_rt_sigsuspend;
+	if (sc)
+		fclose(sc);
+	return parked;
 }
 
 /* Threads of pid other than the listener parked in the trampoline's rt_sigsuspend. */
 static int app_threads_parked(pid_t pid)
 {
-	char path[320], comm[64];
-	struct dirent *d;
-	int n = 0;
-	long nr;
-	DIR *dir;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	while (dir && (d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, d->d_name);
-		f = fopen(path, "re");
-		if (!f || !fgets(comm, sizeof(comm), f) || !strncmp(comm, "rocp-", 5)) {
-			if (f)
-				fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid, d->d_name);
-		f = fopen(path, "re");
-		if (f && fscanf(f, "%ld", &nr) == 1 && nr == SYS_rt_sigsuspend)
-			n++;
-		if (f)
-			fclose(f);
-	}
-	if (dir)
-		closedir(dir);
-	return n;
+	return proc_each_task(pid, "comm", app_parked, NULL);
 }
 
 /*
