@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Clocks, in one place for every layer (libc only). Times that cross a
+ * process boundary (start and stop times, tool records) are CLOCK_REALTIME
+ * nanoseconds; durations measured inside one process use CLOCK_MONOTONIC.
+ */
+#ifndef RA_COMMON_CLOCK_H
+#define RA_COMMON_CLOCK_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+
+#define RA_NS_PER_SEC 1000000000ull
+#define RA_NS_PER_MS 1000000ull
+
+static inline uint64_t ra_ns_of(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * RA_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+}
+
+static inline struct timespec ra_timespec_of(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / RA_NS_PER_SEC), (long)(ns % RA_NS_PER_SEC)};
+
+	return ts;
+}
+
+static inline uint64_t ra_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ra_ns_of(&ts);
+}
+
+/* Wall-clock time, the clock of every time that leaves this process. */
+static inline uint64_t ra_realtime_ns(void)
+{
+	return ra_clock_ns(CLOCK_REALTIME);
+}
+
+/* For durations: never jumps. */
+static inline uint64_t ra_monotonic_ns(void)
+{
+	return ra_clock_ns(CLOCK_MONOTONIC);
+}
+
+/* Sleep until CLOCK_REALTIME reaches ns (at once if it has); signals do not cut it short. */
+static inline void ra_sleep_until_realtime(uint64_t ns)
+{
+	struct timespec ts = ra_timespec_of(ns);
+
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+#endif
