@@ -16,6 +16,8 @@ enum rm_exit {
 	RM_EXIT_NO_TARGETS = 3, /* no node found a target */
 	RM_EXIT_FAILED = 4,	/* some targets failed (see the summary) */
 	RM_EXIT_INTERRUPTED = 5, /* a signal cut a window short (targets were detached) */
+	RM_EXIT_LOST = 6,	 /* a node was lost; its targets were detached by their agents
+				  * or at the window's end */
 };
 
 #define RM_MAX_PIDS 4096

@@ -32,6 +32,15 @@ struct rm_node {
 	bool clock_known, clock_applied;
 	/* CLOCK_REALTIME - CLOCK_BOOTTIME on that node when gathered, 0 if unknown. */
 	int64_t boot_offset_ns;
+	/*
+	 * Lost: its launcher rank did not answer in time (it died, or the
+	 * network to it failed); lost_reason says which wait ran out, e.g. "no
+	 * records within 5.0 s after the stop". Its targets (t, n) are then the
+	 * last known ones (an earlier window's, or the survey's); the agents'
+	 * watchdogs or the node's own deadline detach them.
+	 */
+	bool lost;
+	const char *lost_reason; /* NULL when not lost */
 };
 
 /* One profiling window across all nodes. */
