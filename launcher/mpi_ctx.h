@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rocattach-mpi's shared state, between its three rooms:
+ *   mpi_main.c    start-up (plan, election, selection), signals, the end
+ *   mpi_link.c    rank 0 and every other rank, point to point, every wait
+ *                 with a deadline: clock exchange, orders, records
+ *   mpi_window.c  one window: start time, attach, hold, stop, detach
+ *
+ * After the start-up no collective operation is used: a collective waits
+ * for every rank, and one dead rank or cut link would hang all of them.
+ * Rank 0 talks to each rank on its own, and a rank that does not answer by
+ * its deadline is lost (the report says so) and left out from then on.
+ */
+#ifndef RM_MPI_CTX_H
+#define RM_MPI_CTX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "mpi_opts.h"
+#include "node.h"
+#include "plan.h"
+#include "report.h"
+
+/* Message tags. Rank r -> 0: STOP, GONE, READY, RECORDS, CLOCK answers; 0 -> r: the rest. */
+enum {
+	TAG_STOP = 17,	  /* a signal on the sender's node (int32 signo) */
+	TAG_CLOCK = 18,	  /* clock ping-pong (uint64 time) */
+	TAG_GONE = 19,	  /* every target of the sender's node is gone (int32) */
+	TAG_ORDER = 20,	  /* a window's start, or the end of the run (struct rm_order) */
+	TAG_HALT = 21,	  /* the window's stop (struct rm_halt) */
+	TAG_READY = 22,	  /* the sender's attaches are done (struct rm_ready) */
+	TAG_RECORDS = 23, /* the sender's records (struct rm_rec_head, then rn_pack) */
+};
+
+/*
+ * Deadlines (docs/reliability.md). Rank 0 waits for a rank's attaches READY
+ * GRACE_READY_NS after the start time, for its records GRACE_RECORDS_NS
+ * after the stop (GRACE_SIGNALLED_NS when a signal ended the window on rank
+ * 0: Open MPI sends SIGKILL 1 s after the SIGTERM with which it ends a
+ * job), for its clock answers CLOCK_ANSWER_NS; a rank that misses one is
+ * lost. The other ranks wait for rank 0's stop until the window's planned
+ * end plus GRACE_LOST_ROOT_NS, and for its next order until the stop plus
+ * the delay plus GRACE_NEXT_NS (and CLOCK_ANSWER_NS per rank, for the
+ * clock exchanges rank 0 runs in turn); one that waits in vain detaches its
+ * targets and ends.
+ */
+#define GRACE_READY_NS 10000000000ull
+#define GRACE_RECORDS_NS 5000000000ull
+#define GRACE_SIGNALLED_NS 500000000ull
+#define GRACE_SURVEY_NS 15000000000ull
+#define GRACE_LOST_ROOT_NS 10000000000ull
+#define GRACE_NEXT_NS 15000000000ull
+#define CLOCK_ANSWER_NS 1000000000ull
+#define CLOCK_ROUNDS 8		  /* ping-pongs per rank; the shortest round trip's is kept */
+#define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
+#define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
+
+/*
+ * A rank's CLOCK_REALTIME minus rank 0's (estimated), the round trip it was
+ * measured over, and whether it is applied: only when it shows the clocks
+ * differ (|offset| > rtt / 2, 0 lying outside what the exchange allows);
+ * else the clocks may well agree, and a correction would only add the
+ * estimate's own error.
+ */
+struct rm_clock {
+	int64_t offset_ns;
+	uint64_t rtt_ns;
+	int64_t applied_ns; /* offset_ns, or 0 */
+	bool known;
+};
+
+/* Rank 0 -> each rank: open window `window` at start_ns, or end the run. */
+struct rm_order {
+	uint64_t start_ns, send_ns; /* rank 0's clock; send_ns: when to send the attaches */
+	struct rm_clock clock;	    /* this rank's, from the exchange just before */
+	int32_t window;
+	int32_t end;	 /* the run is over: no window; leave with `code` */
+	int32_t code;
+	int32_t lost;	 /* a rank was lost: leave without MPI_Finalize (it would wait for it) */
+};
+
+/* Rank 0 -> each rank: the window's stop. */
+struct rm_halt {
+	uint64_t stop_ns;
+	int32_t signo;	/* the signal that caused it, 0 if none */
+	int32_t last;	/* no window after this one */
+	char reason[48];
+};
+
+/* Each rank -> rank 0, after its attaches. */
+struct rm_ready {
+	uint64_t ready_ns;  /* slowest target's attach ready, after the attaches were sent */
+	int64_t attached;   /* targets attached now */
+	int64_t tool_failed; /* this window's attaches that failed in the tool */
+};
+
+/* Rank 0's view of each rank. */
+struct rm_peer {
+	bool worker;		/* sends a node's records */
+	bool lost;
+	char lost_reason[96];
+	int stops, gones;	/* STOP and GONE messages received from it */
+	bool all_gone;		/* its node's targets are all gone (as of its last records) */
+	struct rm_node last;	/* its last records (host, targets): what a lost node shows */
+	struct rm_clock clock;	/* this window's estimate */
+	struct rm_ready ready;
+	bool got_ready, got_records;
+};
+
+/* Sends in flight: each owns a copy of its data until MPI is done with it. */
+struct rm_outbox {
+	MPI_Request *req;
+	void **buf;
+	size_t n, cap;
+};
+
+struct ctx {
+	int rank, size;
+	bool worker;		/* does this node's work */
+	char host[256];
+	struct rm_opts o;
+	char **argv;		/* the command line (rank 0's, for the report) */
+	struct rm_plan plan;	/* what the options' strings live in (other ranks) */
+	int argc;
+	struct rn_target *t;	/* this node's targets */
+	size_t n;
+	char node_error[256];	/* selection failure on this node */
+	int sfd;		/* signalfd of the window-ending signals */
+	bool stdin_open;
+	int stops_sent;		/* STOP messages this rank sent to rank 0 (all along) */
+	int gones_sent;		/* GONE messages */
+	struct rn_watch *watch;	/* liveness of this node's targets (NULL: none, or no memory) */
+	bool gone_told;		/* rank 0 knows this node's targets are all gone */
+	int interrupted;	/* signal that cut a window short, 0 if none */
+	bool root_signalled;	/* rank 0: a signal ended the window here (the job may be ending) */
+	bool last;		/* no window after this one (job ended, tool failed) */
+	int nodes_alive;	/* rank 0: nodes with a target not known gone, not lost */
+	bool tool_stop;		/* rank 0: nothing attached, the tool failed */
+	const char *run_stop;	/* rank 0: why the run stopped early, NULL if it did not */
+	struct rm_run run;	/* rank 0 */
+	struct rm_clock clock;	/* this rank's clock against rank 0's */
+	struct rm_peer *peers;	/* rank 0: by rank */
+	size_t lost_count;	/* rank 0: ranks lost so far */
+	struct rm_outbox out;
+	size_t max_targets;	/* on the busiest node, rank 0 */
+	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
+				 * they were sent, on the slowest node (0: not measured) */
+	uint64_t next_deadline;	/* other ranks: rank 0's next order is due by then */
+	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */
+	uint64_t setup_at[4];
+	uint64_t node_ns[3];	/* this node's selection, topology, side probes (ns) */
+	uint64_t worst_node_ns[3]; /* rank 0: the slowest node's */
+	size_t total_targets;	/* on all nodes, rank 0 */
+};
+
+/* mpi_main.c */
+void rm_say(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* This rank's error line, prefixed host:rank (any rank). */
+void rm_rank_error(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rm_take_signal(struct ctx *c);
+bool rm_took_enter(struct ctx *c);
+void rm_wait_a_little(const struct ctx *c);
+
+/* mpi_link.c */
+void rm_post(struct ctx *c, int dest, int tag, const void *data, size_t len);
+void rm_outbox_reap(struct ctx *c, bool all);
+void rm_mark_lost(struct ctx *c, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Other ranks: the next message of `tag` from rank 0 into buf; 0, or -1 once deadline passed. */
+int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline);
+/* Other ranks: rank 0 is gone or cut off: detach this node's targets, say why, end. */
+__attribute__((noreturn)) void rm_cut_off(struct ctx *c, const char *waiting_for);
+void rm_clock_exchange(struct ctx *c);
+void rm_send_orders(struct ctx *c, const struct rm_order *o);
+void rm_send_records(struct ctx *c);
+/*
+ * Rank 0: every live rank's records until since + grace, as the nodes of a
+ * window (by rank; a lost node with its last known records). after: what
+ * the lost reason says the wait came after ("after the stop").
+ */
+void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
+			uint64_t grace, const char *after);
+void rm_collect_ready(struct ctx *c, uint64_t deadline);
+void rm_free_nodes(struct rm_node *nodes, size_t n);
+
+/* mpi_window.c */
+void rm_run_windows(struct ctx *c);
+/* The other ranks' side, until rank 0's end order: its exit code, *lost as it says. */
+int rm_follow_windows(struct ctx *c, bool *lost);
+
+#endif

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rank 0 and each other rank, point to point: sends that never block,
+ * receives that never wait past a deadline. What rank 0 does not hear in
+ * time marks that rank lost; what another rank does not hear from rank 0
+ * in time makes it detach its targets and end (rm_cut_off).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "mpi_ctx.h"
+
+/* ------------------------------------------------------------------------ */
+/* Sends: a copy of the data lives until MPI has sent it. */
+
+static void out_of_memory(void)
+{
+	fputs("rocattach-mpi: error: out of memory\n", stderr);
+	MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+}
+
+void rm_post(struct ctx *c, int dest, int tag, const void *data, size_t len)
+{
+	struct rm_outbox *o = &c->out;
+	void *copy;
+
+	rm_outbox_reap(c, false);
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 64;
+		MPI_Request *req = realloc(o->req, cap * sizeof(*req));
+
+		if (req)
+			o->req = req;
+		void **buf = req ? realloc(o->buf, cap * sizeof(*buf)) : NULL;
+
+		if (!buf)
+			out_of_memory();
+		o->buf = buf;
+		o->cap = cap;
+	}
+	copy = malloc(len ? len : 1);
+	if (!copy || len > INT32_MAX)
+		out_of_memory();
+	memcpy(copy, data, len);
+	if (MPI_Isend(copy, (int)len, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &o->req[o->n]) !=
+	    MPI_SUCCESS) {
+		free(copy);
+		return; /* the peer's silence will tell (a deadline) */
+	}
+	o->buf[o->n++] = copy;
+}
+
+/*
+ * Free what was sent. all: at the end, sends still pending (to a lost rank)
+ * are released to MPI and their copies kept: MPI may still read them.
+ */
+void rm_outbox_reap(struct ctx *c, bool all)
+{
+	struct rm_outbox *o = &c->out;
+	size_t k = 0;
+
+	for (size_t i = 0; i < o->n; i++) {
+		int done = 0;
+
+		MPI_Test(&o->req[i], &done, MPI_STATUS_IGNORE);
+		if (done) {
+			free(o->buf[i]);
+		} else if (all) {
+			MPI_Request_free(&o->req[i]);
+		} else {
+			o->req[k] = o->req[i];
+			o->buf[k++] = o->buf[i];
+		}
+	}
+	o->n = k;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lost ranks (rank 0). */
+
+void rm_mark_lost(struct ctx *c, int r, const char *fmt, ...)
+{
+	struct rm_peer *p = &c->peers[r];
+	va_list ap;
+
+	if (p->lost)
+		return;
+	p->lost = true;
+	c->lost_count++;
+	va_start(ap, fmt);
+	vsnprintf(p->lost_reason, sizeof(p->lost_reason), fmt, ap);
+	va_end(ap);
+	rm_say(c, "%s (rank %d) lost: %s", p->last.host[0] ? p->last.host : "a node", r,
+	       p->lost_reason);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The other ranks: waiting for rank 0. */
+
+/* Answer one clock ping: our time, at once. */
+static void answer_ping(struct ctx *c)
+{
+	uint64_t t;
+
+	MPI_Recv(&t, 1, MPI_UINT64_T, 0, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	t = ra_realtime_ns();
+	rm_post(c, 0, TAG_CLOCK, &t, sizeof(t));
+}
+
+/*
+ * The next message of tag from rank 0, answering clock pings meanwhile.
+ * Idle, it looks every 200 us; once pinged it stays awake (no sleep) for a
+ * while, so the rest of the exchange measures the network, not our naps.
+ */
+int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline)
+{
+	uint64_t awake_until = 0;
+
+	for (;;) {
+		MPI_Status st;
+		int flag = 0;
+
+		MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+		if (flag && st.MPI_TAG == TAG_CLOCK) {
+			answer_ping(c);
+			awake_until = ra_monotonic_ns() + 50 * RA_NS_PER_MS;
+			continue;
+		}
+		if (flag && st.MPI_TAG == tag) {
+			MPI_Recv(buf, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			return 0;
+		}
+		if (ra_realtime_ns() > deadline)
+			return -1;
+		if (ra_monotonic_ns() > awake_until)
+			usleep(200);
+	}
+}
+
+void rm_cut_off(struct ctx *c, const char *waiting_for)
+{
+	rn_detach_all(c->t, c->n, NULL);
+	rm_rank_error(c, "no %s from rank 0 in time: rank 0 is gone or this node is cut off; "
+			 "detached this node's targets, ending (exit %d)",
+		      waiting_for, RM_EXIT_LOST);
+	fflush(NULL);
+	_exit(RM_EXIT_LOST);
+}
+
+/* ------------------------------------------------------------------------ */
+/*
+ * Clocks (rank 0): each live rank in turn exchanges CLOCK_ROUNDS ping-pongs
+ * with rank 0 (rank 0 sends its time t0, the rank answers its own t1, rank 0
+ * reads t2); the estimate with the shortest round trip is kept: offset =
+ * t1 - (t0 + t2) / 2, within rtt / 2 of the truth. A rank that does not
+ * answer within CLOCK_ANSWER_NS is lost.
+ */
+static int ping_pong(struct ctx *c, int r, uint64_t deadline, struct rm_clock *best)
+{
+	uint64_t t0 = ra_realtime_ns(), t1, t2, rtt;
+	int flag = 0;
+
+	rm_post(c, r, TAG_CLOCK, &t0, sizeof(t0));
+	while (!flag) {
+		MPI_Iprobe(r, TAG_CLOCK, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		if (!flag && ra_realtime_ns() > deadline)
+			return -1;
+	}
+	MPI_Recv(&t1, 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	t2 = ra_realtime_ns();
+	rtt = t2 - t0;
+	if (rtt < best->rtt_ns) {
+		best->rtt_ns = rtt;
+		best->offset_ns = (int64_t)(t1 - t0) - (int64_t)(rtt / 2);
+	}
+	return 0;
+}
+
+void rm_clock_exchange(struct ctx *c)
+{
+	for (int r = 1; r < c->size; r++) {
+		struct rm_peer *p = &c->peers[r];
+		struct rm_clock best = {0, UINT64_MAX, 0, true};
+		uint64_t deadline = ra_realtime_ns() + CLOCK_ANSWER_NS;
+
+		if (p->lost)
+			continue;
+		for (int k = 0; k < CLOCK_ROUNDS; k++)
+			if (ping_pong(c, r, deadline, &best)) {
+				rm_mark_lost(c, r, "no answer to the clock exchange within %.1f s",
+					     (double)CLOCK_ANSWER_NS / 1e9);
+				break;
+			}
+		if (p->lost)
+			continue;
+		if ((uint64_t)llabs(best.offset_ns) > best.rtt_ns / 2)
+			best.applied_ns = best.offset_ns;
+		p->clock = best;
+	}
+}
+
+/* Rank 0: the order to every live rank, each with its own clock. */
+void rm_send_orders(struct ctx *c, const struct rm_order *o)
+{
+	for (int r = 1; r < c->size; r++) {
+		struct rm_order mine = *o;
+
+		if (c->peers[r].lost)
+			continue;
+		mine.clock = c->peers[r].clock;
+		rm_post(c, r, TAG_ORDER, &mine, sizeof(mine));
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Records: every rank sends its own; rank 0 takes them as they come. */
+
+struct rm_rec_head {
+	int32_t worker;
+	int32_t all_gone;   /* every target of the node is gone */
+	int32_t stops_sent; /* STOP and GONE messages sent before this one, all along */
+	int32_t gones_sent;
+	int64_t boot_offset_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME here */
+	uint64_t node_ns[3];	/* selection, topology, side probes */
+	char error[256];
+};
+
+static int64_t boot_offset_ns(void)
+{
+	return (int64_t)(ra_realtime_ns() - ra_clock_ns(CLOCK_BOOTTIME));
+}
+
+static void *pack_records(struct ctx *c, size_t *len)
+{
+	struct rm_rec_head h = {.worker = c->worker, .stops_sent = c->stops_sent,
+				.gones_sent = c->gones_sent, .boot_offset_ns = boot_offset_ns()};
+	size_t n = c->worker ? c->n : 0, body = rn_pack(c->host, c->t, n, NULL, 0);
+	char *buf = malloc(sizeof(h) + body);
+
+	if (!buf)
+		out_of_memory();
+	h.all_gone = c->watch && !rn_watch_alive(c->watch);
+	memcpy(h.node_ns, c->node_ns, sizeof(h.node_ns));
+	snprintf(h.error, sizeof(h.error), "%s", c->node_error);
+	memcpy(buf, &h, sizeof(h));
+	rn_pack(c->host, c->t, n, buf + sizeof(h), body);
+	*len = sizeof(h) + body;
+	return buf;
+}
+
+void rm_send_records(struct ctx *c)
+{
+	size_t len;
+	void *buf = pack_records(c, &len);
+
+	rm_post(c, 0, TAG_RECORDS, buf, len);
+	free(buf);
+}
+
+/* A node's records, in rank 0's clock: every known time less the node's offset. */
+static void to_root_clock(struct rm_node *nd, const struct rm_clock *k)
+{
+	for (size_t i = 0; i < nd->n; i++) {
+		struct rn_target *t = &nd->t[i];
+		uint64_t *v[] = {&t->attach_start_ns, &t->attach_end_ns, &t->attach_tool_ns,
+				 &t->detach_start_ns, &t->detach_end_ns, &t->detach_tool_ns,
+				 &t->detach_call_ns};
+
+		for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
+			if (*v[j])
+				*v[j] = (uint64_t)((int64_t)*v[j] - k->applied_ns);
+	}
+	nd->clock_offset_ns = k->offset_ns;
+	nd->clock_applied = k->applied_ns != 0;
+	nd->clock_rtt_ns = k->rtt_ns;
+	nd->clock_known = k->known;
+}
+
+static int copy_node(struct rm_node *dst, const struct rm_node *src)
+{
+	*dst = *src;
+	dst->t = src->n ? malloc(src->n * sizeof(*src->t)) : NULL;
+	dst->error = src->error ? strdup(src->error) : NULL;
+	if ((src->n && !dst->t) || (src->error && !dst->error))
+		return -1;
+	if (src->n)
+		memcpy(dst->t, src->t, src->n * sizeof(*src->t));
+	return 0;
+}
+
+/*
+ * The STOP and GONE messages r sent before its records and rank 0 has not
+ * read yet: they are there already (sent earlier, on the same link), so
+ * none is left pending.
+ */
+static void drain_from(struct ctx *c, int r, const struct rm_rec_head *h)
+{
+	struct rm_peer *p = &c->peers[r];
+	int v;
+
+	for (; p->stops < h->stops_sent; p->stops++)
+		MPI_Recv(&v, 1, MPI_INT, r, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	for (; p->gones < h->gones_sent; p->gones++)
+		MPI_Recv(&v, 1, MPI_INT, r, TAG_GONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+/* One rank's records message into its peer entry (r's last known node). */
+static void take_records(struct ctx *c, int r, const char *buf, size_t len)
+{
+	struct rm_peer *p = &c->peers[r];
+	struct rm_rec_head h;
+	struct rm_node nd = {0};
+
+	p->got_records = true;
+	if (len < sizeof(h)) {
+		rm_mark_lost(c, r, "its records are cut short (%zu bytes)", len);
+		return;
+	}
+	memcpy(&h, buf, sizeof(h));
+	h.error[sizeof(h.error) - 1] = '\0';
+	if (r != 0)
+		drain_from(c, r, &h);
+	p->worker = h.worker;
+	p->all_gone = h.all_gone;
+	for (int i = 0; i < 3; i++)
+		if (h.node_ns[i] > c->worst_node_ns[i])
+			c->worst_node_ns[i] = h.node_ns[i];
+	if (!h.worker)
+		return;
+	if (rn_unpack(buf + sizeof(h), len - sizeof(h), nd.host, &nd.t, &nd.n)) {
+		rm_mark_lost(c, r, "its records do not unpack (%zu bytes)", len);
+		return;
+	}
+	nd.error = h.error[0] ? strdup(h.error) : NULL;
+	nd.boot_offset_ns = h.boot_offset_ns;
+	to_root_clock(&nd, &p->clock);
+	free(p->last.t);
+	free((char *)p->last.error);
+	p->last = nd;
+}
+
+/* Rank 0's own records, through the same path as everyone's. */
+static void take_own_records(struct ctx *c)
+{
+	size_t len;
+	char *buf = pack_records(c, &len);
+
+	take_records(c, 0, buf, len);
+	free(buf);
+}
+
+/* Wait for what is missing until deadline; who is still missing then is lost. */
+void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
+			uint64_t grace, const char *after)
+{
+	uint64_t deadline = since + grace;
+	size_t missing = 0, k = 0;
+	char *buf = NULL;
+
+	for (int r = 0; r < c->size; r++) {
+		c->peers[r].got_records = false;
+		missing += r && !c->peers[r].lost;
+	}
+	take_own_records(c);
+	while (missing) {
+		MPI_Status st;
+		int flag = 0, len;
+
+		MPI_Iprobe(MPI_ANY_SOURCE, TAG_RECORDS, MPI_COMM_WORLD, &flag, &st);
+		if (!flag) {
+			if (ra_realtime_ns() > deadline)
+				break;
+			usleep(100);
+			continue;
+		}
+		MPI_Get_count(&st, MPI_BYTE, &len);
+		buf = malloc(len > 0 ? (size_t)len : 1);
+		if (!buf)
+			out_of_memory();
+		MPI_Recv(buf, len, MPI_BYTE, st.MPI_SOURCE, TAG_RECORDS, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		if (!c->peers[st.MPI_SOURCE].lost && !c->peers[st.MPI_SOURCE].got_records) {
+			take_records(c, st.MPI_SOURCE, buf, (size_t)len);
+			missing--;
+		}
+		free(buf);
+	}
+	for (int r = 1; r < c->size; r++)
+		if (!c->peers[r].lost && !c->peers[r].got_records)
+			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9,
+				     after);
+	*nodes = calloc((size_t)c->size, sizeof(**nodes));
+	if (!*nodes)
+		out_of_memory();
+	for (int r = 0; r < c->size; r++) {
+		struct rm_peer *p = &c->peers[r];
+
+		if (!p->worker || (!p->last.host[0] && !p->lost))
+			continue;
+		if (copy_node(&(*nodes)[k], &p->last))
+			out_of_memory();
+		(*nodes)[k].lost = p->lost;
+		(*nodes)[k].lost_reason = p->lost ? strdup(p->lost_reason) : NULL;
+		k++;
+	}
+	*n_nodes = k;
+}
+
+/* Rank 0: every live rank's READY until deadline (its own is already in peers[0]). */
+void rm_collect_ready(struct ctx *c, uint64_t deadline)
+{
+	size_t missing = 0;
+
+	for (int r = 1; r < c->size; r++) {
+		c->peers[r].got_ready = false;
+		missing += !c->peers[r].lost;
+	}
+	while (missing) {
+		MPI_Status st;
+		struct rm_ready m;
+		int flag = 0;
+
+		MPI_Iprobe(MPI_ANY_SOURCE, TAG_READY, MPI_COMM_WORLD, &flag, &st);
+		if (!flag) {
+			if (ra_realtime_ns() > deadline)
+				break;
+			usleep(100);
+			continue;
+		}
+		MPI_Recv(&m, sizeof(m), MPI_BYTE, st.MPI_SOURCE, TAG_READY, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		if (c->peers[st.MPI_SOURCE].lost || c->peers[st.MPI_SOURCE].got_ready)
+			continue;
+		c->peers[st.MPI_SOURCE].ready = m;
+		c->peers[st.MPI_SOURCE].got_ready = true;
+		missing--;
+	}
+	for (int r = 1; r < c->size; r++)
+		if (!c->peers[r].lost && !c->peers[r].got_ready)
+			rm_mark_lost(c, r, "its attaches not done within %.1f s after the start",
+				     (double)GRACE_READY_NS / 1e9);
+}
+
+void rm_free_nodes(struct rm_node *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(nodes[i].t);
+		free((char *)nodes[i].error);
+		free((char *)nodes[i].lost_reason);
+	}
+	free(nodes);
+}

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One window, on rank 0 (rm_run_windows) and on the other ranks
+ * (rm_follow_windows):
+ *
+ *   clocks  rank 0 estimates each live rank's clock offset (mpi_link.c)
+ *   order   rank 0 sends each rank a start time T a little ahead, and when
+ *           to send the attaches (a lead before T), in rank 0's clock with
+ *           that rank's offset; workers attach with T, in their own clock,
+ *           as the library's start time: our agent calls tool_attach at T,
+ *           ROCm's side gets its call at T
+ *   ready   each rank tells rank 0 how its attaches went
+ *   hold    rank 0 decides the stop (duration, Enter, a signal on any rank,
+ *           the job's end, a tool that nothing could attach) and sends
+ *           every rank a stop time S; every worker detaches with S as the
+ *           library's stop time, so tool_detach runs at S on both sides
+ *   records each rank sends its records; rank 0 keeps them for the report
+ *
+ * The job's end: each worker watches its targets (node/watch.c) and, once
+ * all of them are gone, tells rank 0 once (a GONE message); rank 0 counts
+ * the nodes that still have a live target and ends the window and the run
+ * when none has.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "mpi_ctx.h"
+
+/*
+ * A stop rank 0 decides lies STOP_MARGIN_NS ahead, time enough for every
+ * rank to hear of it first.
+ */
+#define STOP_MARGIN_NS 100000000ull
+/*
+ * The automatic start lead: the first window's is a base plus a cost per
+ * target on the busiest node (nothing is measured yet); later windows take
+ * the time the last one's attaches needed to be ready in every target
+ * (measured), with room: LEAD_ROOM times it plus LEAD_MARGIN_NS, never less
+ * than LEAD_MIN_NS nor more than the first window's.
+ */
+#define LEAD_BASE_NS 150000000ull
+#define LEAD_PER_TARGET_NS 3000000ull
+#define LEAD_ROOM 3
+#define LEAD_MARGIN_NS 30000000ull
+#define LEAD_MIN_NS 50000000ull
+
+/* A time of rank 0's clock in this rank's. */
+static uint64_t local_ns(const struct ctx *c, uint64_t root_ns)
+{
+	return (uint64_t)((int64_t)root_ns + c->clock.applied_ns);
+}
+
+/* How long before the start the attaches are sent (the start lead). */
+static uint64_t start_lead(const struct ctx *c)
+{
+	uint64_t first = LEAD_BASE_NS + LEAD_PER_TARGET_NS * c->max_targets, lead;
+
+	if (c->o.start_lead_ms >= 0)
+		return (uint64_t)c->o.start_lead_ms * RA_NS_PER_MS;
+	if (!c->ready_ns)
+		return first;
+	lead = LEAD_ROOM * c->ready_ns + LEAD_MARGIN_NS;
+	return lead < LEAD_MIN_NS ? LEAD_MIN_NS : lead > first ? first : lead;
+}
+
+/*
+ * when[0]: the start time, a lead from now or the earliest allowed (a next
+ * window's); when[1]: when to send the attaches, a lead before it, so that
+ * no attach call waits in a target through the gap between windows.
+ */
+static void pick_start(struct ctx *c, uint64_t earliest, uint64_t when[2])
+{
+	uint64_t lead = start_lead(c), t = ra_realtime_ns() + lead;
+
+	when[0] = t > earliest ? t : earliest;
+	when[1] = when[0] - lead;
+}
+
+static struct rn_pool_opts pool_opts(const struct ctx *c)
+{
+	struct rn_pool_opts p = {.tools = c->o.tools, .inject = c->o.inject};
+
+	/* For a common start, every attach must be in flight before T: one worker per target. */
+	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
+	return p;
+}
+
+/* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
+static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
+{
+	struct rm_ready r = {0, 0, 0};
+	struct rn_pool_opts p;
+
+	ra_sleep_until_realtime(when[1]);
+	if (!c->worker || !c->n)
+		return r;
+	/* Who went since the last look is not attached again (and its GONE is due). */
+	rn_watch_mark(c->watch, c->t, c->n);
+	p = pool_opts(c);
+	p.start_ns = when[0];
+	rn_attach_all(c->t, c->n, &p);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rn_target *t = &c->t[i];
+
+		if (t->attach_ready_ns > when[1] && t->attach_ready_ns - when[1] > r.ready_ns)
+			r.ready_ns = t->attach_ready_ns - when[1];
+		r.attached += t->state == RN_ATTACHED;
+		r.tool_failed += t->attach_start_ns >= when[1] && rn_tool_failed(t);
+	}
+	return r;
+}
+
+/* The detach calls go out at once; the library keeps every hand-back to stop_ns. */
+static void detach_phase(struct ctx *c, uint64_t stop_ns)
+{
+	struct rn_pool_opts p;
+
+	if (!c->worker || !c->n) {
+		ra_sleep_until_realtime(stop_ns);
+		return;
+	}
+	p = pool_opts(c);
+	p.stop_ns = stop_ns;
+	rn_detach_all(c->t, c->n, &p);
+}
+
+/*
+ * Workers: once every target of the node is gone, rank 0 hears it once
+ * (rank 0 counts its own node directly).
+ */
+static void watch_job(struct ctx *c)
+{
+	int32_t one = 1;
+
+	if (!c->watch || c->gone_told || rn_watch_alive(c->watch))
+		return;
+	c->gone_told = true;
+	if (c->rank == 0) {
+		c->nodes_alive--;
+		return;
+	}
+	rm_post(c, 0, TAG_GONE, &one, sizeof(one));
+	c->gones_sent++;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rank 0. */
+
+/* The attaches of the window: counts, the tool's verdict, the next lead. */
+static void attach_outcome(struct ctx *c, int w, uint64_t since)
+{
+	long long attached = 0, tool_failed = 0;
+	uint64_t worst = 0;
+
+	for (int r = 0; r < c->size; r++) {
+		const struct rm_peer *p = &c->peers[r];
+
+		if (p->lost || !p->got_ready)
+			continue;
+		attached += p->ready.attached;
+		tool_failed += p->ready.tool_failed;
+		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
+	}
+	c->tool_stop = !attached && tool_failed;
+	rm_say(c, "window %d: attached %lld/%zu targets (%.1f ms)", w, attached,
+	       c->total_targets, (double)(ra_realtime_ns() - since) / 1e6);
+	if (!worst)
+		return;
+	c->ready_ns = worst;
+	if (c->o.verbose && w < c->o.windows)
+		rm_say(c, "window %d: attaches ready %.1f ms after they were sent; next start "
+			  "lead %.1f ms",
+		       w, (double)worst / 1e6, (double)start_lead(c) / 1e6);
+}
+
+/* GONE messages in; each is a node whose targets are all gone. */
+static void take_gones(struct ctx *c)
+{
+	int flag = 1, one;
+	MPI_Status st;
+
+	while (flag) {
+		MPI_Iprobe(MPI_ANY_SOURCE, TAG_GONE, MPI_COMM_WORLD, &flag, &st);
+		if (!flag)
+			break;
+		MPI_Recv(&one, 1, MPI_INT, st.MPI_SOURCE, TAG_GONE, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		c->peers[st.MPI_SOURCE].gones++;
+		c->nodes_alive--;
+	}
+}
+
+/*
+ * A stop that ends the run, not only the window: nothing left to profile,
+ * or nothing could attach the tool. Nothing runs on any target then, so the
+ * stop is now.
+ */
+static bool run_over(struct ctx *c, struct rm_halt *m)
+{
+	take_gones(c);
+	if (c->tool_stop)
+		snprintf(m->reason, sizeof(m->reason), "tool failed");
+	else if (c->nodes_alive <= 0)
+		snprintf(m->reason, sizeof(m->reason), "job ended");
+	else
+		return false;
+	c->run_stop = c->tool_stop ? "tool failed" : "job ended";
+	m->last = 1;
+	m->stop_ns = ra_realtime_ns();
+	return true;
+}
+
+/* A STOP message from a rank (a signal there), or 0. */
+static int take_stop(struct ctx *c, int *from)
+{
+	int flag = 0, sig;
+	MPI_Status st;
+
+	MPI_Iprobe(MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD, &flag, &st);
+	if (!flag)
+		return 0;
+	MPI_Recv(&sig, 1, MPI_INT, st.MPI_SOURCE, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	c->peers[st.MPI_SOURCE].stops++;
+	*from = st.MPI_SOURCE;
+	return sig;
+}
+
+/* Has the window ended? Fills m when it has. */
+static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
+{
+	uint64_t now = ra_realtime_ns(), planned = 0;
+	int sig, from = 0;
+
+	if (run_over(c, m))
+		return true;
+	if (c->o.duration_ms >= 0)
+		planned = start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS;
+	if (planned && now + STOP_MARGIN_NS >= planned) {
+		m->stop_ns = planned;
+		snprintf(m->reason, sizeof(m->reason), "duration");
+		return true;
+	}
+	if (now >= start_ns + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS) {
+		snprintf(m->reason, sizeof(m->reason), "max-window");
+	} else if ((sig = rm_take_signal(c))) {
+		m->signo = sig;
+		/* Open MPI and Slurm end a job with SIGTERM, then SIGKILL: be quick. */
+		c->root_signalled = sig == SIGTERM;
+		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank 0", sigabbrev_np(sig));
+	} else if (rm_took_enter(c)) {
+		snprintf(m->reason, sizeof(m->reason), "enter");
+	} else if ((sig = take_stop(c, &from))) {
+		m->signo = sig;
+		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank %d", sigabbrev_np(sig), from);
+	} else {
+		return false;
+	}
+	m->stop_ns = now + STOP_MARGIN_NS;
+	return true;
+}
+
+static void hold_root(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
+{
+	memset(m, 0, sizeof(*m));
+	for (;;) {
+		watch_job(c);
+		if (root_decides(c, start_ns, m))
+			break;
+		rm_wait_a_little(c);
+	}
+	for (int r = 1; r < c->size; r++)
+		if (!c->peers[r].lost)
+			rm_post(c, r, TAG_HALT, m, sizeof(*m));
+	if (m->signo && m->signo != SIGUSR1 && !(m->signo == SIGINT && c->o.duration_ms < 0))
+		c->interrupted = m->signo;
+	c->last |= m->last;
+}
+
+/* Nodes with a target not known gone, and not lost. */
+static int count_alive(const struct ctx *c)
+{
+	int alive = 0;
+
+	for (int r = 0; r < c->size; r++) {
+		const struct rm_peer *p = &c->peers[r];
+
+		alive += p->worker && !p->lost && p->last.n && !p->all_gone;
+	}
+	return alive;
+}
+
+/* The window's records, kept for the report. */
+static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_halt *m)
+{
+	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS : GRACE_RECORDS_NS;
+	struct rm_window *win, *grown;
+	long long detached = 0;
+
+	grown = realloc(c->run.w, (c->run.n_w + 1) * sizeof(*grown));
+	if (!grown)
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	c->run.w = grown;
+	win = &c->run.w[c->run.n_w++];
+	memset(win, 0, sizeof(*win));
+	win->index = w;
+	win->start_ns = start;
+	win->stop_ns = m->stop_ns;
+	win->stop_reason = strdup(m->reason);
+	rm_collect_records(c, &win->nodes, &win->n_nodes, m->stop_ns, grace, "after the stop");
+	for (size_t i = 0; i < win->n_nodes; i++)
+		for (size_t k = 0; !win->nodes[i].lost && k < win->nodes[i].n; k++)
+			detached += win->nodes[i].t[k].state == RN_DETACHED;
+	rm_say(c, "window %d: detached %lld/%zu targets (%.1f ms after the stop)", w, detached,
+	       c->total_targets, (double)(ra_realtime_ns() - m->stop_ns) / 1e6);
+}
+
+void rm_run_windows(struct ctx *c)
+{
+	uint64_t when[2], earliest = 0;
+	struct rm_halt m;
+
+	for (int w = 1; w <= c->o.windows && !c->interrupted && !c->last; w++) {
+		struct rm_order o = {.window = w};
+
+		rm_clock_exchange(c);
+		pick_start(c, earliest, when);
+		o.start_ns = when[0];
+		o.send_ns = when[1];
+		rm_send_orders(c, &o);
+		c->peers[0].ready = attach_phase(c, when);
+		c->peers[0].got_ready = true;
+		rm_collect_ready(c, when[0] + GRACE_READY_NS);
+		attach_outcome(c, w, when[1]);
+		hold_root(c, when[0], &m);
+		detach_phase(c, m.stop_ns);
+		keep_window(c, w, when[0], &m);
+		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * RA_NS_PER_MS;
+		c->nodes_alive = count_alive(c);
+		if (!c->last && !c->nodes_alive) {
+			c->run_stop = c->lost_count ? "nodes lost" : "job ended";
+			c->last = true;
+		}
+		if (c->last && w < c->o.windows)
+			rm_say(c, "%s: no further window", c->run_stop);
+		else if (w < c->o.windows && c->o.delay_ms && !c->interrupted)
+			rm_say(c, "next window in %lld ms", c->o.delay_ms);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The other ranks. */
+
+/* A local signal is sent to rank 0, which stops everyone. */
+static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
+{
+	int32_t sig = rm_take_signal(c);
+
+	if (!sig)
+		return;
+	rm_post(c, 0, TAG_STOP, &sig, sizeof(sig));
+	c->stops_sent++;
+	if (!*orphan_deadline)
+		*orphan_deadline = ra_realtime_ns() + ORPHAN_TIMEOUT_NS;
+}
+
+/*
+ * When a rank gives up waiting for rank 0's stop (rank 0 dead or cut off):
+ * the window's planned end (its duration, else --max-window) plus a grace.
+ */
+static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
+{
+	long long ms = c->o.duration_ms >= 0 ? c->o.duration_ms : c->o.max_window_ms;
+
+	return start_ns + (uint64_t)ms * RA_NS_PER_MS + GRACE_LOST_ROOT_NS;
+}
+
+static void hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
+{
+	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, start_ns);
+
+	for (;;) {
+		int flag = 0;
+
+		watch_job(c);
+		MPI_Iprobe(0, TAG_HALT, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		if (flag) {
+			MPI_Recv(m, sizeof(*m), MPI_BYTE, 0, TAG_HALT, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+			return;
+		}
+		watch_local(c, &orphan_deadline);
+		if (orphan_deadline && ra_realtime_ns() > orphan_deadline)
+			rm_cut_off(c, "stop after a signal here");
+		if (ra_realtime_ns() > lost)
+			rm_cut_off(c, "stop by the window's planned end");
+		rm_wait_a_little(c);
+	}
+}
+
+int rm_follow_windows(struct ctx *c, bool *lost)
+{
+	struct rm_order o;
+	struct rm_halt m;
+	uint64_t mine[2];
+
+	for (;;) {
+		struct rm_ready r;
+
+		if (rm_await_root(c, TAG_ORDER, &o, sizeof(o), c->next_deadline))
+			rm_cut_off(c, "order");
+		if (o.end) {
+			*lost = o.lost;
+			return o.code;
+		}
+		/* From here on this rank's clock: rank 0's times turned into it. */
+		c->clock = o.clock;
+		mine[0] = local_ns(c, o.start_ns);
+		mine[1] = local_ns(c, o.send_ns);
+		r = attach_phase(c, mine);
+		rm_post(c, 0, TAG_READY, &r, sizeof(r));
+		hold_other(c, mine[0], &m);
+		detach_phase(c, local_ns(c, m.stop_ns));
+		rm_send_records(c);
+		c->next_deadline = ra_realtime_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
+				   GRACE_RECORDS_NS + GRACE_NEXT_NS +
+				   (uint64_t)c->size * 2 * RA_NS_PER_MS;
+	}
+}
