@@ -52,7 +52,7 @@ enum {
 #define GRACE_SIGNALLED_NS 500000000ull
 #define GRACE_SURVEY_NS 15000000000ull
 #define GRACE_LOST_ROOT_NS 10000000000ull
-#define GRACE_NEXT_NS 15000000000ull
+#define GRACE_NEXT_NS 10000000000ull
 #define CLOCK_ANSWER_NS 1000000000ull
 #define CLOCK_ROUNDS 8		  /* ping-pongs per rank; the shortest round trip's is kept */
 #define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */

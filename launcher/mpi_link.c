@@ -182,6 +182,7 @@ static int ping_pong(struct ctx *c, int r, uint64_t deadline, struct rm_clock *b
 
 void rm_clock_exchange(struct ctx *c)
 {
+	c->peers[0].clock = (struct rm_clock){0, 0, 0, true}; /* the reference */
 	for (int r = 1; r < c->size; r++) {
 		struct rm_peer *p = &c->peers[r];
 		struct rm_clock best = {0, UINT64_MAX, 0, true};

@@ -8,6 +8,10 @@
 #     order with the tools' (tests/lib/windows.sh); repeated windows work;
 #  4. a node whose targets are gone (killed in the window: exited, not failed)
 #     or that has none: the others complete, rank 0 reports that node's state;
+#  6. a launcher rank SIGKILLed mid-window (mpirun --enable-recovery) and 7. a
+#     node's link cut: the report is written with that node lost (exit code 6
+#     in it), every target is detached, the launcher job ends by itself within
+#     the window's end + 15 s; 6b. under a plain mpirun every target detached;
 #  8. ROCm's target side (the test double) and a job mixing both sides: windows
 #     at the start and stop times by the tools' clocks, the report agrees;
 # 10. a node whose clock is 3 s ahead (libfaketime): its offset is estimated,
@@ -46,10 +50,11 @@ AGENT=$B/lib/librocattach-agent.so.0
 TOOL=$B/lib/librocattach-example-tool.so
 HOSTS=(node1 node2 node3)
 
+MPIRUN_EXTRA=() # more mpirun options for the next launcher
 launcher() { # launcher OUTDIR ARGS...: one rank per node, from the head
 	local out=$1
 	shift
-	"$S/vc-head" mpirun --hostfile "$S/hostfile" -np 3 --map-by ppr:1:node \
+	"$S/vc-head" mpirun --hostfile "$S/hostfile" -np 3 --map-by ppr:1:node "${MPIRUN_EXTRA[@]}" \
 		-x ROCPROF_OUTPUT_PATH="$out" "$B/bin/rocattach-mpi" "$@" </dev/null
 }
 
@@ -146,24 +151,58 @@ for h in node1 node3; do
 	"$S/vc-exec" "$h" pkill -f "^$B/bin/rocattach-example-target"
 done
 
-echo "== 6. a launcher rank dies mid-window (SIGKILL on node2)"
-# Open MPI then aborts the launcher job: the surviving ranks get SIGTERM and
-# detach their targets; node2's targets are detached by their agents'
-# watchdogs (the attacher is gone). Nothing hangs; every target is detached.
-launcher "$W/t6" --mpi-job -t "$TOOL" --report "$W/r6.json" >"$W/l6.out" 2>&1 &
+# Report checks of a run in which node2 was lost: REPORT DESCRIPTION
+lost_node2_checks() {
+	local r=$1 d=$2
+	vc_t_cmd "$d: report written" [ -s "$r" ]
+	vc_t_eq "$d: node states" "$(jq -r '[.windows[-1].nodes[] | "\(.host)=\(.state)"] | sort | join(" ")' \
+		"$r" 2>/dev/null)" "node1=ok node2=lost node3=ok"
+	vc_t_cmd "$d: node2's lost reason said ($(jq -r '.windows[-1].nodes[] | select(.host == "node2")
+		| .lost_reason' "$r" 2>/dev/null))" jq -e '.windows[-1].nodes[] | select(.host == "node2")
+		| (.lost_reason | length) > 0' "$r" >/dev/null
+	vc_t_eq "$d: the report's exit code" "$(jq -r .exit_code "$r" 2>/dev/null)" 6
+}
+
+echo "== 6. a launcher rank dies mid-window (SIGKILL on node2), mpirun --enable-recovery"
+# Open MPI keeps the other ranks running: rank 0 ends the window as planned,
+# waits for node2's records until the stop + 5 s, reports node2 lost and ends
+# every rank itself. node2's targets are detached by their agents' watchdogs.
+# (Open MPI 4.1 then exits 0 whatever the ranks return: the report says 6.)
+MPIRUN_EXTRA=(--enable-recovery)
+launcher "$W/t6" --mpi-job -t "$TOOL" -d 2000 --report "$W/r6.json" >"$W/l6.out" 2>&1 &
 L=$!
 for _ in $(seq 200); do grep -q "attached 6/6" "$W/l6.out" && break; sleep 0.05; done
 t0=$(vc_ms)
 "$S/vc-exec" node2 pkill -KILL -f "^$B/bin/rocattach-mpi"
 timeout 60 tail --pid="$L" -f /dev/null
-wait "$L"
-rc=$?
 end_ms=$(($(vc_ms) - t0))
-vc_t_cmd "launcher job ended (exit $rc) within 30 s (took $end_ms ms)" [ "$rc" -ne 0 ] && [ "$end_ms" -lt 30000 ]
+kill -0 "$L" 2>/dev/null && vc_t_fail "the launcher job still runs 60 s after the kill"
+wait "$L"
+MPIRUN_EXTRA=()
+vc_t_cmd "launcher job ended by itself within the window + 15 s (took $end_ms ms)" [ "$end_ms" -lt 17000 ]
+lost_node2_checks "$W/r6.json" "rank death"
+vc_t_cmd "the summary names the lost node" grep -q "node2 (rank 1) lost" "$W/l6.out"
 for _ in $(seq 60); do [ "$(cat "$W"/t6/*.log | grep -c '^tool_detach ')" -ge 6 ] && break; sleep 0.1; done
 vc_t_eq "every target on every node detached" "$(cat "$W"/t6/*.log | grep -c '^tool_detach ')" 6
 vc_t_eq "no target traced" "$(for line in "${PIDS[@]}"; do read -r h p <<<"$line"
 	"$S/vc-exec" "$h" grep TracerPid: "/proc/$p/status"; done | awk '{print $2}' | sort -u)" 0
+
+echo "== 6b. the same under a plain mpirun: Open MPI ends the whole job"
+# It sends every other rank SIGCONT, SIGTERM 1 s later and SIGKILL tens of ms
+# after that (measured): no time for a report. Every target is still detached:
+# the surviving ranks' by themselves at the SIGTERM or by their agents'
+# watchdogs, node2's by theirs.
+launcher "$W/t6b" --mpi-job -t "$TOOL" -d 5000 --report "$W/r6b.json" >"$W/l6b.out" 2>&1 &
+L=$!
+for _ in $(seq 200); do grep -q "attached 6/6" "$W/l6b.out" && break; sleep 0.05; done
+t0=$(vc_ms)
+"$S/vc-exec" node2 pkill -KILL -f "^$B/bin/rocattach-mpi"
+timeout 30 tail --pid="$L" -f /dev/null
+wait "$L"
+rc=$?
+vc_t_cmd "plain mpirun: the job ended (exit $rc) within 30 s ($(($(vc_ms) - t0)) ms)" [ "$rc" -ne 0 ]
+for _ in $(seq 60); do [ "$(cat "$W"/t6b/*.log | grep -c '^tool_detach ')" -ge 6 ] && break; sleep 0.1; done
+vc_t_eq "plain mpirun: every target detached" "$(cat "$W"/t6b/*.log | grep -c '^tool_detach ')" 6
 
 echo "== the MPI job ran on, untouched"
 kill -TERM "$JOB"
@@ -259,25 +298,34 @@ else
 fi
 
 echo "== 7. the network fails mid-window (node2's link down; after the MPI job, which it would break)"
-# Nodes that still hear rank 0 detach at the stop; node2 hears nothing and
-# detaches on its own 10 s after the window's planned end. The launcher job
-# itself may then hang in MPI (Open MPI does not notice the lost peer): the
-# test ends it, as a user would; every target is already detached.
+# Rank 0 waits for node2's records until the stop + 5 s, reports it lost and
+# ends. node2 hears nothing: it detaches its targets on its own at the
+# window's planned end + 10 s and ends. mpirun notices the lost daemon
+# through its TCP keepalive (the settings README recommends), so the whole
+# launcher job ends by itself.
 for h in "${HOSTS[@]}"; do
 	"$S/vc-exec" "$h" sh -c "ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT setsid \
 		$B/bin/rocattach-example-target --threads 1 </dev/null >/dev/null 2>&1 &"
 done
 sleep 0.5
-launcher "$W/t7" --exe rocattach-example-target -t "$TOOL" -d 1000 >"$W/l7.out" 2>&1 &
+MPIRUN_EXTRA=(--enable-recovery --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1
+	--mca oob_tcp_keepalive_probes 3)
+launcher "$W/t7" --exe rocattach-example-target -t "$TOOL" -d 2000 --report "$W/r7.json" \
+	>"$W/l7.out" 2>&1 &
 L=$!
+MPIRUN_EXTRA=()
 for _ in $(seq 200); do grep -q "attached 3/3" "$W/l7.out" && break; sleep 0.05; done
 t0=$(vc_ms)
 "$S/vc-exec" node2 ip link set eth0 down
+timeout 60 tail --pid="$L" -f /dev/null
+took=$(($(vc_ms) - t0))
+kill -0 "$L" 2>/dev/null && vc_t_fail "the launcher job still runs 60 s after the cut"
+vc_t_cmd "the launcher job ended by itself within the window + 15 s (took $took ms)" [ "$took" -lt 17000 ]
 for _ in $(seq 250); do [ "$(cat "$W"/t7/*.log | grep -c '^tool_detach ')" -ge 3 ] && break; sleep 0.1; done
 took=$(($(vc_ms) - t0))
 vc_t_eq "every target detached (after $took ms)" "$(cat "$W"/t7/*.log | grep -c '^tool_detach ')" 3
 vc_t_cmd "the cut-off node within its bound (window + 10 s)" [ "$took" -lt 16000 ]
-kill "$L" 2>/dev/null
+lost_node2_checks "$W/r7.json" "link cut"
 "$S/vc-head" pkill -f "mpirun.*rocattach-mpi" 2>/dev/null
 wait "$L" 2>/dev/null
 for h in "${HOSTS[@]}"; do
