@@ -105,7 +105,7 @@ uint64_t rm_length_tolerance_ns(uint64_t planned_ns);
 /*
  * Median and maximum attach call duration (end - start) of a node's attached
  * targets, in ns. (The summary and the report count a window's attach time
- * from the window's start when the call began earlier: see report.c.)
+ * from the window's start when the call began earlier: see report_common.c.)
  */
 void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max);
 
