@@ -84,6 +84,7 @@ static uint64_t hand_back(const struct rn_target *t)
 	return t->detach_tool_ns ? t->detach_tool_ns : t->detach_start_ns;
 }
 
+/* A lost node's targets are its last known records, not measured in this window: none count. */
 static void node_spreads(const struct rm_node *n, uint64_t since, struct rm_spread *a,
 			 struct rm_spread *d, struct rm_spread *len, size_t *bounds)
 {
@@ -91,7 +92,7 @@ static void node_spreads(const struct rm_node *n, uint64_t since, struct rm_spre
 	bool bound;
 	size_t k;
 
-	for (k = 0; k < n->n; k++) {
+	for (k = 0; !n->lost && k < n->n; k++) {
 		t = &n->t[k];
 		if (!rm_attached_since(t, since))
 			continue;
@@ -165,7 +166,7 @@ void rm_node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint6
 	size_t k, m = 0;
 
 	*p50 = *max = 0;
-	if (!n->n || !(v = malloc(n->n * sizeof(*v))))
+	if (n->lost || !n->n || !(v = malloc(n->n * sizeof(*v))))
 		return;
 	for (k = 0; k < n->n; k++) {
 		t = &n->t[k];
@@ -190,7 +191,8 @@ void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
 /*
  * Each window's records are the same targets gathered again, so the counts
  * of a run are those of its last window. attached: completed a window or got
- * past its attach call in this one.
+ * past its attach call in this one. A lost node's targets are found (last
+ * known) and lost, nothing else: this window did not hear of them.
  */
 void rm_count_node(const struct rm_node *n, struct rm_counts *c)
 {
@@ -198,6 +200,11 @@ void rm_count_node(const struct rm_node *n, struct rm_counts *c)
 	size_t k;
 
 	c->found += n->n;
+	if (n->lost) {
+		c->lost_nodes++;
+		c->lost += n->n;
+		return;
+	}
 	for (k = 0; k < n->n; k++) {
 		t = &n->t[k];
 		if (t->windows > 0 || t->state == RN_ATTACHED || t->state == RN_DETACHED ||
@@ -272,7 +279,10 @@ bool rm_new_failure(const struct rm_run *r, size_t wi, size_t ni, size_t ti)
 	       strncmp(p->message, t->message, sizeof(t->message));
 }
 
-/* fn on every failure once, in window order; stops at (and returns) fn's first non-zero. */
+/*
+ * fn on every failure once, in window order; stops at (and returns) fn's
+ * first non-zero. A lost node's last known records are no window's news.
+ */
 int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg)
 {
 	const struct rm_node *n;
@@ -282,7 +292,7 @@ int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg)
 	for (wi = 0; wi < r->n_w; wi++) {
 		for (ni = 0; ni < r->w[wi].n_nodes; ni++) {
 			n = &r->w[wi].nodes[ni];
-			for (ti = 0; ti < n->n; ti++) {
+			for (ti = 0; !n->lost && ti < n->n; ti++) {
 				if (!rm_new_failure(r, wi, ni, ti))
 					continue;
 				rc = fn(&r->w[wi], n, &n->t[ti], arg);
@@ -292,6 +302,28 @@ int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg)
 		}
 	}
 	return 0;
+}
+
+const struct rm_window *rm_lost_in(const struct rm_run *r, const char *host, size_t hint,
+				   const struct rm_node **node)
+{
+	const struct rm_node *n;
+	size_t wi;
+
+	for (wi = 0; wi < r->n_w; wi++) {
+		n = rm_find_node(&r->w[wi], hint, host);
+		if (n && n->lost) {
+			*node = n;
+			return &r->w[wi];
+		}
+	}
+	*node = NULL;
+	return NULL;
+}
+
+const char *rm_lost_reason(const struct rm_node *n)
+{
+	return n->lost_reason ? n->lost_reason : "no reason given";
 }
 
 static int count_one(const struct rm_window *w, const struct rm_node *n,

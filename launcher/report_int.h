@@ -50,6 +50,7 @@ void rm_node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint6
 
 struct rm_counts {
 	size_t found, attached, failed, detached, exited;
+	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
 };
 
 /* Adds a node's targets to c; a run's counts are those of its last window. */
@@ -58,7 +59,7 @@ struct rm_counts rm_count_window(const struct rm_window *w);
 /* NULL when no window ran. */
 const struct rm_window *rm_last_window(const struct rm_run *r);
 
-/* ---- a target in another window, each failure once ---- */
+/* ---- a target in another window, each failure once, lost nodes ---- */
 
 /* By host (hint: its index there, tried first); NULL if absent. */
 const struct rm_node *rm_find_node(const struct rm_window *w, size_t hint, const char *host);
@@ -71,6 +72,16 @@ typedef int (*rm_failure_fn)(const struct rm_window *w, const struct rm_node *n,
 			     const struct rn_target *t, void *arg);
 /* fn on every failure once, in window order; stops at (and returns) fn's first non-zero. */
 int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg);
+
+/*
+ * The first window in which the node named host (hint: its index in a
+ * window, tried first) was lost, and its record there in *node; NULL when
+ * it never was.
+ */
+const struct rm_window *rm_lost_in(const struct rm_run *r, const char *host, size_t hint,
+				   const struct rm_node **node);
+/* Why a lost node was lost, never NULL. */
+const char *rm_lost_reason(const struct rm_node *n);
 
 /* ---- text ---- */
 

@@ -86,7 +86,12 @@ static json_t *summary_json(const struct rm_run *r)
 		json_decref(o);
 		return NULL;
 	}
-	return counts_json(o, &c, "targets");
+	o = counts_json(o, &c, "targets");
+	if (o && json_object_set_new(o, "lost_nodes", json_integer((json_int_t)c.lost_nodes))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* A node's topology: the union of its targets' CPU and NUMA lists. */
@@ -256,6 +261,10 @@ static json_t *targets_json(const struct rm_node *n)
 	return a;
 }
 
+/*
+ * A lost node ("state": "lost") is found with its last known targets and
+ * nothing else: its counts, times and skew are of nothing measured.
+ */
 static json_t *node_json(const struct rm_node *n, uint64_t since)
 {
 	struct rm_spread a = rm_node_attach_spread(n, since);
@@ -269,6 +278,9 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	rm_count_node(n, &c);
 	rm_node_times(n, since, &p50, &max);
 	rc |= json_object_set_new(o, "host", rm_jstr(n->host, sizeof(n->host)));
+	rc |= json_object_set_new(o, "state", json_string(n->lost ? "lost" : "ok"));
+	rc |= json_object_set_new(o, "lost_reason",
+				  n->lost ? rm_jstr(rm_lost_reason(n), (size_t)-1) : json_null());
 	rc |= json_object_set_new(o, "error", rm_jstr_or_null(n->error));
 	rc |= json_object_set_new(o, "realtime_minus_boottime_ns",
 				  n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());

@@ -57,7 +57,7 @@ static void print_headline(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
 	struct rm_counts c = rm_count_window(w);
-	size_t other = c.found - c.detached - c.failed - c.exited;
+	size_t other = c.found - c.detached - c.failed - c.exited - c.lost;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -70,6 +70,9 @@ static void print_headline(FILE *f, const struct rm_run *r)
 		fprintf(f, ": %zu attached and detached, %zu failed", c.detached, c.failed);
 	if (c.exited)
 		fprintf(f, ", %zu exited", c.exited);
+	if (c.lost_nodes)
+		fprintf(f, ", %zu node%s lost (%zu target%s, last known)", c.lost_nodes,
+			c.lost_nodes == 1 ? "" : "s", c.lost, c.lost == 1 ? "" : "s");
 	if (c.found && other)
 		fprintf(f, ", %zu not completed", other);
 	fprintf(f, " (exit %d%s%s)\n", r->exit_code, r->exit_reason ? ": " : "",
@@ -84,6 +87,11 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 	uint64_t p50, max;
 
 	put_col(f, n->host, sizeof(n->host), hw);
+	if (n->lost) { /* nothing measured: its line after the table says why */
+		fprintf(f, " %5zu %8s %6s %6s %11s %11s %11s\n", n->n, "lost", "-", "-", "-", "-",
+			"-");
+		return;
+	}
 	if (!n->n) {
 		fprintf(f, " %5d  %s%s\n", 0, n->error ? "selection failed: " : "no targets found",
 			n->error ? n->error : "");
@@ -101,6 +109,7 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 static void print_window_line(FILE *f, const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
+	size_t lost = rm_count_window(w).lost_nodes;
 	char start[40];
 
 	rm_fmt_time(w->start_ns, start, sizeof(start));
@@ -111,7 +120,10 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 		fprintf(f, "? ms");
 	fprintf(f, ", stop reason %s, ", w->stop_reason ? w->stop_reason : "-");
 	if (!s.n) {
-		fprintf(f, "no target attached\n");
+		fprintf(f, "no target attached");
+		if (lost)
+			fprintf(f, " (%zu node%s lost)", lost, lost == 1 ? "" : "s");
+		fputc('\n', f);
 		return;
 	}
 	fprintf(f, "attach skew %.3f ms, detach skew ", (double)s.attach_ns / NS_PER_MS);
@@ -122,6 +134,8 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	fprintf(f, " (%zu target%s", s.n, s.n == 1 ? "" : "s");
 	if (s.bounds)
 		fprintf(f, ", %zu from call bounds", s.bounds);
+	if (lost)
+		fprintf(f, ", %zu node%s lost", lost, lost == 1 ? "" : "s");
 	fputs(")\n", f);
 	if (s.n_len)
 		fprintf(f, "  tools' window %.1f-%.1f ms%s%s\n", (double)s.len_min_ns / NS_PER_MS,
@@ -152,11 +166,53 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 				continue;
 			fputc(' ', f);
 			put_text(f, w->nodes[i].host, sizeof(w->nodes[i].host));
-			fprintf(f, ":%d", (int)w->nodes[i].t[k].pid);
+			fprintf(f, ":%d%s", (int)w->nodes[i].t[k].pid,
+				w->nodes[i].lost ? " (last known)" : "");
 			shown++;
 		}
 	}
 	fprintf(f, "%s\n", n > shown ? " ..." : "");
+}
+
+/* A target as "pid 12 rank 3 (exe)". */
+static void put_target(FILE *f, const struct rn_target *t)
+{
+	fprintf(f, "pid %d", (int)t->pid);
+	if (t->rank >= 0)
+		fprintf(f, " rank %ld", t->rank);
+	fputs(" (", f);
+	put_text(f, t->exe, sizeof(t->exe));
+	fputc(')', f);
+}
+
+/*
+ * "node HOST lost in window W: REASON", once per loss (the first window of
+ * a run of windows that lost it), with its last known targets.
+ */
+static void print_lost(FILE *f, const struct rm_run *r)
+{
+	const struct rm_node *n, *p;
+	size_t wi, ni, k;
+
+	for (wi = 0; wi < r->n_w; wi++) {
+		for (ni = 0; ni < r->w[wi].n_nodes; ni++) {
+			n = &r->w[wi].nodes[ni];
+			p = wi ? rm_find_node(&r->w[wi - 1], ni, n->host) : NULL;
+			if (!n->lost || (p && p->lost))
+				continue;
+			fputs("node ", f);
+			put_text(f, n->host, sizeof(n->host));
+			fprintf(f, " lost in window %d: ", r->w[wi].index);
+			put_text(f, rm_lost_reason(n), (size_t)-1);
+			fputc('\n', f);
+			for (k = 0; k < n->n && k < 16; k++) {
+				fputs(k ? ", " : "  its targets (last known): ", f);
+				put_target(f, &n->t[k]);
+			}
+			if (n->n)
+				fprintf(f, "%s\n", n->n > k ? ", ..." : "");
+		}
+	}
 }
 
 struct failure_out {
@@ -175,12 +231,8 @@ static int print_failure(const struct rm_window *w, const struct rm_node *n,
 	o->any = true;
 	fputs("  ", o->f);
 	put_text(o->f, n->host, sizeof(n->host));
-	fprintf(o->f, " pid %d", (int)t->pid);
-	if (t->rank >= 0)
-		fprintf(o->f, " rank %ld", t->rank);
-	fputs(" (", o->f);
-	put_text(o->f, t->exe, sizeof(t->exe));
-	fputc(')', o->f);
+	fputc(' ', o->f);
+	put_target(o->f, t);
 	if (o->windows)
 		fprintf(o->f, ", window %d", w->index);
 	fprintf(o->f, ": %s: ", rn_state_name(t->state));
@@ -192,7 +244,10 @@ static int print_failure(const struct rm_window *w, const struct rm_node *n,
 	return 0;
 }
 
-/* Rows are the nodes of the last window: the same targets, gathered last. */
+/*
+ * Rows are the nodes of the last window: the same targets, gathered last; a
+ * lost node's row has its last known count and its own line after the table.
+ */
 void rm_print_summary(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
@@ -207,6 +262,7 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 		for (i = 0; i < w->n_nodes; i++)
 			print_node_row(f, &w->nodes[i], w->start_ns, hw);
 	}
+	print_lost(f, r);
 	for (i = 0; i < r->n_w; i++)
 		print_window_line(f, &r->w[i]);
 	print_no_watchdog(f, r);
@@ -239,24 +295,37 @@ static void print_dry_target(FILE *f, const struct rn_target *t)
 	fputc('\n', f);
 }
 
+/* A lost node's processes (last known, if any) are listed; it attaches nothing. */
 void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes)
 {
-	size_t i, k, total = 0;
+	size_t i, k, total = 0, lost = 0;
 
 	for (i = 0; i < n_nodes; i++) {
 		put_text(f, nodes[i].host, sizeof(nodes[i].host));
-		fprintf(f, ": %zu process%s\n", nodes[i].n, nodes[i].n == 1 ? "" : "es");
+		if (nodes[i].lost) {
+			fputs(": lost: ", f);
+			put_text(f, rm_lost_reason(&nodes[i]), (size_t)-1);
+			fprintf(f, "; %zu process%s (last known)\n", nodes[i].n,
+				nodes[i].n == 1 ? "" : "es");
+			lost++;
+		} else {
+			fprintf(f, ": %zu process%s\n", nodes[i].n, nodes[i].n == 1 ? "" : "es");
+		}
 		if (!nodes[i].n) {
-			fputs("  (no matching processes)\n", f);
+			if (!nodes[i].lost)
+				fputs("  (no matching processes)\n", f);
 			continue;
 		}
 		fprintf(f, "  %-15s %6s %6s  %-16s %-8s  %-13s %-5s %s\n", "pid (nspid)", "rank",
 			"uid", "exe", "listener", "cpus", "numa", "gpus");
 		for (k = 0; k < nodes[i].n; k++)
 			print_dry_target(f, &nodes[i].t[k]);
-		total += nodes[i].n;
+		total += nodes[i].lost ? 0 : nodes[i].n;
 	}
-	fprintf(f, "dry run: %zu process%s on %zu node%s would be attached; nothing was attached\n",
-		total, total == 1 ? "" : "es", n_nodes, n_nodes == 1 ? "" : "s");
+	fprintf(f, "dry run: %zu process%s on %zu node%s would be attached", total,
+		total == 1 ? "" : "es", n_nodes - lost, n_nodes - lost == 1 ? "" : "s");
+	if (lost)
+		fprintf(f, " (%zu node%s lost)", lost, lost == 1 ? "" : "s");
+	fputs("; nothing was attached\n", f);
 	fflush(f);
 }

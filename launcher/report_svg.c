@@ -95,7 +95,7 @@ static void svg_range(struct svg *s)
 		range_add(&sp, w->start_ns);
 		range_add(&sp, w->stop_ns);
 		for (ni = 0; ni < w->n_nodes; ni++) {
-			for (k = 0; k < w->nodes[ni].n; k++) {
+			for (k = 0; !w->nodes[ni].lost && k < w->nodes[ni].n; k++) {
 				t = &w->nodes[ni].t[k];
 				range_add(&sp, t->attach_start_ns);
 				range_add(&sp, t->attach_end_ns);
@@ -364,7 +364,8 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 	double x1, x2;
 	char title[512];
 
-	if (!t || !bar_span(w, t, &from, &to))
+	/* A lost node's records are the last known ones: nothing of this window to draw. */
+	if (!t || wn->lost || !bar_span(w, t, &from, &to))
 		return;
 	if (rm_failed(t) && !rm_new_failure(s->r, wi, (size_t)(wn - w->nodes), (size_t)(t - wn->t)))
 		return;
@@ -422,28 +423,47 @@ static void svg_lane(struct svg *s, const struct rm_node *n, size_t ni, size_t t
 	s->y += SVG_LANE_H;
 }
 
+/*
+ * What a node's label row says of it: its counts (a lost node's: found, last
+ * known), and when it was lost and why.
+ */
+static void svg_node_note(struct svg *s, const struct rm_node *n, size_t ni)
+{
+	const struct rm_node *ln;
+	const struct rm_window *lw = rm_lost_in(s->r, n->host, ni, &ln);
+	struct rm_counts c = {0};
+
+	rm_count_node(n, &c);
+	/* Right of window 1's start line, so that no line crosses it unless windows are narrow. */
+	fprintf(s->f, "<text class=\"%s halo\" x=\"%.1f\" y=\"%d\">", lw ? "bad" : "dim",
+		svg_x(s, s->t0) + 6, s->y + 16);
+	if (n->lost)
+		fprintf(s->f, "%zu found (last known)", c.found);
+	else if (n->n)
+		fprintf(s->f, "%zu found, %zu attached, %zu failed", c.found, c.attached, c.failed);
+	else
+		fputs("no targets found", s->f);
+	if (lw) {
+		fprintf(s->f, ", lost in window %d: ", lw->index);
+		xml_put(s->f, rm_lost_reason(ln), (size_t)-1, 100);
+	}
+	fputs("</text>\n", s->f);
+}
+
 /* A node's label row, then one lane per target. */
 static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 {
-	struct rm_counts c = {0};
 	size_t k;
 
-	rm_count_node(n, &c);
 	fprintf(s->f,
 		"<line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#bbb\"/>\n"
-		"<text class=\"host\" x=\"8\" y=\"%d\"><title>",
-		s->y, SVG_W, s->y, s->y + 16);
+		"<text class=\"host%s\" x=\"8\" y=\"%d\"><title>",
+		s->y, SVG_W, s->y, n->lost ? " bad" : "", s->y + 16);
 	xml_put(s->f, n->host, sizeof(n->host), sizeof(n->host));
 	fputs("</title>", s->f);
 	xml_put(s->f, n->host, sizeof(n->host), 30);
-	/* Right of window 1's start line, so that no line crosses it unless windows are narrow. */
-	fprintf(s->f, "</text>\n<text class=\"dim halo\" x=\"%.1f\" y=\"%d\">",
-		svg_x(s, s->t0) + 6, s->y + 16);
-	if (n->n)
-		fprintf(s->f, "%zu found, %zu attached, %zu failed</text>\n", c.found, c.attached,
-			c.failed);
-	else
-		fputs("no targets found</text>\n", s->f);
+	fputs("</text>\n", s->f);
+	svg_node_note(s, n, ni);
 	s->y += SVG_GROUP_H;
 	for (k = 0; k < n->n; k++)
 		svg_lane(s, n, ni, k);

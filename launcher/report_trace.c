@@ -11,6 +11,7 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <rocattach/version.h>
 
@@ -110,12 +111,29 @@ static void trace_windows(struct trace *tr)
 	}
 }
 
-/* A node's process and its targets' two tracks each, named and in order. */
-static void trace_node_meta(struct trace *tr, const struct rm_node *n, int pid)
+/* A node's name: its host, and "(lost in window W: REASON)" if it was lost. */
+static json_t *trace_node_name(struct trace *tr, const struct rm_node *n, size_t ni)
 {
+	const struct rm_node *ln;
+	const struct rm_window *lw = rm_lost_in(tr->r, n->host, ni, &ln);
+	char *name;
+	json_t *j;
+
+	if (!lw || asprintf(&name, "%.*s (lost in window %d: %s)", (int)sizeof(n->host), n->host,
+			    lw->index, rm_lost_reason(ln)) < 0)
+		return trace_name(n->host, sizeof(n->host));
+	j = trace_name(name, (size_t)-1);
+	free(name);
+	return j;
+}
+
+/* A node's process and its targets' two tracks each, named and in order. */
+static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni)
+{
+	int pid = (int)ni + 2;
 	char label[160];
 
-	trace_meta(tr, "process_name", pid, 0, trace_name(n->host, sizeof(n->host)));
+	trace_meta(tr, "process_name", pid, 0, trace_node_name(tr, n, ni));
 	trace_meta(tr, "process_sort_index", pid, 0, trace_sort(pid));
 	for (size_t k = 0; k < n->n; k++) {
 		const struct rn_target *t = &n->t[k];
@@ -233,14 +251,15 @@ static void trace_nodes(struct trace *tr)
 	const struct rm_window *last = rm_last_window(tr->r);
 
 	for (size_t ni = 0; last && ni < last->n_nodes; ni++)
-		trace_node_meta(tr, &last->nodes[ni], (int)ni + 2);
+		trace_node_meta(tr, &last->nodes[ni], ni);
 	for (size_t wi = 0; last && wi < tr->r->n_w; wi++) {
 		const struct rm_window *w = &tr->r->w[wi];
 
 		for (size_t ni = 0; ni < w->n_nodes; ni++) {
 			const struct rm_node *ln = rm_find_node(last, ni, w->nodes[ni].host);
 
-			for (size_t ti = 0; ln && ti < w->nodes[ni].n; ti++)
+			/* A lost node's records are the last known: not this window's. */
+			for (size_t ti = 0; ln && !w->nodes[ni].lost && ti < w->nodes[ni].n; ti++)
 				trace_target(tr, wi, ni, ti, (int)(ln - last->nodes) + 2);
 		}
 	}
