@@ -2,6 +2,7 @@
 /* The SVG timeline (--timeline): one lane per target, grouped by node, windows left to right. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report_int.h"
@@ -304,21 +305,28 @@ static bool bar_span(const struct rm_window *w, const struct rn_target *t, uint6
 	return *from != 0;
 }
 
-static void bar_title(const struct rm_window *w, const struct rm_node *n,
-		      const struct rn_target *t, const struct svg *s, char *buf, size_t len)
+/* The bar's hover text, whole however long its host and message; NULL if out of memory. */
+static char *bar_title(const struct rm_window *w, const struct rm_node *n,
+		       const struct rn_target *t, const struct svg *s)
 {
-	int k = snprintf(buf, len, "%.*s pid %d (%.*s), window %d: %s", (int)sizeof(n->host),
-			 n->host, (int)t->pid, (int)sizeof(t->exe), t->exe, w->index,
-			 rn_state_name(t->state));
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
 
-	if (k < 0 || (size_t)k >= len)
-		return;
+	if (!f)
+		return NULL;
+	fprintf(f, "%.*s pid %d (%.*s), window %d: %s", (int)sizeof(n->host), n->host,
+		(int)t->pid, (int)sizeof(t->exe), t->exe, w->index, rn_state_name(t->state));
 	if (t->message[0])
-		snprintf(buf + k, len - (size_t)k, ": %.*s", (int)sizeof(t->message), t->message);
+		fprintf(f, ": %.*s", (int)sizeof(t->message), t->message);
 	else if (rm_attached(t))
-		snprintf(buf + k, len - (size_t)k, ", attached %+.3f ms to %+.3f ms",
-			 rel_ms(s, t->attach_end_ns),
-			 rel_ms(s, t->detach_start_ns ? t->detach_start_ns : w->stop_ns));
+		fprintf(f, ", attached %+.3f ms to %+.3f ms", rel_ms(s, t->attach_end_ns),
+			rel_ms(s, t->detach_start_ns ? t->detach_start_ns : w->stop_ns));
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 /*
@@ -362,7 +370,7 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 	const struct rn_target *t = rm_find_target(wn, ti, n->t[ti].pid);
 	uint64_t from, to;
 	double x1, x2;
-	char title[512];
+	char *title;
 
 	/* A lost node's records are the last known ones: nothing of this window to draw. */
 	if (!t || wn->lost || !bar_span(w, t, &from, &to))
@@ -375,11 +383,12 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 	x2 = svg_x(s, to);
 	if (x2 - x1 < 6)
 		x2 = x1 + 6;
-	bar_title(w, n, t, s, title, sizeof(title));
+	title = bar_title(w, n, t, s);
 	fprintf(s->f,
 		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">",
 		x1, y + 4, x2 - x1, rm_failed(t) ? SVG_FAIL : t->state == RN_EXITED ? SVG_EXIT : SVG_OK);
-	svg_title(s, title);
+	svg_title(s, title ? title : "");
+	free(title);
 	fputs("</rect>\n", s->f);
 	/* A failed attach's bar is its call: no mark over it. */
 	if (rm_attached(t))

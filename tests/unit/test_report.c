@@ -4,7 +4,8 @@
  * windows over three nodes (one without targets), a target whose attach
  * failed with a message full of characters to escape, and one that exited
  * during the second window. Then runs with a lost node (its launcher rank
- * did not answer: its records are the last known ones).
+ * did not answer: its records are the last known ones), and strings of
+ * every length in the report.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1026,6 +1027,73 @@ static void test_rm_print_dry_run_lost_node(void **state)
 	free(buf);
 }
 
+/*
+ * Strings from other hosts and processes, of any length, not UTF-8: every
+ * byte kept, non-ASCII ones as '?', none cut (around the 512 bytes where
+ * node/'s escaper once stopped, and far past them).
+ */
+static void test_rm_write_report_any_string_length(void **state)
+{
+	static const size_t lens[] = {511, 512, 513, 100000};
+	char *argv[4], *want, err[256] = "";
+	struct rm_run r = {.exit_reason = "ok"};
+	struct rm_node node = {.host = "n", .lost = true};
+	struct rm_window w = {.index = 1, .nodes = &node, .n_nodes = 1};
+	json_t *j, *v;
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		argv[i] = malloc(lens[i] + 1);
+		assert_non_null(argv[i]);
+		for (k = 0; k < lens[i]; k++)
+			argv[i][k] = k % 3 ? 'a' : '\xff';
+		argv[i][lens[i]] = '\0';
+	}
+	r.cfg = (struct rm_config){.argc = 4, .argv = argv};
+	node.lost_reason = argv[3];
+	r.w = &w;
+	r.n_w = 1;
+	assert_int_equal(rm_write_report(path_in_dir("long.json"), &r, err, sizeof(err)), 0);
+	j = json_load_file(path_in_dir("long.json"), 0, NULL);
+	assert_non_null(j);
+	for (i = 0; i < 4; i++) {
+		want = strdup(argv[i]);
+		for (k = 0; k < lens[i]; k += 3)
+			want[k] = '?';
+		v = json_array_get(jget(j, "config.argv"), i);
+		assert_int_equal(json_string_length(v), lens[i]);
+		assert_string_equal(json_string_value(v), want);
+		if (i == 3)
+			assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.lost_reason")),
+					    want);
+		free(want);
+		free(argv[i]);
+	}
+	json_decref(j);
+}
+
+/* A bar's hover text is whole however long the host and the message (once cut at 512 bytes). */
+static void test_rm_write_timeline_long_title(void **state)
+{
+	struct rn_target t = target(7, 0, "app", RN_ATTACH_FAILED);
+	struct rm_node n = {.t = &t, .n = 1};
+	struct rm_window w = {1, T1, S1, "duration", &n, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 4, .exit_reason = "1 target failed"};
+	char err[256] = "", *svg, want[sizeof(t.message) + 32];
+
+	(void)state;
+	memset(n.host, 'h', sizeof(n.host) - 1);
+	times(&t, T1 + 10, T1 + 20, 0, 0);
+	memset(t.message, 'm', sizeof(t.message) - 2);
+	t.message[sizeof(t.message) - 2] = 'Z';
+	assert_int_equal(rm_write_timeline(path_in_dir("long.svg"), &r, err, sizeof(err)), 0);
+	svg = slurp(path_in_dir("long.svg"));
+	snprintf(want, sizeof(want), ": %s</title></rect>", t.message);
+	assert_non_null(strstr(svg, want));
+	free(svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1053,6 +1121,8 @@ int main(void)
 		cmocka_unit_test(test_rm_write_timeline_lost_node),
 		cmocka_unit_test(test_rm_print_summary_lost_from_window_2),
 		cmocka_unit_test(test_rm_print_dry_run_lost_node),
+		cmocka_unit_test(test_rm_write_report_any_string_length),
+		cmocka_unit_test(test_rm_write_timeline_long_title),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
