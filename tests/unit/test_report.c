@@ -103,16 +103,19 @@ static void build_window2(void)
 	snprintf(b[0].message, sizeof(b[0].message), "process exited");
 }
 
+static void node(struct rm_node *n, const char *host, struct rn_target *t, size_t count)
+{
+	memset(n, 0, sizeof(*n));
+	snprintf(n->host, sizeof(n->host), "%s", host);
+	n->t = t;
+	n->n = count;
+}
+
 static void nodes(struct rm_node *n, struct rn_target *t1, struct rn_target *t2)
 {
-	memset(n, 0, 3 * sizeof(*n));
-	snprintf(n[0].host, sizeof(n[0].host), "node1");
-	n[0].t = t1;
-	n[0].n = 2;
-	snprintf(n[1].host, sizeof(n[1].host), "node2");
-	n[1].t = t2;
-	n[1].n = 2;
-	snprintf(n[2].host, sizeof(n[2].host), "node3");
+	node(&n[0], "node1", t1, 2);
+	node(&n[1], "node2", t2, 2);
+	node(&n[2], "node3", NULL, 0);
 }
 
 static int setup(void **state)
@@ -158,6 +161,34 @@ static char *slurp(const char *path)
 	assert_non_null(buf);
 	n = fread(buf, 1, (1 << 20) - 1, f);
 	assert_true(n < (1 << 20) - 1);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * What rm_print_summary / rm_print_dry_run print, in a string to free. Not
+ * inlined: gcc 12 then takes the result for a pointer to the local buf.
+ */
+static __attribute__((noinline)) char *summary_of(const struct rm_run *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	rm_print_summary(f, r);
+	fclose(f);
+	return buf;
+}
+
+static __attribute__((noinline)) char *dry_run_of(const struct rm_node *nodes, size_t n_nodes)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	rm_print_dry_run(f, nodes, n_nodes);
 	fclose(f);
 	return buf;
 }
@@ -235,10 +266,8 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	struct rm_node n = {.host = "n1", .t = t, .n = 2};
 	struct rm_window w = {1, T1, T1 + 500 * MS, "duration", &n, 1};
 	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "ok"};
-	char *buf = NULL;
-	size_t len = 0;
 	struct rm_skew s;
-	FILE *f;
+	char *buf;
 
 	(void)state;
 	times(&t[0], T1 - 150 * MS, T1 + 300000, T1 + 400 * MS, T1 + 500 * MS + 200000);
@@ -263,10 +292,7 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	t[0].attach_tool_ns = T1 - 150 * MS;
 	s = rm_window_skew(&w);
 	assert_true(s.len_off);
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	rm_print_summary(f, &r);
-	fclose(f);
+	buf = summary_of(&r);
 	assert_non_null(strstr(buf, "(2 targets, 1 from call bounds)"));
 	assert_non_null(strstr(buf, "OFF the planned length by more than 1% + 5 ms"));
 	assert_non_null(strstr(buf, "note: 1 target runs ROCm's target side, which has no "
@@ -293,14 +319,9 @@ static void test_rm_node_attach_times_median(void **state)
 
 static void test_rm_print_summary_rows_and_failures(void **state)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf = summary_of(&run);
 
 	(void)state;
-	assert_non_null(f);
-	rm_print_summary(f, &run);
-	fclose(f);
 	/* 200 exited: its job ended under it, not a failure. */
 	assert_non_null(strstr(buf, "rocattach-mpi: 3 nodes, 4 targets, 2 windows: 2 attached and "
 				    "detached, 1 failed, 1 exited (exit 4: 2 targets failed)\n"));
@@ -330,16 +351,12 @@ static void test_rm_print_summary_long_host(void **state)
 	struct rm_node n[2] = {{.t = w1_node1, .n = 2}, {.t = NULL, .n = 0}};
 	struct rm_window w = {1, T1, S1, "enter", n, 2};
 	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 0, .exit_reason = "ok"};
-	char *buf = NULL, *line, want[128];
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf, *line, want[128];
 
 	(void)state;
 	memset(n[0].host, 'h', sizeof(n[0].host) - 1);
 	snprintf(n[1].host, sizeof(n[1].host), "short");
-	assert_non_null(f);
-	rm_print_summary(f, &r);
-	fclose(f);
+	buf = summary_of(&r);
 	/* Cut to 32 columns with a '~', the columns after it aligned. */
 	line = strstr(buf, "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh~     2        2      0 ");
 	assert_non_null(line);
@@ -352,14 +369,9 @@ static void test_rm_print_summary_long_host(void **state)
 
 static void test_rm_print_dry_run_lists_targets(void **state)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf = dry_run_of(w1_nodes, 3);
 
 	(void)state;
-	assert_non_null(f);
-	rm_print_dry_run(f, w1_nodes, 3);
-	fclose(f);
 	assert_non_null(strstr(buf, "node1: 2 processes\n"));
 	assert_non_null(strstr(buf, "  100                  0   1000  app              yes       "
 				    "0-3           0     card0(0000:c1:00.0)\n"));
@@ -426,6 +438,16 @@ static json_t *jget(json_t *o, const char *path)
 	return o;
 }
 
+/* The counts of a node (found: "found") or of the summary ("targets"). */
+static void check_counts(json_t *o, const char *found, json_int_t n, json_int_t attached,
+			 json_int_t failed, json_int_t exited)
+{
+	assert_int_equal(jint(o, found), n);
+	assert_int_equal(jint(o, "attached"), attached);
+	assert_int_equal(jint(o, "failed"), failed);
+	assert_int_equal(jint(o, "exited"), exited);
+}
+
 static void test_rm_write_report_top_and_config(void **state)
 {
 	json_t *j = load_report();
@@ -447,10 +469,7 @@ static void test_rm_write_report_top_and_config(void **state)
 	assert_true(json_is_true(jget(j, "config.inject")));
 	assert_int_equal(jint(j, "config.ranks"), 3);
 	assert_int_equal(jint(j, "summary.nodes"), 3);
-	assert_int_equal(jint(j, "summary.targets"), 4);
-	assert_int_equal(jint(j, "summary.attached"), 3);
-	assert_int_equal(jint(j, "summary.failed"), 1);
-	assert_int_equal(jint(j, "summary.exited"), 1);
+	check_counts(jget(j, "summary"), "targets", 4, 3, 1, 1);
 	assert_string_equal(json_string_value(jget(j, "stop_reason")), "completed");
 	json_decref(j);
 }
@@ -485,9 +504,7 @@ static void test_rm_write_report_windows(void **state)
 	assert_int_equal(jint(j, "windows.0.nodes.0.attach_p50_ns"), 1000000);
 	assert_int_equal(jint(j, "windows.0.nodes.0.attach_max_ns"), 1200000);
 	assert_int_equal(jint(j, "windows.1.nodes.0.attach_skew_ns"), 300000);
-	assert_int_equal(jint(j, "windows.1.nodes.1.attached"), 1);
-	assert_int_equal(jint(j, "windows.1.nodes.1.failed"), 1);
-	assert_int_equal(jint(j, "windows.1.nodes.1.exited"), 1);
+	check_counts(jget(j, "windows.1.nodes.1"), "found", 2, 1, 1, 1);
 	assert_int_equal(jint(j, "windows.0.nodes.0.realtime_minus_boottime_ns"), 5 * MS);
 	assert_true(json_is_null(jget(j, "windows.0.nodes.1.realtime_minus_boottime_ns")));
 	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.cpus")),
@@ -801,13 +818,8 @@ static void build_lost_run(void)
 	lost_b[1] = target(401, 3, "app", RN_ATTACH_FAILED);
 	times(&lost_b[1], T1 + 100000, T1 + 8000000, 0, 0);
 	snprintf(lost_b[1].message, sizeof(lost_b[1].message), "stale failure");
-	memset(lost_nodes, 0, sizeof(lost_nodes));
-	snprintf(lost_nodes[0].host, sizeof(lost_nodes[0].host), "nodeA");
-	lost_nodes[0].t = lost_a;
-	lost_nodes[0].n = 2;
-	snprintf(lost_nodes[1].host, sizeof(lost_nodes[1].host), "nodeB");
-	lost_nodes[1].t = lost_b;
-	lost_nodes[1].n = 2;
+	node(&lost_nodes[0], "nodeA", lost_a, 2);
+	node(&lost_nodes[1], "nodeB", lost_b, 2);
 	lost_nodes[1].lost = true;
 	lost_nodes[1].lost_reason = LOST_REASON;
 	lost_window = (struct rm_window){1, T1, S1, "duration", lost_nodes, 2};
@@ -846,40 +858,23 @@ static void test_rm_write_report_lost_node(void **state)
 	n = jget(j, "windows.0.nodes.0");
 	assert_string_equal(json_string_value(jget(n, "state")), "ok");
 	assert_true(json_is_null(jget(n, "lost_reason")));
-	assert_int_equal(jint(n, "attached"), 2);
+	check_counts(n, "found", 2, 2, 0, 0);
 	n = jget(j, "windows.0.nodes.1");
 	assert_string_equal(json_string_value(jget(n, "state")), "lost");
 	assert_string_equal(json_string_value(jget(n, "lost_reason")), LOST_REASON);
 	/* Found: the last known targets, listed; nothing of them counted or timed. */
-	assert_int_equal(jint(n, "found"), 2);
-	assert_int_equal(jint(n, "attached"), 0);
-	assert_int_equal(jint(n, "failed"), 0);
-	assert_int_equal(jint(n, "exited"), 0);
+	check_counts(n, "found", 2, 0, 0, 0);
 	assert_true(json_is_null(jget(n, "attach_p50_ns")));
 	assert_true(json_is_null(jget(n, "attach_skew_ns")));
 	assert_int_equal(json_array_size(jget(n, "targets")), 2);
 	assert_int_equal(jint(n, "targets.1.pid"), 401);
 	assert_int_equal(jint(j, "windows.0.skew.targets"), 2);
 	assert_int_equal(jint(j, "windows.0.skew.attach_ns"), 200000);
-	assert_int_equal(jint(j, "summary.targets"), 4);
-	assert_int_equal(jint(j, "summary.attached"), 2);
-	assert_int_equal(jint(j, "summary.failed"), 0);
+	check_counts(jget(j, "summary"), "targets", 4, 2, 0, 0);
 	assert_int_equal(jint(j, "summary.lost_nodes"), 1);
 	assert_int_equal(json_array_size(jget(j, "errors")), 0);
 	assert_int_equal(jint(j, "exit_code"), 6);
 	json_decref(j);
-}
-
-static char *summary_of(const struct rm_run *r)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(f);
-	rm_print_summary(f, r);
-	fclose(f);
-	return buf;
 }
 
 static void test_rm_print_summary_lost_node(void **state)
@@ -1012,15 +1007,11 @@ static void test_rm_print_summary_lost_from_window_2(void **state)
 /* A lost node in the --dry-run listing: its processes (last known), none to attach. */
 static void test_rm_print_dry_run_lost_node(void **state)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf;
 
 	(void)state;
 	build_lost_run();
-	assert_non_null(f);
-	rm_print_dry_run(f, lost_nodes, 2);
-	fclose(f);
+	buf = dry_run_of(lost_nodes, 2);
 	assert_non_null(strstr(buf, "nodeB: lost: " LOST_REASON "; 2 processes (last known)\n"));
 	assert_non_null(strstr(buf, "dry run: 2 processes on 1 node would be attached (1 node "
 				    "lost); nothing was attached\n"));
