@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Rank 0's outputs (launcher/report.c) from what the nodes sent: the summary,
+ * Rank 0's outputs (launcher/report_*.c) from what the nodes sent: the summary,
  * the dry-run listing, the JSON report and the SVG timeline. The records
  * come from other hosts and processes (host names, executable names,
  * messages, CPU lists, times), so the input fills them byte by byte, within
@@ -134,6 +134,9 @@ static void fill(struct reader *r, struct world *x)
 			take_str(r, x->errors[wi][ni], sizeof(x->errors[wi][ni]));
 			n->error = x->errors[wi][ni][0] ? x->errors[wi][ni] : NULL;
 			n->boot_offset_ns = (int64_t)take(r, 8);
+			/* Lost (its records the last known), with the error as its reason or none. */
+			n->lost = n->boot_offset_ns & 1;
+			n->lost_reason = n->lost && (n->boot_offset_ns & 2) ? n->error : NULL;
 			n->t = x->t[wi][ni];
 			n->n = (size_t)take(r, 1) % (TARGETS_MAX + 1);
 			for (ti = 0; ti < n->n; ti++)

@@ -2,7 +2,8 @@
 /*
  * What rocattach-mpi's rank 0 shows and writes at the end of a run: the
  * summary table, the JSON report (schema in the README), the SVG timeline,
- * and the --dry-run listing. Pure functions of the gathered data: no MPI.
+ * the Chrome/Perfetto trace and the --dry-run listing (launcher/report_*.c,
+ * see report_int.h). Pure functions of the gathered data: no MPI.
  */
 #ifndef RM_REPORT_H
 #define RM_REPORT_H
@@ -86,7 +87,8 @@ struct rm_run {
  * handed over to the tools (tool_attach / tool_detach, as our agent measures
  * it; on ROCm's side the bound the library gives: the call's end), and the
  * window each target's tools got (rn_window_ns: on ROCm's side a lower
- * bound), against the planned one (stop - start).
+ * bound), against the planned one (stop - start). A lost node's targets are
+ * not counted: their records are the last known, not this window's.
  */
 struct rm_skew {
 	uint64_t attach_ns, detach_ns;
@@ -105,21 +107,27 @@ uint64_t rm_length_tolerance_ns(uint64_t planned_ns);
 /*
  * Median and maximum attach call duration (end - start) of a node's attached
  * targets, in ns. (The summary and the report count a window's attach time
- * from the window's start when the call began earlier: see report.c.)
+ * from the window's start when the call began earlier: see report_common.c.)
+ * 0 and 0 for a lost node: nothing of it was measured.
  */
 void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max);
 
 /*
  * Summary table: one row per node (host, found, attached, failed, attach
- * p50/max, window start skew of that node), then one line per window with
- * the skew figures, then every failure with its message.
+ * p50/max, window start skew of that node; "lost" for a lost node, then a
+ * line per lost node: "node HOST lost in window W: REASON" and its last
+ * known targets), then one line per window with the skew figures, then
+ * every failure with its message.
  */
 void rm_print_summary(FILE *f, const struct rm_run *r);
 
-/* --dry-run: per node, the processes that would be attached. */
+/* --dry-run: per node, the processes that would be attached (a lost node's: last known). */
 void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);
 
-/* Failures (attach-failed, detach-failed) of the run, each counted once; exits are not. */
+/*
+ * Failures (attach-failed, detach-failed) of the run, each counted once;
+ * exits are not, nor a lost node's last known records.
+ */
 size_t rm_count_failures(const struct rm_run *r);
 
 /*

@@ -3,7 +3,9 @@
  * The end-of-run outputs of rocattach-mpi on a run built by hand: two
  * windows over three nodes (one without targets), a target whose attach
  * failed with a message full of characters to escape, and one that exited
- * during the second window.
+ * during the second window. Then runs with a lost node (its launcher rank
+ * did not answer: its records are the last known ones), and strings of
+ * every length in the report.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,16 +103,19 @@ static void build_window2(void)
 	snprintf(b[0].message, sizeof(b[0].message), "process exited");
 }
 
+static void node(struct rm_node *n, const char *host, struct rn_target *t, size_t count)
+{
+	memset(n, 0, sizeof(*n));
+	snprintf(n->host, sizeof(n->host), "%s", host);
+	n->t = t;
+	n->n = count;
+}
+
 static void nodes(struct rm_node *n, struct rn_target *t1, struct rn_target *t2)
 {
-	memset(n, 0, 3 * sizeof(*n));
-	snprintf(n[0].host, sizeof(n[0].host), "node1");
-	n[0].t = t1;
-	n[0].n = 2;
-	snprintf(n[1].host, sizeof(n[1].host), "node2");
-	n[1].t = t2;
-	n[1].n = 2;
-	snprintf(n[2].host, sizeof(n[2].host), "node3");
+	node(&n[0], "node1", t1, 2);
+	node(&n[1], "node2", t2, 2);
+	node(&n[2], "node3", NULL, 0);
 }
 
 static int setup(void **state)
@@ -156,6 +161,34 @@ static char *slurp(const char *path)
 	assert_non_null(buf);
 	n = fread(buf, 1, (1 << 20) - 1, f);
 	assert_true(n < (1 << 20) - 1);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * What rm_print_summary / rm_print_dry_run print, in a string to free. Not
+ * inlined: gcc 12 then takes the result for a pointer to the local buf.
+ */
+static __attribute__((noinline)) char *summary_of(const struct rm_run *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	rm_print_summary(f, r);
+	fclose(f);
+	return buf;
+}
+
+static __attribute__((noinline)) char *dry_run_of(const struct rm_node *nodes, size_t n_nodes)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	rm_print_dry_run(f, nodes, n_nodes);
 	fclose(f);
 	return buf;
 }
@@ -233,10 +266,8 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	struct rm_node n = {.host = "n1", .t = t, .n = 2};
 	struct rm_window w = {1, T1, T1 + 500 * MS, "duration", &n, 1};
 	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "ok"};
-	char *buf = NULL;
-	size_t len = 0;
 	struct rm_skew s;
-	FILE *f;
+	char *buf;
 
 	(void)state;
 	times(&t[0], T1 - 150 * MS, T1 + 300000, T1 + 400 * MS, T1 + 500 * MS + 200000);
@@ -261,10 +292,7 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	t[0].attach_tool_ns = T1 - 150 * MS;
 	s = rm_window_skew(&w);
 	assert_true(s.len_off);
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	rm_print_summary(f, &r);
-	fclose(f);
+	buf = summary_of(&r);
 	assert_non_null(strstr(buf, "(2 targets, 1 from call bounds)"));
 	assert_non_null(strstr(buf, "OFF the planned length by more than 1% + 5 ms"));
 	assert_non_null(strstr(buf, "note: 1 target runs ROCm's target side, which has no "
@@ -291,14 +319,9 @@ static void test_rm_node_attach_times_median(void **state)
 
 static void test_rm_print_summary_rows_and_failures(void **state)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf = summary_of(&run);
 
 	(void)state;
-	assert_non_null(f);
-	rm_print_summary(f, &run);
-	fclose(f);
 	/* 200 exited: its job ended under it, not a failure. */
 	assert_non_null(strstr(buf, "rocattach-mpi: 3 nodes, 4 targets, 2 windows: 2 attached and "
 				    "detached, 1 failed, 1 exited (exit 4: 2 targets failed)\n"));
@@ -328,16 +351,12 @@ static void test_rm_print_summary_long_host(void **state)
 	struct rm_node n[2] = {{.t = w1_node1, .n = 2}, {.t = NULL, .n = 0}};
 	struct rm_window w = {1, T1, S1, "enter", n, 2};
 	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 0, .exit_reason = "ok"};
-	char *buf = NULL, *line, want[128];
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf, *line, want[128];
 
 	(void)state;
 	memset(n[0].host, 'h', sizeof(n[0].host) - 1);
 	snprintf(n[1].host, sizeof(n[1].host), "short");
-	assert_non_null(f);
-	rm_print_summary(f, &r);
-	fclose(f);
+	buf = summary_of(&r);
 	/* Cut to 32 columns with a '~', the columns after it aligned. */
 	line = strstr(buf, "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh~     2        2      0 ");
 	assert_non_null(line);
@@ -350,14 +369,9 @@ static void test_rm_print_summary_long_host(void **state)
 
 static void test_rm_print_dry_run_lists_targets(void **state)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf = dry_run_of(w1_nodes, 3);
 
 	(void)state;
-	assert_non_null(f);
-	rm_print_dry_run(f, w1_nodes, 3);
-	fclose(f);
 	assert_non_null(strstr(buf, "node1: 2 processes\n"));
 	assert_non_null(strstr(buf, "  100                  0   1000  app              yes       "
 				    "0-3           0     card0(0000:c1:00.0)\n"));
@@ -424,6 +438,16 @@ static json_t *jget(json_t *o, const char *path)
 	return o;
 }
 
+/* The counts of a node (found: "found") or of the summary ("targets"). */
+static void check_counts(json_t *o, const char *found, json_int_t n, json_int_t attached,
+			 json_int_t failed, json_int_t exited)
+{
+	assert_int_equal(jint(o, found), n);
+	assert_int_equal(jint(o, "attached"), attached);
+	assert_int_equal(jint(o, "failed"), failed);
+	assert_int_equal(jint(o, "exited"), exited);
+}
+
 static void test_rm_write_report_top_and_config(void **state)
 {
 	json_t *j = load_report();
@@ -445,10 +469,7 @@ static void test_rm_write_report_top_and_config(void **state)
 	assert_true(json_is_true(jget(j, "config.inject")));
 	assert_int_equal(jint(j, "config.ranks"), 3);
 	assert_int_equal(jint(j, "summary.nodes"), 3);
-	assert_int_equal(jint(j, "summary.targets"), 4);
-	assert_int_equal(jint(j, "summary.attached"), 3);
-	assert_int_equal(jint(j, "summary.failed"), 1);
-	assert_int_equal(jint(j, "summary.exited"), 1);
+	check_counts(jget(j, "summary"), "targets", 4, 3, 1, 1);
 	assert_string_equal(json_string_value(jget(j, "stop_reason")), "completed");
 	json_decref(j);
 }
@@ -483,9 +504,7 @@ static void test_rm_write_report_windows(void **state)
 	assert_int_equal(jint(j, "windows.0.nodes.0.attach_p50_ns"), 1000000);
 	assert_int_equal(jint(j, "windows.0.nodes.0.attach_max_ns"), 1200000);
 	assert_int_equal(jint(j, "windows.1.nodes.0.attach_skew_ns"), 300000);
-	assert_int_equal(jint(j, "windows.1.nodes.1.attached"), 1);
-	assert_int_equal(jint(j, "windows.1.nodes.1.failed"), 1);
-	assert_int_equal(jint(j, "windows.1.nodes.1.exited"), 1);
+	check_counts(jget(j, "windows.1.nodes.1"), "found", 2, 1, 1, 1);
 	assert_int_equal(jint(j, "windows.0.nodes.0.realtime_minus_boottime_ns"), 5 * MS);
 	assert_true(json_is_null(jget(j, "windows.0.nodes.1.realtime_minus_boottime_ns")));
 	assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.topology.cpus")),
@@ -771,6 +790,301 @@ static void test_rm_write_trace_once_per_change(void **state)
 	json_decref(j);
 }
 
+/* ------------------------------------------------------------------------ */
+/* A lost node: its last known records are shown as such and measure nothing. */
+
+#define LOST_REASON "no records within 5.0 s after the stop"
+
+static struct rn_target lost_a[2], lost_b[2];
+static struct rm_node lost_nodes[2];
+static struct rm_window lost_window;
+static struct rm_run lost_run;
+
+/*
+ * One window over nodeA (two targets attached) and nodeB, lost. nodeB's
+ * last known records have times inside the window and a failure: were they
+ * counted, the skew, the counts and the failures would all show it.
+ */
+static void build_lost_run(void)
+{
+	lost_a[0] = target(300, 0, "app", RN_DETACHED);
+	times(&lost_a[0], T1 + 100000, T1 + 300000, S1 + 10000, S1 + 20000);
+	lost_a[1] = target(301, 1, "app", RN_DETACHED);
+	times(&lost_a[1], T1 + 100000, T1 + 500000, S1 + 30000, S1 + 40000);
+	lost_a[0].windows = lost_a[1].windows = 1;
+	lost_b[0] = target(400, 2, "app", RN_DETACHED);
+	times(&lost_b[0], T1 + 100000, T1 + 9000000, S1 + 10000, S1 + 7000000);
+	lost_b[0].windows = 1;
+	lost_b[1] = target(401, 3, "app", RN_ATTACH_FAILED);
+	times(&lost_b[1], T1 + 100000, T1 + 8000000, 0, 0);
+	snprintf(lost_b[1].message, sizeof(lost_b[1].message), "stale failure");
+	node(&lost_nodes[0], "nodeA", lost_a, 2);
+	node(&lost_nodes[1], "nodeB", lost_b, 2);
+	lost_nodes[1].lost = true;
+	lost_nodes[1].lost_reason = LOST_REASON;
+	lost_window = (struct rm_window){1, T1, S1, "duration", lost_nodes, 2};
+	lost_run = (struct rm_run){.w = &lost_window, .n_w = 1, .exit_code = 6,
+				   .exit_reason = "1 node lost", .stop_reason = "completed"};
+}
+
+static void test_rm_window_skew_lost_node(void **state)
+{
+	struct rm_skew s;
+	uint64_t p50, max;
+
+	(void)state;
+	build_lost_run();
+	s = rm_window_skew(&lost_window);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.attach_ns, 200000); /* nodeA's attach ends only */
+	assert_int_equal(s.n_detach, 2);
+	assert_int_equal(s.detach_ns, 20000);
+	assert_int_equal(rm_count_failures(&lost_run), 0);
+	rm_node_attach_times(&lost_nodes[1], &p50, &max);
+	assert_int_equal(p50, 0);
+	assert_int_equal(max, 0);
+}
+
+static void test_rm_write_report_lost_node(void **state)
+{
+	char err[256] = "";
+	json_t *j, *n;
+
+	(void)state;
+	build_lost_run();
+	assert_int_equal(rm_write_report(path_in_dir("lost.json"), &lost_run, err, sizeof(err)), 0);
+	j = json_load_file(path_in_dir("lost.json"), 0, NULL);
+	assert_non_null(j);
+	n = jget(j, "windows.0.nodes.0");
+	assert_string_equal(json_string_value(jget(n, "state")), "ok");
+	assert_true(json_is_null(jget(n, "lost_reason")));
+	check_counts(n, "found", 2, 2, 0, 0);
+	n = jget(j, "windows.0.nodes.1");
+	assert_string_equal(json_string_value(jget(n, "state")), "lost");
+	assert_string_equal(json_string_value(jget(n, "lost_reason")), LOST_REASON);
+	/* Found: the last known targets, listed; nothing of them counted or timed. */
+	check_counts(n, "found", 2, 0, 0, 0);
+	assert_true(json_is_null(jget(n, "attach_p50_ns")));
+	assert_true(json_is_null(jget(n, "attach_skew_ns")));
+	assert_int_equal(json_array_size(jget(n, "targets")), 2);
+	assert_int_equal(jint(n, "targets.1.pid"), 401);
+	assert_int_equal(jint(j, "windows.0.skew.targets"), 2);
+	assert_int_equal(jint(j, "windows.0.skew.attach_ns"), 200000);
+	check_counts(jget(j, "summary"), "targets", 4, 2, 0, 0);
+	assert_int_equal(jint(j, "summary.lost_nodes"), 1);
+	assert_int_equal(json_array_size(jget(j, "errors")), 0);
+	assert_int_equal(jint(j, "exit_code"), 6);
+	json_decref(j);
+}
+
+static void test_rm_print_summary_lost_node(void **state)
+{
+	char *buf;
+
+	(void)state;
+	build_lost_run();
+	buf = summary_of(&lost_run);
+	assert_non_null(strstr(buf, "rocattach-mpi: 2 nodes, 4 targets: 2 attached and detached, 0 "
+				    "failed, 1 node lost (2 targets, last known) (exit 6: 1 node "
+				    "lost)\n"));
+	assert_non_null(strstr(buf, "\nnodeA               2        2      0      0     0.300ms     "
+				    "0.400ms     0.200ms\n"));
+	assert_non_null(strstr(buf, "\nnodeB               2     lost      -      -           -     "
+				    "      -           -\n"));
+	assert_non_null(strstr(buf, "\nnode nodeB lost in window 1: " LOST_REASON "\n  its targets "
+				    "(last known): pid 400 rank 2 (app), pid 401 rank 3 (app)\n"));
+	assert_non_null(strstr(buf, "attach skew 0.200 ms, detach skew 0.020 ms (2 targets, 2 from "
+				    "call bounds, 1 node lost)\n"));
+	assert_null(strstr(buf, "failures:"));
+	assert_null(strstr(buf, "stale failure"));
+	free(buf);
+}
+
+/* The name of trace process pid (its process_name metadata). */
+static const char *process_name(json_t *j, json_int_t pid)
+{
+	json_t *ev = json_object_get(j, "traceEvents"), *e;
+	size_t i;
+
+	json_array_foreach(ev, i, e) {
+		if (!strcmp(json_string_value(json_object_get(e, "name")), "process_name") &&
+		    json_integer_value(json_object_get(e, "pid")) == pid)
+			return json_string_value(jget(e, "args.name"));
+	}
+	fail_msg("no process_name for pid %d", (int)pid);
+	return NULL;
+}
+
+/* The timeline and the trace draw nothing of a lost node's last known records. */
+static void test_rm_write_timeline_lost_node(void **state)
+{
+	char err[256] = "", *svg;
+	json_t *j, *e;
+
+	(void)state;
+	build_lost_run();
+	assert_int_equal(rm_write_timeline(path_in_dir("lost.svg"), &lost_run, err, sizeof(err)), 0);
+	svg = slurp(path_in_dir("lost.svg"));
+	assert_int_equal(count(svg, "<rect"), 2); /* nodeA's */
+	assert_int_equal(count(svg, "fill=\"#d64541\">"), 0);
+	assert_int_equal(count(svg, "<text class=\"host bad\""), 1);
+	assert_non_null(strstr(svg, "\"><title>nodeB</title>nodeB</text>"));
+	assert_non_null(strstr(svg, ">2 found (last known), lost in window 1: " LOST_REASON
+				    "</text>"));
+	assert_non_null(strstr(svg, ">2 found, 2 attached, 0 failed</text>"));
+	assert_xml_text_escaped(svg);
+	free(svg);
+
+	j = write_trace(&lost_run, "lost.json");
+	assert_string_equal(process_name(j, 2), "nodeA");
+	assert_string_equal(process_name(j, 3), "nodeB (lost in window 1: " LOST_REASON ")");
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(300), &e), 1);
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(400), &e), 0);
+	assert_int_equal(events_of(j, "tools attached", NULL, 400, &e), 0);
+	assert_int_equal(events_of(j, "attach-failed", NULL, CALLS(401), &e), 0);
+	assert_int_equal(events_of(j, "thread_name", "M", 401, &e), 1); /* still listed */
+	json_decref(j);
+}
+
+/*
+ * Lost from window 2 on: said once, for window 2; window 1's failure is
+ * counted once, in window 1; nodeB's bars and calls are window 1's only.
+ */
+static void test_rm_print_summary_lost_from_window_2(void **state)
+{
+	struct rn_target a[3][2];
+	struct rm_node n[3][2];
+	struct rm_window w[3];
+	struct rm_run r;
+	char err[256] = "", *buf, *svg;
+	uint64_t shift;
+	json_t *j, *e;
+	size_t i, k;
+
+	(void)state;
+	build_lost_run();
+	for (i = 0; i < 3; i++) {
+		shift = i * 2000 * MS;
+		memcpy(a[i], lost_a, sizeof(lost_a));
+		for (k = 0; k < 2; k++)
+			times(&a[i][k], lost_a[k].attach_start_ns + shift,
+			      lost_a[k].attach_end_ns + shift, lost_a[k].detach_start_ns + shift,
+			      lost_a[k].detach_end_ns + shift);
+		memcpy(n[i], lost_nodes, sizeof(lost_nodes));
+		n[i][0].t = a[i];
+		n[i][1].lost = i > 0;
+		w[i] = (struct rm_window){(int)i + 1, T1 + shift, S1 + shift, "duration", n[i], 2};
+	}
+	r = lost_run;
+	r.w = w;
+	r.n_w = 3;
+	buf = summary_of(&r);
+	assert_int_equal(count(buf, " lost in window "), 1);
+	assert_non_null(strstr(buf, "\nnode nodeB lost in window 2: " LOST_REASON "\n"));
+	assert_int_equal(count(buf, "stale failure"), 1);
+	assert_non_null(strstr(buf, "  nodeB pid 401 rank 3 (app), window 1: attach-failed: stale "
+				    "failure\n"));
+	assert_int_equal(rm_count_failures(&r), 1);
+	free(buf);
+
+	assert_int_equal(rm_write_timeline(path_in_dir("lost3.svg"), &r, err, sizeof(err)), 0);
+	svg = slurp(path_in_dir("lost3.svg"));
+	/* nodeA: 2 bars in each window; nodeB: window 1's 2 (one red), no more. */
+	assert_int_equal(count(svg, "<rect"), 8);
+	assert_int_equal(count(svg, "fill=\"#d64541\">"), 1);
+	assert_non_null(strstr(svg, ">2 found (last known), lost in window 2: " LOST_REASON
+				    "</text>"));
+	free(svg);
+
+	j = write_trace(&r, "lost3.json");
+	assert_string_equal(process_name(j, 3), "nodeB (lost in window 2: " LOST_REASON ")");
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(300), &e), 3);
+	assert_int_equal(events_of(j, "attach call", "X", CALLS(400), &e), 1);
+	assert_int_equal(events_of(j, "attach-failed", "i", CALLS(401), &e), 1);
+	json_decref(j);
+}
+
+/* A lost node in the --dry-run listing: its processes (last known), none to attach. */
+static void test_rm_print_dry_run_lost_node(void **state)
+{
+	char *buf;
+
+	(void)state;
+	build_lost_run();
+	buf = dry_run_of(lost_nodes, 2);
+	assert_non_null(strstr(buf, "nodeB: lost: " LOST_REASON "; 2 processes (last known)\n"));
+	assert_non_null(strstr(buf, "dry run: 2 processes on 1 node would be attached (1 node "
+				    "lost); nothing was attached\n"));
+	free(buf);
+}
+
+/*
+ * Strings from other hosts and processes, of any length, not UTF-8: every
+ * byte kept, non-ASCII ones as '?', none cut (around the 512 bytes where
+ * node/'s escaper once stopped, and far past them).
+ */
+static void test_rm_write_report_any_string_length(void **state)
+{
+	static const size_t lens[] = {511, 512, 513, 100000};
+	char *argv[4], *want, err[256] = "";
+	struct rm_run r = {.exit_reason = "ok"};
+	struct rm_node node = {.host = "n", .lost = true};
+	struct rm_window w = {.index = 1, .nodes = &node, .n_nodes = 1};
+	json_t *j, *v;
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		argv[i] = malloc(lens[i] + 1);
+		assert_non_null(argv[i]);
+		for (k = 0; k < lens[i]; k++)
+			argv[i][k] = k % 3 ? 'a' : '\xff';
+		argv[i][lens[i]] = '\0';
+	}
+	r.cfg = (struct rm_config){.argc = 4, .argv = argv};
+	node.lost_reason = argv[3];
+	r.w = &w;
+	r.n_w = 1;
+	assert_int_equal(rm_write_report(path_in_dir("long.json"), &r, err, sizeof(err)), 0);
+	j = json_load_file(path_in_dir("long.json"), 0, NULL);
+	assert_non_null(j);
+	for (i = 0; i < 4; i++) {
+		want = strdup(argv[i]);
+		for (k = 0; k < lens[i]; k += 3)
+			want[k] = '?';
+		v = json_array_get(jget(j, "config.argv"), i);
+		assert_int_equal(json_string_length(v), lens[i]);
+		assert_string_equal(json_string_value(v), want);
+		if (i == 3)
+			assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.lost_reason")),
+					    want);
+		free(want);
+		free(argv[i]);
+	}
+	json_decref(j);
+}
+
+/* A bar's hover text is whole however long the host and the message (once cut at 512 bytes). */
+static void test_rm_write_timeline_long_title(void **state)
+{
+	struct rn_target t = target(7, 0, "app", RN_ATTACH_FAILED);
+	struct rm_node n = {.t = &t, .n = 1};
+	struct rm_window w = {1, T1, S1, "duration", &n, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 4, .exit_reason = "1 target failed"};
+	char err[256] = "", *svg, want[sizeof(t.message) + 32];
+
+	(void)state;
+	memset(n.host, 'h', sizeof(n.host) - 1);
+	times(&t, T1 + 10, T1 + 20, 0, 0);
+	memset(t.message, 'm', sizeof(t.message) - 2);
+	t.message[sizeof(t.message) - 2] = 'Z';
+	assert_int_equal(rm_write_timeline(path_in_dir("long.svg"), &r, err, sizeof(err)), 0);
+	svg = slurp(path_in_dir("long.svg"));
+	snprintf(want, sizeof(want), ": %s</title></rect>", t.message);
+	assert_non_null(strstr(svg, want));
+	free(svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -792,6 +1106,14 @@ int main(void)
 		cmocka_unit_test(test_rm_write_report_huge_cpu_numbers),
 		cmocka_unit_test(test_rm_write_trace_both_sides),
 		cmocka_unit_test(test_rm_write_trace_once_per_change),
+		cmocka_unit_test(test_rm_window_skew_lost_node),
+		cmocka_unit_test(test_rm_write_report_lost_node),
+		cmocka_unit_test(test_rm_print_summary_lost_node),
+		cmocka_unit_test(test_rm_write_timeline_lost_node),
+		cmocka_unit_test(test_rm_print_summary_lost_from_window_2),
+		cmocka_unit_test(test_rm_print_dry_run_lost_node),
+		cmocka_unit_test(test_rm_write_report_any_string_length),
+		cmocka_unit_test(test_rm_write_timeline_long_title),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the report's rooms share: which targets count (attached, failed),
+ * the figures (skews, attach times, counts), finding a target again in
+ * another window and each failure once, times as text, and the files,
+ * written whole or not at all.
+ *
+ * Timing: a target's window is from its hand-over to the tools (tool_attach)
+ * to the hand-back (tool_detach). Our agent measures both (attach_tool_ns,
+ * detach_tool_ns); ROCm's side does not tell, and the library gives bounds
+ * instead (each call's end: the tools ran inside it), flagged as such in
+ * the records and the report. Skews are spreads of those; ROCm's windows
+ * are lower bounds (the attach call's end to the detach call's start). All
+ * timestamps are rank 0's CLOCK_REALTIME: each node's were corrected by its
+ * estimated clock offset (rm_node.clock_offset_ns) when gathered.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "report_int.h"
+
+/* ------------------------------------------------------------------------ */
+/* Figures. */
+
+/*
+ * Attached: its attach call returned and did not fail. A target that exited
+ * during its attach call (RN_EXITED with no detach) never was attached.
+ */
+bool rm_attached(const struct rn_target *t)
+{
+	if (t->attach_end_ns == 0 || t->state == RN_ATTACH_FAILED)
+		return false;
+	return !(t->state == RN_EXITED && t->detach_start_ns == 0);
+}
+
+/*
+ * Attached in the window that started at since (0: any). A target that
+ * failed is not attached again, and later windows gather its old record
+ * again: its timestamps are older than their start. Each node fires at
+ * start_ns by its own clock, the clock of its timestamps, so a record of
+ * this window never ends its attach before the window's start.
+ */
+bool rm_attached_since(const struct rn_target *t, uint64_t since)
+{
+	return rm_attached(t) && t->attach_end_ns >= since;
+}
+
+/*
+ * A target that exited (normally or by a signal: the launcher is not its
+ * parent and cannot tell) is not a failure: its job ended under it.
+ */
+bool rm_failed(const struct rn_target *t)
+{
+	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED;
+}
+
+void rm_spread_add(struct rm_spread *s, uint64_t v)
+{
+	if (!s->n || v < s->lo)
+		s->lo = v;
+	if (!s->n || v > s->hi)
+		s->hi = v;
+	s->n++;
+}
+
+uint64_t rm_spread_ns(const struct rm_spread *s)
+{
+	return s->n ? s->hi - s->lo : 0;
+}
+
+/* The hand-over and hand-back times (measured or bound); 0 where none. */
+static uint64_t hand_over(const struct rn_target *t)
+{
+	return t->attach_tool_ns ? t->attach_tool_ns : t->attach_end_ns;
+}
+
+static uint64_t hand_back(const struct rn_target *t)
+{
+	return t->detach_tool_ns ? t->detach_tool_ns : t->detach_start_ns;
+}
+
+/* A lost node's targets are its last known records, not measured in this window: none count. */
+static void node_spreads(const struct rm_node *n, uint64_t since, struct rm_spread *a,
+			 struct rm_spread *d, struct rm_spread *len, size_t *bounds)
+{
+	const struct rn_target *t;
+	bool bound;
+	size_t k;
+
+	for (k = 0; !n->lost && k < n->n; k++) {
+		t = &n->t[k];
+		if (!rm_attached_since(t, since))
+			continue;
+		rm_spread_add(a, hand_over(t));
+		*bounds += t->attach_tool_bound || t->detach_tool_bound || !t->attach_tool_ns;
+		if (!hand_back(t))
+			continue;
+		rm_spread_add(d, hand_back(t));
+		if (rn_window_ns(t, &bound))
+			rm_spread_add(len, rn_window_ns(t, &bound));
+	}
+}
+
+uint64_t rm_length_tolerance_ns(uint64_t planned_ns)
+{
+	return planned_ns / 100 + 5000000u;
+}
+
+struct rm_skew rm_window_skew(const struct rm_window *w)
+{
+	struct rm_spread a = {0}, d = {0}, len = {0};
+	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
+	struct rm_skew s = {0};
+	size_t i;
+
+	for (i = 0; i < w->n_nodes; i++)
+		node_spreads(&w->nodes[i], w->start_ns, &a, &d, &len, &s.bounds);
+	s.attach_ns = rm_spread_ns(&a);
+	s.detach_ns = rm_spread_ns(&d);
+	s.n = a.n;
+	s.n_detach = d.n;
+	s.len_min_ns = len.lo;
+	s.len_max_ns = len.hi;
+	s.n_len = len.n;
+	if (len.n && planned) {
+		uint64_t tol = rm_length_tolerance_ns(planned);
+
+		s.len_off = len.lo + tol < planned || len.hi > planned + tol;
+	}
+	return s;
+}
+
+/* Spread of attach ends within one node; n = 0 when nothing attached there. */
+struct rm_spread rm_node_attach_spread(const struct rm_node *n, uint64_t since)
+{
+	struct rm_spread a = {0}, d = {0}, len = {0};
+	size_t bounds = 0;
+
+	node_spreads(n, since, &a, &d, &len, &bounds);
+	return a;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Attach time of a window: from the later of the call's start and the
+ * window's start (since) to the call's return. Our agent loads the tools
+ * ahead and waits for the window's start before tool_attach, so the part
+ * before the start is preparation, not lateness. Median of an even count:
+ * the mean of the two middle values, rounded down.
+ */
+void rm_node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint64_t *max)
+{
+	const struct rn_target *t;
+	uint64_t *v;
+	size_t k, m = 0;
+
+	*p50 = *max = 0;
+	if (n->lost || !n->n || !(v = malloc(n->n * sizeof(*v))))
+		return;
+	for (k = 0; k < n->n; k++) {
+		t = &n->t[k];
+		uint64_t from = t->attach_start_ns > since ? t->attach_start_ns : since;
+
+		if (rm_attached_since(t, since))
+			v[m++] = t->attach_end_ns > from ? t->attach_end_ns - from : 0;
+	}
+	if (m) {
+		qsort(v, m, sizeof(*v), cmp_u64);
+		*p50 = m % 2 ? v[m / 2] : v[m / 2 - 1] + (v[m / 2] - v[m / 2 - 1]) / 2;
+		*max = v[m - 1];
+	}
+	free(v);
+}
+
+void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
+{
+	rm_node_times(n, 0, p50, max);
+}
+
+/*
+ * Each window's records are the same targets gathered again, so the counts
+ * of a run are those of its last window. attached: completed a window or got
+ * past its attach call in this one. A lost node's targets are found (last
+ * known) and lost, nothing else: this window did not hear of them.
+ */
+void rm_count_node(const struct rm_node *n, struct rm_counts *c)
+{
+	const struct rn_target *t;
+	size_t k;
+
+	c->found += n->n;
+	if (n->lost) {
+		c->lost_nodes++;
+		c->lost += n->n;
+		return;
+	}
+	for (k = 0; k < n->n; k++) {
+		t = &n->t[k];
+		if (t->windows > 0 || t->state == RN_ATTACHED || t->state == RN_DETACHED ||
+		    t->state == RN_DETACH_FAILED)
+			c->attached++;
+		c->failed += rm_failed(t);
+		c->detached += t->state == RN_DETACHED;
+		c->exited += t->state == RN_EXITED;
+	}
+}
+
+struct rm_counts rm_count_window(const struct rm_window *w)
+{
+	struct rm_counts c = {0};
+	size_t i;
+
+	for (i = 0; w && i < w->n_nodes; i++)
+		rm_count_node(&w->nodes[i], &c);
+	return c;
+}
+
+const struct rm_window *rm_last_window(const struct rm_run *r)
+{
+	return r->n_w ? &r->w[r->n_w - 1] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Finding a target again in another window, and failures shown once. */
+
+const struct rm_node *rm_find_node(const struct rm_window *w, size_t hint, const char *host)
+{
+	size_t i;
+
+	if (hint < w->n_nodes && !strncmp(w->nodes[hint].host, host, sizeof(w->nodes[hint].host)))
+		return &w->nodes[hint];
+	for (i = 0; i < w->n_nodes; i++)
+		if (!strncmp(w->nodes[i].host, host, sizeof(w->nodes[i].host)))
+			return &w->nodes[i];
+	return NULL;
+}
+
+const struct rn_target *rm_find_target(const struct rm_node *n, size_t hint, pid_t pid)
+{
+	size_t k;
+
+	if (!n)
+		return NULL;
+	if (hint < n->n && n->t[hint].pid == pid)
+		return &n->t[hint];
+	for (k = 0; k < n->n; k++)
+		if (n->t[k].pid == pid)
+			return &n->t[k];
+	return NULL;
+}
+
+/*
+ * A failed target keeps its state and record in the windows after its
+ * failure (the pool only attaches found or detached targets): report and
+ * draw a failure in the first window that has it, not again.
+ */
+bool rm_new_failure(const struct rm_run *r, size_t wi, size_t ni, size_t ti)
+{
+	const struct rm_node *n = &r->w[wi].nodes[ni];
+	const struct rn_target *t = &n->t[ti], *p;
+
+	if (!rm_failed(t))
+		return false;
+	if (wi == 0)
+		return true;
+	p = rm_find_target(rm_find_node(&r->w[wi - 1], ni, n->host), ti, t->pid);
+	return !p || p->state != t->state || p->attach_start_ns != t->attach_start_ns ||
+	       strncmp(p->message, t->message, sizeof(t->message));
+}
+
+/*
+ * fn on every failure once, in window order; stops at (and returns) fn's
+ * first non-zero. A lost node's last known records are no window's news.
+ */
+int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg)
+{
+	const struct rm_node *n;
+	size_t wi, ni, ti;
+	int rc;
+
+	for (wi = 0; wi < r->n_w; wi++) {
+		for (ni = 0; ni < r->w[wi].n_nodes; ni++) {
+			n = &r->w[wi].nodes[ni];
+			for (ti = 0; !n->lost && ti < n->n; ti++) {
+				if (!rm_new_failure(r, wi, ni, ti))
+					continue;
+				rc = fn(&r->w[wi], n, &n->t[ti], arg);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+const struct rm_window *rm_lost_in(const struct rm_run *r, const char *host, size_t hint,
+				   const struct rm_node **node)
+{
+	const struct rm_node *n;
+	size_t wi;
+
+	for (wi = 0; wi < r->n_w; wi++) {
+		n = rm_find_node(&r->w[wi], hint, host);
+		if (n && n->lost) {
+			*node = n;
+			return &r->w[wi];
+		}
+	}
+	*node = NULL;
+	return NULL;
+}
+
+const char *rm_lost_reason(const struct rm_node *n)
+{
+	return n->lost_reason ? n->lost_reason : "no reason given";
+}
+
+static int count_one(const struct rm_window *w, const struct rm_node *n,
+		     const struct rn_target *t, void *arg)
+{
+	(void)w;
+	(void)n;
+	(void)t;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+size_t rm_count_failures(const struct rm_run *r)
+{
+	size_t n = 0;
+
+	rm_for_each_failure(r, count_one, &n);
+	return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Times as text. */
+
+/* CLOCK_REALTIME ns as ISO-8601 UTC with milliseconds; "-" for 0. */
+void rm_fmt_time(uint64_t ns, char *buf, size_t len)
+{
+	time_t sec = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	size_t k;
+
+	if (!ns || !gmtime_r(&sec, &tm) || !(k = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm))) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	snprintf(buf + k, len - k, ".%03uZ", (unsigned)(ns / 1000000u % 1000u));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files, written whole or not at all: PATH.tmp, then renamed over PATH. */
+
+static int out_fail(struct rm_out *o, int e, char *err, size_t len)
+{
+	snprintf(err, len, "cannot write %s %s: %s", o->what, o->path, strerror(e));
+	if (o->f)
+		fclose(o->f);
+	if (o->tmp) {
+		unlink(o->tmp);
+		free(o->tmp);
+	}
+	o->f = NULL;
+	o->tmp = NULL;
+	return -1;
+}
+
+/*
+ * Rank 0 may run as root and PATH may be in a shared directory: never
+ * follow a symbolic link planted at PATH.tmp.
+ */
+int rm_out_open(struct rm_out *o, const char *path, const char *what, char *err, size_t len)
+{
+	int fd, e;
+
+	*o = (struct rm_out){.path = path, .what = what};
+	if (asprintf(&o->tmp, "%s.tmp", path) < 0) {
+		o->tmp = NULL;
+		return out_fail(o, ENOMEM, err, len);
+	}
+	fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		/* Nothing was created: keep unlink away from a file that is not ours. */
+		e = errno;
+		free(o->tmp);
+		o->tmp = NULL;
+		return out_fail(o, e, err, len);
+	}
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		e = errno;
+		close(fd);
+		return out_fail(o, e, err, len);
+	}
+	errno = 0;
+	return 0;
+}
+
+int rm_out_close(struct rm_out *o, char *err, size_t len)
+{
+	int e = 0;
+
+	if (ferror(o->f))
+		e = errno ? errno : EIO;
+	if (fclose(o->f) && !e)
+		e = errno;
+	o->f = NULL;
+	if (!e && rename(o->tmp, o->path))
+		e = errno;
+	if (e)
+		return out_fail(o, e, err, len);
+	free(o->tmp);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON files (the report, the trace). */
+
+/* jansson refuses what is not UTF-8: then non-ASCII bytes become '?'. */
+json_t *rm_jstr(const char *s, size_t width)
+{
+	size_t len = strnlen(s, width), i;
+	json_t *j = json_stringn(s, len);
+	char *copy;
+
+	if (j || !(copy = malloc(len + 1)))
+		return j;
+	for (i = 0; i < len; i++)
+		copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+	j = json_stringn(copy, len);
+	free(copy);
+	return j;
+}
+
+json_t *rm_jstr_or_null(const char *s)
+{
+	return s ? rm_jstr(s, (size_t)-1) : json_null();
+}
+
+/* Write j (NULL: out of memory) to path atomically, as the file named what; j is released. */
+int rm_write_json(const char *path, const char *what, json_t *j, size_t flags, char *err,
+		      size_t len)
+{
+	struct rm_out o;
+	int rc = -1;
+
+	if (!j) {
+		snprintf(err, len, "cannot write %s %s: %s", what, path, strerror(ENOMEM));
+		return -1;
+	}
+	if (rm_out_open(&o, path, what, err, len))
+		goto out;
+	if (json_dumpf(j, o.f, flags | JSON_PRESERVE_ORDER) || fputc('\n', o.f) == EOF) {
+		rc = out_fail(&o, errno ? errno : EIO, err, len);
+		goto out;
+	}
+	rc = rm_out_close(&o, err, len);
+out:
+	json_decref(j);
+	return rc;
+}

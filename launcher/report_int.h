@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the report (report.h), what its rooms share:
+ *   report_common.c   which targets count, the figures, failures once, the files
+ *   report_summary.c  the summary table and the --dry-run listing (text)
+ *   report_json.c     the JSON report
+ *   report_svg.c      the SVG timeline
+ *   report_trace.c    the Chrome/Perfetto trace
+ * Not for other rooms: the program and the tests use report.h.
+ */
+#ifndef RM_REPORT_INT_H
+#define RM_REPORT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "report.h"
+
+#define NS_PER_MS 1e6
+
+/* ---- which targets count ---- */
+
+/*
+ * Attached: its attach call returned and did not fail. A target that exited
+ * during its attach call (RN_EXITED with no detach) never was attached.
+ */
+bool rm_attached(const struct rn_target *t);
+/* Attached in the window that started at since (0: any); see report_common.c. */
+bool rm_attached_since(const struct rn_target *t, uint64_t since);
+/* Its attach or detach failed; an exit is no failure (its job ended under it). */
+bool rm_failed(const struct rn_target *t);
+
+/* ---- figures ---- */
+
+struct rm_spread {
+	uint64_t lo, hi;
+	size_t n;
+};
+
+void rm_spread_add(struct rm_spread *s, uint64_t v);
+uint64_t rm_spread_ns(const struct rm_spread *s);
+/* Spread of the hand-over times within one node; n = 0 when nothing attached there. */
+struct rm_spread rm_node_attach_spread(const struct rm_node *n, uint64_t since);
+/* Median and maximum attach time of a window (from its start, since); 0 when none. */
+void rm_node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint64_t *max);
+
+struct rm_counts {
+	size_t found, attached, failed, detached, exited;
+	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
+};
+
+/* Adds a node's targets to c; a run's counts are those of its last window. */
+void rm_count_node(const struct rm_node *n, struct rm_counts *c);
+struct rm_counts rm_count_window(const struct rm_window *w);
+/* NULL when no window ran. */
+const struct rm_window *rm_last_window(const struct rm_run *r);
+
+/* ---- a target in another window, each failure once, lost nodes ---- */
+
+/* By host (hint: its index there, tried first); NULL if absent. */
+const struct rm_node *rm_find_node(const struct rm_window *w, size_t hint, const char *host);
+/* By pid (hint: its index there, tried first); NULL if absent or n is NULL. */
+const struct rn_target *rm_find_target(const struct rm_node *n, size_t hint, pid_t pid);
+/* Target ti of node ni of window wi failed, and not already in the window before. */
+bool rm_new_failure(const struct rm_run *r, size_t wi, size_t ni, size_t ti);
+
+typedef int (*rm_failure_fn)(const struct rm_window *w, const struct rm_node *n,
+			     const struct rn_target *t, void *arg);
+/* fn on every failure once, in window order; stops at (and returns) fn's first non-zero. */
+int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg);
+
+/*
+ * The first window in which the node named host (hint: its index in a
+ * window, tried first) was lost, and its record there in *node; NULL when
+ * it never was.
+ */
+const struct rm_window *rm_lost_in(const struct rm_run *r, const char *host, size_t hint,
+				   const struct rm_node **node);
+/* Why a lost node was lost, never NULL. */
+const char *rm_lost_reason(const struct rm_node *n);
+
+/* ---- text ---- */
+
+/* CLOCK_REALTIME ns as ISO-8601 UTC with milliseconds; "-" for 0. */
+void rm_fmt_time(uint64_t ns, char *buf, size_t len);
+
+/* ---- files, written whole or not at all: PATH.tmp, then renamed over PATH ---- */
+
+struct rm_out {
+	FILE *f;
+	char *tmp;
+	const char *path, *what;
+};
+
+/* 0, or -1 with "cannot write WHAT PATH: reason" in err. */
+int rm_out_open(struct rm_out *o, const char *path, const char *what, char *err, size_t len);
+int rm_out_close(struct rm_out *o, char *err, size_t len);
+
+/* A JSON string of s (at most width bytes; any length), '?' for non-ASCII if not UTF-8. */
+json_t *rm_jstr(const char *s, size_t width);
+json_t *rm_jstr_or_null(const char *s);
+/* Write j (NULL: out of memory) to path atomically, as the file named what; j is released. */
+int rm_write_json(const char *path, const char *what, json_t *j, size_t flags, char *err,
+		  size_t len);
+
+#endif

@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JSON report (--report; its schema is in the README): the run, its
+ * configuration, a summary, per window its skews and nodes with their
+ * targets' records, and every failure once.
+ * json_object_set_new() takes (and on failure frees) the value.
+ */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rocattach/version.h>
+
+#include "report_int.h"
+
+/* Timestamps and durations in ns fit: CLOCK_REALTIME stays below 2^63 ns until 2262. */
+static json_t *jint_or_null(uint64_t v, bool known)
+{
+	return known ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *argv_json(const struct rm_config *c)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; a && c->argv && i < c->argc; i++) {
+		if (json_array_append_new(a, rm_jstr_or_null(c->argv[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *config_json(const struct rm_config *c)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "argv", argv_json(c));
+	rc |= json_object_set_new(o, "tools", rm_jstr_or_null(c->tools));
+	rc |= json_object_set_new(o, "duration_ms",
+				  jint_or_null((uint64_t)c->duration_ms, c->duration_ms != -1));
+	rc |= json_object_set_new(o, "delay_ms", json_integer(c->delay_ms));
+	rc |= json_object_set_new(o, "windows", json_integer(c->windows));
+	rc |= json_object_set_new(o, "jobs", json_integer(c->jobs));
+	rc |= json_object_set_new(o, "inject", json_boolean(c->inject));
+	rc |= json_object_set_new(o, "ranks", json_integer(c->ranks));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* found is "found" in a node, "targets" in the run's summary. */
+static json_t *counts_json(json_t *o, const struct rm_counts *c, const char *found)
+{
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, found, json_integer((json_int_t)c->found));
+	rc |= json_object_set_new(o, "attached", json_integer((json_int_t)c->attached));
+	rc |= json_object_set_new(o, "failed", json_integer((json_int_t)c->failed));
+	rc |= json_object_set_new(o, "exited", json_integer((json_int_t)c->exited));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *summary_json(const struct rm_run *r)
+{
+	const struct rm_window *w = rm_last_window(r);
+	struct rm_counts c = rm_count_window(w);
+	json_t *o = json_object();
+
+	if (o && json_object_set_new(o, "nodes", json_integer(w ? (json_int_t)w->n_nodes : 0))) {
+		json_decref(o);
+		return NULL;
+	}
+	o = counts_json(o, &c, "targets");
+	if (o && json_object_set_new(o, "lost_nodes", json_integer((json_int_t)c.lost_nodes))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* A node's topology: the union of its targets' CPU and NUMA lists. */
+struct ranges {
+	struct rn_range *v;
+	size_t n, cap;
+};
+
+static int ranges_push(struct ranges *r, long lo, long hi)
+{
+	struct rn_range *v;
+
+	if (r->n == r->cap) {
+		v = realloc(r->v, (r->cap ? 2 * r->cap : 16) * sizeof(*v));
+		if (!v)
+			return -1;
+		r->v = v;
+		r->cap = r->cap ? 2 * r->cap : 16;
+	}
+	r->v[r->n++] = (struct rn_range){lo, hi};
+	return 0;
+}
+
+/*
+ * "0-3,8" into r; what does not parse is skipped, and so are numbers past
+ * INT_MAX (strtol gives LONG_MAX for any longer one, and merging adds 1).
+ */
+static int ranges_parse(struct ranges *r, const char *s, size_t width)
+{
+	char buf[128], *p, *end;
+	long lo, hi;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)strnlen(s, width), s);
+	for (p = buf; *p; p = *end ? end + 1 : end) {
+		lo = hi = strtol(p, &end, 10);
+		if (end != p && *end == '-') {
+			p = end + 1;
+			hi = strtol(p, &end, 10);
+			if (end == p)
+				hi = -1;
+		}
+		if (end != p && lo >= 0 && hi >= lo && hi <= INT_MAX && ranges_push(r, lo, hi))
+			return -1;
+		end = strchrnul(end, ',');
+	}
+	return 0;
+}
+
+static int ranges_cmp(const void *a, const void *b)
+{
+	const struct rn_range *x = a, *y = b;
+
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Sorted and merged, as a list ("0-5,8"); NULL if out of memory. */
+static json_t *ranges_json(struct ranges *r)
+{
+	char *s = NULL;
+	size_t len = 0, i, k;
+	FILE *f = open_memstream(&s, &len);
+	json_t *j = NULL;
+
+	if (!f)
+		return NULL;
+	/* qsort's array must not be NULL, even when empty. */
+	if (r->n)
+		qsort(r->v, r->n, sizeof(*r->v), ranges_cmp);
+	for (i = 0; i < r->n; i = k) {
+		long hi = r->v[i].hi;
+
+		for (k = i + 1; k < r->n && r->v[k].lo <= hi + 1; k++)
+			hi = r->v[k].hi > hi ? r->v[k].hi : hi;
+		fprintf(f, i ? ",%ld" : "%ld", r->v[i].lo);
+		if (hi > r->v[i].lo)
+			fprintf(f, "-%ld", hi);
+	}
+	if (!fclose(f))
+		j = json_string(s);
+	free(s);
+	return j;
+}
+
+static json_t *list_union_json(const struct rm_node *n, bool numa)
+{
+	struct ranges r = {0};
+	json_t *j = NULL;
+	size_t k;
+
+	for (k = 0; k < n->n; k++) {
+		const struct rn_topo *t = &n->t[k].topo;
+
+		if (numa ? ranges_parse(&r, t->numa, sizeof(t->numa)) :
+			   ranges_parse(&r, t->cpus, sizeof(t->cpus)))
+			goto out;
+	}
+	j = ranges_json(&r);
+out:
+	free(r.v);
+	return j;
+}
+
+static bool has_string(json_t *a, const char *s, size_t len)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v) {
+		if (json_string_length(v) == len && !memcmp(json_string_value(v), s, len))
+			return true;
+	}
+	return false;
+}
+
+/* The GPUs near any target of the node, each once, in order of appearance. */
+static json_t *gpus_union_json(const struct rm_node *n)
+{
+	json_t *a = json_array();
+	const char *g;
+	size_t k, i, e, len;
+
+	for (k = 0; a && k < n->n; k++) {
+		g = n->t[k].topo.gpus;
+		len = strnlen(g, sizeof(n->t[k].topo.gpus));
+		for (i = 0; i < len; i = e + 1) {
+			for (e = i; e < len && g[e] != ','; e++)
+				;
+			if (e == i || has_string(a, g + i, e - i))
+				continue;
+			if (json_array_append_new(a, rm_jstr(g + i, e - i))) {
+				json_decref(a);
+				return NULL;
+			}
+		}
+	}
+	return a;
+}
+
+static json_t *topology_json(const struct rm_node *n)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "cpus", list_union_json(n, false));
+	rc |= json_object_set_new(o, "numa", list_union_json(n, true));
+	rc |= json_object_set_new(o, "gpus", gpus_union_json(n));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *targets_json(const struct rm_node *n)
+{
+	json_t *a = json_array();
+	size_t k;
+
+	for (k = 0; a && k < n->n; k++) {
+		if (json_array_append_new(a, rn_target_to_json(&n->t[k]))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/*
+ * A lost node ("state": "lost") is found with its last known targets and
+ * nothing else: its counts, times and skew are of nothing measured.
+ */
+static json_t *node_json(const struct rm_node *n, uint64_t since)
+{
+	struct rm_spread a = rm_node_attach_spread(n, since);
+	struct rm_counts c = {0};
+	json_t *o = json_object();
+	uint64_t p50, max;
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rm_count_node(n, &c);
+	rm_node_times(n, since, &p50, &max);
+	rc |= json_object_set_new(o, "host", rm_jstr(n->host, sizeof(n->host)));
+	rc |= json_object_set_new(o, "state", json_string(n->lost ? "lost" : "ok"));
+	rc |= json_object_set_new(o, "lost_reason",
+				  n->lost ? rm_jstr(rm_lost_reason(n), (size_t)-1) : json_null());
+	rc |= json_object_set_new(o, "error", rm_jstr_or_null(n->error));
+	rc |= json_object_set_new(o, "realtime_minus_boottime_ns",
+				  n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());
+	rc |= json_object_set_new(o, "topology", topology_json(n));
+	if (rc || !(o = counts_json(o, &c, "found"))) {
+		json_decref(o);
+		return NULL;
+	}
+	rc |= json_object_set_new(o, "attach_p50_ns", jint_or_null(p50, a.n));
+	rc |= json_object_set_new(o, "attach_max_ns", jint_or_null(max, a.n));
+	rc |= json_object_set_new(o, "attach_skew_ns", jint_or_null(rm_spread_ns(&a), a.n));
+	rc |= json_object_set_new(o, "clock_offset_ns", n->clock_known
+				  ? json_integer((json_int_t)n->clock_offset_ns) : json_null());
+	rc |= json_object_set_new(o, "clock_rtt_ns", jint_or_null(n->clock_rtt_ns, n->clock_known));
+	rc |= json_object_set_new(o, "clock_corrected",
+				  n->clock_known ? json_boolean(n->clock_applied) : json_null());
+	rc |= json_object_set_new(o, "targets", targets_json(n));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Measured when every figure came from our agent's clock, else from bounds (or mixed). */
+static json_t *basis_json(const struct rm_skew *s)
+{
+	if (!s->n)
+		return json_null();
+	return json_string(!s->bounds ? "measured" : s->bounds == s->n ? "bounds" : "mixed");
+}
+
+/* Null (never 0) where no target was attached. */
+static json_t *skew_json(const struct rm_window *w)
+{
+	struct rm_skew s = rm_window_skew(w);
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "attach_ns", jint_or_null(s.attach_ns, s.n));
+	rc |= json_object_set_new(o, "detach_ns", jint_or_null(s.detach_ns, s.n_detach));
+	rc |= json_object_set_new(o, "targets", json_integer((json_int_t)s.n));
+	rc |= json_object_set_new(o, "basis", basis_json(&s));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The tools' windows of the targets against the planned one. */
+static json_t *length_json(const struct rm_window *w)
+{
+	struct rm_skew s = rm_window_skew(w);
+	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "planned_ns", jint_or_null(planned, planned));
+	rc |= json_object_set_new(o, "min_ns", jint_or_null(s.len_min_ns, s.n_len));
+	rc |= json_object_set_new(o, "max_ns", jint_or_null(s.len_max_ns, s.n_len));
+	rc |= json_object_set_new(o, "kind", !s.n_len ? json_null()
+				  : json_string(s.bounds ? "lower-bound" : "measured"));
+	rc |= json_object_set_new(o, "tolerance_ns",
+				  jint_or_null(rm_length_tolerance_ns(planned), planned));
+	rc |= json_object_set_new(o, "off", s.n_len && planned ? json_boolean(s.len_off)
+							       : json_null());
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *run_window_json(const struct rm_window *w)
+{
+	json_t *o = json_object(), *nodes = json_array();
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; nodes && i < w->n_nodes; i++)
+		rc |= json_array_append_new(nodes, node_json(&w->nodes[i], w->start_ns));
+	if (!o || rc) {
+		json_decref(nodes);
+		json_decref(o);
+		return NULL;
+	}
+	rc |= json_object_set_new(o, "index", json_integer(w->index));
+	rc |= json_object_set_new(o, "start_ns", jint_or_null(w->start_ns, w->start_ns));
+	rc |= json_object_set_new(o, "stop_ns", jint_or_null(w->stop_ns, w->stop_ns));
+	rc |= json_object_set_new(o, "stop_reason", rm_jstr_or_null(w->stop_reason));
+	rc |= json_object_set_new(o, "skew", skew_json(w));
+	rc |= json_object_set_new(o, "length", length_json(w));
+	rc |= json_object_set_new(o, "nodes", nodes);
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *error_json(const struct rm_window *w, const struct rm_node *n,
+			  const struct rn_target *t)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "window", json_integer(w->index));
+	rc |= json_object_set_new(o, "host", rm_jstr(n->host, sizeof(n->host)));
+	rc |= json_object_set_new(o, "pid", json_integer(t->pid));
+	rc |= json_object_set_new(o, "rank", t->rank >= 0 ? json_integer(t->rank) : json_null());
+	rc |= json_object_set_new(o, "state", json_string(rn_state_name(t->state)));
+	rc |= json_object_set_new(o, "message", t->message[0] ?
+				  rm_jstr(t->message, sizeof(t->message)) : json_null());
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int append_error(const struct rm_window *w, const struct rm_node *n,
+			const struct rn_target *t, void *arg)
+{
+	return json_array_append_new(arg, error_json(w, n, t));
+}
+
+/* Every failure once, in the first window that has it (see rm_new_failure). */
+static json_t *errors_json(const struct rm_run *r)
+{
+	json_t *a = json_array();
+
+	if (a && rm_for_each_failure(r, append_error, a)) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
+static json_t *windows_json(const struct rm_run *r)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && i < r->n_w; i++) {
+		if (json_array_append_new(a, run_window_json(&r->w[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *run_json(const struct rm_run *r)
+{
+	json_t *o = json_object();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= json_object_set_new(o, "schema", json_string("rocattach-mpi-report/1"));
+	rc |= json_object_set_new(o, "version", json_string(ROCATTACH_VERSION_STRING));
+	rc |= json_object_set_new(o, "started_ns", json_integer((json_int_t)r->started_ns));
+	rc |= json_object_set_new(o, "ended_ns", json_integer((json_int_t)r->ended_ns));
+	rc |= json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+	rc |= json_object_set_new(o, "exit_reason", rm_jstr_or_null(r->exit_reason));
+	rc |= json_object_set_new(o, "stop_reason", rm_jstr_or_null(r->stop_reason));
+	rc |= json_object_set_new(o, "config", config_json(&r->cfg));
+	rc |= json_object_set_new(o, "summary", summary_json(r));
+	rc |= json_object_set_new(o, "windows", windows_json(r));
+	rc |= json_object_set_new(o, "errors", errors_json(r));
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	return rm_write_json(path, "report", run_json(r), JSON_INDENT(1), err, len);
+}

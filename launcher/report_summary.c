@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What rank 0 prints: the summary table at the end of a run (a row per
+ * node, a line per window, the failures) and the --dry-run listing.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report_int.h"
+
+static void fmt_ms(uint64_t ns, bool known, char *buf, size_t len)
+{
+	if (known)
+		snprintf(buf, len, "%.3fms", (double)ns / NS_PER_MS);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* Text from other hosts and processes on a terminal: no control characters. */
+static void put_text(FILE *f, const char *s, size_t width)
+{
+	size_t len = strnlen(s, width), i;
+
+	for (i = 0; i < len; i++)
+		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i], f);
+}
+
+/* s in exactly width columns: padded, or cut with a '~'. */
+static void put_col(FILE *f, const char *s, size_t max, int width)
+{
+	int len = (int)strnlen(s, max);
+
+	if (len > width) {
+		put_text(f, s, (size_t)width - 1);
+		fputc('~', f);
+		return;
+	}
+	put_text(f, s, (size_t)len);
+	fprintf(f, "%*s", width - len, "");
+}
+
+/* The host column: as wide as the longest host, within 15..32. */
+static int host_width(const struct rm_node *nodes, size_t n_nodes)
+{
+	size_t i, w = 15, len;
+
+	for (i = 0; i < n_nodes; i++) {
+		len = strnlen(nodes[i].host, sizeof(nodes[i].host));
+		if (len > w)
+			w = len;
+	}
+	return w > 32 ? 32 : (int)w;
+}
+
+static void print_headline(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = rm_last_window(r);
+	struct rm_counts c = rm_count_window(w);
+	size_t other = c.found - c.detached - c.failed - c.exited - c.lost;
+
+	if (!w)
+		fprintf(f, "rocattach-mpi: no window ran");
+	else
+		fprintf(f, "rocattach-mpi: %zu node%s, %zu target%s", w->n_nodes,
+			w->n_nodes == 1 ? "" : "s", c.found, c.found == 1 ? "" : "s");
+	if (r->n_w > 1)
+		fprintf(f, ", %zu windows", r->n_w);
+	if (c.found)
+		fprintf(f, ": %zu attached and detached, %zu failed", c.detached, c.failed);
+	if (c.exited)
+		fprintf(f, ", %zu exited", c.exited);
+	if (c.lost_nodes)
+		fprintf(f, ", %zu node%s lost (%zu target%s, last known)", c.lost_nodes,
+			c.lost_nodes == 1 ? "" : "s", c.lost, c.lost == 1 ? "" : "s");
+	if (c.found && other)
+		fprintf(f, ", %zu not completed", other);
+	fprintf(f, " (exit %d%s%s)\n", r->exit_code, r->exit_reason ? ": " : "",
+		r->exit_reason ? r->exit_reason : "");
+}
+
+static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int hw)
+{
+	struct rm_spread a = rm_node_attach_spread(n, since);
+	struct rm_counts c = {0};
+	char p50s[32], maxs[32], skews[32];
+	uint64_t p50, max;
+
+	put_col(f, n->host, sizeof(n->host), hw);
+	if (n->lost) { /* nothing measured: its line after the table says why */
+		fprintf(f, " %5zu %8s %6s %6s %11s %11s %11s\n", n->n, "lost", "-", "-", "-", "-",
+			"-");
+		return;
+	}
+	if (!n->n) {
+		fprintf(f, " %5d  %s%s\n", 0, n->error ? "selection failed: " : "no targets found",
+			n->error ? n->error : "");
+		return;
+	}
+	rm_count_node(n, &c);
+	rm_node_times(n, since, &p50, &max);
+	fmt_ms(p50, a.n, p50s, sizeof(p50s));
+	fmt_ms(max, a.n, maxs, sizeof(maxs));
+	fmt_ms(rm_spread_ns(&a), a.n, skews, sizeof(skews));
+	fprintf(f, " %5zu %8zu %6zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed,
+		c.exited, p50s, maxs, skews);
+}
+
+static void print_window_line(FILE *f, const struct rm_window *w)
+{
+	struct rm_skew s = rm_window_skew(w);
+	size_t lost = rm_count_window(w).lost_nodes;
+	char start[40];
+
+	rm_fmt_time(w->start_ns, start, sizeof(start));
+	fprintf(f, "window %d: start %s, ", w->index, start);
+	if (w->stop_ns >= w->start_ns && w->start_ns)
+		fprintf(f, "%.1f ms", (double)(w->stop_ns - w->start_ns) / NS_PER_MS);
+	else
+		fprintf(f, "? ms");
+	fprintf(f, ", stop reason %s, ", w->stop_reason ? w->stop_reason : "-");
+	if (!s.n) {
+		fprintf(f, "no target attached");
+		if (lost)
+			fprintf(f, " (%zu node%s lost)", lost, lost == 1 ? "" : "s");
+		fputc('\n', f);
+		return;
+	}
+	fprintf(f, "attach skew %.3f ms, detach skew ", (double)s.attach_ns / NS_PER_MS);
+	if (s.n_detach)
+		fprintf(f, "%.3f ms", (double)s.detach_ns / NS_PER_MS);
+	else
+		fputs("-", f);
+	fprintf(f, " (%zu target%s", s.n, s.n == 1 ? "" : "s");
+	if (s.bounds)
+		fprintf(f, ", %zu from call bounds", s.bounds);
+	if (lost)
+		fprintf(f, ", %zu node%s lost", lost, lost == 1 ? "" : "s");
+	fputs(")\n", f);
+	if (s.n_len)
+		fprintf(f, "  tools' window %.1f-%.1f ms%s%s\n", (double)s.len_min_ns / NS_PER_MS,
+			(double)s.len_max_ns / NS_PER_MS, s.bounds ? " (at least, where bounds)" : "",
+			s.len_off ? ": OFF the planned length by more than 1% + 5 ms" : "");
+}
+
+/*
+ * ROCm's side has no watchdog: said once per run, with the targets, since a
+ * launcher killed by SIGKILL leaves their tools attached until they exit.
+ */
+static void print_no_watchdog(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = rm_last_window(r);
+	size_t i, k, n = 0, shown = 0;
+
+	for (i = 0; w && i < w->n_nodes; i++)
+		for (k = 0; k < w->nodes[i].n; k++)
+			n += w->nodes[i].t[k].side == ROCATTACH_SIDE_ROCM;
+	if (!n)
+		return;
+	fprintf(f, "note: %zu target%s run%s ROCm's target side, which has no watchdog: if this "
+		   "launcher is killed with SIGKILL, their tools stay attached until they exit "
+		   "(every other signal detaches them):", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	for (i = 0; w && i < w->n_nodes; i++) {
+		for (k = 0; k < w->nodes[i].n && shown < 16; k++) {
+			if (w->nodes[i].t[k].side != ROCATTACH_SIDE_ROCM)
+				continue;
+			fputc(' ', f);
+			put_text(f, w->nodes[i].host, sizeof(w->nodes[i].host));
+			fprintf(f, ":%d%s", (int)w->nodes[i].t[k].pid,
+				w->nodes[i].lost ? " (last known)" : "");
+			shown++;
+		}
+	}
+	fprintf(f, "%s\n", n > shown ? " ..." : "");
+}
+
+/* A target as "pid 12 rank 3 (exe)". */
+static void put_target(FILE *f, const struct rn_target *t)
+{
+	fprintf(f, "pid %d", (int)t->pid);
+	if (t->rank >= 0)
+		fprintf(f, " rank %ld", t->rank);
+	fputs(" (", f);
+	put_text(f, t->exe, sizeof(t->exe));
+	fputc(')', f);
+}
+
+/*
+ * "node HOST lost in window W: REASON", once per loss (the first window of
+ * a run of windows that lost it), with its last known targets.
+ */
+static void print_lost(FILE *f, const struct rm_run *r)
+{
+	const struct rm_node *n, *p;
+	size_t wi, ni, k;
+
+	for (wi = 0; wi < r->n_w; wi++) {
+		for (ni = 0; ni < r->w[wi].n_nodes; ni++) {
+			n = &r->w[wi].nodes[ni];
+			p = wi ? rm_find_node(&r->w[wi - 1], ni, n->host) : NULL;
+			if (!n->lost || (p && p->lost))
+				continue;
+			fputs("node ", f);
+			put_text(f, n->host, sizeof(n->host));
+			fprintf(f, " lost in window %d: ", r->w[wi].index);
+			put_text(f, rm_lost_reason(n), (size_t)-1);
+			fputc('\n', f);
+			for (k = 0; k < n->n && k < 16; k++) {
+				fputs(k ? ", " : "  its targets (last known): ", f);
+				put_target(f, &n->t[k]);
+			}
+			if (n->n)
+				fprintf(f, "%s\n", n->n > k ? ", ..." : "");
+		}
+	}
+}
+
+struct failure_out {
+	FILE *f;
+	bool windows; /* name the window: there was more than one */
+	bool any;
+};
+
+static int print_failure(const struct rm_window *w, const struct rm_node *n,
+			 const struct rn_target *t, void *arg)
+{
+	struct failure_out *o = arg;
+
+	if (!o->any)
+		fputs("failures:\n", o->f);
+	o->any = true;
+	fputs("  ", o->f);
+	put_text(o->f, n->host, sizeof(n->host));
+	fputc(' ', o->f);
+	put_target(o->f, t);
+	if (o->windows)
+		fprintf(o->f, ", window %d", w->index);
+	fprintf(o->f, ": %s: ", rn_state_name(t->state));
+	if (t->message[0])
+		put_text(o->f, t->message, sizeof(t->message));
+	else
+		fputs("(no message)", o->f);
+	fputc('\n', o->f);
+	return 0;
+}
+
+/*
+ * Rows are the nodes of the last window: the same targets, gathered last; a
+ * lost node's row has its last known count and its own line after the table.
+ */
+void rm_print_summary(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = rm_last_window(r);
+	size_t i;
+	int hw;
+
+	print_headline(f, r);
+	if (w && w->n_nodes) {
+		hw = host_width(w->nodes, w->n_nodes);
+		fprintf(f, "%-*s found attached failed exited  attach p50  attach max  start skew\n",
+			hw, "node");
+		for (i = 0; i < w->n_nodes; i++)
+			print_node_row(f, &w->nodes[i], w->start_ns, hw);
+	}
+	print_lost(f, r);
+	for (i = 0; i < r->n_w; i++)
+		print_window_line(f, &r->w[i]);
+	print_no_watchdog(f, r);
+	rm_for_each_failure(r, print_failure, &(struct failure_out){.f = f, .windows = r->n_w > 1});
+	fflush(f);
+}
+
+static void print_dry_target(FILE *f, const struct rn_target *t)
+{
+	char pid[32], rank[24];
+
+	if (t->nspid && t->nspid != t->pid)
+		snprintf(pid, sizeof(pid), "%d (%d)", (int)t->pid, (int)t->nspid);
+	else
+		snprintf(pid, sizeof(pid), "%d", (int)t->pid);
+	if (t->rank >= 0)
+		snprintf(rank, sizeof(rank), "%ld", t->rank);
+	else
+		snprintf(rank, sizeof(rank), "-");
+	fprintf(f, "  %-15s %6s %6u  ", pid, rank, (unsigned)t->uid);
+	put_col(f, t->exe, sizeof(t->exe), 16);
+	fprintf(f, " %-8s  ",
+		!t->listener ? "no" : t->side == ROCATTACH_SIDE_ROCM ? "rocm"
+			: t->side == ROCATTACH_SIDE_AGENT ? "agent" : "yes");
+	put_col(f, t->topo.cpus[0] ? t->topo.cpus : "-", sizeof(t->topo.cpus), 13);
+	fputc(' ', f);
+	put_col(f, t->topo.numa[0] ? t->topo.numa : "-", sizeof(t->topo.numa), 5);
+	fputc(' ', f);
+	put_text(f, t->topo.gpus[0] ? t->topo.gpus : "-", sizeof(t->topo.gpus));
+	fputc('\n', f);
+}
+
+/* A lost node's processes (last known, if any) are listed; it attaches nothing. */
+void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes)
+{
+	size_t i, k, total = 0, lost = 0;
+
+	for (i = 0; i < n_nodes; i++) {
+		put_text(f, nodes[i].host, sizeof(nodes[i].host));
+		if (nodes[i].lost) {
+			fputs(": lost: ", f);
+			put_text(f, rm_lost_reason(&nodes[i]), (size_t)-1);
+			fprintf(f, "; %zu process%s (last known)\n", nodes[i].n,
+				nodes[i].n == 1 ? "" : "es");
+			lost++;
+		} else {
+			fprintf(f, ": %zu process%s\n", nodes[i].n, nodes[i].n == 1 ? "" : "es");
+		}
+		if (!nodes[i].n) {
+			if (!nodes[i].lost)
+				fputs("  (no matching processes)\n", f);
+			continue;
+		}
+		fprintf(f, "  %-15s %6s %6s  %-16s %-8s  %-13s %-5s %s\n", "pid (nspid)", "rank",
+			"uid", "exe", "listener", "cpus", "numa", "gpus");
+		for (k = 0; k < nodes[i].n; k++)
+			print_dry_target(f, &nodes[i].t[k]);
+		total += nodes[i].lost ? 0 : nodes[i].n;
+	}
+	fprintf(f, "dry run: %zu process%s on %zu node%s would be attached", total,
+		total == 1 ? "" : "es", n_nodes - lost, n_nodes - lost == 1 ? "" : "s");
+	if (lost)
+		fprintf(f, " (%zu node%s lost)", lost, lost == 1 ? "" : "s");
+	fputs("; nothing was attached\n", f);
+	fflush(f);
+}

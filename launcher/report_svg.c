@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: MIT */
+/* The SVG timeline (--timeline): one lane per target, grouped by node, windows left to right. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_int.h"
+
+#define SVG_W 1200
+#define SVG_LABEL_W 220 /* lane labels left of the plot */
+#define SVG_RIGHT 24
+#define SVG_TOP 74	/* title, window labels, tick labels */
+#define SVG_GROUP_H 24
+#define SVG_LANE_H 18
+#define SVG_BOTTOM 44	/* legend */
+#define SVG_CHAR_W 6.6	/* average width of an 11px sans-serif character, with margin */
+
+#define SVG_OK "#3a9d5d"
+#define SVG_EXIT "#9aa5b1"
+#define SVG_FAIL "#d64541"
+#define SVG_CALL "#1d3557"
+
+struct svg {
+	FILE *f;
+	const struct rm_run *r;
+	uint64_t t0, lo, hi; /* window 1's start; the axis range */
+	double px_per_ns;
+	int y; /* top of the next row */
+};
+
+/*
+ * Text into XML: escaped, control characters (not allowed in XML 1.0 even
+ * escaped) and non-ASCII bytes (maybe not UTF-8) as '?', cut at max
+ * characters with a '~'.
+ */
+static void xml_put(FILE *f, const char *s, size_t width, size_t max)
+{
+	size_t len = strnlen(s, width), i;
+	bool cut = len > max;
+	unsigned char c;
+
+	for (i = 0; i < (cut ? max - 1 : len); i++) {
+		c = (unsigned char)s[i];
+		switch (c) {
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&apos;", f);
+			break;
+		default:
+			fputc(c < 0x20 || c >= 0x7f ? '?' : c, f);
+		}
+	}
+	if (cut)
+		fputc('~', f);
+}
+
+static double svg_x(const struct svg *s, uint64_t ns)
+{
+	return SVG_LABEL_W + (double)(int64_t)(ns - s->lo) * s->px_per_ns;
+}
+
+static double rel_ms(const struct svg *s, uint64_t ns)
+{
+	return (double)(int64_t)(ns - s->t0) / NS_PER_MS;
+}
+
+static void range_add(struct rm_spread *sp, uint64_t ns)
+{
+	if (ns)
+		rm_spread_add(sp, ns);
+}
+
+/* Every timestamp of the run, with a little room on both sides. */
+static void svg_range(struct svg *s)
+{
+	const struct rm_window *w;
+	const struct rn_target *t;
+	struct rm_spread sp = {0};
+	uint64_t pad;
+	size_t wi, ni, k;
+
+	for (wi = 0; wi < s->r->n_w; wi++) {
+		w = &s->r->w[wi];
+		range_add(&sp, w->start_ns);
+		range_add(&sp, w->stop_ns);
+		for (ni = 0; ni < w->n_nodes; ni++) {
+			for (k = 0; !w->nodes[ni].lost && k < w->nodes[ni].n; k++) {
+				t = &w->nodes[ni].t[k];
+				range_add(&sp, t->attach_start_ns);
+				range_add(&sp, t->attach_end_ns);
+				range_add(&sp, t->detach_start_ns);
+				range_add(&sp, t->detach_end_ns);
+			}
+		}
+	}
+	if (rm_spread_ns(&sp) < 1000000)
+		sp.hi = sp.lo + 1000000;
+	pad = rm_spread_ns(&sp) / 50;
+	if (pad > sp.lo) /* nothing ran: an axis from 0 */
+		pad = sp.lo;
+	s->t0 = s->r->n_w && s->r->w[0].start_ns ? s->r->w[0].start_ns : sp.lo;
+	s->lo = sp.lo - pad;
+	s->hi = sp.hi + pad;
+	s->px_per_ns = (double)(SVG_W - SVG_LABEL_W - SVG_RIGHT) / (double)(s->hi - s->lo);
+}
+
+static int svg_height(const struct rm_run *r)
+{
+	const struct rm_window *w = rm_last_window(r);
+	size_t i, h = SVG_TOP + SVG_BOTTOM;
+
+	for (i = 0; w && i < w->n_nodes; i++)
+		h += SVG_GROUP_H + w->nodes[i].n * SVG_LANE_H;
+	return (int)h;
+}
+
+static void svg_head(struct svg *s, int height)
+{
+	const struct rm_run *r = s->r;
+	struct rm_counts c = rm_count_window(rm_last_window(r));
+	size_t n_nodes = r->n_w ? rm_last_window(r)->n_nodes : 0;
+	char line[256], start[40];
+
+	fprintf(s->f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\">\n<style>\n"
+		"text{font-family:DejaVu Sans,Arial,sans-serif;font-size:11px;fill:#222}\n"
+		".title{font-size:14px;font-weight:bold}\n.host{font-weight:bold}\n"
+		".dim{fill:#777}\n.tick{font-size:10px;fill:#666}\n.bad{fill:" SVG_FAIL "}\n"
+		".inbar{fill:#fff;font-size:9px}\n"
+		".halo{paint-order:stroke;stroke:#fff;stroke-width:5px;stroke-linejoin:round}\n"
+		"</style>\n<path d=\"M0 0H%dV%dH0Z\" fill=\"#fff\"/>\n",
+		SVG_W, height, SVG_W, height, SVG_W, height);
+	rm_fmt_time(s->t0, start, sizeof(start));
+	snprintf(line, sizeof(line),
+		 "rocattach-mpi: %zu node%s, %zu target%s, %zu window%s from %s, exit %d%s%s",
+		 n_nodes, n_nodes == 1 ? "" : "s", c.found, c.found == 1 ? "" : "s", r->n_w,
+		 r->n_w == 1 ? "" : "s", start, r->exit_code, r->exit_reason ? ": " : "",
+		 r->exit_reason ? r->exit_reason : "");
+	fputs("<text class=\"title\" x=\"8\" y=\"20\">", s->f);
+	xml_put(s->f, line, sizeof(line), sizeof(line));
+	fputs("</text>\n", s->f);
+}
+
+/* 1, 2 or 5 times a power of ten: at most 10 ticks over span. */
+static double nice_step(double span_ms, int *decimals)
+{
+	static const double m[] = {1, 2, 5};
+	double base = 0.001;
+	int i;
+
+	for (*decimals = 3; base < 1e12; base *= 10, *decimals -= *decimals > 0) {
+		for (i = 0; i < 3; i++)
+			if (span_ms / (m[i] * base) <= 10)
+				return m[i] * base;
+	}
+	return base;
+}
+
+/*
+ * Ticks in ms (or s past 10 s per tick) since window 1's start: grid lines
+ * (under everything) or their labels (over the window lines).
+ */
+static void svg_axis(struct svg *s, int bottom, bool labels)
+{
+	double lo = rel_ms(s, s->lo), hi = rel_ms(s, s->hi), step, x;
+	long long k;
+	bool sec;
+	int dec;
+
+	step = nice_step(hi - lo, &dec);
+	sec = step >= 10000;
+	if (labels)
+		fprintf(s->f, "<text class=\"tick\" x=\"8\" y=\"%d\">%s since window 1 start"
+			"</text>\n", SVG_TOP - 8, sec ? "s" : "ms");
+	k = (long long)(lo / step);
+	for (k += (double)k * step < lo; (double)k * step <= hi; k++) {
+		x = SVG_LABEL_W + ((double)k * step - lo) * NS_PER_MS * s->px_per_ns;
+		if (!labels)
+			fprintf(s->f,
+				"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+				"stroke=\"#e4e4e4\"/>\n",
+				x, SVG_TOP - 4, x, bottom);
+		else
+			fprintf(s->f,
+				"<text class=\"tick halo\" x=\"%.1f\" y=\"%d\" "
+				"text-anchor=\"middle\">%.*f</text>\n",
+				x, SVG_TOP - 8, sec ? 0 : dec, (double)k * step / (sec ? 1000 : 1));
+	}
+}
+
+/* The label over a window, as long as fits before the next window starts. */
+static void svg_window_label(struct svg *s, const struct rm_window *w, double x, double room)
+{
+	struct rm_skew sk = rm_window_skew(w);
+	char text[160];
+	size_t len;
+
+	len = (size_t)snprintf(text, sizeof(text),
+			       "window %d: attach skew %.3f ms, detach skew %.3f ms", w->index,
+			       (double)sk.attach_ns / NS_PER_MS, (double)sk.detach_ns / NS_PER_MS);
+	if (!sk.n)
+		len = (size_t)snprintf(text, sizeof(text), "window %d: nothing attached", w->index);
+	if (len * SVG_CHAR_W > room && sk.n)
+		len = (size_t)snprintf(text, sizeof(text), "w%d skew: attach %.3f, detach %.3f ms",
+				       w->index, (double)sk.attach_ns / NS_PER_MS,
+				       (double)sk.detach_ns / NS_PER_MS);
+	if (len * SVG_CHAR_W > room)
+		len = (size_t)snprintf(text, sizeof(text), "w%d", w->index);
+	if (len * SVG_CHAR_W > room)
+		return;
+	fprintf(s->f, "<text class=\"halo\" x=\"%.1f\" y=\"%d\">%s</text>\n", x + 3, SVG_TOP - 28,
+		text);
+}
+
+static void svg_vline(struct svg *s, uint64_t ns, int bottom, const char *what, int index)
+{
+	double x = svg_x(s, ns);
+
+	fprintf(s->f,
+		"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#555\" "
+		"stroke-dasharray=\"5 3\"><title>window %d %s</title></line>\n",
+		x, SVG_TOP - 40, x, bottom, index, what);
+}
+
+/* Dashed lines at each window's start and stop, labelled with its skews. */
+static void svg_windows(struct svg *s, int bottom)
+{
+	const struct rm_window *w;
+	double x, next;
+	size_t i;
+
+	for (i = 0; i < s->r->n_w; i++) {
+		w = &s->r->w[i];
+		if (!w->start_ns)
+			continue;
+		x = svg_x(s, w->start_ns);
+		next = i + 1 < s->r->n_w && s->r->w[i + 1].start_ns ?
+			       svg_x(s, s->r->w[i + 1].start_ns) : SVG_W - 4;
+		svg_window_label(s, w, x, next - x - 6);
+		svg_vline(s, w->start_ns, bottom, "start", w->index);
+		if (w->stop_ns)
+			svg_vline(s, w->stop_ns, bottom, "stop", w->index);
+	}
+}
+
+static void svg_title(struct svg *s, const char *text)
+{
+	fputs("<title>", s->f);
+	xml_put(s->f, text, (size_t)-1, (size_t)-1);
+	fputs("</title>", s->f);
+}
+
+/* A thin dark mark over a call span (at least 2 px, so a fast call still shows). */
+static void svg_call(struct svg *s, uint64_t start, uint64_t end, int y, const char *what)
+{
+	double x1 = svg_x(s, start), x2 = end > start ? svg_x(s, end) : x1;
+	char t[96];
+
+	if (!start)
+		return;
+	if (x2 - x1 < 2)
+		x2 = x1 + 2;
+	snprintf(t, sizeof(t), "%s call: %.3f ms", what,
+		 end > start ? (double)(end - start) / NS_PER_MS : 0.0);
+	fprintf(s->f,
+		"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" SVG_CALL
+		"\" stroke-width=\"14\">",
+		x1, y + 9, x2, y + 9);
+	svg_title(s, t);
+	fputs("</line>\n", s->f);
+}
+
+/*
+ * Where a target's bar of one window goes: profiling (attach end to detach
+ * start, or to the window's stop if it never detached), or for a failed
+ * attach the attach call itself. false: nothing to draw.
+ */
+static bool bar_span(const struct rm_window *w, const struct rn_target *t, uint64_t *from,
+		     uint64_t *to)
+{
+	if (rm_attached(t)) {
+		*from = t->attach_end_ns;
+		*to = t->detach_start_ns ? t->detach_start_ns : w->stop_ns;
+	} else if (rm_failed(t)) {
+		*from = t->attach_start_ns ? t->attach_start_ns : w->start_ns;
+		*to = t->attach_end_ns;
+	} else {
+		return false;
+	}
+	if (*to < *from)
+		*to = *from;
+	return *from != 0;
+}
+
+/* The bar's hover text, whole however long its host and message; NULL if out of memory. */
+static char *bar_title(const struct rm_window *w, const struct rm_node *n,
+		       const struct rn_target *t, const struct svg *s)
+{
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "%.*s pid %d (%.*s), window %d: %s", (int)sizeof(n->host), n->host,
+		(int)t->pid, (int)sizeof(t->exe), t->exe, w->index, rn_state_name(t->state));
+	if (t->message[0])
+		fprintf(f, ": %.*s", (int)sizeof(t->message), t->message);
+	else if (rm_attached(t))
+		fprintf(f, ", attached %+.3f ms to %+.3f ms", rel_ms(s, t->attach_end_ns),
+			rel_ms(s, t->detach_start_ns ? t->detach_start_ns : w->stop_ns));
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/*
+ * A failed target is not attached again: the rest of its lane is free for
+ * its state's name; at the right edge, the name goes inside the bar.
+ */
+static void svg_state_label(struct svg *s, const struct rn_target *t, double x1, double x2, int y)
+{
+	const char *name = rn_state_name(t->state);
+	double w = (double)strlen(name) * SVG_CHAR_W;
+
+	if (x2 + 4 + w > SVG_W && x2 - x1 > w + 8)
+		fprintf(s->f, "<text class=\"inbar\" x=\"%.1f\" y=\"%d\" text-anchor=\"end\">%s"
+			"</text>\n", x2 - 4, y + 12, name);
+	else
+		fprintf(s->f, "<text class=\"bad halo\" x=\"%.1f\" y=\"%d\">%s</text>\n", x2 + 4,
+			y + 13, name);
+}
+
+/* The record of a target that exited, unchanged since the previous window: drawn there. */
+static bool stale_exit(const struct rm_run *r, size_t wi, const struct rm_node *n,
+		       const struct rn_target *t)
+{
+	const struct rn_target *p;
+
+	if (t->state != RN_EXITED || wi == 0)
+		return false;
+	p = rm_find_target(rm_find_node(&r->w[wi - 1], 0, n->host), (size_t)(t - n->t), t->pid);
+	return p && p->state == t->state && p->attach_start_ns == t->attach_start_ns;
+}
+
+/*
+ * One target in one window: its bar (green, red if it failed, grey if it
+ * exited attached), then its call marks.
+ */
+static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t ni, size_t ti,
+		       int y)
+{
+	const struct rm_window *w = &s->r->w[wi];
+	const struct rm_node *wn = rm_find_node(w, ni, n->host);
+	const struct rn_target *t = rm_find_target(wn, ti, n->t[ti].pid);
+	uint64_t from, to;
+	double x1, x2;
+	char *title;
+
+	/* A lost node's records are the last known ones: nothing of this window to draw. */
+	if (!t || wn->lost || !bar_span(w, t, &from, &to))
+		return;
+	if (rm_failed(t) && !rm_new_failure(s->r, wi, (size_t)(wn - w->nodes), (size_t)(t - wn->t)))
+		return;
+	if (stale_exit(s->r, wi, wn, t))
+		return;
+	x1 = svg_x(s, from);
+	x2 = svg_x(s, to);
+	if (x2 - x1 < 6)
+		x2 = x1 + 6;
+	title = bar_title(w, n, t, s);
+	fprintf(s->f,
+		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">",
+		x1, y + 4, x2 - x1, rm_failed(t) ? SVG_FAIL : t->state == RN_EXITED ? SVG_EXIT : SVG_OK);
+	svg_title(s, title ? title : "");
+	free(title);
+	fputs("</rect>\n", s->f);
+	/* A failed attach's bar is its call: no mark over it. */
+	if (rm_attached(t))
+		svg_call(s, t->attach_start_ns, t->attach_end_ns, y, "attach");
+	svg_call(s, t->detach_start_ns, t->detach_end_ns, y, "detach");
+	if (rm_failed(t))
+		svg_state_label(s, t, x1, x2, y);
+}
+
+/* Every other lane shaded, drawn before the grid so that it shows through. */
+static void svg_shading(struct svg *s, const struct rm_window *w)
+{
+	int y = SVG_TOP;
+	size_t i, k;
+
+	for (i = 0; w && i < w->n_nodes; i++) {
+		y += SVG_GROUP_H;
+		for (k = 0; k < w->nodes[i].n; k++, y += SVG_LANE_H)
+			if (k % 2)
+				fprintf(s->f, "<path d=\"M0 %dH%dV%dH0Z\" fill=\"#f1f4f8\"/>\n", y,
+					SVG_W, y + SVG_LANE_H);
+	}
+}
+
+static void svg_lane(struct svg *s, const struct rm_node *n, size_t ni, size_t ti)
+{
+	const struct rn_target *t = &n->t[ti];
+	char label[64];
+	size_t wi;
+
+	if (t->rank >= 0)
+		snprintf(label, sizeof(label), "%d (rank %ld)", (int)t->pid, t->rank);
+	else
+		snprintf(label, sizeof(label), "%d", (int)t->pid);
+	fprintf(s->f, "<text x=\"20\" y=\"%d\"%s>%s <tspan class=\"dim\">", s->y + 13,
+		rm_failed(t) ? " class=\"bad\"" : "", label);
+	xml_put(s->f, t->exe, sizeof(t->exe), 18);
+	fputs("</tspan></text>\n", s->f);
+	for (wi = 0; wi < s->r->n_w; wi++)
+		svg_target(s, wi, n, ni, ti, s->y);
+	s->y += SVG_LANE_H;
+}
+
+/*
+ * What a node's label row says of it: its counts (a lost node's: found, last
+ * known), and when it was lost and why.
+ */
+static void svg_node_note(struct svg *s, const struct rm_node *n, size_t ni)
+{
+	const struct rm_node *ln;
+	const struct rm_window *lw = rm_lost_in(s->r, n->host, ni, &ln);
+	struct rm_counts c = {0};
+
+	rm_count_node(n, &c);
+	/* Right of window 1's start line, so that no line crosses it unless windows are narrow. */
+	fprintf(s->f, "<text class=\"%s halo\" x=\"%.1f\" y=\"%d\">", lw ? "bad" : "dim",
+		svg_x(s, s->t0) + 6, s->y + 16);
+	if (n->lost)
+		fprintf(s->f, "%zu found (last known)", c.found);
+	else if (n->n)
+		fprintf(s->f, "%zu found, %zu attached, %zu failed", c.found, c.attached, c.failed);
+	else
+		fputs("no targets found", s->f);
+	if (lw) {
+		fprintf(s->f, ", lost in window %d: ", lw->index);
+		xml_put(s->f, rm_lost_reason(ln), (size_t)-1, 100);
+	}
+	fputs("</text>\n", s->f);
+}
+
+/* A node's label row, then one lane per target. */
+static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
+{
+	size_t k;
+
+	fprintf(s->f,
+		"<line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#bbb\"/>\n"
+		"<text class=\"host%s\" x=\"8\" y=\"%d\"><title>",
+		s->y, SVG_W, s->y, n->lost ? " bad" : "", s->y + 16);
+	xml_put(s->f, n->host, sizeof(n->host), sizeof(n->host));
+	fputs("</title>", s->f);
+	xml_put(s->f, n->host, sizeof(n->host), 30);
+	fputs("</text>\n", s->f);
+	svg_node_note(s, n, ni);
+	s->y += SVG_GROUP_H;
+	for (k = 0; k < n->n; k++)
+		svg_lane(s, n, ni, k);
+}
+
+static void svg_legend_item(struct svg *s, int x, const char *stroke, const char *dash,
+			    const char *text)
+{
+	fprintf(s->f,
+		"<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
+		"stroke-width=\"%d\"%s/>\n"
+		"<text x=\"%d\" y=\"%d\">%s</text>\n",
+		x, s->y + 20, x + 22, s->y + 20, stroke, dash ? 1 : 10, dash ? dash : "", x + 28,
+		s->y + 24, text);
+}
+
+static void svg_legend(struct svg *s)
+{
+	svg_legend_item(s, 8, SVG_OK, NULL, "profiling: attach end to detach start");
+	svg_legend_item(s, 300, SVG_CALL, NULL, "attach / detach call");
+	svg_legend_item(s, 470, SVG_FAIL, NULL, "failed (hover for the message)");
+	svg_legend_item(s, 700, "#555", " stroke-dasharray=\"5 3\"", "window start / stop");
+	svg_legend_item(s, 880, SVG_EXIT, NULL, "exited while attached");
+}
+
+static void svg_write(struct svg *s)
+{
+	const struct rm_window *w = rm_last_window(s->r);
+	int height = svg_height(s->r), bottom = height - SVG_BOTTOM;
+	size_t i;
+
+	svg_range(s);
+	svg_head(s, height);
+	svg_shading(s, w);
+	svg_axis(s, bottom, false);
+	svg_windows(s, bottom);
+	svg_axis(s, bottom, true);
+	s->y = SVG_TOP;
+	for (i = 0; w && i < w->n_nodes; i++)
+		svg_node(s, &w->nodes[i], i);
+	if (!w)
+		fprintf(s->f, "<text x=\"8\" y=\"%d\">no window ran</text>\n", s->y + 16);
+	s->y = bottom;
+	svg_legend(s);
+	fputs("</svg>\n", s->f);
+}
+
+/* Lanes are the targets of the last window; earlier windows are matched by host and pid. */
+int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	struct svg s = {.r = r};
+	struct rm_out o;
+
+	if (rm_out_open(&o, path, "timeline", err, len))
+		return -1;
+	s.f = o.f;
+	svg_write(&s);
+	return rm_out_close(&o, err, len);
+}

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chrome/Perfetto trace-event JSON (--trace). Process 1 holds the windows;
+ * node i (of the last window, as the timeline's lanes) is process i + 2,
+ * named by its host. Each target has two tracks (threads): tid = its pid
+ * for the tools' window, tid = pid + TRACE_CALLS_TID for its attach and
+ * detach calls: our agent hands over inside the calls, so a call and the
+ * tools' window overlap without nesting, which one track cannot show.
+ * Timestamps: CLOCK_REALTIME of the node that took them, in us since the
+ * epoch (a double: to about 0.25 us).
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rocattach/version.h>
+
+#include "report_int.h"
+
+#define TRACE_CALLS_TID 4194304 /* PID_MAX_LIMIT: above any pid */
+#define TRACE_WINDOWS_PID 1
+
+struct trace {
+	json_t *ev;
+	const struct rm_run *r;
+	int rc;
+};
+
+/* ns since the epoch to us, split so that the division keeps the ns digits. */
+static double trace_us(uint64_t ns)
+{
+	return (double)(ns / 1000u) + (double)(ns % 1000u) / 1000.0;
+}
+
+static void trace_add(struct trace *tr, json_t *e)
+{
+	if (!e || json_array_append_new(tr->ev, e))
+		tr->rc = -1;
+}
+
+/* A metadata event: process_name, thread_name, *_sort_index. */
+static void trace_meta(struct trace *tr, const char *what, int pid, long long tid, json_t *args)
+{
+	json_t *e = json_pack("{s:s, s:s, s:i, s:I}", "name", what, "ph", "M", "pid", pid,
+			      "tid", (json_int_t)tid);
+
+	if (e && json_object_set_new(e, "args", args))
+		json_decref(e), e = NULL;
+	else if (!e)
+		json_decref(args);
+	trace_add(tr, e);
+}
+
+static void trace_span(struct trace *tr, const char *name, const char *cat, int pid,
+		       long long tid, uint64_t from, uint64_t to, json_t *args)
+{
+	json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "name", name, "cat", cat,
+			      "ph", "X", "pid", pid, "tid", (json_int_t)tid, "ts", trace_us(from),
+			      "dur", to > from ? (double)(to - from) / 1000.0 : 0.0);
+
+	if (e && json_object_set_new(e, "args", args ? args : json_object()))
+		json_decref(e), e = NULL;
+	else if (!e)
+		json_decref(args);
+	trace_add(tr, e);
+}
+
+static void trace_instant(struct trace *tr, const char *name, const char *cat, int pid,
+			  long long tid, uint64_t at, json_t *args)
+{
+	json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:f}", "name", name, "cat", cat,
+			      "ph", "i", "s", "t", "pid", pid, "tid", (json_int_t)tid, "ts",
+			      trace_us(at));
+
+	if (e && json_object_set_new(e, "args", args ? args : json_object()))
+		json_decref(e), e = NULL;
+	else if (!e)
+		json_decref(args);
+	trace_add(tr, e);
+}
+
+static json_t *trace_name(const char *s, size_t width)
+{
+	return json_pack("{s:o}", "name", rm_jstr(s, width));
+}
+
+static json_t *trace_sort(long long i)
+{
+	return json_pack("{s:I}", "sort_index", (json_int_t)i);
+}
+
+static void trace_windows(struct trace *tr)
+{
+	const struct rm_window *w;
+
+	trace_meta(tr, "process_name", TRACE_WINDOWS_PID, 0, trace_name("rocattach-mpi windows",
+									 (size_t)-1));
+	trace_meta(tr, "process_sort_index", TRACE_WINDOWS_PID, 0, trace_sort(0));
+	trace_meta(tr, "thread_name", TRACE_WINDOWS_PID, 1, trace_name("windows", (size_t)-1));
+	for (size_t i = 0; i < tr->r->n_w; i++) {
+		char name[32];
+
+		w = &tr->r->w[i];
+		if (!w->start_ns || w->stop_ns < w->start_ns)
+			continue;
+		snprintf(name, sizeof(name), "window %d", w->index);
+		trace_span(tr, name, "window", TRACE_WINDOWS_PID, 1, w->start_ns, w->stop_ns,
+			   json_pack("{s:I, s:I, s:o}", "start_ns", (json_int_t)w->start_ns,
+				     "stop_ns", (json_int_t)w->stop_ns, "stop_reason",
+				     rm_jstr_or_null(w->stop_reason)));
+	}
+}
+
+/* A node's name: its host, and "(lost in window W: REASON)" if it was lost. */
+static json_t *trace_node_name(struct trace *tr, const struct rm_node *n, size_t ni)
+{
+	const struct rm_node *ln;
+	const struct rm_window *lw = rm_lost_in(tr->r, n->host, ni, &ln);
+	char *name;
+	json_t *j;
+
+	if (!lw || asprintf(&name, "%.*s (lost in window %d: %s)", (int)sizeof(n->host), n->host,
+			    lw->index, rm_lost_reason(ln)) < 0)
+		return trace_name(n->host, sizeof(n->host));
+	j = trace_name(name, (size_t)-1);
+	free(name);
+	return j;
+}
+
+/* A node's process and its targets' two tracks each, named and in order. */
+static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni)
+{
+	int pid = (int)ni + 2;
+	char label[160];
+
+	trace_meta(tr, "process_name", pid, 0, trace_node_name(tr, n, ni));
+	trace_meta(tr, "process_sort_index", pid, 0, trace_sort(pid));
+	for (size_t k = 0; k < n->n; k++) {
+		const struct rn_target *t = &n->t[k];
+		int len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
+
+		if (t->rank >= 0)
+			len += snprintf(label + len, sizeof(label) - (size_t)len, " rank %ld", t->rank);
+		snprintf(label + len, sizeof(label) - (size_t)len, " (%.*s)", (int)sizeof(t->exe),
+			 t->exe);
+		trace_meta(tr, "thread_name", pid, t->pid, trace_name(label, sizeof(label)));
+		trace_meta(tr, "thread_sort_index", pid, t->pid, trace_sort(2 * (long long)k));
+		snprintf(label + len, sizeof(label) - (size_t)len, " calls");
+		trace_meta(tr, "thread_name", pid, (long long)t->pid + TRACE_CALLS_TID,
+			   trace_name(label, sizeof(label)));
+		trace_meta(tr, "thread_sort_index", pid, (long long)t->pid + TRACE_CALLS_TID,
+			   trace_sort(2 * (long long)k + 1));
+	}
+}
+
+static json_t *trace_call_args(const struct rn_target *t, int window)
+{
+	const char *status = rocattach_get_status_name(t->status);
+
+	return json_pack("{s:i, s:o, s:o, s:o}", "window", window, "target_side",
+			 rn_side_name(t->side) ? json_string(rn_side_name(t->side)) : json_null(),
+			 "status", status ? json_string(status) : json_null(), "agent_status",
+			 t->agent_status == -1 ? json_null() : json_integer(t->agent_status));
+}
+
+/*
+ * The tools' window: from the hand-over to the hand-back as the report's
+ * tool_ns give them; on ROCm's side both are bounds (each call's end), and
+ * the args say so with the window's lower bound. A target that exited
+ * attached has no hand-back: its span ends at the window's stop.
+ */
+static void trace_tools(struct trace *tr, const struct rm_window *w, const struct rn_target *t,
+			int pid)
+{
+	bool bound = t->attach_tool_bound || t->detach_tool_bound;
+	uint64_t from = t->attach_tool_ns, to = t->detach_tool_ns, lower = rn_window_ns(t, &bound);
+	json_t *args;
+
+	if (!from)
+		return;
+	bound = t->attach_tool_bound || t->detach_tool_bound;
+	args = json_pack("{s:i, s:s, s:I, s:o, s:o}", "window", w->index, "tool_ns_kind",
+			 bound ? "bound" : "measured", "attach_tool_ns", (json_int_t)from,
+			 "detach_tool_ns", to ? json_integer((json_int_t)to) : json_null(),
+			 "window_ns", lower ? json_integer((json_int_t)lower) : json_null());
+	if (args && bound)
+		json_object_set_new(args, "note", json_string(
+			"ROCm's side: the tools ran inside the calls, which end at these times "
+			"(bounds); window_ns is a lower bound: the attach call's end to the "
+			"detach call's start"));
+	if (args && !to)
+		json_object_set_new(args, "end", json_string("no hand-back (the target exited): "
+							     "drawn to the window's stop"));
+	if (!to)
+		to = w->stop_ns > from ? w->stop_ns : from;
+	trace_span(tr, bound ? "tools attached (bounds)" : "tools attached", "tools", pid, t->pid,
+		   from, to, args);
+}
+
+/* A failure or an exit: an instant on the target's calls track, with the message. */
+static void trace_mark(struct trace *tr, const struct rm_window *w, const struct rn_target *t,
+		       int pid, bool new_call)
+{
+	uint64_t at = t->state == RN_DETACH_FAILED || (t->state == RN_EXITED && t->detach_start_ns)
+			      ? (t->detach_end_ns ? t->detach_end_ns : t->detach_start_ns)
+			      : (t->attach_end_ns ? t->attach_end_ns : t->attach_start_ns);
+	json_t *args = trace_call_args(t, w->index);
+
+	if (!new_call || !at)
+		at = w->start_ns; /* found gone before this window's attach */
+	if (args)
+		json_object_set_new(args, "message",
+				    t->message[0] ? rm_jstr(t->message, sizeof(t->message)) : json_null());
+	trace_instant(tr, rn_state_name(t->state), rm_failed(t) ? "failure" : "exit", pid,
+		      (long long)t->pid + TRACE_CALLS_TID, at, args);
+}
+
+/*
+ * One target in one window. Its record is gathered again after every
+ * window, attached or not: only what changed since the previous window's
+ * record (a new attach call, a new state) is this window's.
+ */
+static void trace_target(struct trace *tr, size_t wi, size_t ni, size_t ti, int pid)
+{
+	const struct rm_window *w = &tr->r->w[wi];
+	const struct rm_node *n = &w->nodes[ni];
+	const struct rn_target *t = &n->t[ti], *p = NULL;
+	bool new_call, new_state;
+
+	if (wi > 0)
+		p = rm_find_target(rm_find_node(&tr->r->w[wi - 1], ni, n->host), ti, t->pid);
+	new_call = t->attach_start_ns && (!p || p->attach_start_ns != t->attach_start_ns);
+	new_state = !p || p->state != t->state || new_call;
+	if (new_call) {
+		trace_span(tr, "attach call", "call", pid, (long long)t->pid + TRACE_CALLS_TID,
+			   t->attach_start_ns, t->attach_end_ns, trace_call_args(t, w->index));
+		if (rm_attached(t))
+			trace_tools(tr, w, t, pid);
+		if (t->detach_start_ns)
+			trace_span(tr, "detach call", "call", pid,
+				   (long long)t->pid + TRACE_CALLS_TID, t->detach_start_ns,
+				   t->detach_end_ns, trace_call_args(t, w->index));
+	}
+	if (new_state && (rm_failed(t) || t->state == RN_EXITED))
+		trace_mark(tr, w, t, pid, new_call);
+}
+
+/* Nodes are those of the last window (as the timeline's); earlier ones are found by host. */
+static void trace_nodes(struct trace *tr)
+{
+	const struct rm_window *last = rm_last_window(tr->r);
+
+	for (size_t ni = 0; last && ni < last->n_nodes; ni++)
+		trace_node_meta(tr, &last->nodes[ni], ni);
+	for (size_t wi = 0; last && wi < tr->r->n_w; wi++) {
+		const struct rm_window *w = &tr->r->w[wi];
+
+		for (size_t ni = 0; ni < w->n_nodes; ni++) {
+			const struct rm_node *ln = rm_find_node(last, ni, w->nodes[ni].host);
+
+			/* A lost node's records are the last known: not this window's. */
+			for (size_t ti = 0; ln && !w->nodes[ni].lost && ti < w->nodes[ni].n; ti++)
+				trace_target(tr, wi, ni, ti, (int)(ln - last->nodes) + 2);
+		}
+	}
+}
+
+/*
+ * The clock, and per node its CLOCK_REALTIME - CLOCK_BOOTTIME and its clock's
+ * offset to rank 0's, to line up with other traces taken on that node.
+ */
+static json_t *trace_other(const struct rm_run *r)
+{
+	const struct rm_window *last = rm_last_window(r);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o}", "producer", "rocattach-mpi",
+			      "version", ROCATTACH_VERSION_STRING, "clock",
+			      "rank 0's CLOCK_REALTIME (each node's times corrected by its "
+			      "clock_offset_ns), us since the Unix epoch",
+			      "exit_code", r->exit_code, "exit_reason", rm_jstr_or_null(r->exit_reason),
+			      "stop_reason", rm_jstr_or_null(r->stop_reason));
+	json_t *offs = json_object(), *clocks = json_object();
+
+	for (size_t i = 0; o && offs && clocks && last && i < last->n_nodes; i++) {
+		const struct rm_node *n = &last->nodes[i];
+		json_t *host = rm_jstr(n->host, sizeof(n->host));
+
+		/* Keys must be UTF-8 too: the host as rm_jstr made it. */
+		if (host && n->boot_offset_ns)
+			json_object_set_new(offs, json_string_value(host),
+					    json_integer(n->boot_offset_ns));
+		if (host && n->clock_known) /* the correction made: 0 where none was */
+			json_object_set_new(clocks, json_string_value(host),
+					    json_integer(n->clock_applied ? n->clock_offset_ns : 0));
+		json_decref(host);
+	}
+	if (!o || !offs || !clocks || json_object_set_new(o, "realtime_minus_boottime_ns", offs) ||
+	    json_object_set_new(o, "clock_offset_ns", clocks)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *trace_json(const struct rm_run *r)
+{
+	struct trace tr = {.ev = json_array(), .r = r};
+	json_t *o;
+
+	if (!tr.ev)
+		return NULL;
+	trace_windows(&tr);
+	trace_nodes(&tr);
+	o = json_pack("{s:o, s:s, s:o}", "traceEvents", tr.ev, "displayTimeUnit", "ns",
+		      "otherData", trace_other(r));
+	if (o && tr.rc) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	return rm_write_json(path, "trace", trace_json(r), JSON_COMPACT, err, len);
+}
