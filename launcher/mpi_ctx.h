@@ -55,6 +55,8 @@ enum {
 #define GRACE_NEXT_NS 10000000000ull
 #define CLOCK_ANSWER_NS 1000000000ull
 #define CLOCK_ROUNDS 8		  /* ping-pongs per rank; the shortest round trip's is kept */
+#define CLOCK_ROUNDS_MAX 64	  /* ... or more, while none was shorter than: */
+#define CLOCK_RTT_GOOD_NS 100000ull
 #define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
 #define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
 
@@ -129,6 +131,7 @@ struct ctx {
 	size_t n;
 	char node_error[256];	/* selection failure on this node */
 	int sfd;		/* signalfd of the window-ending signals */
+	uint64_t last_look_ns;	/* CLOCK_MONOTONIC of the last look at them (0: none yet) */
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 (all along) */
 	int gones_sent;		/* GONE messages */
@@ -160,9 +163,11 @@ struct ctx {
 void rm_say(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* This rank's error line, prefixed host:rank (any rank). */
 void rm_rank_error(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A pending window-ending signal, or 0 (a SIGCONT that resumed a stopped launcher is not one). */
 int rm_take_signal(struct ctx *c);
 bool rm_took_enter(struct ctx *c);
-void rm_wait_a_little(const struct ctx *c);
+/* Up to POLL_MS for a signal, less if until_ns (CLOCK_REALTIME, 0: none) comes sooner. */
+void rm_wait_until(const struct ctx *c, uint64_t until_ns);
 
 /* mpi_link.c */
 void rm_post(struct ctx *c, int dest, int tag, const void *data, size_t len);

@@ -5,6 +5,7 @@
  * time marks that rank lost; what another rank does not hear from rank 0
  * in time makes it detach its targets and end (rm_cut_off).
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,8 +114,9 @@ static void answer_ping(struct ctx *c)
 
 /*
  * The next message of tag from rank 0, answering clock pings meanwhile.
- * Idle, it looks every 200 us; once pinged it stays awake (no sleep) for a
- * while, so the rest of the exchange measures the network, not our naps.
+ * Idle, it looks every 500 us (many ranks share a node's CPUs in tests);
+ * once pinged it stays awake (no sleep) for a while, so the rest of the
+ * exchange measures the network, not our naps.
  */
 int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline)
 {
@@ -137,7 +139,7 @@ int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadli
 		if (ra_realtime_ns() > deadline)
 			return -1;
 		if (ra_monotonic_ns() > awake_until)
-			usleep(200);
+			usleep(500);
 	}
 }
 
@@ -155,9 +157,10 @@ void rm_cut_off(struct ctx *c, const char *waiting_for)
 /*
  * Clocks (rank 0): each live rank in turn exchanges CLOCK_ROUNDS ping-pongs
  * with rank 0 (rank 0 sends its time t0, the rank answers its own t1, rank 0
- * reads t2); the estimate with the shortest round trip is kept: offset =
- * t1 - (t0 + t2) / 2, within rtt / 2 of the truth. A rank that does not
- * answer within CLOCK_ANSWER_NS is lost.
+ * reads t2), more (up to CLOCK_ROUNDS_MAX) while no round trip was shorter
+ * than CLOCK_RTT_GOOD_NS (a busy node); the estimate with the shortest round
+ * trip is kept: offset = t1 - (t0 + t2) / 2, within rtt / 2 of the truth. A
+ * rank that does not answer within CLOCK_ANSWER_NS is lost.
  */
 static int ping_pong(struct ctx *c, int r, uint64_t deadline, struct rm_clock *best)
 {
@@ -190,7 +193,8 @@ void rm_clock_exchange(struct ctx *c)
 
 		if (p->lost)
 			continue;
-		for (int k = 0; k < CLOCK_ROUNDS; k++)
+		for (int k = 0; k < CLOCK_ROUNDS || (k < CLOCK_ROUNDS_MAX && best.rtt_ns > CLOCK_RTT_GOOD_NS);
+		     k++)
 			if (ping_pong(c, r, deadline, &best)) {
 				rm_mark_lost(c, r, "no answer to the clock exchange within %.1f s",
 					     (double)CLOCK_ANSWER_NS / 1e9);
@@ -354,6 +358,25 @@ static void take_own_records(struct ctx *c)
 	free(buf);
 }
 
+/*
+ * While waiting for records: Open MPI or Slurm ending the job (SIGCONT,
+ * SIGTERM; SIGKILL follows) cuts the wait to GRACE_SIGNALLED_NS, so the
+ * report is written first. The signal, or 0.
+ */
+static int cut_short(struct ctx *c, uint64_t *deadline)
+{
+	int sig = rm_take_signal(c);
+	uint64_t soon = ra_realtime_ns() + GRACE_SIGNALLED_NS;
+
+	if (!sig)
+		return 0;
+	if (!c->interrupted && sig != SIGUSR1)
+		c->interrupted = sig;
+	if (soon < *deadline)
+		*deadline = soon;
+	return sig;
+}
+
 /* Wait for what is missing until deadline; who is still missing then is lost. */
 void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
 			uint64_t grace, const char *after)
@@ -361,6 +384,7 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 	uint64_t deadline = since + grace;
 	size_t missing = 0, k = 0;
 	char *buf = NULL;
+	int cut = 0;
 
 	for (int r = 0; r < c->size; r++) {
 		c->peers[r].got_records = false;
@@ -375,6 +399,8 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 		if (!flag) {
 			if (ra_realtime_ns() > deadline)
 				break;
+			if (!cut)
+				cut = cut_short(c, &deadline);
 			usleep(100);
 			continue;
 		}
@@ -390,10 +416,16 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 		}
 		free(buf);
 	}
-	for (int r = 1; r < c->size; r++)
-		if (!c->peers[r].lost && !c->peers[r].got_records)
-			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9,
-				     after);
+	for (int r = 1; r < c->size; r++) {
+		if (c->peers[r].lost || c->peers[r].got_records)
+			continue;
+		if (cut)
+			rm_mark_lost(c, r, "no records by the time the job was being ended (SIG%s "
+					   "on rank 0)",
+				     sigabbrev_np(cut));
+		else
+			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9, after);
+	}
 	*nodes = calloc((size_t)c->size, sizeof(**nodes));
 	if (!*nodes)
 		out_of_memory();

@@ -289,11 +289,21 @@ static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
  * catch ends the window instead, so targets are always detached: on ROCm's
  * side no watchdog would detach them after us. SIGUSR1 is the quiet stop;
  * SIGPIPE is ignored (a closed output must not kill us mid-window).
+ *
+ * SIGCONT too, unless it resumes a stopped launcher: Open MPI ends a job by
+ * sending each rank SIGCONT, SIGTERM 1 s later and SIGKILL tens of
+ * milliseconds after that (measured with 4.1; Slurm's scancel also sends
+ * SIGCONT first), so the SIGCONT is the only warning with time enough to
+ * stop the window and write the report. A SIGCONT after the launcher was
+ * stopped (a suspended job resumed) is told apart by the gap it leaves in
+ * the window loop's looks (RESUME_GAP_NS) and ignored. Blocking SIGCONT
+ * does not keep it from continuing a stopped process.
  */
+#define RESUME_GAP_NS 1000000000ull
 static void block_signals(sigset_t *set)
 {
 	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGUSR1,	 SIGUSR2, SIGQUIT,
-				   SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPWR};
+				   SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPWR, SIGCONT};
 
 	sigemptyset(set);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -306,9 +316,13 @@ static void block_signals(sigset_t *set)
 int rm_take_signal(struct ctx *c)
 {
 	struct signalfd_siginfo si;
+	uint64_t now = ra_monotonic_ns();
+	bool resumed = c->last_look_ns && now - c->last_look_ns > RESUME_GAP_NS;
 
-	if (read(c->sfd, &si, sizeof(si)) == sizeof(si))
-		return (int)si.ssi_signo;
+	c->last_look_ns = now;
+	while (read(c->sfd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo != SIGCONT || !resumed)
+			return (int)si.ssi_signo;
 	return 0;
 }
 
@@ -329,11 +343,17 @@ bool rm_took_enter(struct ctx *c)
 	return memchr(buf, '\n', (size_t)n) != NULL;
 }
 
-void rm_wait_a_little(const struct ctx *c)
+void rm_wait_until(const struct ctx *c, uint64_t until_ns)
 {
 	struct pollfd p = {c->sfd, POLLIN, 0};
+	uint64_t now = ra_realtime_ns();
+	int ms = POLL_MS;
 
-	poll(&p, 1, POLL_MS);
+	if (until_ns > now && until_ns - now < (uint64_t)POLL_MS * RA_NS_PER_MS)
+		ms = (int)((until_ns - now + RA_NS_PER_MS - 1) / RA_NS_PER_MS);
+	else if (until_ns && until_ns <= now)
+		ms = 0;
+	poll(&p, 1, ms);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -493,6 +513,12 @@ int main(int argc, char **argv)
 	c.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	MPI_Init(&argc, &argv);
 	c.setup_at[1] = ra_monotonic_ns();
+	/*
+	 * Errors are returned, not fatal: a send to a rank that died fails (Open
+	 * MPI's TCP transport cannot reconnect), and that rank's silence is what
+	 * the deadlines act on.
+	 */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &c.size);
 	gethostname(c.host, sizeof(c.host) - 1);

@@ -247,8 +247,8 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 		snprintf(m->reason, sizeof(m->reason), "max-window");
 	} else if ((sig = rm_take_signal(c))) {
 		m->signo = sig;
-		/* Open MPI and Slurm end a job with SIGTERM, then SIGKILL: be quick. */
-		c->root_signalled = sig == SIGTERM;
+		/* Open MPI and Slurm end a job with SIGCONT, SIGTERM, SIGKILL: be quick. */
+		c->root_signalled = sig == SIGTERM || sig == SIGCONT;
 		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank 0", sigabbrev_np(sig));
 	} else if (rm_took_enter(c)) {
 		snprintf(m->reason, sizeof(m->reason), "enter");
@@ -264,12 +264,16 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 
 static void hold_root(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 {
+	uint64_t wake = 0;
+
+	if (c->o.duration_ms >= 0)
+		wake = start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS - STOP_MARGIN_NS;
 	memset(m, 0, sizeof(*m));
 	for (;;) {
 		watch_job(c);
 		if (root_decides(c, start_ns, m))
 			break;
-		rm_wait_a_little(c);
+		rm_wait_until(c, wake);
 	}
 	for (int r = 1; r < c->size; r++)
 		if (!c->peers[r].lost)
@@ -353,17 +357,24 @@ void rm_run_windows(struct ctx *c)
 /* ------------------------------------------------------------------------ */
 /* The other ranks. */
 
-/* A local signal is sent to rank 0, which stops everyone. */
+/*
+ * A local signal is sent to rank 0, which stops everyone. After a SIGCONT
+ * (Open MPI or Slurm ending the job: SIGKILL follows within about a second)
+ * this rank waits only ORPHAN_ENDING_NS for rank 0's stop before detaching
+ * its targets itself: rank 0 may be stuck sending to a dead rank.
+ */
+#define ORPHAN_ENDING_NS 600000000ull
 static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
 {
 	int32_t sig = rm_take_signal(c);
+	uint64_t wait = sig == SIGCONT ? ORPHAN_ENDING_NS : ORPHAN_TIMEOUT_NS;
 
 	if (!sig)
 		return;
 	rm_post(c, 0, TAG_STOP, &sig, sizeof(sig));
 	c->stops_sent++;
-	if (!*orphan_deadline)
-		*orphan_deadline = ra_realtime_ns() + ORPHAN_TIMEOUT_NS;
+	if (!*orphan_deadline || ra_realtime_ns() + wait < *orphan_deadline)
+		*orphan_deadline = ra_realtime_ns() + wait;
 }
 
 /*
@@ -377,26 +388,41 @@ static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
 	return start_ns + (uint64_t)ms * RA_NS_PER_MS + GRACE_LOST_ROOT_NS;
 }
 
-static void hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
+/*
+ * Until rank 0's stop. A window with a duration ends at a time every rank
+ * knows: rank 0 stops it there once it is STOP_MARGIN_NS away, and so does
+ * each rank by itself, without waiting to hear it (rank 0's word follows).
+ * Returns true when it stopped by itself (m->stop_ns set, the rest to come).
+ */
+static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 {
-	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, start_ns);
+	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, start_ns), planned = 0;
 
+	if (c->o.duration_ms >= 0)
+		planned = start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS;
 	for (;;) {
 		int flag = 0;
+		uint64_t now;
 
 		watch_job(c);
 		MPI_Iprobe(0, TAG_HALT, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 		if (flag) {
 			MPI_Recv(m, sizeof(*m), MPI_BYTE, 0, TAG_HALT, MPI_COMM_WORLD,
 				 MPI_STATUS_IGNORE);
-			return;
+			return false;
+		}
+		now = ra_realtime_ns();
+		if (planned && now + STOP_MARGIN_NS >= planned) {
+			memset(m, 0, sizeof(*m));
+			m->stop_ns = planned;
+			return true;
 		}
 		watch_local(c, &orphan_deadline);
-		if (orphan_deadline && ra_realtime_ns() > orphan_deadline)
+		if (orphan_deadline && now > orphan_deadline)
 			rm_cut_off(c, "stop after a signal here");
-		if (ra_realtime_ns() > lost)
+		if (now > lost)
 			rm_cut_off(c, "stop by the window's planned end");
-		rm_wait_a_little(c);
+		rm_wait_until(c, planned ? planned - STOP_MARGIN_NS : 0);
 	}
 }
 
@@ -421,8 +447,14 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		mine[1] = local_ns(c, o.send_ns);
 		r = attach_phase(c, mine);
 		rm_post(c, 0, TAG_READY, &r, sizeof(r));
-		hold_other(c, mine[0], &m);
-		detach_phase(c, local_ns(c, m.stop_ns));
+		if (hold_other(c, mine[0], &m)) {
+			detach_phase(c, m.stop_ns);
+			/* Rank 0's word on the same stop, for its reason and what follows. */
+			if (rm_await_root(c, TAG_HALT, &m, sizeof(m), lost_root_deadline(c, mine[0])))
+				rm_cut_off(c, "stop");
+		} else {
+			detach_phase(c, local_ns(c, m.stop_ns));
+		}
 		rm_send_records(c);
 		c->next_deadline = ra_realtime_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
 				   GRACE_RECORDS_NS + GRACE_NEXT_NS +
