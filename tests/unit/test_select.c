@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "node.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 #define V1 RA_TEST_DATA "/node-cgv1"
 #define V2 RA_TEST_DATA "/node-cgv2"
