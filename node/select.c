@@ -72,7 +72,7 @@
 #include <unistd.h>
 
 #include "node.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 #define LISTENER_COMM "rocp-bg-attach"
 #define TASK_COMM_LEN 16

@@ -14,7 +14,7 @@
 #include <hwloc.h>
 
 #include "node.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 /*
  * One topology per process, loaded on first use and kept until exit:
