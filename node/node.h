@@ -124,6 +124,13 @@ int rn_select(const struct rn_selector *sel, struct rn_target **out, size_t *n, 
 
 /* Fill in each target's topology with hwloc. Returns 0, or -1 with err. */
 int rn_topology(struct rn_target *t, size_t n, char *err, size_t errlen);
+/*
+ * rn_topology on a captured machine, nothing read from this one (tests): the
+ * topology an hwloc XML file describes (lstopo --of xml) and each target's
+ * binding from the Cpus_allowed_list of procfs/PID/status.
+ */
+int rn_topology_at(const char *xml, const char *procfs, struct rn_target *t, size_t n, char *err,
+		   size_t errlen);
 
 /*
  * Bind the calling thread to CPUs that no target is bound to, if there are
