@@ -54,9 +54,11 @@ static int map_line(struct ra_cursor *c, struct ra_map *m)
 	uint64_t major, minor;
 
 	memset(m, 0, sizeof(*m));
-	if (ra_cursor_number(c, 16, &m->start) || ra_cursor_expect(c, '-') || ra_cursor_number(c, 16, &m->end) ||
-	    ra_cursor_expect(c, ' ') || perms(c, m) || ra_cursor_expect(c, ' ') || ra_cursor_number(c, 16, &m->offset) ||
-	    ra_cursor_expect(c, ' ') || ra_cursor_number(c, 16, &major) || ra_cursor_expect(c, ':') || ra_cursor_number(c, 16, &minor) ||
+	if (ra_cursor_number(c, 16, &m->start) || ra_cursor_expect(c, '-') ||
+	    ra_cursor_number(c, 16, &m->end) || ra_cursor_expect(c, ' ') || perms(c, m) ||
+	    ra_cursor_expect(c, ' ') || ra_cursor_number(c, 16, &m->offset) ||
+	    ra_cursor_expect(c, ' ') || ra_cursor_number(c, 16, &major) ||
+	    ra_cursor_expect(c, ':') || ra_cursor_number(c, 16, &minor) ||
 	    ra_cursor_expect(c, ' ') || ra_cursor_number(c, 10, &m->inode))
 		return -EINVAL;
 	if (m->end <= m->start || major > UINT_MAX || minor > UINT_MAX)

@@ -249,8 +249,8 @@ int ra_stat_parse(const char *text, size_t len, struct ra_stat *st)
 		return -EINVAL;
 	/* comm is written raw: it may hold spaces and ')', so its end is the last ')'. */
 	rparen = memrchr(text, ')', len);
-	if (ra_cursor_number(&c, 10, &pid) < 0 || ra_cursor_expect(&c, ' ') < 0 || ra_cursor_expect(&c, '(') < 0 ||
-	    !rparen || rparen < c.p)
+	if (ra_cursor_number(&c, 10, &pid) < 0 || ra_cursor_expect(&c, ' ') < 0 ||
+	    ra_cursor_expect(&c, '(') < 0 || !rparen || rparen < c.p)
 		return -EINVAL;
 	c.p = rparen + 1;
 	for (idx = 3; idx <= 22; idx++)
