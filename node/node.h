@@ -227,5 +227,12 @@ const char *rn_side_name(int side);
 /* One target as a JSON object (jansson; the caller owns the reference). */
 struct json_t;
 struct json_t *rn_target_to_json(const struct rn_target *t);
+/*
+ * A JSON string of text from another process (an exe name, a message): its
+ * first width bytes at most ((size_t)-1: up to its NUL), any length. jansson
+ * refuses what is not UTF-8: then every non-ASCII byte becomes '?'. NULL when
+ * out of memory.
+ */
+struct json_t *rn_json_str(const char *s, size_t width);
 
 #endif

@@ -645,6 +645,61 @@ static void test_rn_target_to_json_unterminated_fields(void **state)
 	json_decref(j);
 }
 
+/*
+ * rn_json_str at any length: around 512 bytes (where the report's strings
+ * once went another way than the records') and far beyond, valid UTF-8 kept
+ * as it is, anything else with '?' for every non-ASCII byte.
+ */
+static void test_rn_json_str_any_length(void **state)
+{
+	static const size_t lens[] = { 1, 255, 511, 512, 513, 4096, 1 << 20 };
+	char *s, *want;
+	json_t *j;
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		len = lens[i];
+		s = malloc(len + 1);
+		want = malloc(len + 1);
+		assert_non_null(s);
+		assert_non_null(want);
+		memset(s, 'a', len);
+		s[len] = '\0';
+		/* Valid: a two-byte character at the end. */
+		if (len >= 2)
+			memcpy(s + len - 2, "\xc3\xa9", 2);
+		j = rn_json_str(s, (size_t)-1);
+		assert_non_null(j);
+		assert_int_equal(json_string_length(j), len);
+		assert_memory_equal(json_string_value(j), s, len);
+		json_decref(j);
+		/* Not UTF-8: a lone continuation byte at the end, another in front. */
+		s[len - 1] = '\x80';
+		s[0] = '\xff';
+		memcpy(want, s, len + 1);
+		for (size_t k = 0; k < len; k++)
+			if ((unsigned char)want[k] >= 0x80)
+				want[k] = '?';
+		j = rn_json_str(s, (size_t)-1);
+		assert_non_null(j);
+		assert_int_equal(json_string_length(j), len);
+		assert_memory_equal(json_string_value(j), want, len);
+		json_decref(j);
+		/* Cut at width, whatever follows. */
+		j = rn_json_str(s, len / 2);
+		assert_non_null(j);
+		assert_int_equal(json_string_length(j), len / 2);
+		json_decref(j);
+		free(s);
+		free(want);
+	}
+	j = rn_json_str("", 0);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "");
+	json_decref(j);
+}
+
 /* The tool is the cause: the agent's status 6, or the library's checks of the path. */
 static void test_rn_tool_failed_causes(void **state)
 {
@@ -691,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_rn_target_to_json_escapes_strings),
 		cmocka_unit_test(test_rn_target_to_json_invalid_utf8),
 		cmocka_unit_test(test_rn_target_to_json_unterminated_fields),
+		cmocka_unit_test(test_rn_json_str_any_length),
 		cmocka_unit_test(test_rn_tool_failed_causes),
 	};
 
