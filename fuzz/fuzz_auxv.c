@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 static void lookup(const uint8_t *data, size_t size, uint64_t type)
 {

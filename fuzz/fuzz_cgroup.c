@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /proc/PID/cgroup to a Slurm job and step (node/select.c). A job is
+ * /proc/PID/cgroup to a Slurm job and step (node/select_job.c). A job is
  * 1..2^32-1; a step is a 32-bit id, one of Slurm's special steps, or none.
  */
 #include "fuzz.h"
-
-/* Global in node/select.c for its tests, not in node.h. */
-int rn_cgroup_step(const char *text, size_t len, uint64_t *job, uint64_t *step);
+#include "select_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* /proc/PID/task/TID/children: positive pids, in order, without duplicates. */
 #include "fuzz.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 static int cmp_pid(const void *a, const void *b)
 {

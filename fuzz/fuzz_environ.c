@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /proc/PID/environ lookups (node/select.c). Input: a variable name, a NUL,
+ * /proc/PID/environ lookups (node/select_job.c). Input: a variable name, a NUL,
  * then the environ blob, which may end without its NUL. A value found lies
  * inside the blob right after "NAME="; a rank is -1 or 0..2^31-1.
  */
 #include "fuzz.h"
-
-/* Global in node/select.c for its tests, not in node.h. */
-const char *rn_environ_get(const char *env, size_t len, const char *name, size_t *vlen);
-long rn_environ_rank(const char *env, size_t len, const char *rank_var);
+#include "select_internal.h"
 
 static void check_rank(long rank)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* /proc/PID/maps: every accepted line is a non-empty range with a path string. */
 #include "fuzz.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

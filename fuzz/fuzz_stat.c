@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* /proc/PID/stat: comm may hold anything, the fields after it are numbers. */
 #include "fuzz.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

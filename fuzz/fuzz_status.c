@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* /proc/PID/status: the fields the library needs, bounded and terminated. */
+/*
+ * /proc/PID/status: the fields the library needs, bounded and terminated;
+ * one key's value (the node layer's Cpus_allowed_list) within the line it is on.
+ */
 #include "fuzz.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ra_status st;
+	char *v;
 	int i;
 
+	if (ra_status_value_parse((const char *)data, size, "Cpus_allowed_list", &v) == 0) {
+		FUZZ_CHECK(strlen(v) < size && !memchr(v, '\n', strlen(v)));
+		free(v);
+	}
 	if (ra_status_parse((const char *)data, size, &st) < 0)
 		return 0;
 	FUZZ_CHECK(strnlen(st.name, sizeof(st.name)) < sizeof(st.name));

@@ -279,31 +279,49 @@ static size_t group_objects(const struct ra_maps *maps, const char *const *prefe
 	return nobj;
 }
 
+/* <procfs>/PID/map_files/START-END: the mapped file itself. */
+static int map_files_path(const struct find_ctx *c, const struct ra_map *m, char *path,
+			  size_t len)
+{
+	char rest[64];
+
+	snprintf(rest, sizeof(rest), "map_files/%" PRIx64 "-%" PRIx64, m->start, m->end);
+	return ra_proc_path(path, len, c->procfs, c->pid, rest);
+}
+
+/* <procfs>/PID/root/PATH: the mapped path as the process sees it (maybe replaced since). */
+static int root_path(const struct find_ctx *c, const struct ra_map *m, char *path, size_t len)
+{
+	char rest[PATH_MAX];
+	int r = snprintf(rest, sizeof(rest), "root%s", m->path);
+
+	if (r < 0 || (size_t)r >= sizeof(rest))
+		return -ENAMETOOLONG;
+	return ra_proc_path(path, len, c->procfs, c->pid, rest);
+}
+
 /* The file itself, or a path to it that must be checked to be the same file. */
 static int open_object(const struct find_ctx *c, const struct ra_map *m)
 {
-	const char *root = c->procfs ? c->procfs : RA_PROCFS;
 	char path[PATH_MAX];
 	struct stat sb;
-	int fd, len;
+	int fd, r;
 
 	/*
 	 * map_files hands us the mapped file even if it was deleted or lives in
 	 * another mount namespace, but opening it needs CAP_SYS_ADMIN.
 	 * O_NONBLOCK: a path swapped for a FIFO must not hang us.
 	 */
-	len = snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, root,
-		       (int)c->pid, m->start, m->end);
-	if (len > 0 && (size_t)len < sizeof(path)) {
+	if (map_files_path(c, m, path, sizeof(path)) == 0) {
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		if (fd >= 0)
 			return fd;
 	}
 	if (m->deleted)
 		return -ENOENT;
-	len = snprintf(path, sizeof(path), "%s/%d/root%s", root, (int)c->pid, m->path);
-	if (len < 0 || (size_t)len >= sizeof(path))
-		return -ENAMETOOLONG;
+	r = root_path(c, m, path, sizeof(path));
+	if (r < 0)
+		return r;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
@@ -389,17 +407,12 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 /* The mapped file's identity, through map_files (else the process's root), checked against m. */
 static bool object_stat(const struct find_ctx *c, const struct ra_map *m, struct stat *sb)
 {
-	const char *root = c->procfs ? c->procfs : RA_PROCFS;
 	char path[PATH_MAX];
-	int len;
 
 	if (m->deleted)
 		return false;
-	len = snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, root,
-		       (int)c->pid, m->start, m->end);
-	if (len <= 0 || (size_t)len >= sizeof(path) || stat(path, sb)) {
-		len = snprintf(path, sizeof(path), "%s/%d/root%s", root, (int)c->pid, m->path);
-		if (len <= 0 || (size_t)len >= sizeof(path) || stat(path, sb))
+	if (map_files_path(c, m, path, sizeof(path)) < 0 || stat(path, sb)) {
+		if (root_path(c, m, path, sizeof(path)) < 0 || stat(path, sb))
 			return false;
 	}
 	return sb->st_dev == makedev(m->dev_major, m->dev_minor) && sb->st_ino == m->inode;

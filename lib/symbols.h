@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "err.h"
-#include "procfs.h"
+#include "common/procfs.h"
 
 /*
  * Look up the defined (global or weak) function symbols names[0..n) in the

@@ -124,6 +124,13 @@ int rn_select(const struct rn_selector *sel, struct rn_target **out, size_t *n, 
 
 /* Fill in each target's topology with hwloc. Returns 0, or -1 with err. */
 int rn_topology(struct rn_target *t, size_t n, char *err, size_t errlen);
+/*
+ * rn_topology on a captured machine, nothing read from this one (tests): the
+ * topology an hwloc XML file describes (lstopo --of xml) and each target's
+ * binding from the Cpus_allowed_list of procfs/PID/status.
+ */
+int rn_topology_at(const char *xml, const char *procfs, struct rn_target *t, size_t n, char *err,
+		   size_t errlen);
 
 /*
  * Bind the calling thread to CPUs that no target is bound to, if there are
@@ -220,5 +227,12 @@ const char *rn_side_name(int side);
 /* One target as a JSON object (jansson; the caller owns the reference). */
 struct json_t;
 struct json_t *rn_target_to_json(const struct rn_target *t);
+/*
+ * A JSON string of text from another process (an exe name, a message): its
+ * first width bytes at most ((size_t)-1: up to its NUL), any length. jansson
+ * refuses what is not UTF-8: then every non-ASCII byte becomes '?'. NULL when
+ * out of memory.
+ */
+struct json_t *rn_json_str(const char *s, size_t width);
 
 #endif

@@ -57,7 +57,7 @@ static void copy_message(struct rn_target *t, const char *msg)
 	snprintf(t->message, sizeof(t->message), "%.*s", (int)sizeof(t->message) - 1, msg);
 }
 
-static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
+static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools, .env = o->env,
 			       .start_ns = o->start_ns};
@@ -97,7 +97,7 @@ static void attach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 }
 
-static void detach_one(struct rn_target *t, const struct rn_pool_opts *o)
+static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro), .stop_ns = o->stop_ns};
 	rocattach_report_t rep = {.size = sizeof(rep)};
@@ -121,7 +121,7 @@ static void detach_one(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 }
 
-static void *worker(void *arg)
+static void *pool_worker(void *arg)
 {
 	struct pool *p = arg;
 	size_t i, done;
@@ -130,9 +130,9 @@ static void *worker(void *arg)
 		if (!wanted(&p->t[i], p->attach))
 			continue;
 		if (p->attach)
-			attach_one(&p->t[i], p->o);
+			pool_attach(&p->t[i], p->o);
 		else
-			detach_one(&p->t[i], p->o);
+			pool_detach(&p->t[i], p->o);
 		done = atomic_fetch_add(&p->done, 1) + 1;
 		if (p->o->progress)
 			p->o->progress(done, p->todo, p->o->user);
@@ -140,7 +140,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void run(struct rn_target *t, size_t n, const struct rn_pool_opts *o, bool attach)
+static void pool_run(struct rn_target *t, size_t n, const struct rn_pool_opts *o, bool attach)
 {
 	static const struct rn_pool_opts defaults;
 	pthread_t th[JOBS_MAX];
@@ -154,21 +154,21 @@ static void run(struct rn_target *t, size_t n, const struct rn_pool_opts *o, boo
 	jobs = rn_pool_jobs(p.o, p.todo);
 	/* The calling thread is one of the workers; a failed create just means fewer. */
 	for (int k = 1; k < jobs; k++)
-		if (!pthread_create(&th[started], NULL, worker, &p))
+		if (!pthread_create(&th[started], NULL, pool_worker, &p))
 			started++;
-	worker(&p);
+	pool_worker(&p);
 	for (int k = 0; k < started; k++)
 		pthread_join(th[k], NULL);
 }
 
 void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 {
-	run(t, n, o, true);
+	pool_run(t, n, o, true);
 }
 
 void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 {
-	run(t, n, o, false);
+	pool_run(t, n, o, false);
 }
 
 void rn_probe_sides(struct rn_target *t, size_t n)

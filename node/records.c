@@ -281,21 +281,19 @@ int rn_unpack(const void *buf, size_t len, char *host, struct rn_target **t, siz
 /* ------------------------------------------------------------------------ */
 /* JSON. */
 
-/*
- * jansson refuses strings that are not UTF-8, and exe names and messages
- * come from other processes: on refusal, every non-ASCII byte becomes '?'.
- */
-static json_t *str_json(const char *s, size_t width)
+struct json_t *rn_json_str(const char *s, size_t width)
 {
 	size_t len = strnlen(s, width), i;
-	char copy[512];
 	json_t *j = json_stringn(s, len);
+	char *copy;
 
-	if (j || len >= sizeof(copy))
+	if (j || !(copy = malloc(len ? len : 1)))
 		return j;
 	for (i = 0; i < len; i++)
 		copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
-	return json_stringn(copy, len);
+	j = json_stringn(copy, len);
+	free(copy);
+	return j;
 }
 
 static json_t *gpus_json(const struct rn_topo *topo)
@@ -306,7 +304,7 @@ static json_t *gpus_json(const struct rn_topo *topo)
 	while (a && i < len) {
 		for (k = i; k < len && topo->gpus[k] != ','; k++)
 			;
-		if (k > i && json_array_append_new(a, str_json(topo->gpus + i, k - i)) < 0) {
+		if (k > i && json_array_append_new(a, rn_json_str(topo->gpus + i, k - i)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -323,8 +321,8 @@ static json_t *topo_json(const struct rn_topo *topo)
 
 	if (!o)
 		return NULL;
-	rc |= json_object_set_new(o, "cpus", str_json(topo->cpus, sizeof(topo->cpus)));
-	rc |= json_object_set_new(o, "numa", str_json(topo->numa, sizeof(topo->numa)));
+	rc |= json_object_set_new(o, "cpus", rn_json_str(topo->cpus, sizeof(topo->cpus)));
+	rc |= json_object_set_new(o, "numa", rn_json_str(topo->numa, sizeof(topo->numa)));
 	rc |= json_object_set_new(o, "gpus", gpus_json(topo));
 	rc |= json_object_set_new(o, "n_cpus", json_integer(topo->n_cpus));
 	if (rc) {
@@ -419,8 +417,9 @@ static int set_results(json_t *o, const struct rn_target *t)
 				  step_json(t->detach_start_ns, t->detach_end_ns, t->detach_tool_ns,
 					    t->detach_tool_bound));
 	rc |= json_object_set_new(o, "window", window_json(t));
-	rc |= json_object_set_new(o, "message",
-				  t->message[0] ? str_json(t->message, sizeof(t->message)) : json_null());
+	rc |= json_object_set_new(o, "message", t->message[0]
+							? rn_json_str(t->message, sizeof(t->message))
+							: json_null());
 	return rc;
 }
 
@@ -436,7 +435,7 @@ struct json_t *rn_target_to_json(const struct rn_target *t)
 	rc |= json_object_set_new(o, "rank", int_or_null(t->rank));
 	rc |= json_object_set_new(o, "uid", json_integer(t->uid));
 	rc |= json_object_set_new(o, "ppid", json_integer(t->ppid));
-	rc |= json_object_set_new(o, "exe", str_json(t->exe, sizeof(t->exe)));
+	rc |= json_object_set_new(o, "exe", rn_json_str(t->exe, sizeof(t->exe)));
 	rc |= json_object_set_new(o, "listener", json_boolean(t->listener));
 	rc |= json_object_set_new(o, "target_side", rn_side_name(t->side)
 							    ? json_string(rn_side_name(t->side))

@@ -13,8 +13,8 @@
 
 #include <hwloc.h>
 
+#include "common/procfs.h"
 #include "node.h"
-#include "procfs.h"
 
 /*
  * One topology per process, loaded on first use and kept until exit:
@@ -37,19 +37,25 @@ static char topo_err[RN_ERR_MAX];
 static const char *const heavy_components[] = { "opencl", "cuda", "levelzero", "gl", "x86" };
 
 /*
- * Load time on the 2-CPU VM this was written on: 1.5 ms init (plugins) plus
+ * This machine's topology, or (xml) the one an XML file describes, always
+ * with the same filters. Load time on the 2-CPU VM this was written on: 1.5 ms init (plugins) plus
  * 8-12 ms load, almost all of it I/O discovery reading the PCI config space of
  * six virtio devices (about 1.5 ms each under the hypervisor; microseconds on
  * bare metal). Without I/O the load takes under 1 ms.
  */
-static void topo_load(void)
+static int topo_open(const char *xml, hwloc_topology_t *out, char *err, size_t errlen)
 {
 	hwloc_topology_t tp;
 	size_t i;
 
 	if (hwloc_topology_init(&tp) < 0) {
-		snprintf(topo_err, sizeof(topo_err), "hwloc_topology_init: %s", strerror(errno));
-		return;
+		snprintf(err, errlen, "hwloc_topology_init: %s", strerror(errno));
+		return -1;
+	}
+	if (xml && hwloc_topology_set_xml(tp, xml) < 0) {
+		snprintf(err, errlen, "hwloc_topology_set_xml(%s): %s", xml, strerror(errno));
+		hwloc_topology_destroy(tp);
+		return -1;
 	}
 	/*
 	 * Targets may sit in other cgroups (another Slurm step) with CPUs we are
@@ -64,11 +70,18 @@ static void topo_load(void)
 		hwloc_topology_set_components(tp, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
 					      heavy_components[i]);
 	if (hwloc_topology_load(tp) < 0) {
-		snprintf(topo_err, sizeof(topo_err), "hwloc_topology_load: %s", strerror(errno));
+		snprintf(err, errlen, "hwloc_topology_load: %s", strerror(errno));
 		hwloc_topology_destroy(tp);
-		return;
+		return -1;
 	}
-	topo = tp;
+	*out = tp;
+	return 0;
+}
+
+static void topo_load(void)
+{
+	if (topo_open(NULL, &topo, topo_err, sizeof(topo_err)) < 0)
+		topo = NULL;
 }
 
 static hwloc_topology_t topo_get(char *err, size_t errlen)
@@ -102,38 +115,29 @@ static void list_str(char *dst, size_t size, hwloc_const_bitmap_t set)
 }
 
 /* The value of "Cpus_allowed_list:" in /proc/PID/status (main thread only). */
-static int status_binding(pid_t pid, hwloc_bitmap_t set)
+static int status_binding(const char *procfs, pid_t pid, hwloc_bitmap_t set)
 {
-	char path[64], *text = NULL, *val, *eol;
-	size_t len;
+	char *val;
 	int ret = -1;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (ra_read_file(path, &text, &len) < 0)
+	if (ra_status_value(procfs, pid, "Cpus_allowed_list", &val) < 0)
 		return -1;
-	val = strstr(text, "\nCpus_allowed_list:");
-	if (!val)
-		goto out;
-	val += strlen("\nCpus_allowed_list:");
-	val += strspn(val, " \t");
-	/* hwloc's list parser does not stop at a newline. */
-	eol = strchr(val, '\n');
-	if (eol)
-		*eol = '\0';
 	if (*val && hwloc_bitmap_list_sscanf(set, val) == 0)
 		ret = 0;
-out:
-	free(text);
+	free(val);
 	return ret;
 }
 
-/* hwloc unites the bindings of all the process's threads. */
-static int read_binding(hwloc_topology_t tp, pid_t pid, hwloc_bitmap_t set)
+/*
+ * hwloc unites the bindings of all the process's threads. A captured machine
+ * (procfs set) has only what its status files say.
+ */
+static int read_binding(hwloc_topology_t tp, const char *procfs, pid_t pid, hwloc_bitmap_t set)
 {
-	if (hwloc_get_proc_cpubind(tp, pid, set, HWLOC_CPUBIND_PROCESS) == 0 &&
+	if (!procfs && hwloc_get_proc_cpubind(tp, pid, set, HWLOC_CPUBIND_PROCESS) == 0 &&
 	    !hwloc_bitmap_iszero(set))
 		return 0;
-	if (status_binding(pid, set) == 0 && !hwloc_bitmap_iszero(set))
+	if (status_binding(procfs, pid, set) == 0 && !hwloc_bitmap_iszero(set))
 		return 0;
 	return -1;
 }
@@ -198,11 +202,11 @@ static void gpus_near(hwloc_topology_t tp, hwloc_const_bitmap_t set, char *dst, 
 }
 
 /* A process that is gone (or unreadable) keeps an empty topo. */
-static void target_topo(hwloc_topology_t tp, struct rn_target *t, hwloc_bitmap_t set,
-			hwloc_bitmap_t tmp)
+static void target_topo(hwloc_topology_t tp, const char *procfs, struct rn_target *t,
+			hwloc_bitmap_t set, hwloc_bitmap_t tmp)
 {
 	memset(&t->topo, 0, sizeof(t->topo));
-	if (read_binding(tp, t->pid, set) < 0)
+	if (read_binding(tp, procfs, t->pid, set) < 0)
 		return;
 	list_str(t->topo.cpus, sizeof(t->topo.cpus), set);
 	t->topo.n_cpus = hwloc_bitmap_weight(set);
@@ -211,15 +215,13 @@ static void target_topo(hwloc_topology_t tp, struct rn_target *t, hwloc_bitmap_t
 	gpus_near(tp, set, t->topo.gpus, sizeof(t->topo.gpus));
 }
 
-int rn_topology(struct rn_target *t, size_t n, char *err, size_t errlen)
+static int topo_fill(hwloc_topology_t tp, const char *procfs, struct rn_target *t, size_t n,
+		     char *err, size_t errlen)
 {
-	hwloc_topology_t tp = topo_get(err, errlen);
 	hwloc_bitmap_t set = NULL, tmp = NULL;
 	int ret = -1;
 	size_t i;
 
-	if (!tp)
-		return -1;
 	set = hwloc_bitmap_alloc();
 	tmp = hwloc_bitmap_alloc();
 	if (!set || !tmp) {
@@ -228,11 +230,42 @@ int rn_topology(struct rn_target *t, size_t n, char *err, size_t errlen)
 		goto out;
 	}
 	for (i = 0; i < n; i++)
-		target_topo(tp, &t[i], set, tmp);
+		target_topo(tp, procfs, &t[i], set, tmp);
 	ret = 0;
 out:
 	hwloc_bitmap_free(set);
 	hwloc_bitmap_free(tmp);
+	return ret;
+}
+
+int rn_topology(struct rn_target *t, size_t n, char *err, size_t errlen)
+{
+	hwloc_topology_t tp = topo_get(err, errlen);
+
+	if (!tp)
+		return -1;
+	return topo_fill(tp, NULL, t, n, err, errlen);
+}
+
+int rn_topology_at(const char *xml, const char *procfs, struct rn_target *t, size_t n, char *err,
+		   size_t errlen)
+{
+	char why[RN_ERR_MAX];
+	hwloc_topology_t tp;
+	int ret;
+
+	if (!xml || !procfs) {
+		if (err && errlen)
+			snprintf(err, errlen, "rn_topology_at: an XML file and a proc root are needed");
+		return -1;
+	}
+	if (topo_open(xml, &tp, why, sizeof(why)) < 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s", why);
+		return -1;
+	}
+	ret = topo_fill(tp, procfs, t, n, err, errlen);
+	hwloc_topology_destroy(tp);
 	return ret;
 }
 

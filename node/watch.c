@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/procfs.h"
 #include "node.h"
 
 #ifndef SYS_pidfd_open
@@ -24,41 +25,18 @@ struct rn_watch {
 	size_t n;
 	pid_t *pid;
 	int *fd;		   /* pidfd, -1: watched through /proc */
-	unsigned long long *start; /* /proc start time (fallback), 0: unknown */
+	uint64_t *start;	   /* /proc start time (fallback), 0: unknown */
 	bool *gone;
 };
 
-/* State and start time from /proc/PID/stat; -1 if the process is gone. */
-static int read_stat(pid_t pid, char *state, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	FILE *f;
-	size_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	/* comm may hold spaces and parentheses: the fields follow the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", state, start) != 2)
-		return -1;
-	return 0;
-}
-
 /* Gone: no such process, a zombie, or another process under the same pid. */
-static bool stat_gone(pid_t pid, unsigned long long start)
+static bool stat_gone(pid_t pid, uint64_t start)
 {
-	unsigned long long now;
-	char state;
+	struct ra_stat st;
 
-	if (read_stat(pid, &state, &now))
+	if (ra_stat_read(NULL, pid, &st) < 0)
 		return true;
-	return state == 'Z' || state == 'X' || (start && now != start);
+	return st.state == 'Z' || st.state == 'X' || (start && st.starttime != start);
 }
 
 static bool pidfd_gone(int fd)
@@ -84,14 +62,17 @@ void rn_watch_close(struct rn_watch *w)
 
 static void watch_one(struct rn_watch *w, size_t i, pid_t pid)
 {
-	char state;
+	struct ra_stat st;
 
 	w->pid[i] = pid;
 	w->fd[i] = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (w->fd[i] >= 0)
 		return;
-	if (errno == ESRCH || read_stat(pid, &state, &w->start[i]) || state == 'Z' || state == 'X')
+	if (errno == ESRCH || ra_stat_read(NULL, pid, &st) < 0 || st.state == 'Z' ||
+	    st.state == 'X')
 		w->gone[i] = true;
+	else
+		w->start[i] = st.starttime;
 }
 
 struct rn_watch *rn_watch_open(const struct rn_target *t, size_t n)

@@ -21,45 +21,18 @@
 
 #include <rocattach/rocattach.h>
 
-#include "fault_util.h"
-#include "victim.h"
-
-static char outdir[256];
-static char logbuf[65536];
+#include "testlib.h"
 
 static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
-
-static int setup(void **state)
-{
-	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
-	return outdir[0] ? 0 : -1;
-}
 
 static void start(struct victim *v, const struct victim_opts *o)
 {
 	assert_int_equal(victim_start(v, o), 0);
 }
 
-static const char *log_of(pid_t pid)
-{
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return logbuf;
-}
-
-/* Fails the test with the first thing wrong with the victim. */
-static void assert_unharmed(struct victim *v)
-{
-	char why[256];
-
-	if (victim_unharmed(v, false, why, sizeof(why)))
-		fail_msg("victim %d harmed: %s", v->pid, why);
-}
-
 static void test_attach_detach_reattach_lifecycle(void **state)
 {
+	const char *logtext;
 	char events[512], reply[512];
 	struct victim v;
 	pid_t pid;
@@ -69,14 +42,15 @@ static void test_attach_detach_reattach_lifecycle(void **state)
 	start(&v, &with_agent);
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_is_attached(v.pid), 1);
-	tool_events(log_of(v.pid), events, sizeof(events));
+	logtext = log_of(v.pid);
+	tool_events(logtext, events, sizeof(events));
 	assert_string_equal(events, "configure configure_attach initialize tool_attach");
-	assert_non_null(strstr(logbuf, "detach_func=null"));
+	assert_non_null(strstr(logtext, "detach_func=null"));
 	/* ROCP* variables cross into the target, others do not. */
 	assert_int_equal(victim_cmd(&v, "env ROCP_TEST_MARKER", reply, sizeof(reply)), 0);
 	assert_string_equal(reply, "env ROCP_TEST_MARKER=crossed");
 	assert_int_equal(victim_cmd(&v, "env HOME", reply, sizeof(reply)), 0);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_is_attached(v.pid), 0);
@@ -85,7 +59,7 @@ static void test_attach_detach_reattach_lifecycle(void **state)
 	tool_events(log_of(v.pid), events, sizeof(events));
 	assert_string_equal(events, "configure configure_attach initialize tool_attach "
 				    "tool_detach tool_attach tool_detach");
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	pid = v.pid;
 	assert_true(WIFEXITED(victim_stop(&v)));
 	/* finalize runs once, at exit. */
@@ -115,7 +89,7 @@ static void test_attach_ex_report_steps(void **state)
 	assert_int_equal(rocattach_detach_ex(v.pid, NULL, &rep), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rep.agent_status, 0);
 	assert_true(rep.tool_ns > rep.start_ns && rep.tool_ns < rep.end_ns);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -152,7 +126,7 @@ static void test_attach_session_rules(void **state)
 	assert_non_null(strstr(rocattach_last_error(), "already has an attach session"));
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -168,7 +142,7 @@ static void test_attach_without_rocp_tool_attach(void **state)
 	assert_non_null(strstr(rocattach_last_error(), "ROCP_TOOL_ATTACH=1"));
 	assert_int_equal(rocattach_is_attached(v.pid), 0);
 	assert_string_equal(log_of(v.pid), "");
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	/* A failed attach leaves no session: the same call fails the same way again. */
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR);
 	victim_stop(&v);
@@ -209,7 +183,7 @@ static void test_attach_missing_tool_rejected_before_ptrace(void **state)
 	assert_int_equal(victim_cmd(&v, "env ROCP_TEST_NOT_SENT", reply, sizeof(reply)), 0);
 	assert_string_equal(reply, "env ROCP_TEST_NOT_SENT unset");
 	assert_string_equal(log_of(v.pid), "");
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -228,7 +202,7 @@ static void test_attach_tool_declines_reports_agent_error(void **state)
 	assert_int_equal(victim_cmd(&v, "env ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL", reply,
 				    sizeof(reply)), 0);
 	assert_string_equal(reply, "env ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL unset");
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	/* A later attach succeeds. */
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
@@ -291,7 +265,7 @@ static void test_attach_tree_skips_fork_only_child(void **state)
 	assert_int_equal(tool_count(log_of(child), "tool_detach"), 1);
 	assert_int_equal(tool_count(log_of(grandchild), "tool_detach"), 1);
 	assert_int_equal(rocattach_detach_tree(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	assert_int_equal(proc_tracer(child), 0);
 	victim_stop(&v);
 }
@@ -337,8 +311,8 @@ static void test_detach_zero_detaches_every_session(void **state)
 	assert_int_equal(rocattach_is_attached(b.pid), 0);
 	assert_int_equal(tool_count(log_of(a.pid), "tool_detach"), 1);
 	assert_int_equal(tool_count(log_of(b.pid), "tool_detach"), 1);
-	assert_unharmed(&a);
-	assert_unharmed(&b);
+	assert_unharmed(&a, false);
+	assert_unharmed(&b, false);
 	victim_stop(&a);
 	victim_stop(&b);
 }
@@ -361,7 +335,7 @@ static void test_attach_blocked_read_keeps_data_no_eintr(void **state)
 	assert_int_equal(victim_status(&v, "eintr"), 0);
 	/* 25 echoes + this status + the one in the previous line's call. */
 	assert_int_equal(victim_status(&v, "lines"), 27);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -379,7 +353,7 @@ static void test_attach_signal_in_window_reaches_target(void **state)
 	assert_int_equal(victim_status(&v, "sigusr1"), 3);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(victim_status(&v, "sigusr1"), 3);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -434,7 +408,7 @@ static void test_attacher_sigkill_while_idle(void **state)
 	start(&v, &with_agent);
 	kill_attacher_after(v.pid, attach_only, 500);
 	assert_int_equal(tool_count(log_of(v.pid), "tool_attach"), 1);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	/* The listener is intact: the process can be attached again. */
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
@@ -461,14 +435,14 @@ static void test_attacher_sigkill_mid_call(void **state)
 	usleep(1500 * 1000);
 	/* No stray trap: the process lives, untraced, its work goes on. */
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	/* The park's signal, sent before the call, was discarded by the park. */
 	assert_false(park_signal_pending(v.pid));
 	/* The listener parked: it can still be driven. */
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 2);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -493,7 +467,7 @@ static void test_attach_park_signalled_or_watched(void **state)
 		assert_false(park_signal_pending(v.pid));
 	}
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 4);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -534,5 +508,5 @@ int main(void)
 		cmocka_unit_test(test_detach_after_target_exit),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup_outdir_with_tool, NULL);
 }

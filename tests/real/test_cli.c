@@ -16,82 +16,21 @@
 
 #include <rocattach/version.h>
 
-#include "victim.h"
+#include "testlib.h"
 
-static char outdir[256];
-static char logbuf[65536];
 static char errbuf[8192];
 
 static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
 
-static int setup(void **state)
+/* The CLI as we are, its stderr in errbuf: its exit code (128 + signal if killed). */
+static int run_cli(const char *const *args)
 {
-	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
-	return outdir[0] ? 0 : -1;
-}
-
-/* Start the CLI with args; its stderr goes to a pipe that cli_wait reads. */
-static pid_t cli_start(const char *const *args, int *errfd)
-{
-	const char *argv[16] = {RA_CLI_PATH};
-	int p[2], n = 1;
-	pid_t pid;
-
-	for (int i = 0; args[i] && n < 15; i++)
-		argv[n++] = args[i];
-	if (pipe2(p, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
-
-		dup2(devnull, 0);
-		dup2(p[1], 2);
-		execv(RA_CLI_PATH, (char **)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	*errfd = p[0];
-	return pid;
-}
-
-/* Wait for the CLI; returns its exit code (or 128+signal), stderr in errbuf. */
-static int cli_wait(pid_t pid, int errfd)
-{
-	size_t used = 0;
-	ssize_t n;
-	int status;
-
-	while ((n = read(errfd, errbuf + used, sizeof(errbuf) - 1 - used)) > 0)
-		used += (size_t)n;
-	errbuf[used] = '\0';
-	close(errfd);
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static int cli_run(const char *const *args)
-{
-	int fd;
-	pid_t pid = cli_start(args, &fd);
-
-	return cli_wait(pid, fd);
-}
-
-static int lines(const char *s)
-{
-	int n = 0;
-
-	for (; *s; s++)
-		n += *s == '\n';
-	return n;
+	return cli_run(args, 0, errbuf, sizeof(errbuf));
 }
 
 static void test_cli_duration_attach_detach(void **state)
 {
+	const char *logtext;
 	char pid[16], events[256];
 	struct victim v;
 
@@ -99,9 +38,9 @@ static void test_cli_duration_attach_detach(void **state)
 	assert_int_equal(victim_start(&v, &with_agent), 0);
 	snprintf(pid, sizeof(pid), "%d", v.pid);
 	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "200", NULL};
-	assert_int_equal(cli_run(args), 0);
-	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-	tool_events(logbuf, events, sizeof(events));
+	assert_int_equal(run_cli(args), 0);
+	logtext = log_of(v.pid);
+	tool_events(logtext, events, sizeof(events));
 	assert_string_equal(events,
 			    "configure configure_attach initialize tool_attach tool_detach");
 	assert_non_null(strstr(errbuf, "detached from process"));
@@ -112,6 +51,7 @@ static void test_cli_duration_attach_detach(void **state)
 
 static void test_cli_env_defaults(void **state)
 {
+	const char *logtext;
 	char pid[16];
 	struct victim v;
 
@@ -123,18 +63,19 @@ static void test_cli_env_defaults(void **state)
 	setenv("ROCPROF_ATTACH_DURATION", "100", 1);
 	setenv("ROCPROF_ATTACH_CHILDREN", "off", 1);
 	const char *args[] = {NULL};
-	assert_int_equal(cli_run(args), 0);
+	assert_int_equal(run_cli(args), 0);
 	unsetenv("ROCPROF_ATTACH_PID");
 	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
 	unsetenv("ROCPROF_ATTACH_DURATION");
 	unsetenv("ROCPROF_ATTACH_CHILDREN");
-	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-	assert_int_equal(tool_count(logbuf, "tool_detach"), 1);
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_detach"), 1);
 	victim_stop(&v);
 }
 
 static void test_cli_signal_ends_window(void **state)
 {
+	const char *logtext;
 	int sigs[] = {SIGINT, SIGTERM};
 	char pid[16];
 	struct victim v;
@@ -145,21 +86,21 @@ static void test_cli_signal_ends_window(void **state)
 	for (int i = 0; i < 2; i++) {
 		const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, NULL};
 		int fd;
-		pid_t cli = cli_start(args, &fd);
+		pid_t cli = cli_spawn(args, 0, &fd);
 
 		/* Without -d and with stdin not a terminal, only a signal ends the window. */
 		for (int t = 0; t < 500; t++) {
-			tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-			if (tool_count(logbuf, "tool_attach") == i + 1)
+			logtext = log_of(v.pid);
+			if (tool_count(logtext, "tool_attach") == i + 1)
 				break;
 			usleep(10000);
 		}
 		usleep(100000);
-		assert_int_equal(tool_count(logbuf, "tool_detach"), i);
+		assert_int_equal(tool_count(logtext, "tool_detach"), i);
 		kill(cli, sigs[i]);
-		assert_int_equal(cli_wait(cli, fd), 0);
-		tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-		assert_int_equal(tool_count(logbuf, "tool_detach"), i + 1);
+		assert_int_equal(cli_finish(cli, fd, errbuf, sizeof(errbuf)), 0);
+		logtext = log_of(v.pid);
+		assert_int_equal(tool_count(logtext, "tool_detach"), i + 1);
 	}
 	assert_true(proc_alive(v.pid));
 	victim_stop(&v);
@@ -182,9 +123,9 @@ static void test_cli_bad_usage(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_int_equal(cli_run(cases[i]), 2);
+		assert_int_equal(run_cli(cases[i]), 2);
 		/* One clear line. */
-		assert_int_equal(lines(errbuf), 1);
+		assert_int_equal(count_lines(errbuf), 1);
 		assert_non_null(strstr(errbuf, "rocattach: "));
 	}
 }
@@ -199,8 +140,8 @@ static void test_cli_no_listener_one_line_exit_1(void **state)
 	assert_int_equal(victim_start(&v, &o), 0);
 	snprintf(pid, sizeof(pid), "%d", v.pid);
 	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "--attach-children=false", NULL};
-	assert_int_equal(cli_run(args), 1);
-	assert_int_equal(lines(errbuf), 1);
+	assert_int_equal(run_cli(args), 1);
+	assert_int_equal(count_lines(errbuf), 1);
 	assert_non_null(strstr(errbuf, "ROCP_TOOL_ATTACH=1"));
 	/* ... and the other fix. */
 	assert_non_null(strstr(errbuf, "--inject"));
@@ -225,8 +166,9 @@ static int count(const char *s, const char *what)
  */
 static void inject_plain(bool children)
 {
+	const char *logtext;
 	const struct victim_opts plain = {0};
-	char pid[16], events[256], why[256];
+	char pid[16], events[256];
 	struct victim v;
 
 	assert_int_equal(victim_start(&v, &plain), 0);
@@ -234,14 +176,13 @@ static void inject_plain(bool children)
 	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
 	const char *args[] = {"--inject", "-p", pid, "-t", RA_TOOL_PATH, "-d", "200",
 			      children ? NULL : "--attach-children=false", NULL};
-	if (cli_run(args) != 0)
+	if (run_cli(args) != 0)
 		fail_msg("rocattach --inject: %s", errbuf);
-	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-	tool_events(logbuf, events, sizeof(events));
+	logtext = log_of(v.pid);
+	tool_events(logtext, events, sizeof(events));
 	assert_string_equal(events,
 			    "configure configure_attach initialize tool_attach tool_detach");
-	if (victim_unharmed(&v, true, why, sizeof(why)))
-		fail_msg("after rocattach --inject: %s", why);
+	assert_unharmed(&v, true);
 	assert_int_equal(proc_tracer(v.pid), 0);
 	assert_true(proc_thread(v.pid, "rocp-bg-attach") > 0);
 	assert_true(proc_thread(v.pid, "rocp-watchdog") > 0);
@@ -263,22 +204,21 @@ static void test_cli_inject_plain_tree(void **state)
 /* Without -t: the default tool is named once, with the fix; the target is untouched. */
 static void test_cli_default_tool_named_once(void **state)
 {
-	char pid[16], why[256];
+	char pid[16];
 	struct victim v;
 
 	(void)state;
 	assert_int_equal(victim_start(&v, &with_agent), 0);
 	snprintf(pid, sizeof(pid), "%d", v.pid);
 	const char *args[] = {"-p", pid, "-d", "100", NULL};
-	assert_int_equal(cli_run(args), 1);
-	assert_int_equal(lines(errbuf), 1);
+	assert_int_equal(run_cli(args), 1);
+	assert_int_equal(count_lines(errbuf), 1);
 	assert_int_equal(count(errbuf, "librocprofiler-sdk-tool.so.1"), 1);
 	assert_non_null(strstr(errbuf, "give the tool with -t "));
-	if (victim_unharmed(&v, true, why, sizeof(why)))
-		fail_msg("after the failed attach: %s", why);
+	assert_unharmed(&v, true);
 	/* Not bound by the failure: a named tool attaches afterwards. */
 	const char *named[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "100", NULL};
-	assert_int_equal(cli_run(named), 0);
+	assert_int_equal(run_cli(named), 0);
 	victim_stop(&v);
 }
 
@@ -288,8 +228,8 @@ static void test_cli_help_and_version(void **state)
 	const char *version[] = {"--version", NULL};
 
 	(void)state;
-	assert_int_equal(cli_run(help), 0);
-	assert_int_equal(cli_run(version), 0);
+	assert_int_equal(run_cli(help), 0);
+	assert_int_equal(run_cli(version), 0);
 }
 
 /* Ours and the SDK API's version (what rocattach_get_version reports). */
@@ -323,5 +263,5 @@ int main(void)
 		cmocka_unit_test(test_cli_version_names_both),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);
 }

@@ -26,14 +26,11 @@
 
 #include <rocattach/rocattach.h>
 
-#include "fault_util.h"
-#include "victim.h"
+#include "testlib.h"
 
 enum { EXIT_OK = 0, EXIT_ATTACH = 1, EXIT_DETACH = 3 };
 
-static char outdir[256];
 static char workdir[256];
-static char logbuf[1 << 20];
 static char errbuf[8192];
 
 static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
@@ -41,27 +38,9 @@ static const struct victim_opts with_agent = {.agent = true, .attach_env = true}
 static int setup(void **state)
 {
 	(void)state;
-	make_outdir(outdir, sizeof(outdir));
 	make_outdir(workdir, sizeof(workdir));
 	chmod(workdir, 0755);
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
-	return outdir[0] && workdir[0] ? 0 : -1;
-}
-
-static const char *log_of(pid_t pid)
-{
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return logbuf;
-}
-
-/* Fails the test with the first thing wrong with the victim. */
-static void assert_unharmed(struct victim *v)
-{
-	char why[256];
-
-	if (victim_unharmed(v, true, why, sizeof(why)))
-		fail_msg("victim %d harmed: %s", v->pid, why);
+	return setup_outdir(NULL) == 0 && workdir[0] ? 0 : -1;
 }
 
 /*
@@ -98,7 +77,7 @@ static void assert_no_trace_of_attach(struct victim *v)
 	assert_string_equal(log_of(v->pid), "");
 	assert_int_equal(victim_cmd(v, "env ROCP_TEST_MARKER", reply, sizeof(reply)), 0);
 	assert_string_equal(reply, "env ROCP_TEST_MARKER unset");
-	assert_unharmed(v);
+	assert_unharmed(v, true);
 }
 
 /* The attach call has returned: the attacher no longer traces anything in pid. */
@@ -124,7 +103,7 @@ static void target_dies_during_attach(int sig)
 	setenv("ROCPROF_EXAMPLE_TOOL_ATTACH_MS", "2000", 1);
 	pid_t cli = cli_spawn(args, 0, &fd);
 	unsetenv("ROCPROF_EXAMPLE_TOOL_ATTACH_MS");
-	assert_true(wait_tool_events(outdir, v.pid, "initialize", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v.pid, "initialize", 1, 10000));
 	usleep(100 * 1000);
 	kill(v.pid, sig);
 	waitpid(v.pid, &status, 0);
@@ -156,7 +135,7 @@ static void target_dies_in_window(int sig)
 	snprintf(pid, sizeof(pid), "%d", v.pid);
 	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "1000", NULL};
 	pid_t cli = cli_spawn(args, 0, &fd);
-	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v.pid, "tool_attach", 1, 10000));
 	wait_released(v.pid);
 	kill(v.pid, sig);
 	waitpid(v.pid, NULL, 0);
@@ -211,11 +190,11 @@ static void test_fault_target_stopped_before_attach(void **state)
 		usleep(1000);
 	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "60000", NULL};
 	pid_t cli = cli_spawn(args, 0, &fd);
-	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v.pid, "tool_attach", 1, 10000));
 	wait_released(v.pid);
 	assert_int_equal(proc_state(v.pid), 'T');
 	kill(v.pid, SIGCONT);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	/* Stopped again for the detach: it still works and stays stopped. */
 	kill(v.pid, SIGSTOP);
 	while (proc_state(v.pid) != 'T')
@@ -225,7 +204,7 @@ static void test_fault_target_stopped_before_attach(void **state)
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
 	assert_int_equal(proc_state(v.pid), 'T');
 	kill(v.pid, SIGCONT);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
@@ -310,9 +289,9 @@ static void test_fault_target_already_traced(void **state)
 	waitpid(s, NULL, 0);
 	/* strace detached: the target never noticed us, and attaches now. */
 	assert_string_equal(log_of(v.pid), "");
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
@@ -329,6 +308,7 @@ static bool untraced(void *arg)
  */
 static void test_fault_second_attacher_refused(void **state)
 {
+	const char *logtext;
 	char p[16], cause[96];
 	unsigned long long refused_ns;
 	struct victim v;
@@ -341,7 +321,7 @@ static void test_fault_second_attacher_refused(void **state)
 	const char *args[] = {"-p", p, "-t", RA_TOOL_PATH, "-d", "2000", NULL};
 	first = cli_spawn(args, 0, &fd);
 	assert_true(first > 0);
-	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v.pid, "tool_attach", 1, 10000));
 	assert_true(wait_until(untraced, &v.pid, 10000));
 
 	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "500", 0), EXIT_ATTACH);
@@ -350,19 +330,19 @@ static void test_fault_second_attacher_refused(void **state)
 		 (int)v.pid, (int)first);
 	assert_one_error(cause);
 	assert_non_null(strstr(errbuf, "): wait for its window to end"));
-	log_of(v.pid);
-	assert_int_equal(tool_count(logbuf, "tool_attach"), 1);
-	assert_int_equal(tool_count(logbuf, "tool_detach"), 0);
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), 1);
+	assert_int_equal(tool_count(logtext, "tool_detach"), 0);
 	/* ROCP_TEST_MARKER came with the second attach only: it never crossed. */
 	assert_int_equal(victim_cmd(&v, "env ROCP_TEST_MARKER", cause, sizeof(cause)), 0);
 	assert_string_equal(cause, "env ROCP_TEST_MARKER unset");
 
 	assert_int_equal(cli_finish(first, fd, errbuf, sizeof(errbuf)), EXIT_OK);
-	log_of(v.pid);
-	assert_int_equal(tool_count(logbuf, "tool_attach"), 1);
-	assert_int_equal(tool_count(logbuf, "tool_detach"), 1);
-	assert_true(tool_event_ns(logbuf, "tool_detach", 1) > refused_ns);
-	assert_unharmed(&v);
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), 1);
+	assert_int_equal(tool_count(logtext, "tool_detach"), 1);
+	assert_true(tool_event_ns(logtext, "tool_detach", 1) > refused_ns);
+	assert_unharmed(&v, true);
 	/* Free again. */
 	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
 	victim_stop(&v);
@@ -371,6 +351,7 @@ static void test_fault_second_attacher_refused(void **state)
 /* Its owner killed mid-window, the next attacher gets the target at once. */
 static void test_fault_second_attacher_after_owner_killed(void **state)
 {
+	const char *logtext;
 	char p[16];
 	struct victim v;
 	pid_t first;
@@ -382,14 +363,14 @@ static void test_fault_second_attacher_after_owner_killed(void **state)
 	const char *args[] = {"-p", p, "-t", RA_TOOL_PATH, "-d", "60000", NULL};
 	first = cli_spawn(args, 0, &fd);
 	assert_true(first > 0);
-	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v.pid, "tool_attach", 1, 10000));
 	assert_true(wait_until(untraced, &v.pid, 10000));
 	kill(first, SIGKILL);
 	assert_int_equal(cli_finish(first, fd, errbuf, sizeof(errbuf)), 128 + SIGKILL);
 	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
-	log_of(v.pid);
-	assert_int_equal(tool_count(logbuf, "tool_attach"), tool_count(logbuf, "tool_detach"));
-	assert_unharmed(&v);
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), tool_count(logtext, "tool_detach"));
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
@@ -445,28 +426,6 @@ static void test_fault_target_without_listener(void **state)
 	victim_stop(&v);
 }
 
-static int copy_file(const char *from, const char *to, mode_t mode)
-{
-	char buf[65536];
-	int in, out, ret = -1;
-	ssize_t n;
-
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (in < 0 || out < 0)
-		goto out;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			goto out;
-	ret = n == 0 && !fchmod(out, mode) ? 0 : -1;
-out:
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return ret;
-}
-
 static void test_fault_tool_not_elf_or_wrong_machine(void **state)
 {
 	char text[512], arm[512];
@@ -511,10 +470,10 @@ static void test_fault_tool_not_elf_by_bare_name(void **state)
 	assert_int_equal(cli_window(v.pid, "libbare-text.so", "100", 0), EXIT_ATTACH);
 	assert_one_error("ROCPROFILER_ERROR");
 	assert_non_null(strstr(errbuf, "libbare-text.so"));
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	/* A failed first attach pins nothing: a good tool attaches next. */
 	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "50", 0), EXIT_OK);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
@@ -527,7 +486,7 @@ static void tool_knob_fails(const char *knob, const char *cause)
 	assert_int_equal(cli_window(v.pid, RA_TOOL_PATH, "100", 0), EXIT_ATTACH);
 	unsetenv(knob);
 	assert_one_error(cause);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	/* The failed attach rolled its environment back. */
 	char reply[256], cmd[128];
 	snprintf(cmd, sizeof(cmd), "env %s", knob);
@@ -594,6 +553,7 @@ static void maps_diff(pid_t pid)
 
 static void test_fault_attacher_killed_at_random_points(void **state)
 {
+	const char *logtext;
 	struct victim v;
 	int maps0, fds0;
 	unsigned int seed = (unsigned int)getpid();
@@ -625,20 +585,20 @@ static void test_fault_attacher_killed_at_random_points(void **state)
 	}
 	/* The watchdog detaches what the last attacher left attached. */
 	usleep(300 * 1000);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	if (rocattach_attach(v.pid) != ROCATTACH_STATUS_SUCCESS)
 		fail_msg("attach after the kills: %s", rocattach_last_error());
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	usleep(50 * 1000);
 	print_message("target maps %d -> %d, fds %d -> %d\n", maps0, proc_maps_count(v.pid), fds0,
 		      proc_fd_count(v.pid));
 	assert_int_equal(proc_fd_count(v.pid), fds0);
 	maps_diff(v.pid);
 	assert_int_equal(proc_maps_count(v.pid), maps0);
-	log_of(v.pid);
-	assert_int_equal(tool_count(logbuf, "tool_attach"), tool_count(logbuf, "tool_detach"));
-	print_message("%d windows, all detached\n", tool_count(logbuf, "tool_attach"));
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), tool_count(logtext, "tool_detach"));
+	print_message("%d windows, all detached\n", tool_count(logtext, "tool_attach"));
 	victim_stop(&v);
 	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
 }

@@ -15,18 +15,7 @@
 
 #include <rocattach/rocattach.h>
 
-#include "victim.h"
-
-static char outdir[256];
-static char logbuf[65536];
-
-static int setup(void **state)
-{
-	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	return outdir[0] ? 0 : -1;
-}
+#include "testlib.h"
 
 static int threads_of(pid_t pid)
 {
@@ -53,6 +42,7 @@ static const rocattach_opts_t inject_opts = {
 
 static void test_inject_plain_program_full_lifecycle(void **state)
 {
+	const char *logtext;
 	const struct victim_opts plain = {0};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	char events[256], reply[256];
@@ -75,8 +65,8 @@ static void test_inject_plain_program_full_lifecycle(void **state)
 	/* The loader thread (lib/inject.c) has gone: the listener and the watchdog are new. */
 	while (threads_of(v.pid) > threads0 + 1 + (proc_thread(v.pid, "rocp-watchdog") > 0))
 		usleep(1000);
-	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-	tool_events(logbuf, events, sizeof(events));
+	logtext = log_of(v.pid);
+	tool_events(logtext, events, sizeof(events));
 	assert_string_equal(events, "configure configure_attach initialize tool_attach");
 	/* The borrowed thread (the reader, blocked in read) lost nothing. */
 	assert_int_equal(victim_cmd(&v, "echo after-inject", reply, sizeof(reply)), 0);
@@ -89,9 +79,9 @@ static void test_inject_plain_program_full_lifecycle(void **state)
 	assert_int_equal(rocattach_attach_ex(v.pid, &inject_opts, &rep), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rep.step_ns[ROCATTACH_STEP_INJECT], 0);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
-	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-	assert_int_equal(tool_count(logbuf, "tool_detach"), 2);
-	assert_int_equal(tool_count(logbuf, "configure"), 1);
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_detach"), 2);
+	assert_int_equal(tool_count(logtext, "configure"), 1);
 	assert_int_equal(proc_tracer(v.pid), 0);
 	assert_int_equal(victim_cmd(&v, "ping", reply, sizeof(reply)), 0);
 	assert_int_equal(victim_status(&v, "eintr"), 0);
@@ -136,5 +126,5 @@ int main(void)
 		cmocka_unit_test(test_inject_missing_agent_rejected),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);
 }

@@ -31,14 +31,11 @@
 
 #include <rocattach/rocattach.h>
 
-#include "fault_util.h"
-#include "victim.h"
+#include "testlib.h"
 
 #define LOCK_WAIT_S 600
 
-static char outdir[256];
 static char workdir[256];
-static char logbuf[65536];
 static char errbuf[8192];
 static int lock_fd = -1;
 
@@ -47,15 +44,14 @@ static const struct victim_opts with_agent = {.agent = true, .attach_env = true}
 static int group_setup(void **state)
 {
 	(void)state;
-	make_outdir(outdir, sizeof(outdir));
+	if (setup_outdir(RA_TOOL_PATH) < 0)
+		return -1;
 	make_outdir(workdir, sizeof(workdir));
 	chmod(workdir, 0755);
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
 	lock_fd = open("/tmp/rocattach-heavy.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	for (int i = 0; lock_fd >= 0 && i < LOCK_WAIT_S; i++) {
 		if (!flock(lock_fd, LOCK_EX | LOCK_NB))
-			return outdir[0] && workdir[0] ? 0 : -1;
+			return workdir[0] ? 0 : -1;
 		sleep(1);
 	}
 	fprintf(stderr, "test_namespaces: /tmp/rocattach-heavy.lock busy for %d s: skipping\n",
@@ -80,34 +76,6 @@ static int group_teardown(void **state)
 		if (lock_fd < 0)     \
 			skip();      \
 	} while (0)
-
-static const char *log_of(pid_t pid)
-{
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return logbuf;
-}
-
-static int copy_file(const char *from, const char *to, mode_t mode)
-{
-	char buf[65536];
-	int in, out, ret = -1;
-	ssize_t n;
-
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (in < 0 || out < 0)
-		goto out;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			goto out;
-	ret = n == 0 && !fchmod(out, mode) ? 0 : -1;
-out:
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return ret;
-}
 
 /*
  * The tool exists for us but not in the target's mount namespace: refused
@@ -211,7 +179,7 @@ static void test_ns_other_pid_namespace_no_watchdog(void **state)
 	assert_int_equal(tool_count(log_of(1), "tool_detach"), 0);
 	assert_int_equal(rocattach_detach(target), ROCATTACH_STATUS_SUCCESS);
 	a = attacher_child(target);
-	assert_true(wait_tool_events(outdir, 1, "tool_attach", 2, 10000));
+	assert_true(wait_tool_events(test_outdir, 1, "tool_attach", 2, 10000));
 	usleep(50 * 1000);
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);

@@ -14,14 +14,12 @@
 #include <cmocka.h>
 
 #include "node.h"
-#include "victim.h"
+#include "testlib.h"
 
 #define N 40
 
 static struct victim victims[N];
 static pid_t stand_in; /* plays the launcher: the victims are our children, not its */
-static char outdir[256];
-static char logbuf[65536];
 
 static int setup(void **state)
 {
@@ -33,8 +31,8 @@ static int setup(void **state)
 		pause();
 		_exit(0);
 	}
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
+	if (setup_outdir(NULL) < 0)
+		return -1;
 	for (int i = 0; i < N; i++)
 		if (victim_start(&victims[i], &o))
 			return -1;
@@ -67,8 +65,7 @@ static void select_all(struct rn_target **t, size_t *n)
 
 static int events(pid_t pid, const char *ev)
 {
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return tool_count(logbuf, ev);
+	return tool_count(log_of(pid), ev);
 }
 
 static void test_rn_attach_all_forty_records_correct(void **state)

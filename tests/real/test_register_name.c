@@ -25,22 +25,17 @@
 #include <rocattach/tool.h>
 
 #include "symbols.h"
-#include "victim.h"
+#include "testlib.h"
 
 #define AMD_PREFIX "librocprofiler-register.so"
 
-static char outdir[256];
-static char logbuf[65536];
 static char preload[PATH_MAX + 16];
 
 static int setup(void **state)
 {
 	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", RA_REGISTER_AGENT_PATH);
-	return outdir[0] ? 0 : -1;
+	return setup_outdir(RA_TOOL_PATH);
 }
 
 /* ROCP_TOOL_ATTACH=1 LD_PRELOAD=.../librocprofiler-register.so.0 target */
@@ -49,20 +44,6 @@ static void start(struct victim *v)
 	struct victim_opts o = {.attach_env = true, .env = {preload, NULL}};
 
 	assert_int_equal(victim_start(v, &o), 0);
-}
-
-static const char *log_of(pid_t pid)
-{
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return logbuf;
-}
-
-static void assert_unharmed(struct victim *v)
-{
-	char why[256];
-
-	if (victim_unharmed(v, true, why, sizeof(why)))
-		fail_msg("victim %d harmed: %s", v->pid, why);
 }
 
 struct mapping {
@@ -208,13 +189,14 @@ static void test_register_name_is_a_real_file_in_maps(void **state)
 	assert_true(S_ISREG(st.st_mode));
 	amd_lookup(v.pid, path);
 	assert_int_equal(count_threads(v.pid, "rocp-bg-attach"), 1);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
 /* ROCm's lifecycle and rules, through our library, on the agent under its second name. */
 static void test_register_name_lifecycle(void **state)
 {
+	const char *logtext;
 	rocattach_opts_t other = {.size = sizeof(other),
 				  .tool_libraries = RA_TOOL_PATH ":" RA_TOOL_PATH};
 	rocattach_report_t rep = {.size = sizeof(rep)};
@@ -226,11 +208,12 @@ static void test_register_name_lifecycle(void **state)
 	assert_int_equal(rocattach_attach_ex(v.pid, NULL, &rep), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rep.agent_status, ROCATTACH_REGISTER_SUCCESS);
 	assert_int_equal(rep.tid, proc_thread(v.pid, "rocp-bg-attach"));
-	tool_events(log_of(v.pid), events, sizeof(events));
+	logtext = log_of(v.pid);
+	tool_events(logtext, events, sizeof(events));
 	assert_string_equal(events, "configure configure_attach initialize tool_attach");
 	snprintf(want, sizeof(want), " version=%u runtime=%s ", ROCATTACH_SDK_VERSION,
 		 ROCATTACH_SDK_VERSION_STRING);
-	assert_non_null(strstr(logbuf, want));
+	assert_non_null(strstr(logtext, want));
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	tool_events(log_of(v.pid), events, sizeof(events));
 	assert_string_equal(events,
@@ -248,7 +231,7 @@ static void test_register_name_lifecycle(void **state)
 	assert_string_equal(events, "configure configure_attach initialize tool_attach "
 				    "tool_detach tool_attach tool_detach");
 	assert_int_equal(count_threads(v.pid, "rocp-bg-attach"), 1);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
@@ -267,7 +250,7 @@ static void test_register_name_unloadable_tool(void **state)
 	assert_string_equal(log_of(v.pid), "");
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 

@@ -29,12 +29,9 @@
 
 #include <rocattach/rocattach.h>
 
-#include "fault_util.h"
-#include "victim.h"
+#include "testlib.h"
 
-static char outdir[256];
 static char workdir[256];
-static char logbuf[65536];
 static char out[8192];
 
 static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
@@ -42,42 +39,13 @@ static const struct victim_opts with_agent = {.agent = true, .attach_env = true}
 static int setup(void **state)
 {
 	(void)state;
-	make_outdir(outdir, sizeof(outdir));
+	if (setup_outdir(NULL) < 0)
+		return -1;
 	make_outdir(workdir, sizeof(workdir));
 	/* nobody writes tool logs here and runs programs from there. */
-	chmod(outdir, 0777);
+	chmod(test_outdir, 0777);
 	chmod(workdir, 0755);
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	unsetenv("ROCPROF_ATTACH_TOOL_LIBRARY");
-	return outdir[0] && workdir[0] ? 0 : -1;
-}
-
-static const char *log_of(pid_t pid)
-{
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return logbuf;
-}
-
-static int copy_file(const char *from, const char *to, mode_t mode)
-{
-	char buf[65536];
-	int in, outfd, ret = -1;
-	ssize_t n;
-
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	outfd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (in < 0 || outfd < 0)
-		goto out;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(outfd, buf, (size_t)n) != n)
-			goto out;
-	ret = n == 0 && !fchmod(outfd, mode) ? 0 : -1;
-out:
-	if (in >= 0)
-		close(in);
-	if (outfd >= 0)
-		close(outfd);
-	return ret;
+	return workdir[0] ? 0 : -1;
 }
 
 /* workdir/name, a directory of the given mode, owned by uid. */
@@ -355,7 +323,7 @@ static void test_security_at_secure_ignores_caller_environment(void **state)
 #endif
 	snprintf(helper, sizeof(helper), "%s/attacher", workdir);
 	snprintf(tool_env, sizeof(tool_env), "ROCPROF_ATTACH_TOOL_LIBRARY=%s", RA_TOOL_PATH);
-	snprintf(out_env, sizeof(out_env), "ROCPROF_OUTPUT_PATH=%s", outdir);
+	snprintf(out_env, sizeof(out_env), "ROCPROF_OUTPUT_PATH=%s", test_outdir);
 	assert_int_equal(copy_file(RA_SECURE_HELPER, helper, 0755), 0);
 	assert_int_equal(chown(helper, 0, 0), 0);
 	assert_int_equal(chmod(helper, 04755), 0);

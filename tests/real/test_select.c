@@ -31,6 +31,7 @@
 
 #define NOBODY 65534
 #define ENV_MAX 8
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The fakes; parents come before their children. */
 enum {
@@ -355,7 +356,6 @@ static const struct rn_target *find(const struct rn_target *t, size_t n, int i)
 }
 
 /* rn_select gives exactly these fakes. */
-#define EXPECT(s, ...) expect_exactly(s, (const int[]){ __VA_ARGS__, -1 })
 static void expect_exactly(const struct rn_selector *s, const int *idx)
 {
 	pid_t want[NFAKE];
@@ -391,79 +391,155 @@ static void expect_ranks(const struct rn_selector *s, const int *idx, const long
 	free(t);
 }
 
-/* ---- tests ---- */
+/* ---- runs of the same shape: a selector, the fakes it must give ---- */
 
-static void test_select_slurm_step(void **state)
-{
-	struct rn_selector s = sel();
-	char step[64];
+enum uid_kind { UID_ANY, UID_MINE, UID_NOBODY };
 
-	(void)state;
-	snprintf(step, sizeof(step), "%lu.0", job);
-	s.slurm_step = step;
-	/* LC has J.0's variables but is the launcher's child. */
-	EXPECT(&s, T0, T1);
-	expect_ranks(&s, (const int[]){ T0, T1, -1 }, (const long[]){ 0, 1 });
-	s.children = true;
-	EXPECT(&s, T0, T1, T1C);
-	expect_ranks(&s, (const int[]){ T1C, -1 }, (const long[]){ -1 });
-	snprintf(step, sizeof(step), "%lu.%s", job, "1");
-	EXPECT(&s, -1);
-	snprintf(step, sizeof(step), "%lu", job + 1);
-	EXPECT(&s, D1);
-}
+#define FAKES(...) ((const int[]){ __VA_ARGS__, -1 })
+#define NONE FAKES(-1)
 
-static void test_select_slurm_bare_job_skips_own_step(void **state)
-{
-	struct rn_selector s = sel();
-	char step[64];
+struct select_case {
+	const char *name;
+	int self;	   /* the launcher (its step and MPI job are ours): L unless set */
+	int need;	   /* a fake that must be running (root only), else the run is skipped */
+	const char *step;  /* --slurm-step: job + job_off, then this (".0", "" for the bare job) */
+	unsigned long job_off;
+	bool mpirun;	   /* --mpirun-pid M */
+	const char *mpi_job;
+	bool exe;	   /* --exe with the fakes' name */
+	enum uid_kind uid;
+	bool all_users, children;
+	const char *ranks, *rank_var;
+	const int *pids, *trees; /* --pid, --pid-tree: fakes */
+	const int *want;	 /* exactly these fakes (those not running left out) */
+	const int *ranked;	 /* and these have these ranks */
+	const long *rank;
+};
 
-	(void)state;
+static const struct select_case cases[] = {
+	/* --slurm-step: LC has J.0's variables but is the launcher's child. */
+	{ .name = "slurm step J.0", .step = ".0", .want = FAKES(T0, T1), .ranked = FAKES(T0, T1),
+	  .rank = (const long[]){ 0, 1 } },
+	{ .name = "slurm step J.0 with children", .step = ".0", .children = true,
+	  .want = FAKES(T0, T1, T1C), .ranked = FAKES(T1C), .rank = (const long[]){ -1 } },
+	{ .name = "slurm step J.1, ours", .step = ".1", .children = true, .want = NONE },
+	{ .name = "slurm job J+1", .step = "", .job_off = 1, .children = true, .want = FAKES(D1) },
 	/* O1 shares our step; the batch step's processes have no SLURM_STEP_ID. */
-	snprintf(step, sizeof(step), "%lu", job);
-	s.slurm_step = step;
-	EXPECT(&s, T0, T1);
+	{ .name = "slurm job J skips our own step", .step = "", .want = FAKES(T0, T1) },
 	/* A launcher in no step (D2) sees step 1 like any other, L and LC included. */
-	s.self = fakes[D2].pid;
-	EXPECT(&s, L, LC, T0, T1, O1);
-	snprintf(step, sizeof(step), "%lu.1", job);
-	EXPECT(&s, L, O1);
+	{ .name = "slurm job J from outside", .self = D2, .step = "",
+	  .want = FAKES(L, LC, T0, T1, O1) },
+	{ .name = "slurm step J.1 from outside", .self = D2, .step = ".1", .want = FAKES(L, O1) },
+	/* --mpirun-pid: SLURM_PROCID is 0 in both ranks, the MPI variables give the ranks. */
+	{ .name = "mpirun pid", .mpirun = true, .want = FAKES(R0, R1), .ranked = FAKES(R0, R1),
+	  .rank = (const long[]){ 0, 1 } },
+	{ .name = "mpirun pid with children", .mpirun = true, .children = true,
+	  .want = FAKES(R0, R1, R1C) },
+	{ .name = "mpirun pid with children, rank 1", .mpirun = true, .children = true,
+	  .ranks = "1", .want = FAKES(R1, R1C) },
+	{ .name = "mpi job by id", .mpi_job = mpi_ns, .want = FAKES(R0, R1) },
+	{ .name = "mpi job of another user by id", .mpi_job = other_ns, .want = FAKES(U) },
+	/* Alone, --exe reaches our user's processes only; --all-users everyone's. */
+	{ .name = "exe", .exe = true,
+	  .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK) },
+	{ .name = "exe, all users", .exe = true, .all_users = true,
+	  .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, U, NSP, NSK, D2U) },
+	{ .name = "exe, our uid", .exe = true, .uid = UID_MINE,
+	  .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK) },
+	{ .name = "exe, nobody's", .need = U, .exe = true, .uid = UID_NOBODY,
+	  .want = FAKES(U, D2U) },
+	/* T1: SLURM_PROCID=1; O1: PMIX_RANK=1; R1: OMPI_COMM_WORLD_RANK=1. */
+	{ .name = "exe, all users, rank 1", .exe = true, .all_users = true, .ranks = "1",
+	  .want = FAKES(T1, O1, R1) },
+	{ .name = "exe, all users, rank 1 of SLURM_PROCID", .exe = true, .all_users = true,
+	  .ranks = "1", .rank_var = "SLURM_PROCID", .want = FAKES(T1, O1) },
+	/*
+	 * --attach-children never reaches a third user: D2's child D2U (nobody)
+	 * is not ours and not D2's user, whether D2 was found by --exe or named by
+	 * --pid; --uid nobody or --all-users bring it in. --pid-tree names it.
+	 */
+	{ .name = "pid with children of a third user", .need = D2U, .children = true,
+	  .pids = FAKES(D2), .want = FAKES(D2) },
+	{ .name = "pid with children, all users", .need = D2U, .children = true,
+	  .all_users = true, .pids = FAKES(D2), .want = FAKES(D2, D2U) },
+	/* --uid filters the named D2 (root's) out; its nobody child is no match either. */
+	{ .name = "pid with children, nobody's", .need = D2U, .children = true,
+	  .uid = UID_NOBODY, .pids = FAKES(D2), .want = NONE },
+	{ .name = "pid tree of a third user's parent", .need = D2U, .children = true,
+	  .trees = FAKES(D2), .want = FAKES(D2, D2U) },
+	/* Named by --pid, a process of another user keeps its own user's children. */
+	{ .name = "pid of another user with children", .need = D2U, .children = true,
+	  .pids = FAKES(U), .want = FAKES(U) },
+	{ .name = "pids", .pids = FAKES(T0, D2), .want = FAKES(T0, D2) },
+	{ .name = "pid tree", .trees = FAKES(M), .want = FAKES(M, R0, R1, DMN, R1C) },
+	/* Ours never, even by pid. */
+	{ .name = "pids of our own", .pids = FAKES(L, LC), .want = NONE },
+};
+
+/* The pids of fakes idx (-1 ends) into out: their count. */
+static size_t fake_pids(const int *idx, pid_t *out)
+{
+	size_t n = 0;
+
+	for (; idx && *idx >= 0; idx++)
+		out[n++] = fakes[*idx].pid;
+	return n;
 }
 
-static void test_select_mpirun_pid(void **state)
+static long uid_of(enum uid_kind k)
 {
-	struct rn_selector s = sel();
-	struct rn_ranks r;
-	char err[RN_ERR_MAX];
+	return k == UID_MINE ? (long)getuid() : k == UID_NOBODY ? NOBODY : -1;
+}
 
-	(void)state;
-	s.mpirun_pid = fakes[M].pid;
-	EXPECT(&s, R0, R1);
-	/* SLURM_PROCID is 0 in both: the MPI variables give the ranks. */
-	expect_ranks(&s, (const int[]){ R0, R1, -1 }, (const long[]){ 0, 1 });
-	s.children = true;
-	EXPECT(&s, R0, R1, R1C);
-	assert_int_equal(rn_ranks_parse("1", &r, err, sizeof(err)), 0);
-	s.ranks = &r;
-	EXPECT(&s, R1, R1C);
+static void run_case(void **state)
+{
+	const struct select_case *c = *state;
+	struct rn_selector s = sel();
+	struct rn_ranks r = { 0 };
+	pid_t pids[NFAKE], trees[NFAKE];
+	char step[64], err[RN_ERR_MAX];
+
+	if (c->need && !spawned(c->need))
+		skip();
+	s.self = fakes[c->self].pid;
+	if (c->step) {
+		snprintf(step, sizeof(step), "%lu%s", job + c->job_off, c->step);
+		s.slurm_step = step;
+	}
+	s.mpirun_pid = c->mpirun ? fakes[M].pid : 0;
+	s.mpi_job = c->mpi_job;
+	s.exe = c->exe ? exe_name : NULL;
+	s.uid = uid_of(c->uid);
+	s.all_users = c->all_users;
+	s.children = c->children;
+	s.rank_var = c->rank_var;
+	if (c->ranks) {
+		assert_int_equal(rn_ranks_parse(c->ranks, &r, err, sizeof(err)), 0);
+		s.ranks = &r;
+	}
+	s.pids = pids;
+	s.n_pids = fake_pids(c->pids, pids);
+	s.trees = trees;
+	s.n_trees = fake_pids(c->trees, trees);
+	expect_exactly(&s, c->want);
+	if (c->ranked)
+		expect_ranks(&s, c->ranked, c->rank);
 	rn_ranks_free(&r);
 }
 
-static void test_select_mpi_job(void **state)
+/* ---- the others ---- */
+
+/*
+ * Any MPI job but ours, of our user only: the machine's other jobs may be
+ * in, so check ours are in, O1 and L out, and nobody's U left alone.
+ */
+static void test_select_mpi_job_any_but_ours(void **state)
 {
 	struct rn_selector s = sel();
 	struct rn_target *t;
 	size_t n;
 
 	(void)state;
-	s.mpi_job = mpi_ns;
-	EXPECT(&s, R0, R1);
-	s.mpi_job = other_ns;
-	EXPECT(&s, U);
-	/*
-	 * Any MPI job but ours, of our user only: the machine's other jobs may
-	 * be in, so check ours are in, O1 and L out, and nobody's U left alone.
-	 */
 	s.mpi_job = "";
 	n = run(&s, &t);
 	assert_non_null(find(t, n, R0));
@@ -493,93 +569,6 @@ static void test_select_mpi_job(void **state)
 	for (size_t k = 0; k < n; k++)
 		assert_int_equal(t[k].uid, NOBODY);
 	free(t);
-}
-
-static void test_select_exe_uid_ranks(void **state)
-{
-	struct rn_selector s = sel();
-	struct rn_ranks r;
-	char err[RN_ERR_MAX];
-
-	(void)state;
-	/* Alone, --exe reaches our user's processes only; --all-users everyone's. */
-	s.exe = exe_name;
-	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK);
-	s.all_users = true;
-	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, U, NSP, NSK, D2U);
-	s.all_users = false;
-	s.uid = (long)getuid();
-	EXPECT(&s, T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK);
-	if (spawned(U)) {
-		s.uid = NOBODY;
-		EXPECT(&s, U, D2U);
-	}
-	s.uid = -1;
-	s.all_users = true;
-	assert_int_equal(rn_ranks_parse("1", &r, err, sizeof(err)), 0);
-	s.ranks = &r;
-	/* T1: SLURM_PROCID=1; O1: PMIX_RANK=1; R1: OMPI_COMM_WORLD_RANK=1. */
-	EXPECT(&s, T1, O1, R1);
-	s.rank_var = "SLURM_PROCID";
-	EXPECT(&s, T1, O1);
-	rn_ranks_free(&r);
-}
-
-/*
- * --attach-children never reaches a third user: D2's child D2U (nobody) is
- * not ours and not D2's user, whether D2 was found by --exe or named by
- * --pid; --uid nobody or --all-users bring it in. --pid-tree names it.
- */
-static void test_select_children_stay_with_their_user(void **state)
-{
-	struct rn_selector s = sel();
-	pid_t pid = fakes[D2].pid;
-
-	(void)state;
-	if (!spawned(D2U))
-		skip();
-	s.children = true;
-	s.pids = &pid;
-	s.n_pids = 1;
-	EXPECT(&s, D2);
-	s.all_users = true;
-	EXPECT(&s, D2, D2U);
-	s.all_users = false;
-	s.uid = NOBODY;
-	/* --uid filters the named D2 (root's) out; its nobody child is no match either. */
-	EXPECT(&s, -1);
-	s.uid = -1;
-	s.n_pids = 0;
-	s.trees = &pid;
-	s.n_trees = 1;
-	EXPECT(&s, D2, D2U);
-	/* Named by --pid, a process of another user keeps its own user's children. */
-	pid = fakes[U].pid;
-	s.n_trees = 0;
-	s.n_pids = 1;
-	EXPECT(&s, U);
-}
-
-static void test_select_pid_and_tree(void **state)
-{
-	struct rn_selector s = sel();
-	pid_t pids[2] = { fakes[T0].pid, fakes[D2].pid };
-	pid_t trees[1] = { fakes[M].pid };
-
-	(void)state;
-	s.pids = pids;
-	s.n_pids = 2;
-	EXPECT(&s, T0, D2);
-	s.n_pids = 0;
-	s.trees = trees;
-	s.n_trees = 1;
-	EXPECT(&s, M, R0, R1, DMN, R1C);
-	/* Ours never, even by pid. */
-	pids[0] = fakes[L].pid;
-	pids[1] = fakes[LC].pid;
-	s.n_pids = 2;
-	s.n_trees = 0;
-	EXPECT(&s, -1);
 }
 
 static void test_select_pid_namespace(void **state)
@@ -750,18 +739,19 @@ static void test_select_listener(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_select_slurm_step),
-		cmocka_unit_test(test_select_slurm_bare_job_skips_own_step),
-		cmocka_unit_test(test_select_mpirun_pid),
-		cmocka_unit_test(test_select_mpi_job),
-		cmocka_unit_test(test_select_exe_uid_ranks),
-		cmocka_unit_test(test_select_children_stay_with_their_user),
-		cmocka_unit_test(test_select_pid_and_tree),
+	static const struct CMUnitTest others[] = {
+		cmocka_unit_test(test_select_mpi_job_any_but_ours),
 		cmocka_unit_test(test_select_pid_namespace),
 		cmocka_unit_test(test_select_slurm_step_from_real_cgroup),
 		cmocka_unit_test(test_select_listener),
 	};
+	struct CMUnitTest tests[ARRAY_SIZE(cases) + ARRAY_SIZE(others)];
+	size_t i;
 
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = run_case,
+						.initial_state = (void *)&cases[i] };
+	for (i = 0; i < ARRAY_SIZE(others); i++)
+		tests[ARRAY_SIZE(cases) + i] = others[i];
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,40 +17,13 @@
 
 #include <rocattach/rocattach.h>
 
-#include "fault_util.h"
-#include "victim.h"
+#include "testlib.h"
 
 #define MS 1000000ull
-
-static char outdir[256];
-static char logbuf[65536];
 
 static const struct victim_opts agent_side = {.agent = true, .attach_env = true};
 static const struct victim_opts rocm_side = {.attach_env = true,
 					     .env = {"LD_PRELOAD=" RA_ROCM_REGISTER}};
-
-static int setup(void **state)
-{
-	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
-	return outdir[0] ? 0 : -1;
-}
-
-static const char *log_of(pid_t pid)
-{
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return logbuf;
-}
-
-static void assert_unharmed(struct victim *v)
-{
-	char why[256];
-
-	if (victim_unharmed(v, true, why, sizeof(why)))
-		fail_msg("victim %d harmed: %s", v->pid, why);
-}
 
 static void test_target_side_by_marker(void **state)
 {
@@ -65,8 +38,8 @@ static void test_target_side_by_marker(void **state)
 	assert_int_equal(rocattach_target_side(plain.pid), ROCATTACH_SIDE_UNKNOWN);
 	assert_int_equal(rocattach_target_side(-1), ROCATTACH_SIDE_UNKNOWN);
 	/* Looking stops nothing and leaves no tracer. */
-	assert_unharmed(&a);
-	assert_unharmed(&r);
+	assert_unharmed(&a, true);
+	assert_unharmed(&r, true);
 	victim_stop(&a);
 	victim_stop(&r);
 	victim_stop(&plain);
@@ -114,7 +87,7 @@ static void timed_window(const struct victim_opts *vo, int side)
 	} else {
 		assert_true(rep.tool_ns >= o.stop_ns && rep.tool_ns <= tool_dt);
 	}
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
@@ -187,7 +160,7 @@ static void test_start_too_far_ahead_refused(void **state)
 	assert_non_null(strstr(rep.message, "start time is"));
 	assert_int_equal(rocattach_is_attached(v.pid), 0);
 	assert_int_equal(tool_count(log_of(v.pid), "configure"), 0);
-	assert_unharmed(&v);
+	assert_unharmed(&v, true);
 	victim_stop(&v);
 }
 
@@ -202,5 +175,5 @@ int main(void)
 		cmocka_unit_test(test_start_too_far_ahead_refused),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup_outdir_with_tool, NULL);
 }

@@ -23,47 +23,21 @@
 
 #include <rocattach/rocattach.h>
 
-#include "victim.h"
+#include "testlib.h"
 
-static char outdir[256];
 static char copydir[256];
 static char agent_copy[512]; /* our agent, named librocprofiler-register.so.0 */
-static char logbuf[65536];
-
-static int copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	ssize_t n;
-	int in, out, ret = -1;
-
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -1;
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	if (out < 0)
-		goto out;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, n) != n)
-			goto out;
-	ret = n == 0 ? 0 : -1;
-out:
-	if (out >= 0)
-		close(out);
-	close(in);
-	return ret;
-}
 
 static int setup(void **state)
 {
 	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
+	if (setup_outdir(RA_TOOL_PATH) < 0)
+		return -1;
 	snprintf(copydir, sizeof(copydir), "/tmp/rocattach-standaside.XXXXXX");
 	if (!mkdtemp(copydir))
 		return -1;
 	snprintf(agent_copy, sizeof(agent_copy), "%s/librocprofiler-register.so.0", copydir);
-	return outdir[0] && !copy_file(RA_AGENT_PATH, agent_copy) ? 0 : -1;
+	return copy_file(RA_AGENT_PATH, agent_copy, 0755);
 }
 
 static int teardown(void **state)
@@ -118,16 +92,15 @@ static void start_one_listener(struct victim *v, const char *preload)
 /* The one listener attaches and detaches the tool once, and the victim is intact. */
 static void attach_once(struct victim *v)
 {
-	char why[256];
+	const char *logtext;
 	pid_t pid = v->pid;
 
 	assert_int_equal(rocattach_attach(pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(pid), ROCATTACH_STATUS_SUCCESS);
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	assert_int_equal(tool_count(logbuf, "tool_attach"), 1);
-	assert_int_equal(tool_count(logbuf, "tool_detach"), 1);
-	if (victim_unharmed(v, true, why, sizeof(why)))
-		fail_msg("victim %d harmed: %s", pid, why);
+	logtext = log_of(pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), 1);
+	assert_int_equal(tool_count(logtext, "tool_detach"), 1);
+	assert_unharmed(v, true);
 	victim_stop(v);
 }
 

@@ -24,8 +24,7 @@
 
 #include <rocattach/rocattach.h>
 
-#include "fault_util.h"
-#include "victim.h"
+#include "testlib.h"
 
 #define CYCLES 1000
 #define WARMUP 5
@@ -39,17 +38,6 @@
 #else
 #define ATTACHER_MEMORY_CHECKED true
 #endif
-
-static char outdir[256];
-static char logbuf[1 << 20];
-
-static int setup(void **state)
-{
-	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	return outdir[0] ? 0 : -1;
-}
 
 struct counts {
 	int fds, maps, threads;
@@ -142,6 +130,7 @@ static void assert_never_noticed(struct victim *v, const struct sender *s)
 /* Run n cycles with signals flowing; check the victim and the counts of both sides. */
 static void cycles_under_signals(struct victim *v, const rocattach_opts_t *o, int n)
 {
+	const char *logtext;
 	struct sender s = {.pid = v->pid};
 	struct counts t0, t1, a0, a1;
 	struct timespec ts0, ts1;
@@ -175,12 +164,13 @@ static void cycles_under_signals(struct victim *v, const rocattach_opts_t *o, in
 	counts_of(getpid(), &a1);
 	assert_counts_stable("target", &t0, &t1, true);
 	assert_counts_stable("attacher", &a0, &a1, ATTACHER_MEMORY_CHECKED);
-	tool_log(outdir, v->pid, logbuf, sizeof(logbuf));
-	assert_int_equal(tool_count(logbuf, "tool_attach"), tool_count(logbuf, "tool_detach"));
+	logtext = log_of(v->pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), tool_count(logtext, "tool_detach"));
 }
 
 static void test_transparency_1000_cycles(void **state)
 {
+	const char *logtext;
 	const struct victim_opts vo = {.program = RA_BLOCKED_VICTIM, .agent = true,
 				       .attach_env = true};
 	const rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = RA_TOOL_PATH};
@@ -189,8 +179,8 @@ static void test_transparency_1000_cycles(void **state)
 	(void)state;
 	assert_int_equal(victim_start(&v, &vo), 0);
 	cycles_under_signals(&v, &o, CYCLES);
-	tool_log(outdir, v.pid, logbuf, sizeof(logbuf));
-	assert_int_equal(tool_count(logbuf, "tool_attach"), CYCLES + WARMUP);
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), CYCLES + WARMUP);
 	victim_stop(&v);
 }
 
@@ -220,5 +210,5 @@ int main(void)
 		cmocka_unit_test(test_transparency_after_inject),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);
 }

@@ -28,8 +28,7 @@
 
 #include <rocattach/rocattach.h>
 
-#include "fault_util.h"
-#include "victim.h"
+#include "testlib.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -38,44 +37,20 @@
 /* The watchdog must act within about a second of the owner's death. */
 #define DETACH_DEADLINE_NS 1000000000ULL
 
-static char outdir[256];
-static char logbuf[65536];
 static char errbuf[8192];
 
 static const struct victim_opts with_agent = {.agent = true, .attach_env = true};
 
-static int setup(void **state)
-{
-	(void)state;
-	make_outdir(outdir, sizeof(outdir));
-	setenv("ROCPROF_OUTPUT_PATH", outdir, 1);
-	setenv("ROCPROF_ATTACH_TOOL_LIBRARY", RA_TOOL_PATH, 1);
-	return outdir[0] ? 0 : -1;
-}
-
-static const char *log_of(pid_t pid)
-{
-	tool_log(outdir, pid, logbuf, sizeof(logbuf));
-	return logbuf;
-}
-
-/* Fails the test with the first thing wrong with the victim. */
-static void assert_unharmed(struct victim *v)
-{
-	char why[256];
-
-	if (victim_unharmed(v, false, why, sizeof(why)))
-		fail_msg("victim %d harmed: %s", v->pid, why);
-}
-
 /* The listener still answers: a full window from this process. */
 static void assert_attachable(struct victim *v, int windows_before)
 {
+	const char *logtext;
+
 	assert_int_equal(rocattach_attach(v->pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(rocattach_detach(v->pid), ROCATTACH_STATUS_SUCCESS);
-	log_of(v->pid);
-	assert_int_equal(tool_count(logbuf, "tool_attach"), windows_before + 1);
-	assert_int_equal(tool_count(logbuf, "tool_detach"), windows_before + 1);
+	logtext = log_of(v->pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), windows_before + 1);
+	assert_int_equal(tool_count(logtext, "tool_detach"), windows_before + 1);
 }
 
 /*
@@ -105,7 +80,7 @@ static void kill_cli_in_window(struct victim *v, unsigned long long *killed_ns)
 	const char *args[] = {"-p", pid, "-t", RA_TOOL_PATH, "-d", "60000", NULL};
 	pid_t cli = cli_spawn(args, 0, &fd);
 
-	assert_true(wait_tool_events(outdir, v->pid, "tool_attach", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v->pid, "tool_attach", 1, 10000));
 	usleep(100 * 1000);
 	assert_int_equal(tool_count(log_of(v->pid), "tool_detach"), 0);
 	*killed_ns = realtime_ns();
@@ -117,7 +92,7 @@ static void assert_detached_soon(pid_t pid, unsigned long long since_ns)
 {
 	unsigned long long at;
 
-	assert_true(wait_tool_events(outdir, pid, "tool_detach", 1, 3000));
+	assert_true(wait_tool_events(test_outdir, pid, "tool_detach", 1, 3000));
 	at = tool_event_ns(log_of(pid), "tool_detach", 1);
 	print_message("tool_detach %.1f ms after the attacher died\n", (double)(at - since_ns) / 1e6);
 	assert_true(at >= since_ns && at - since_ns < DETACH_DEADLINE_NS);
@@ -133,7 +108,7 @@ static void test_watchdog_cli_sigkill_while_idle(void **state)
 	kill_cli_in_window(&v, &killed);
 	assert_detached_soon(v.pid, killed);
 	assert_true(proc_thread(v.pid, "rocp-watchdog") > 0);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	assert_attachable(&v, 1);
 	victim_stop(&v);
 }
@@ -156,7 +131,7 @@ static void test_watchdog_owner_alive_never_fires(void **state)
 	assert_string_equal(reply, "env ROCP_ATTACH_OWNER unset");
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -176,7 +151,7 @@ static void test_watchdog_disarmed_by_normal_detach(void **state)
 	usleep(1200 * 1000);
 	/* The owner is gone, but it detached: no second tool_detach. */
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	assert_attachable(&v, 1);
 	victim_stop(&v);
 }
@@ -195,7 +170,7 @@ static void test_watchdog_attacher_exits_without_detach(void **state)
 	waitpid(a, NULL, 0);
 	exited = realtime_ns();
 	assert_detached_soon(v.pid, exited - 50000000ULL);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	assert_attachable(&v, 1);
 	victim_stop(&v);
 }
@@ -217,14 +192,14 @@ static void test_watchdog_attacher_killed_mid_attach(void **state)
 	if (a == 0)
 		_exit(rocattach_attach(v.pid));
 	unsetenv("ROCPROF_EXAMPLE_TOOL_ATTACH_MS");
-	assert_true(wait_tool_events(outdir, v.pid, "initialize", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v.pid, "initialize", 1, 10000));
 	usleep(200 * 1000);
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);
-	assert_true(wait_tool_events(outdir, v.pid, "tool_attach", 1, 3000));
+	assert_true(wait_tool_events(test_outdir, v.pid, "tool_attach", 1, 3000));
 	attached = tool_event_ns(log_of(v.pid), "tool_attach", 1);
 	assert_detached_soon(v.pid, attached);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	assert_attachable(&v, 1);
 	victim_stop(&v);
 }
@@ -237,7 +212,7 @@ static bool untraced(void *arg)
 /* The child's attach is complete: tool_attach ran and the attacher let go. */
 static void wait_window_open(struct victim *v)
 {
-	assert_true(wait_tool_events(outdir, v->pid, "tool_attach", 1, 10000));
+	assert_true(wait_tool_events(test_outdir, v->pid, "tool_attach", 1, 10000));
 	assert_true(wait_until(untraced, &v->pid, 10000));
 }
 
@@ -275,6 +250,7 @@ static pid_t window_child(pid_t pid, int *go)
  */
 static void test_watchdog_second_attacher_refused(void **state)
 {
+	const char *logtext;
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	char want[128];
 	struct victim v;
@@ -298,9 +274,9 @@ static void test_watchdog_second_attacher_refused(void **state)
 	assert_false(rocattach_is_attached(v.pid));
 	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
 	/* The first window is untouched: no second tool_attach, no detach yet. */
-	log_of(v.pid);
-	assert_int_equal(tool_count(logbuf, "tool_attach"), 1);
-	assert_int_equal(tool_count(logbuf, "tool_detach"), 0);
+	logtext = log_of(v.pid);
+	assert_int_equal(tool_count(logtext, "tool_attach"), 1);
+	assert_int_equal(tool_count(logtext, "tool_detach"), 0);
 	/* Its owner ends it normally. */
 	assert_int_equal(write(go, "x", 1), 1);
 	close(go);
@@ -308,7 +284,7 @@ static void test_watchdog_second_attacher_refused(void **state)
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	/* The window is free again. */
 	assert_attachable(&v, 1);
 	victim_stop(&v);
@@ -322,6 +298,7 @@ static void test_watchdog_second_attacher_refused(void **state)
  */
 static void test_watchdog_dead_owner_taken_over(void **state)
 {
+	const char *logtext;
 	struct victim_opts o = with_agent;
 	struct victim v;
 	pid_t a;
@@ -338,10 +315,10 @@ static void test_watchdog_dead_owner_taken_over(void **state)
 	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
 	if (rocattach_detach(v.pid) != ROCATTACH_STATUS_SUCCESS)
 		fail_msg("detach: %s", rocattach_last_error());
-	log_of(v.pid);
-	assert_true(tool_count(logbuf, "tool_detach") >= 1);
-	assert_int_equal(tool_count(logbuf, "tool_attach"), tool_count(logbuf, "tool_detach"));
-	assert_unharmed(&v);
+	logtext = log_of(v.pid);
+	assert_true(tool_count(logtext, "tool_detach") >= 1);
+	assert_int_equal(tool_count(logtext, "tool_attach"), tool_count(logtext, "tool_detach"));
+	assert_unharmed(&v, false);
 	victim_stop(&v);
 }
 
@@ -359,7 +336,7 @@ static void test_watchdog_without_pidfd_open(void **state)
 	assert_int_equal(victim_start(&v, &o), 0);
 	kill_cli_in_window(&v, &killed);
 	assert_detached_soon(v.pid, killed);
-	assert_unharmed(&v);
+	assert_unharmed(&v, false);
 	assert_attachable(&v, 1);
 	victim_stop(&v);
 }
@@ -399,5 +376,5 @@ int main(int argc, char **argv)
 
 	if (argc > 2 && !strcmp(argv[1], "--no-pidfd-exec"))
 		return no_pidfd_exec(argv + 2);
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup_outdir_with_tool, NULL);
 }

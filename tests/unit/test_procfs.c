@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "procfs.h"
+#include "common/procfs.h"
 
 #define TREE1 RA_TEST_DATA "/proc-tree1"
 #define EDGE RA_TEST_DATA "/proc-edge"
@@ -83,6 +83,63 @@ static void test_ra_read_file_missing(void **state)
 	(void)state;
 	assert_int_equal(ra_read_file(RA_TEST_DATA "/no-such-file", &buf, NULL), -ENOENT);
 	assert_null(buf);
+}
+
+/* ---- one pid: exists, exe, comm, any file ---- */
+
+static void test_ra_proc_exists_captured(void **state)
+{
+	(void)state;
+	assert_int_equal(ra_proc_exists(TREE1, 4584), 0);
+	assert_int_equal(ra_proc_exists(TREE1, 9999), -ENOENT);
+	assert_int_equal(ra_proc_exists(NULL, getpid()), 0);
+}
+
+static void test_ra_proc_read_gone_or_missing(void **state)
+{
+	char *text = (char *)1;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(ra_proc_read(TREE1, 4584, "comm", &text, &len), 0);
+	assert_string_equal(text, "a) b (c)\n");
+	assert_int_equal(len, 9);
+	free(text);
+	/* The file is missing, not the process; then the process. */
+	assert_int_equal(ra_proc_read(TREE1, 4584, "environ", &text, &len), -ENOENT);
+	assert_null(text);
+	assert_int_equal(ra_proc_read(TREE1, 9999, "comm", &text, &len), -ESRCH);
+	assert_int_equal(ra_proc_read(TREE1, 0, "comm", &text, &len), -EINVAL);
+}
+
+static void test_ra_proc_exe_captured(void **state)
+{
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(ra_proc_exe(RA_TEST_DATA "/node-cgv1", 201, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/opt/lammps/bin/lmp");
+	/* An unlinked executable: the kernel's suffix goes. */
+	assert_int_equal(ra_proc_exe(RA_TEST_DATA "/node-env", 700, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/scratch/very_long_application_name");
+	/* No link (a kernel thread, a zombie), no process. */
+	assert_int_equal(ra_proc_exe(RA_TEST_DATA "/node-env", 701, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(ra_proc_exe(TREE1, 9999, buf, sizeof(buf)), -ENOENT);
+	/* Cut to the buffer, like readlink. */
+	assert_int_equal(ra_proc_exe(RA_TEST_DATA "/node-cgv1", 201, buf, 5), 0);
+	assert_string_equal(buf, "/opt");
+}
+
+static void test_ra_proc_comm_captured(void **state)
+{
+	char buf[16];
+
+	(void)state;
+	assert_int_equal(ra_proc_comm(TREE1, 4584, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "a) b (c)");
+	assert_int_equal(ra_proc_comm(TREE1, 4584, buf, 4), 0);
+	assert_string_equal(buf, "a) ");
+	assert_int_equal(ra_proc_comm(TREE1, 9999, buf, sizeof(buf)), -ESRCH);
 }
 
 /* ---- maps ---- */
@@ -490,6 +547,38 @@ static void test_ra_tree_missing_root(void **state)
 	assert_int_equal(ra_tree(TREE1, 0, &v, &n), -EINVAL);
 }
 
+static void test_ra_proc_pids_captured(void **state)
+{
+	static const pid_t want[] = { 4584, 4587, 4588, 4590, 4591, 4592 };
+	pid_t *v = (pid_t *)1;
+	size_t n = 99;
+
+	(void)state;
+	assert_int_equal(ra_proc_pids(TREE1, &v, &n), 0);
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	assert_memory_equal(v, want, sizeof(want));
+	free(v);
+	assert_int_equal(ra_proc_pids(RA_TEST_DATA "/no-such-tree", &v, &n), -ENOENT);
+	assert_null(v);
+	assert_int_equal(n, 0);
+}
+
+static void test_ra_proc_pids_self(void **state)
+{
+	pid_t *v;
+	size_t n, i;
+	bool me = false;
+
+	(void)state;
+	assert_int_equal(ra_proc_pids(NULL, &v, &n), 0);
+	for (i = 0; i < n; i++) {
+		me |= v[i] == getpid();
+		assert_true(i == 0 || v[i - 1] < v[i]);
+	}
+	assert_true(me);
+	free(v);
+}
+
 /* ---- status ---- */
 
 static void test_ra_status_read_captured(void **state)
@@ -598,6 +687,56 @@ static void test_ra_status_read_self(void **state)
 	assert_int_equal(st.nspid[0], getpid());
 }
 
+static void test_ra_status_value_captured(void **state)
+{
+	char *v = (char *)1;
+
+	(void)state;
+	assert_int_equal(ra_status_value(TREE1, 4584, "Cpus_allowed_list", &v), 0);
+	assert_string_equal(v, "0-1");
+	free(v);
+	assert_int_equal(ra_status_value(TREE1, 4584, "Cpus_allowed", &v), 0);
+	assert_string_equal(v, "3");
+	free(v);
+	assert_int_equal(ra_status_value(TREE1, 4584, "No_such_key", &v), -ENOENT);
+	assert_null(v);
+	assert_int_equal(ra_status_value(TREE1, 9999, "Name", &v), -ESRCH);
+}
+
+static void test_ra_status_value_parse_edges(void **state)
+{
+	static const char text[] = "Name:\tx\nEmpty:\nBlanks: \t 1 2\t\nLast:\tend";
+	char *v, big[8192], *longv;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(ra_status_value_parse(text, strlen(text), "Empty", &v), 0);
+	assert_string_equal(v, "");
+	free(v);
+	/* Leading blanks go, the rest of the line stays as it is. */
+	assert_int_equal(ra_status_value_parse(text, strlen(text), "Blanks", &v), 0);
+	assert_string_equal(v, "1 2\t");
+	free(v);
+	assert_int_equal(ra_status_value_parse(text, strlen(text), "Last", &v), 0);
+	assert_string_equal(v, "end");
+	free(v);
+	/* A key is a whole key: not a prefix, not a suffix, not a value. */
+	assert_int_equal(ra_status_value_parse(text, strlen(text), "Nam", &v), -ENOENT);
+	assert_int_equal(ra_status_value_parse(text, strlen(text), "ame", &v), -ENOENT);
+	assert_int_equal(ra_status_value_parse(text, strlen(text), "x", &v), -ENOENT);
+	assert_int_equal(ra_status_value_parse(text, strlen(text), "", &v), -EINVAL);
+	assert_int_equal(ra_status_value_parse(NULL, 0, "Name", &v), -EINVAL);
+	/* Any length: a list of every other CPU of a large node. */
+	i = (size_t)snprintf(big, sizeof(big), "Cpus_allowed_list:\t");
+	for (int cpu = 0; i < sizeof(big) - 8; cpu += 2)
+		i += (size_t)snprintf(big + i, sizeof(big) - i, "%d,", cpu);
+	big[i - 1] = '\n';
+	assert_int_equal(ra_status_value_parse(big, i, "Cpus_allowed_list", &longv), 0);
+	assert_int_equal(strlen(longv), i - strlen("Cpus_allowed_list:\t") - 1);
+	assert_memory_equal(longv, "0,2,4,", 6);
+	free(longv);
+}
+
 /* ---- stat ---- */
 
 static void test_ra_stat_read_captured(void **state)
@@ -668,6 +807,10 @@ int main(void)
 		cmocka_unit_test(test_ra_read_file_grows_past_first_buffer),
 		cmocka_unit_test(test_ra_read_file_proc_self_status),
 		cmocka_unit_test(test_ra_read_file_missing),
+		cmocka_unit_test(test_ra_proc_exists_captured),
+		cmocka_unit_test(test_ra_proc_read_gone_or_missing),
+		cmocka_unit_test(test_ra_proc_exe_captured),
+		cmocka_unit_test(test_ra_proc_comm_captured),
 		cmocka_unit_test(test_ra_maps_read_captured),
 		cmocka_unit_test(test_ra_maps_parse_deleted_and_spaces),
 		cmocka_unit_test(test_ra_maps_parse_edge_lines),
@@ -687,11 +830,15 @@ int main(void)
 		cmocka_unit_test(test_ra_tree_breadth_first),
 		cmocka_unit_test(test_ra_tree_cycle_and_vanished),
 		cmocka_unit_test(test_ra_tree_missing_root),
+		cmocka_unit_test(test_ra_proc_pids_captured),
+		cmocka_unit_test(test_ra_proc_pids_self),
 		cmocka_unit_test(test_ra_status_read_captured),
 		cmocka_unit_test(test_ra_status_read_nested_pidns),
 		cmocka_unit_test(test_ra_status_read_old_kernel),
 		cmocka_unit_test(test_ra_status_parse_edges),
 		cmocka_unit_test(test_ra_status_read_self),
+		cmocka_unit_test(test_ra_status_value_captured),
+		cmocka_unit_test(test_ra_status_value_parse_edges),
 		cmocka_unit_test(test_ra_stat_read_captured),
 		cmocka_unit_test(test_ra_stat_parse_edges),
 		cmocka_unit_test(test_ra_stat_read_self),

@@ -341,19 +341,138 @@ static void test_rn_unpack_forces_nul(void **state)
 	free(buf);
 }
 
-/* Random bytes behind a valid header and length: never crashes. */
+/* Offsets of the fields in an entry (the wire layout in node/records.c). */
+enum {
+	E_NSPID = 8, E_RANK = 16, E_UID = 24, E_PPID = 32, E_EXE = 40, E_LISTENER = 104,
+	E_SIDE = 108, E_CPUS = 112, E_NUMA = 176, E_GPUS = 208, E_NCPUS = 336, E_STATE = 340,
+	E_STATUS = 344, E_AGENT = 348, E_WINDOWS = 352, E_TIMES = 356, E_BOUNDS = 412,
+	E_MESSAGE = 416,
+};
+
+static int32_t i32_at(const unsigned char *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int64_t i64_at(const unsigned char *p)
+{
+	int64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void put_i32_at(unsigned char *p, int32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* What rn_unpack accepts: the enums and the bool hold values this version defines. */
+static bool entry_defined(const unsigned char *e)
+{
+	int32_t listener = i32_at(e + E_LISTENER), side = i32_at(e + E_SIDE);
+	int32_t st = i32_at(e + E_STATE), status = i32_at(e + E_STATUS), b = i32_at(e + E_BOUNDS);
+
+	return (listener == 0 || listener == 1) && side >= ROCATTACH_SIDE_UNKNOWN &&
+	       side <= ROCATTACH_SIDE_ROCM && st >= RN_FOUND && st <= RN_EXITED && status >= 0 &&
+	       status < ROCATTACH_STATUS_LAST && b >= 0 && b <= 3;
+}
+
+static void define_entry(unsigned char *e)
+{
+	put_i32_at(e + E_LISTENER, rand() % 2);
+	put_i32_at(e + E_SIDE, rand() % (ROCATTACH_SIDE_ROCM + 1));
+	put_i32_at(e + E_STATE, rand() % (RN_EXITED + 1));
+	put_i32_at(e + E_STATUS, rand() % ROCATTACH_STATUS_LAST);
+	put_i32_at(e + E_BOUNDS, rand() % 4);
+}
+
+/* A wire string comes back up to its first NUL, at most width - 1 bytes, terminated. */
+static void assert_wire_str(const char *got, const unsigned char *wire, size_t width)
+{
+	size_t len = strnlen((const char *)wire, width - 1);
+
+	assert_int_equal(strnlen(got, width), len);
+	assert_memory_equal(got, wire, len);
+}
+
+/* Every field of t is what entry e says. */
+static void assert_entry(const struct rn_target *t, const unsigned char *e)
+{
+	uint64_t times[7];
+	int32_t bounds = i32_at(e + E_BOUNDS);
+
+	assert_int_equal(t->pid, (pid_t)i64_at(e));
+	assert_int_equal(t->nspid, (pid_t)i64_at(e + E_NSPID));
+	assert_int_equal(t->rank, (long)i64_at(e + E_RANK));
+	assert_int_equal(t->uid, (uid_t)i64_at(e + E_UID));
+	assert_int_equal(t->ppid, (pid_t)i64_at(e + E_PPID));
+	assert_wire_str(t->exe, e + E_EXE, sizeof(t->exe));
+	assert_int_equal(t->listener, i32_at(e + E_LISTENER));
+	assert_int_equal(t->side, i32_at(e + E_SIDE));
+	assert_wire_str(t->topo.cpus, e + E_CPUS, sizeof(t->topo.cpus));
+	assert_wire_str(t->topo.numa, e + E_NUMA, sizeof(t->topo.numa));
+	assert_wire_str(t->topo.gpus, e + E_GPUS, sizeof(t->topo.gpus));
+	assert_int_equal(t->topo.n_cpus, i32_at(e + E_NCPUS));
+	assert_int_equal(t->state, i32_at(e + E_STATE));
+	assert_int_equal(t->status, i32_at(e + E_STATUS));
+	assert_int_equal(t->agent_status, i32_at(e + E_AGENT));
+	assert_int_equal(t->windows, i32_at(e + E_WINDOWS));
+	memcpy(times, e + E_TIMES, sizeof(times));
+	assert_true(t->attach_start_ns == times[0] && t->attach_end_ns == times[1] &&
+		    t->detach_start_ns == times[2] && t->detach_end_ns == times[3] &&
+		    t->attach_tool_ns == times[4] && t->detach_tool_ns == times[5] &&
+		    t->detach_call_ns == times[6]);
+	assert_int_equal(t->attach_tool_bound, bounds & 1);
+	assert_int_equal(t->detach_tool_bound, bounds >> 1);
+	assert_wire_str(t->message, e + E_MESSAGE, sizeof(t->message));
+}
+
+/*
+ * Random bytes behind a valid header and length, every other round with
+ * defined enums: rn_unpack refuses exactly the records with an undefined
+ * one, and gives back every field of the others as the bytes say.
+ */
 static void test_rn_unpack_random_bytes(void **state)
 {
-	size_t size, i, k;
-	unsigned char *buf = packed(3, &size);
+	size_t size, i, k, n, accepted = 0;
+	unsigned char *buf = packed(3, &size), *copy = malloc(size);
+	struct rn_target *t;
+	char host[256];
+	bool defined;
+	int ret;
 
 	(void)state;
+	assert_non_null(copy);
 	srand(42);
 	for (i = 0; i < 2000; i++) {
 		for (k = 16; k < size; k++)
 			buf[k] = (unsigned char)rand();
-		(void)unpack_copy(buf, size);
+		for (k = 0; i % 2 && k < 3; k++)
+			define_entry(buf + HDR + k * ENTRY);
+		defined = true;
+		for (k = 0; k < 3; k++)
+			defined &= entry_defined(buf + HDR + k * ENTRY);
+		/* An exact-size copy: an over-read shows up under ASan. */
+		memcpy(copy, buf, size);
+		t = NULL;
+		ret = rn_unpack(copy, size, host, &t, &n);
+		assert_int_equal(ret, defined ? 0 : -1);
+		if (ret < 0)
+			continue;
+		accepted++;
+		assert_int_equal(n, 3);
+		assert_wire_str(host, buf + 16, sizeof(host));
+		for (k = 0; k < 3; k++)
+			assert_entry(&t[k], buf + HDR + k * ENTRY);
+		free(t);
 	}
+	/* The rounds with defined enums, and none of the others (4 billion to one). */
+	assert_int_equal(accepted, 1000);
+	free(copy);
 	free(buf);
 }
 
@@ -526,6 +645,61 @@ static void test_rn_target_to_json_unterminated_fields(void **state)
 	json_decref(j);
 }
 
+/*
+ * rn_json_str at any length: around 512 bytes (where the report's strings
+ * once went another way than the records') and far beyond, valid UTF-8 kept
+ * as it is, anything else with '?' for every non-ASCII byte.
+ */
+static void test_rn_json_str_any_length(void **state)
+{
+	static const size_t lens[] = { 1, 255, 511, 512, 513, 4096, 1 << 20 };
+	char *s, *want;
+	json_t *j;
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		len = lens[i];
+		s = malloc(len + 1);
+		want = malloc(len + 1);
+		assert_non_null(s);
+		assert_non_null(want);
+		memset(s, 'a', len);
+		s[len] = '\0';
+		/* Valid: a two-byte character at the end. */
+		if (len >= 2)
+			memcpy(s + len - 2, "\xc3\xa9", 2);
+		j = rn_json_str(s, (size_t)-1);
+		assert_non_null(j);
+		assert_int_equal(json_string_length(j), len);
+		assert_memory_equal(json_string_value(j), s, len);
+		json_decref(j);
+		/* Not UTF-8: a lone continuation byte at the end, another in front. */
+		s[len - 1] = '\x80';
+		s[0] = '\xff';
+		memcpy(want, s, len + 1);
+		for (size_t k = 0; k < len; k++)
+			if ((unsigned char)want[k] >= 0x80)
+				want[k] = '?';
+		j = rn_json_str(s, (size_t)-1);
+		assert_non_null(j);
+		assert_int_equal(json_string_length(j), len);
+		assert_memory_equal(json_string_value(j), want, len);
+		json_decref(j);
+		/* Cut at width, whatever follows. */
+		j = rn_json_str(s, len / 2);
+		assert_non_null(j);
+		assert_int_equal(json_string_length(j), len / 2);
+		json_decref(j);
+		free(s);
+		free(want);
+	}
+	j = rn_json_str("", 0);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "");
+	json_decref(j);
+}
+
 /* The tool is the cause: the agent's status 6, or the library's checks of the path. */
 static void test_rn_tool_failed_causes(void **state)
 {
@@ -572,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_rn_target_to_json_escapes_strings),
 		cmocka_unit_test(test_rn_target_to_json_invalid_utf8),
 		cmocka_unit_test(test_rn_target_to_json_unterminated_fields),
+		cmocka_unit_test(test_rn_json_str_any_length),
 		cmocka_unit_test(test_rn_tool_failed_causes),
 	};
 

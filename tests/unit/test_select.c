@@ -15,22 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node.h"
-#include "procfs.h"
+#include "select_internal.h"
 
 #define V1 RA_TEST_DATA "/node-cgv1"
 #define V2 RA_TEST_DATA "/node-cgv2"
 #define ENV RA_TEST_DATA "/node-env"
-
-/* Internal to node/select.c: the parsers, tested on their own. */
-const char *rn_environ_get(const char *env, size_t len, const char *name, size_t *vlen);
-long rn_environ_rank(const char *env, size_t len, const char *rank_var);
-int rn_cgroup_step(const char *text, size_t len, uint64_t *job, uint64_t *step);
-
-#define STEP_NONE UINT64_MAX
-#define STEP_BATCH 0xfffffffbull
-#define STEP_EXTERN 0xfffffffcull
-#define STEP_INTERACTIVE 0xfffffffaull
 
 #define PIDS(...) (const pid_t[]){ __VA_ARGS__ }, sizeof((const pid_t[]){ __VA_ARGS__ }) / sizeof(pid_t)
 #define NONE NULL, 0

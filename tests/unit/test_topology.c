@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* rn_topology and rn_bind_away on real child processes bound to one CPU. */
+/*
+ * rn_topology and rn_bind_away on real child processes bound to one CPU, and
+ * rn_topology_at on captured machines.
+ */
 #include <dirent.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "node.h"
 
 static bool two_cpus(void)
@@ -134,14 +138,6 @@ static void assert_topo_of_cpu(const struct rn_target *t, const char *cpu)
 	assert_gpus_well_formed(t->topo.gpus);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void test_rn_topology_bound_children(void **state)
 {
 	struct rn_target t[2];
@@ -156,10 +152,10 @@ static void test_rn_topology_bound_children(void **state)
 		target_init(&t[1], spawn_on(1));
 	else
 		print_message("only one CPU: skipping the CPU 1 child\n");
-	t0 = now_ns();
+	t0 = ra_monotonic_ns();
 	assert_int_equal(rn_topology(t, n, err, sizeof(err)), 0);
 	/* The first call loads the topology. */
-	print_message("rn_topology with hwloc load: %.2f ms\n", (double)(now_ns() - t0) / 1e6);
+	print_message("rn_topology with hwloc load: %.2f ms\n", (double)(ra_monotonic_ns() - t0) / 1e6);
 	assert_topo_of_cpu(&t[0], "0");
 	if (two)
 		assert_topo_of_cpu(&t[1], "1");
@@ -297,82 +293,72 @@ static void test_rn_bind_away_unknown_target(void **state)
 
 /* ------------------------------------------------------------------------ */
 /*
- * GPUs and several NUMA nodes, on a machine that has neither: the test
- * re-runs itself with hwloc reading this topology from XML
- * (HWLOC_XMLFILE) while binding queries still go to the real kernel
- * (HWLOC_THISSYSTEM). Two packages, one NUMA node and one PCI device each;
- * package 1's device has enough OS devices to overflow the gpus field when
- * a target is bound to the whole machine.
+ * Captured machines (tests/data/, see its README.md): the topology from an
+ * hwloc XML file, each target's binding from a captured status file
+ * (node-topo/: sleeps bound to CPU 0, to CPU 1 and to both), so nothing
+ * depends on this host. topo-vm2.xml is lstopo's XML of a 2-CPU VM without
+ * GPUs; topo-two-packages.xml, written by hand, has two packages with a NUMA
+ * node and a PCI device each, package 1's with enough OS devices to overflow
+ * the gpus field when a target is bound to the whole machine.
  */
-static const char xml_two_packages[] =
-	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	"<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
-	"<topology version=\"2.0\">\n"
-	"<object type=\"Machine\" os_index=\"0\" cpuset=\"0x3\" complete_cpuset=\"0x3\""
-	" allowed_cpuset=\"0x3\" nodeset=\"0x3\" complete_nodeset=\"0x3\" allowed_nodeset=\"0x3\">\n"
-	"<object type=\"Package\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
-	" nodeset=\"0x1\" complete_nodeset=\"0x1\">\n"
-	"<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
-	" nodeset=\"0x1\" complete_nodeset=\"0x1\" local_memory=\"1073741824\"/>\n"
-	"<object type=\"Core\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
-	" nodeset=\"0x1\" complete_nodeset=\"0x1\">\n"
-	"<object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\""
-	" nodeset=\"0x1\" complete_nodeset=\"0x1\"/>\n"
-	"</object>\n"
-	"<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[c1-c1]\">\n"
-	"<object type=\"PCIDev\" pci_busid=\"0000:c1:00.0\" pci_type=\"0300 [1002:740c] [1002:0c34] 01\">\n"
-	"<object type=\"OSDev\" name=\"card0\" osdev_type=\"1\"/>\n"
-	"<object type=\"OSDev\" name=\"renderD128\" osdev_type=\"1\"/>\n"
-	"</object>\n"
-	"</object>\n"
-	"</object>\n"
-	"<object type=\"Package\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\""
-	" nodeset=\"0x2\" complete_nodeset=\"0x2\">\n"
-	"<object type=\"NUMANode\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\""
-	" nodeset=\"0x2\" complete_nodeset=\"0x2\" local_memory=\"1073741824\"/>\n"
-	"<object type=\"Core\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\""
-	" nodeset=\"0x2\" complete_nodeset=\"0x2\">\n"
-	"<object type=\"PU\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\""
-	" nodeset=\"0x2\" complete_nodeset=\"0x2\"/>\n"
-	"</object>\n"
-	"<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[41-41]\">\n"
-	"<object type=\"PCIDev\" pci_busid=\"0000:41:00.0\" pci_type=\"0302 [1002:740c] [1002:0c34] 01\">\n"
-	"<object type=\"OSDev\" name=\"card1\" osdev_type=\"1\"/>\n"
-	"<object type=\"OSDev\" name=\"opencl0d1\" osdev_type=\"5\"/>\n"
-	"<object type=\"OSDev\" name=\"eth9\" osdev_type=\"2\"/>\n"
-	"<object type=\"OSDev\" name=\"rsmi0\" osdev_type=\"1\"/>\n"
-	"<object type=\"OSDev\" name=\"rsmi1\" osdev_type=\"1\"/>\n"
-	"<object type=\"OSDev\" name=\"rsmi2\" osdev_type=\"1\"/>\n"
-	"<object type=\"OSDev\" name=\"rsmi3\" osdev_type=\"1\"/>\n"
-	"</object>\n"
-	"</object>\n"
-	"</object>\n"
-	"</object>\n"
-	"</topology>\n";
+#define TOPO_PROC RA_TEST_DATA "/node-topo"
+#define ON_CPU0 26647
+#define ON_CPU1 26648
+#define ON_BOTH 26649
+#define GONE 26650 /* not captured: an exited process */
 
 #define PKG0_GPUS "card0(0000:c1:00.0),renderD128(0000:c1:00.0)"
 #define PKG1_GPUS                                                                            \
 	"card1(0000:41:00.0),opencl0d1(0000:41:00.0),rsmi0(0000:41:00.0),rsmi1(0000:41:00.0)," \
 	"rsmi2(0000:41:00.0),rsmi3(0000:41:00.0)"
 
-/* Runs in the re-executed test, on the XML topology. */
-static void test_rn_topology_gpus_near_binding(void **state)
+static void captured(const char *xml, struct rn_target *t)
 {
-	struct rn_target t[3];
+	static const pid_t pids[] = { ON_CPU0, ON_CPU1, ON_BOTH, GONE };
 	char err[RN_ERR_MAX] = "";
 	size_t i;
 
-	(void)state;
-	if (!two_cpus()) {
-		print_message("only one CPU: skipping the two-package topology\n");
-		skip();
+	for (i = 0; i < 4; i++)
+		target_init(&t[i], pids[i]);
+	if (rn_topology_at(xml, TOPO_PROC, t, 4, err, sizeof(err)) < 0)
+		fail_msg("rn_topology_at: %s", err);
+	assert_string_equal(err, "");
+	for (i = 0; i < 4; i++) {
+		assert_terminated(t[i].topo.cpus, sizeof(t[i].topo.cpus));
+		assert_terminated(t[i].topo.numa, sizeof(t[i].topo.numa));
+		assert_terminated(t[i].topo.gpus, sizeof(t[i].topo.gpus));
+		assert_gpus_well_formed(t[i].topo.gpus);
 	}
-	target_init(&t[0], spawn_on(0));
-	target_init(&t[1], spawn_on(1));
-	target_init(&t[2], spawn_on_range(0, 1));
-	if (rn_topology(t, 3, err, sizeof(err)) < 0)
-		fail_msg("rn_topology: %s", err);
-	assert_string_equal(t[0].topo.numa, "0");
+	/* Gone: an empty topology, like a process that exits before we look. */
+	assert_string_equal(t[3].topo.cpus, "");
+	assert_string_equal(t[3].topo.numa, "");
+	assert_string_equal(t[3].topo.gpus, "");
+	assert_int_equal(t[3].topo.n_cpus, 0);
+}
+
+static void test_rn_topology_at_captured_vm(void **state)
+{
+	struct rn_target t[4];
+
+	(void)state;
+	captured(RA_TEST_DATA "/topo-vm2.xml", t);
+	assert_topo_of_cpu(&t[0], "0");
+	assert_topo_of_cpu(&t[1], "1");
+	assert_string_equal(t[2].topo.cpus, "0-1");
+	assert_int_equal(t[2].topo.n_cpus, 2);
+	assert_string_equal(t[2].topo.numa, "0");
+	/* Its storage and network devices are no GPUs. */
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(t[i].topo.gpus, "");
+}
+
+static void test_rn_topology_at_gpus_near_binding(void **state)
+{
+	struct rn_target t[4];
+
+	(void)state;
+	captured(RA_TEST_DATA "/topo-two-packages.xml", t);
+	assert_topo_of_cpu(&t[0], "0");
 	assert_string_equal(t[0].topo.gpus, PKG0_GPUS);
 	assert_string_equal(t[1].topo.cpus, "1");
 	assert_string_equal(t[1].topo.numa, "1");
@@ -383,52 +369,30 @@ static void test_rn_topology_gpus_near_binding(void **state)
 	assert_string_equal(t[2].topo.numa, "0-1");
 	assert_string_equal(t[2].topo.gpus, PKG0_GPUS ",card1(0000:41:00.0),"
 			    "opencl0d1(0000:41:00.0),rsmi0(0000:41:00.0)");
-	for (i = 0; i < 3; i++) {
-		assert_gpus_well_formed(t[i].topo.gpus);
-		reap(t[i].pid);
-	}
 }
 
-static int run_xml_tests(void)
+static void test_rn_topology_at_errors(void **state)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rn_topology_gpus_near_binding),
-	};
-
-	return cmocka_run_group_tests_name("topology from XML", tests, NULL, NULL);
-}
-
-static void test_rn_topology_xml_machine(void **state)
-{
-	char path[] = "/tmp/rn_topology_XXXXXX";
-	int fd = mkstemp(path), status = -1;
-	pid_t pid;
+	struct rn_target t;
+	char err[RN_ERR_MAX] = "";
 
 	(void)state;
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, xml_two_packages, strlen(xml_two_packages)),
-			 (ssize_t)strlen(xml_two_packages));
-	close(fd);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		setenv("HWLOC_XMLFILE", path, 1);
-		setenv("HWLOC_THISSYSTEM", "1", 1);
-		setenv("RN_TEST_TOPOLOGY_XML", "1", 1);
-		execl("/proc/self/exe", "test_topology", (char *)NULL);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	unlink(path);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	target_init(&t, ON_CPU0);
+	assert_int_equal(rn_topology_at(RA_TEST_DATA "/no-such.xml", TOPO_PROC, &t, 1, err,
+					sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "no-such.xml"));
+	assert_int_equal(rn_topology_at(NULL, TOPO_PROC, &t, 1, err, sizeof(err)), -1);
+	assert_int_equal(rn_topology_at(RA_TEST_DATA "/topo-vm2.xml", NULL, &t, 1, NULL, 0), -1);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rn_topology_bound_children),
-		cmocka_unit_test(test_rn_topology_xml_machine),
+		cmocka_unit_test(test_rn_topology_at_captured_vm),
+		cmocka_unit_test(test_rn_topology_at_gpus_near_binding),
+		cmocka_unit_test(test_rn_topology_at_errors),
 		cmocka_unit_test(test_rn_topology_no_gpus_here),
 		cmocka_unit_test(test_rn_topology_dead_pid_left_empty),
 		cmocka_unit_test(test_rn_topology_zero_targets),
@@ -440,7 +404,5 @@ int main(void)
 						restore_affinity),
 	};
 
-	if (getenv("RN_TEST_TOPOLOGY_XML"))
-		return run_xml_tests();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

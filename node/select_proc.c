@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The selectors' view of one process (status, exe name, environ, read
+ * under sel->procfs with the common /proc readers), who we are (our own
+ * processes are never selected), and the pid sets a selection is built in.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "select_internal.h"
+
+#define ANCESTORS_MAX 4096
+
+/* ---- pid sets ---- */
+
+int rn_pidset_add(struct pidset *s, pid_t pid)
+{
+	pid_t *nv;
+	size_t ncap;
+
+	if (s->n == s->cap) {
+		ncap = s->cap ? s->cap * 2 : 64;
+		nv = realloc(s->v, ncap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = ncap;
+	}
+	s->v[s->n++] = pid;
+	return 0;
+}
+
+static int pidset_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+void rn_pidset_sort(struct pidset *s)
+{
+	size_t i, n = 0;
+
+	if (s->n)
+		qsort(s->v, s->n, sizeof(*s->v), pidset_cmp);
+	for (i = 0; i < s->n; i++)
+		if (!n || s->v[n - 1] != s->v[i])
+			s->v[n++] = s->v[i];
+	s->n = n;
+}
+
+bool rn_pidset_has(const struct pidset *s, pid_t pid)
+{
+	return s->n && bsearch(&pid, s->v, s->n, sizeof(*s->v), pidset_cmp);
+}
+
+int rn_pidset_add_all(struct pidset *s, const pid_t *v, size_t n)
+{
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < n && r == 0; i++)
+		r = rn_pidset_add(s, v[i]);
+	return r;
+}
+
+void rn_pidset_free(struct pidset *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- one process ---- */
+
+int rn_sel_fail(struct sel_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err && c->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+const char *rn_sel_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* Unreadable (another user's process) and empty (kernel thread, zombie) look the same. */
+const char *rn_sel_proc_env(const struct sel_ctx *c, struct sel_proc *p, size_t *len)
+{
+	if (!p->env_read) {
+		p->env_read = true;
+		if (ra_proc_read(c->procfs, p->pid, "environ", &p->env, &p->env_len) < 0) {
+			p->env = NULL;
+			p->env_len = 0;
+		}
+	}
+	*len = p->env_len;
+	return p->env;
+}
+
+static bool cmdline_empty(const struct sel_ctx *c, pid_t pid)
+{
+	char *text;
+	size_t len;
+
+	if (ra_proc_read(c->procfs, pid, "cmdline", &text, &len) < 0)
+		return true;
+	free(text);
+	return len == 0;
+}
+
+/* exe basename, else comm; a kernel thread has no exe and an empty cmdline. */
+static void proc_exe(const struct sel_ctx *c, struct sel_proc *p)
+{
+	char link[PATH_MAX];
+	int r;
+
+	r = ra_proc_exe(c->procfs, p->pid, link, sizeof(link));
+	if (r < 0) {
+		p->kthread = r == -ENOENT && cmdline_empty(c, p->pid);
+		if (ra_proc_comm(c->procfs, p->pid, p->exe, sizeof(p->exe)) < 0)
+			snprintf(p->exe, sizeof(p->exe), "%s", p->st.name);
+		p->exe_from_comm = true;
+		return;
+	}
+	snprintf(p->exe, sizeof(p->exe), "%.*s", (int)sizeof(p->exe) - 1, rn_sel_base_name(link));
+}
+
+int rn_sel_proc_load(const struct sel_ctx *c, pid_t pid, struct sel_proc *p)
+{
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	r = ra_status_read(c->procfs, pid, &p->st);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	proc_exe(c, p);
+	return 0;
+}
+
+void rn_sel_proc_free(struct sel_proc *p)
+{
+	free(p->env);
+	p->env = NULL;
+}
+
+bool rn_sel_proc_eligible(const struct sel_ctx *c, const struct sel_proc *p)
+{
+	if (p->pid == 1 || p->kthread || rn_pidset_has(&c->mine, p->pid))
+		return false;
+	return p->st.state != 'Z' && p->st.state != 'X' && p->st.state != 'x';
+}
+
+/* ---- who we are ---- */
+
+/* Our ancestors: their ppid chain, up to init or a pid namespace's edge (ppid 0). */
+static int add_ancestors(struct sel_ctx *c)
+{
+	struct ra_status st;
+	pid_t pid = c->self;
+	int i, r = 0;
+
+	for (i = 0; i < ANCESTORS_MAX && pid > 0 && r == 0; i++) {
+		if (ra_status_read(c->procfs, pid, &st) < 0)
+			break;
+		pid = st.ppid;
+		if (pid > 0)
+			r = rn_pidset_add(&c->mine, pid);
+	}
+	return r;
+}
+
+/* See the top of select.c; a self we cannot read (captured trees) is our caller. */
+static long scope_of(const struct sel_ctx *c)
+{
+	struct ra_status st;
+
+	if (c->sel->uid >= 0)
+		return c->sel->uid;
+	if (c->sel->all_users)
+		return -1;
+	if (ra_status_read(c->procfs, c->self, &st) == 0)
+		return (long)st.uid_real;
+	return (long)getuid();
+}
+
+bool rn_sel_in_scope(const struct sel_ctx *c, uid_t uid)
+{
+	return c->scope_uid < 0 || uid == (uid_t)c->scope_uid;
+}
+
+/* All empty when we are not under procfs (tests on captured trees). */
+int rn_sel_load_self(struct sel_ctx *c)
+{
+	struct sel_proc p = {.pid = c->self};
+	pid_t *tree = NULL;
+	size_t n = 0, len;
+	int r;
+
+	r = rn_pidset_add(&c->mine, c->self);
+	if (r == 0 && ra_tree(c->procfs, c->self, &tree, &n) == 0)
+		r = rn_pidset_add_all(&c->mine, tree, n);
+	free(tree);
+	if (r == 0)
+		r = add_ancestors(c);
+	if (r < 0)
+		return rn_sel_fail(c, "selecting processes: %s", strerror(-r));
+	rn_pidset_sort(&c->mine);
+	c->self_env = (char *)rn_sel_proc_env(c, &p, &len);
+	c->self_env_len = len;
+	c->scope_uid = scope_of(c);
+	if (!rn_sel_proc_step(c, &p, &c->own_job, &c->own_step))
+		c->own_job = 0;
+	return 0;
+}
