@@ -429,20 +429,10 @@ int rm_out_close(struct rm_out *o, char *err, size_t len)
 /* ------------------------------------------------------------------------ */
 /* JSON files (the report, the trace). */
 
-/* jansson refuses what is not UTF-8: then non-ASCII bytes become '?'. */
+/* One JSON string maker for every layer (node/records.c): any length, non-UTF-8 as '?'. */
 json_t *rm_jstr(const char *s, size_t width)
 {
-	size_t len = strnlen(s, width), i;
-	json_t *j = json_stringn(s, len);
-	char *copy;
-
-	if (j || !(copy = malloc(len + 1)))
-		return j;
-	for (i = 0; i < len; i++)
-		copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
-	j = json_stringn(copy, len);
-	free(copy);
-	return j;
+	return rn_json_str(s, width);
 }
 
 json_t *rm_jstr_or_null(const char *s)
