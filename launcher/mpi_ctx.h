@@ -130,7 +130,8 @@ struct ctx {
 	struct rn_target *t;	/* this node's targets */
 	size_t n;
 	char node_error[256];	/* selection failure on this node */
-	int sfd;		/* signalfd of the window-ending signals */
+	int sfd;		/* signalfd of the window-ending signals, -1 if it failed */
+	int sfd_errno;		/* why it failed */
 	uint64_t last_look_ns;	/* CLOCK_MONOTONIC of the last look at them (0: none yet) */
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 (all along) */

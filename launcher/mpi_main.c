@@ -153,7 +153,12 @@ static int configure(struct ctx *c, int argc, char **argv)
 	if (c->rank == 0) {
 		c->argc = argc;
 		c->argv = argv;
-		if (rm_opts_parse(argc, argv, &c->o, err, sizeof(err)) ||
+		if (c->sfd < 0) {
+			code = RM_EXIT_ERROR;
+			say_to(c, stderr, "rank 0 cannot read its signals (signalfd: %s): a stop by "
+					  "signal would be lost; stopping every rank",
+			       strerror(c->sfd_errno));
+		} else if (rm_opts_parse(argc, argv, &c->o, err, sizeof(err)) ||
 		    rm_opts_check_outputs(&c->o, err, sizeof(err))) {
 			code = RM_EXIT_USAGE;
 			say_to(c, stderr, "%s", err);
@@ -176,6 +181,9 @@ static int configure(struct ctx *c, int argc, char **argv)
 	bcast_plan(c, &text);
 	if (c->rank != 0) {
 		bad = rm_plan_decode(text, &c->o, &c->plan, err, sizeof(err));
+		if (!bad && c->sfd < 0)
+			bad = snprintf(err, sizeof(err), "cannot read its signals (signalfd: %s): a "
+					 "stop by signal would be lost", strerror(c->sfd_errno)) > 0;
 		if (!bad && rm_plan_apply_env(&c->plan))
 			bad = snprintf(err, sizeof(err), "cannot set rank 0's environment here") > 0;
 		if (bad)
@@ -187,7 +195,7 @@ static int configure(struct ctx *c, int argc, char **argv)
 	MPI_Iallreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
 	startup_wait(c, &req);
 	if (any)
-		say_to(c, stderr, "a rank could not take rank 0's plan (see its error): "
+		say_to(c, stderr, "a rank could not start (see its error): "
 				  "stopping every rank");
 	return any ? RM_EXIT_ERROR : 0;
 }
@@ -511,6 +519,7 @@ int main(int argc, char **argv)
 	/* Before MPI_Init: the threads it starts inherit the mask. */
 	block_signals(&set);
 	c.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	c.sfd_errno = errno;
 	MPI_Init(&argc, &argv);
 	c.setup_at[1] = ra_monotonic_ns();
 	/*

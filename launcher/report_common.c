@@ -378,6 +378,11 @@ static int out_fail(struct rm_out *o, int e, char *err, size_t len)
 	return -1;
 }
 
+int rm_out_abort(struct rm_out *o, int e, char *err, size_t len)
+{
+	return out_fail(o, e, err, len);
+}
+
 /*
  * Rank 0 may run as root and PATH may be in a shared directory: never
  * follow a symbolic link planted at PATH.tmp.

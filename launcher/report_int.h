@@ -99,6 +99,8 @@ struct rm_out {
 /* 0, or -1 with "cannot write WHAT PATH: reason" in err. */
 int rm_out_open(struct rm_out *o, const char *path, const char *what, char *err, size_t len);
 int rm_out_close(struct rm_out *o, char *err, size_t len);
+/* Give up: the temporary file goes, PATH is untouched; -1 with the reason (errno e) in err. */
+int rm_out_abort(struct rm_out *o, int e, char *err, size_t len);
 
 /* A JSON string of s (at most width bytes; any length), '?' for non-ASCII if not UTF-8. */
 json_t *rm_jstr(const char *s, size_t width);

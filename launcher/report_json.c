@@ -5,6 +5,7 @@
  * targets' records, and every failure once.
  * json_object_set_new() takes (and on failure frees) the value.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -359,31 +360,53 @@ static json_t *length_json(const struct rm_window *w)
 	return o;
 }
 
-static json_t *run_window_json(const struct rm_window *w)
-{
-	json_t *o = json_object(), *nodes = json_array();
-	size_t i;
-	int rc = 0;
+/*
+ * The report is written as it is made, a node at a time: only one node's
+ * JSON is ever in memory (at 10,000 nodes x 128 targets the whole tree
+ * would take gigabytes; bench/README.md, "Rank 0 at scale"). One key and
+ * value a line at the top and in each window, one node a line.
+ */
+struct json_out {
+	FILE *f;
+	int err;	/* errno of the first failure, 0 if none */
+};
 
-	for (i = 0; nodes && i < w->n_nodes; i++)
-		rc |= json_array_append_new(nodes, node_json(&w->nodes[i], w->start_ns));
-	if (!o || rc) {
-		json_decref(nodes);
-		json_decref(o);
-		return NULL;
+/* "KEY": VALUE (compact), after a comma unless first; v is released; NULL: out of memory. */
+static void put(struct json_out *o, const char *key, json_t *v, bool first)
+{
+	if (!v) {
+		o->err = o->err ? o->err : ENOMEM;
+		return;
 	}
-	rc |= json_object_set_new(o, "index", json_integer(w->index));
-	rc |= json_object_set_new(o, "start_ns", jint_or_null(w->start_ns, w->start_ns));
-	rc |= json_object_set_new(o, "stop_ns", jint_or_null(w->stop_ns, w->stop_ns));
-	rc |= json_object_set_new(o, "stop_reason", rm_jstr_or_null(w->stop_reason));
-	rc |= json_object_set_new(o, "skew", skew_json(w));
-	rc |= json_object_set_new(o, "length", length_json(w));
-	rc |= json_object_set_new(o, "nodes", nodes);
-	if (rc) {
-		json_decref(o);
-		return NULL;
+	if (!o->err) {
+		if (!first)
+			fputs(",\n", o->f);
+		if (key) {
+			json_t *k = json_string(key);
+
+			json_dumpf(k, o->f, JSON_ENCODE_ANY);
+			json_decref(k);
+			fputs(": ", o->f);
+		}
+		if (json_dumpf(v, o->f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY))
+			o->err = errno ? errno : EIO;
 	}
-	return o;
+	json_decref(v);
+}
+
+static void put_window(struct json_out *o, const struct rm_window *w)
+{
+	fputs("{", o->f);
+	put(o, "index", json_integer(w->index), true);
+	put(o, "start_ns", jint_or_null(w->start_ns, w->start_ns), false);
+	put(o, "stop_ns", jint_or_null(w->stop_ns, w->stop_ns), false);
+	put(o, "stop_reason", rm_jstr_or_null(w->stop_reason), false);
+	put(o, "skew", skew_json(w), false);
+	put(o, "length", length_json(w), false);
+	fputs(",\n\"nodes\": [\n", o->f);
+	for (size_t i = 0; i < w->n_nodes && !o->err; i++)
+		put(o, NULL, node_json(&w->nodes[i], w->start_ns), i == 0);
+	fputs("]}", o->f);
 }
 
 static json_t *error_json(const struct rm_window *w, const struct rm_node *n,
@@ -426,46 +449,34 @@ static json_t *errors_json(const struct rm_run *r)
 	return a;
 }
 
-static json_t *windows_json(const struct rm_run *r)
-{
-	json_t *a = json_array();
-	size_t i;
-
-	for (i = 0; a && i < r->n_w; i++) {
-		if (json_array_append_new(a, run_window_json(&r->w[i]))) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
-static json_t *run_json(const struct rm_run *r)
-{
-	json_t *o = json_object();
-	int rc = 0;
-
-	if (!o)
-		return NULL;
-	rc |= json_object_set_new(o, "schema", json_string("rocattach-mpi-report/1"));
-	rc |= json_object_set_new(o, "version", json_string(ROCATTACH_VERSION_STRING));
-	rc |= json_object_set_new(o, "started_ns", json_integer((json_int_t)r->started_ns));
-	rc |= json_object_set_new(o, "ended_ns", json_integer((json_int_t)r->ended_ns));
-	rc |= json_object_set_new(o, "exit_code", json_integer(r->exit_code));
-	rc |= json_object_set_new(o, "exit_reason", rm_jstr_or_null(r->exit_reason));
-	rc |= json_object_set_new(o, "stop_reason", rm_jstr_or_null(r->stop_reason));
-	rc |= json_object_set_new(o, "config", config_json(&r->cfg));
-	rc |= json_object_set_new(o, "summary", summary_json(r));
-	rc |= json_object_set_new(o, "windows", windows_json(r));
-	rc |= json_object_set_new(o, "errors", errors_json(r));
-	if (rc) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
 int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len)
 {
-	return rm_write_json(path, "report", run_json(r), JSON_INDENT(1), err, len);
+	struct json_out o = {0};
+	struct rm_out out;
+
+	if (rm_out_open(&out, path, "report", err, len))
+		return -1;
+	o.f = out.f;
+	fputs("{", o.f);
+	put(&o, "schema", json_string("rocattach-mpi-report/1"), true);
+	put(&o, "version", json_string(ROCATTACH_VERSION_STRING), false);
+	put(&o, "started_ns", json_integer((json_int_t)r->started_ns), false);
+	put(&o, "ended_ns", json_integer((json_int_t)r->ended_ns), false);
+	put(&o, "exit_code", json_integer(r->exit_code), false);
+	put(&o, "exit_reason", rm_jstr_or_null(r->exit_reason), false);
+	put(&o, "stop_reason", rm_jstr_or_null(r->stop_reason), false);
+	put(&o, "config", config_json(&r->cfg), false);
+	put(&o, "summary", summary_json(r), false);
+	fputs(",\n\"windows\": [\n", o.f);
+	for (size_t i = 0; i < r->n_w && !o.err; i++) {
+		if (i)
+			fputs(",\n", o.f);
+		put_window(&o, &r->w[i]);
+	}
+	fputs("]", o.f);
+	put(&o, "errors", errors_json(r), false);
+	fputs("}\n", o.f);
+	if (o.err)
+		return rm_out_abort(&out, o.err, err, len);
+	return rm_out_close(&out, err, len);
 }

@@ -97,7 +97,7 @@ static int detach(const struct cli_opts *o)
 	return o->children ? rocattach_detach_tree(o->pid) : rocattach_detach(o->pid);
 }
 
-static int run(const struct cli_opts *o)
+static int attach_hold_detach(const struct cli_opts *o)
 {
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
 
@@ -149,5 +149,5 @@ int main(int argc, char **argv)
 	rocattach_set_log_callback(log_to_stderr, NULL);
 	rocattach_set_log_level(o.verbose >= 2 ? ROCATTACH_LOG_DEBUG
 			       : o.verbose ? ROCATTACH_LOG_INFO : ROCATTACH_LOG_WARNING);
-	return run(&o);
+	return attach_hold_detach(&o);
 }

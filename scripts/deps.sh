@@ -7,7 +7,7 @@ PACKAGES=(gcc make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev 
 	openmpi-bin libopenmpi-dev jq
 	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime
 	man-db
-	clang libclang-rt-dev llvm)
+	clang libclang-rt-dev llvm clang-format)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

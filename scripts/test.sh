@@ -3,7 +3,8 @@
 # same suite (labels unit, ptrace, mpi) under ASan+UBSan and under TSan (scripts/sanitize.sh)
 # and a short fuzz run (fuzz/run.sh, ROCATTACH_FUZZ_SECONDS per harness, default 5).
 # --quick (or ROCATTACH_TEST_QUICK=1): the first part only. Other arguments go to the
-# first ctest. Exits non-zero when anything fails.
+# first ctest. First of all, the tree's C files must be as scripts/format.sh leaves them.
+# Exits non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=${ROCATTACH_TEST_QUICK:-0}
@@ -33,6 +34,8 @@ step() {
 	read -r p f < <(awk '/^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+$/ {
 			P += $NF - $4; F += $4 }
 		/^fuzz: [0-9]+ passed, [0-9]+ failed/ { P += $2; F += $4 }
+		/^format: [0-9]+ files formatted/ { P += 1 }
+		/^format: 0 passed, 1 failed/ { F += 1 }
 		END { print P + 0, F + 0 }' "$log")
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1 # failed before counting (a build)
 	passed=$((passed + p))
@@ -44,6 +47,7 @@ step() {
 		failed_steps+=("$name")
 	fi
 }
+step "format" ./scripts/format.sh --check
 step "test suite" bash -c 'cd "${BUILD_DIR:-build}" && ctest --output-on-failure --timeout 300 "$@"' \
 	_ "${args[@]}"
 step "ASan+UBSan suite" ./scripts/sanitize.sh address

@@ -9,7 +9,7 @@ stage_build() { # stage_build BUILD_DIR
 	mkdir -p "$STAGE/bin" "$STAGE/lib"
 	cp "$src"/bin/rocattach-mpi "$src"/bin/rocattach-example-mpi-target \
 		"$src"/bin/rocattach-example-target "$STAGE/bin/"
-	cp -P "$src"/lib/librocattach-agent.so* "$src"/lib/librocattach-example-tool.so \
+	cp -P "$src"/lib/librocattach.so* "$src"/lib/librocattach-agent.so* "$src"/lib/librocattach-example-tool.so \
 		"$STAGE/lib/"
 	# rocattach-slurm (next to rocattach-mpi, as installed), the Slurm plugin when it
 	# was built, and the double of ROCm's librocprofiler-register.so.0.

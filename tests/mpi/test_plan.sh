@@ -4,7 +4,9 @@
 # another tool library and output path, a variable only it has) acts on rank 0's plan.
 # Two launcher ranks on this machine, each in a PID namespace of its own with one
 # example target (--one-node-per-rank: each rank is a node that sees only its target).
-B=${1:?usage: test_plan.sh BUILD_DIR}
+# Then a rank whose signalfd fails: every rank stops before touching a target, saying why.
+B=${1:?usage: test_plan.sh BUILD_DIR [NO_SIGNALFD_SHIM]}
+SHIM=${2:-}
 . "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null; then
 	echo "skipped: needs root and unshare (a PID namespace per launcher rank)"
@@ -46,6 +48,22 @@ check "the window is rank 0's ROCPROF_ATTACH_DURATION (300 ms)" jq -e \
 check "both targets ran rank 0's tool, writing where rank 0 said" test \
 	"$(cat "$W"/t/rocattach-tool.*.log 2>/dev/null | grep -c '^tool_detach ')" -eq 2
 check "nothing went where rank 1's own environment said" test -z "$(ls -A "$W/wrong")"
+
+if [ -n "$SHIM" ]; then
+	# rank 1 cannot read its signals (signalfd fails): it would ignore scancel's SIGTERM.
+	# (Under ASan the shim would come before its runtime: allowed for this one.)
+	mapfile -d '' -t r1 < <(rank ROCPROF_ATTACH_DURATION=300 LD_PRELOAD="$SHIM" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+	rm -f "$W/r.json"
+	timeout 120 mpirun --bind-to none --mca btl self,tcp "${r0[@]}" : "${r1[@]}" </dev/null \
+		>"$W/out2" 2>&1
+	rc=$?
+	check "signalfd fails on rank 1: exit 1 (got $rc)" test "$rc" -eq 1
+	check "the line names signalfd and the cause" grep -q \
+		"cannot read its signals (signalfd: Too many open files)" "$W/out2"
+	check "no target was touched: no report, no tool ran" test ! -e "$W/r.json" -a \
+		"$(cat "$W"/t/rocattach-tool.*.log 2>/dev/null | grep -c '^tool_attach ')" -eq 2
+fi
 
 rm -rf "$W"
 finish

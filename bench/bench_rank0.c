@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * 7. Rank 0 at scale, without a cluster: what its records path costs for
+ * NODES x TARGETS synthetic targets, through the real wire format and the
+ * real report code. Each node's records are packed (rn_pack, as a rank
+ * sends them), unpacked (rn_unpack, as rank 0 takes them in), kept as one
+ * window's nodes, and then the report (JSON), the summary and the timeline
+ * are written. Each size runs in a child of its own, so its peak memory
+ * (ru_maxrss) is its own.
+ *
+ *   bench_rank0 [--json PATH] [--quick] [--sizes 100x128,1000x128,10000x128]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "common/clock.h"
+#include "node.h"
+#include "report.h"
+
+#define MAX_SIZES 8
+
+struct size_run {
+	long nodes, targets;
+	bool ok;
+	double unpack_ms, report_ms, summary_ms, timeline_ms, peak_mb, wire_mb, json_mb;
+};
+
+/* A target as a node would report it after a window (times around t0, a message). */
+static void fake_target(struct rn_target *t, long node, long k, uint64_t t0)
+{
+	memset(t, 0, sizeof(*t));
+	t->pid = (int)(1000 + k);
+	t->nspid = t->pid;
+	t->rank = node * 128 + k;
+	t->state = RN_DETACHED;
+	t->listener = true;
+	t->side = 1;
+	t->attach_start_ns = t0 - 2000000 + (uint64_t)k * 1000;
+	t->attach_end_ns = t->attach_start_ns + 700000;
+	t->attach_tool_ns = t0 + (uint64_t)(k % 97) * 1000;
+	t->detach_start_ns = t0 + 900000000;
+	t->detach_end_ns = t->detach_start_ns + 500000;
+	t->detach_tool_ns = t0 + 1000000000 + (uint64_t)(k % 89) * 1000;
+	snprintf(t->exe, sizeof(t->exe), "/opt/app/bin/solver");
+	snprintf(t->topo.cpus, sizeof(t->topo.cpus), "%ld-%ld", k % 64, k % 64 + 1);
+	snprintf(t->topo.numa, sizeof(t->topo.numa), "%ld", k % 8);
+	snprintf(t->topo.gpus, sizeof(t->topo.gpus), "0000:%02lx:00.0", k % 8);
+	t->topo.n_cpus = 2;
+}
+
+static double ms_since(uint64_t t)
+{
+	return (double)(ra_monotonic_ns() - t) / 1e6;
+}
+
+static off_t file_size(const char *p)
+{
+	FILE *f = fopen(p, "r");
+	long n = -1;
+
+	if (f && !fseek(f, 0, SEEK_END))
+		n = ftell(f);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* In the child: one size, the figures written to fd as one line. */
+static int measure(struct size_run *s, const char *dir, int fd)
+{
+	uint64_t t0 = ra_realtime_ns(), t;
+	struct rn_target *one = calloc((size_t)s->targets, sizeof(*one));
+	struct rm_run run = {0};
+	struct rm_window w = {.index = 1, .start_ns = t0, .stop_ns = t0 + 1000000000,
+			      .stop_reason = "duration"};
+	char path[512], err[512], *buf;
+	size_t len;
+	double wire = 0;
+	FILE *devnull;
+
+	w.nodes = calloc((size_t)s->nodes, sizeof(*w.nodes));
+	if (!one || !w.nodes)
+		return -1;
+	t = ra_monotonic_ns();
+	for (long n = 0; n < s->nodes; n++) {
+		char host[64];
+
+		snprintf(host, sizeof(host), "node%05ld", n);
+		for (long k = 0; k < s->targets; k++)
+			fake_target(&one[k], n, k, t0);
+		len = rn_pack(host, one, (size_t)s->targets, NULL, 0);
+		buf = malloc(len);
+		if (!buf)
+			return -1;
+		rn_pack(host, one, (size_t)s->targets, buf, len);
+		wire += (double)len;
+		if (rn_unpack(buf, len, w.nodes[n].host, &w.nodes[n].t, &w.nodes[n].n))
+			return -1;
+		w.nodes[n].clock_known = true;
+		free(buf);
+	}
+	w.n_nodes = (size_t)s->nodes;
+	s->unpack_ms = ms_since(t);
+	run.w = &w;
+	run.n_w = 1;
+	run.cfg.windows = 1;
+	run.cfg.duration_ms = 1000;
+	run.cfg.ranks = (int)s->nodes;
+	run.started_ns = t0 - 3000000000ull;
+	run.ended_ns = t0 + 2000000000ull;
+	run.exit_reason = "ok";
+	run.stop_reason = "completed";
+	snprintf(path, sizeof(path), "%s/report.json", dir);
+	t = ra_monotonic_ns();
+	if (rm_write_report(path, &run, err, sizeof(err)))
+		return bt_log("%s", err), -1;
+	s->report_ms = ms_since(t);
+	s->json_mb = (double)file_size(path) / 1e6;
+	unlink(path);
+	devnull = fopen("/dev/null", "w");
+	t = ra_monotonic_ns();
+	rm_print_summary(devnull, &run);
+	s->summary_ms = ms_since(t);
+	fclose(devnull);
+	snprintf(path, sizeof(path), "%s/timeline.svg", dir);
+	t = ra_monotonic_ns();
+	if (rm_write_timeline(path, &run, err, sizeof(err)))
+		return bt_log("%s", err), -1;
+	s->timeline_ms = ms_since(t);
+	unlink(path);
+	s->wire_mb = wire / 1e6;
+	{
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		s->peak_mb = (double)ru.ru_maxrss / 1024.0;
+	}
+	s->ok = true;
+	return write(fd, s, sizeof(*s)) == (ssize_t)sizeof(*s) ? 0 : -1;
+}
+
+static void run_size(struct size_run *s, const char *dir)
+{
+	int p[2], st = 0;
+	pid_t pid;
+
+	if (pipe(p))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		_exit(measure(s, dir, p[1]) ? 1 : 0);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], s, sizeof(*s)) != (ssize_t)sizeof(*s))
+		s->ok = false;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct size_run s[MAX_SIZES] = {{100, 128}, {1000, 128}, {10000, 128}};
+	int ns = 3;
+	struct bt_results res;
+	struct bt_common com;
+	char dir[256];
+
+	bt_init();
+	argc = bt_parse_common(argc, argv, &com);
+	if (com.quick)
+		ns = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+			char *p = argv[++i], *end;
+
+			for (ns = 0; *p && ns < MAX_SIZES; p = *end ? end + 1 : end) {
+				s[ns].nodes = strtol(p, &end, 10);
+				s[ns].targets = *end == 'x' ? strtol(end + 1, &end, 10) : 128;
+				ns++;
+			}
+		} else {
+			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--sizes NxT,...]\n",
+				       argv[0]), 2;
+		}
+	}
+	if (bt_mkdtemp("/tmp", dir, sizeof(dir)))
+		return 1;
+	bt_results_init(&res, "rank0");
+	for (int i = 0; i < ns; i++) {
+		char id[64], fig[128];
+		json_t *row;
+
+		run_size(&s[i], dir);
+		snprintf(id, sizeof(id), "rank0.%ldx%ld", s[i].nodes, s[i].targets);
+		snprintf(fig, sizeof(fig), "rank 0 peak memory, %ld nodes x %ld targets, one window",
+			 s[i].nodes, s[i].targets);
+		if (!s[i].ok) {
+			bt_row_na(&res, id, fig, "the run failed (out of memory?)");
+			continue;
+		}
+		bt_log("%ld x %ld: unpack %.0f ms, report %.0f ms (%.1f MB), summary %.0f ms, "
+		       "timeline %.0f ms, wire %.1f MB, peak %.0f MB",
+		       s[i].nodes, s[i].targets, s[i].unpack_ms, s[i].report_ms, s[i].json_mb,
+		       s[i].summary_ms, s[i].timeline_ms, s[i].wire_mb, s[i].peak_mb);
+		row = bt_row(&res, id, fig, s[i].peak_mb, "MB", s[i].wire_mb,
+			     "the records on the wire (what one window sends rank 0)", NULL, 0, false);
+		bt_row_note(row, "unpack %.0f ms, JSON report %.0f ms (%.1f MB), summary %.0f ms, "
+				 "SVG timeline %.0f ms",
+			    s[i].unpack_ms, s[i].report_ms, s[i].json_mb, s[i].summary_ms,
+			    s[i].timeline_ms);
+	}
+	rmdir(dir);
+	return bt_results_write(&res, com.json) ? 1 : 0;
+}
