@@ -7,7 +7,7 @@
  * between real nodes (and Open MPI's shared-memory transport does not work
  * across PID namespaces).
  *
- *   bench_coord [--json PATH] [--quick] [--ranks 2,4,8,16]
+ *   bench_coord [--json PATH] [--quick] [--ranks 2,4,8,16,32]
  *
  * From the report of WINDOWS windows (--start-lead 0, so the start is not
  * hidden by a lead; start and stop are medians over the windows):
@@ -394,7 +394,7 @@ static void add_rows(struct bt_results *res, struct run *r, int nr)
 
 int main(int argc, char **argv)
 {
-	int ranks[MAX_R] = {2, 4, 8, 16}, nr = 4, i;
+	int ranks[MAX_R] = {2, 4, 8, 16, 32}, nr = 5, i;
 	struct run r[MAX_R] = {0};
 	struct stops stops = {0};
 	struct bt_results res;
