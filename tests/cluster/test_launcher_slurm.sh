@@ -6,6 +6,7 @@
 #     another job's task on the same node;
 #  5. scancel of the tool's step mid-window detaches every target on every
 #     node; the targets keep running and end normally later;
+#  6. a launcher rank SIGKILLed mid-window: the report names its node lost;
 #  and the batch-script recipe examples/slurm/job-with-window.sbatch.
 # Usage: test_launcher_slurm.sh BUILD_DIR   (as root, under the heavy-test lock)
 set -uo pipefail
@@ -108,6 +109,29 @@ for how in kill term; do
 	vc_t_eq "$how: the job still runs" "$("$SL" squeue -h -j "$J" -o %T)" RUNNING
 done
 vc_t_eq "term: the report says interrupted" "$(jq '.exit_code' "$W/r3term.json" 2>/dev/null)" 5
+
+echo "== 6. a launcher rank SIGKILLed mid-window (node2), under srun"
+# Slurm lets the step's other tasks run on (KillOnBadExit=0, the default): rank 0
+# ends the window as planned, waits for node2's records until the stop + 5 s,
+# reports node2 lost and ends. node2's targets are detached by their watchdogs.
+out=$W/t6
+t0=$(vc_ms)
+ROCPROF_OUTPUT_PATH=$out "$SL" "$WRAP" "$J.0" -t "$TOOL" -d 2000 --report "$W/r6.json" \
+	>"$W/l6.out" 2>&1 &
+L=$!
+for _ in $(seq 400); do [ "$(events "$out" tool_attach)" -ge 6 ] && break; sleep 0.05; done
+"$S/vc-exec" node2 pkill -KILL -f "^$B/bin/rocattach-mpi"
+timeout 60 tail --pid="$L" -f /dev/null
+wait "$L"
+rc=$?
+echo "rocattach-slurm exit $rc after $(($(vc_ms) - t0)) ms"
+vc_t_cmd "srun rank death: report written" test -s "$W/r6.json"
+vc_t_eq "srun rank death: node states" "$(jq -r '[.windows[-1].nodes[] | "\(.host)=\(.state)"] |
+	sort | join(" ")' "$W/r6.json" 2>/dev/null)" "node1=ok node2=lost node3=ok"
+vc_t_eq "srun rank death: the report's exit code" "$(jq -r .exit_code "$W/r6.json" 2>/dev/null)" 6
+for _ in $(seq 100); do [ "$(events "$out" tool_detach)" -ge 6 ] && break; sleep 0.05; done
+vc_t_eq "srun rank death: every target detached" "$(events "$out" tool_detach)" 6
+vc_t_eq "srun rank death: the job still runs" "$("$SL" squeue -h -j "$J" -o %T)" RUNNING
 "$SL" scancel "$J"
 vc_t_cmd "the job's 6 tasks ended normally" wait_lines "$W/job.out" '^done' 6
 
