@@ -185,10 +185,15 @@ static int find_enable(pid_t pid, uint64_t *fn, struct ra_err *e)
 	int ret;
 
 	ret = ra_maps_read(RA_PROCFS, pid, &maps);
-	if (!ret)
-		ret = ra_symbols_find(RA_PROCFS, pid, &maps, name, 1, prefer, fn, NULL, 0, e);
+	if (ret) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: reading its maps: %s", pid,
+			   strerror(-ret));
+		return ret;
+	}
+	ret = ra_symbols_find(RA_PROCFS, pid, &maps, name, 1, prefer, fn, NULL, 0, e);
 	ra_maps_free(&maps);
-	if (ret)
+	/* Another error than "not found" is in e already. */
+	if (ret == -ENOENT)
 		ra_err_set(e, ROCATTACH_STATUS_ERROR,
 			   "process %d: the loaded agent exports no rocattach_agent_enable", pid);
 	return ret;

@@ -19,13 +19,28 @@
 #define STACK_PUSH_MAX (64 * 1024)    /* larger payloads go to a remote mmap */
 #define STACK_KEEP (256 * 1024)	      /* stack left to the remote code below the data */
 
+/* The thread exited under us: nothing left to restore or release. Said once. */
 static int gone(struct ra_remote *r, const char *when)
 {
+	if (!r->gone)
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+			   "process %d exited %s", r->pid, when);
 	r->gone = true;
 	r->seized = false;
-	ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND, "process %d exited %s",
-		   r->pid, when);
 	return -ESRCH;
+}
+
+/*
+ * A request on a thread just reported stopped failed: ESRCH there means it
+ * was killed in between (the request's failure names it already).
+ */
+static int lost(struct ra_remote *r, long ret)
+{
+	if (ret == -ESRCH) {
+		r->gone = true;
+		r->seized = false;
+	}
+	return (int)ret;
 }
 
 /*
@@ -46,8 +61,8 @@ static int wait_interrupt_stop(struct ra_remote *r)
 			return 0;
 		if (status >> 16 == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80)) {
 			r->signals_forwarded++;
-			ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL,
-					     (void *)(uintptr_t)WSTOPSIG(status), r->e);
+			ret = lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL,
+						(void *)(uintptr_t)WSTOPSIG(status), r->e));
 			if (ret)
 				return ret;
 		}
@@ -244,7 +259,7 @@ static int pass_stop(struct ra_remote *r, int status)
 			r->clone_tid = (pid_t)msg;
 	}
 	/* PTRACE_EVENT_STOP (group stop, late interrupt), a clone: just go on. */
-	return (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e);
+	return lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
 }
 
 static uint64_t realtime_ns(void)
@@ -302,16 +317,17 @@ static int watch_park(struct ra_remote *r)
 		if (w < 0 && errno != EINTR)
 			return gone(r, "during a remote call");
 		ret = parked_now(r);
+		if (ret == -ESRCH)
+			return gone(r, "during a remote call");
 		if (ret)
 			break;
 		nanosleep(&nap, NULL);
 		if (nap.tv_nsec < max_nap)
 			nap.tv_nsec = nap.tv_nsec * 2 < max_nap ? nap.tv_nsec * 2 : max_nap;
 	}
-	if (ret > 0)
-		r->call_end_ns = realtime_ns();
 	if (ret < 0)
-		return ret == -ESRCH ? gone(r, "during a remote call") : ret;
+		return ret;
+	r->call_end_ns = realtime_ns();
 	ret = (int)ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e);
 	if (!ret)
 		ret = wait_interrupt_stop(r);

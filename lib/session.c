@@ -689,8 +689,7 @@ static int find_entry_points(pid_t pid, struct entry *ep, char *object, size_t o
 				  "and %s",
 				  pid, LISTENER_COMM, entry_names[0], entry_names[1]);
 	if (ret)
-		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "symbol lookup in process %d: %s",
-				  pid, strerror(-ret));
+		return ret; /* e set by the lookup */
 	ep->fn_attach = addrs[0];
 	ep->fn_detach = addrs[1];
 	return 0;
