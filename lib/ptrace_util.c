@@ -15,7 +15,8 @@
 
 #define CAP_SYS_PTRACE_BIT 19
 
-const char *ra_ptrace_name(int req)
+/* The requests we issue (every one goes through ra_ptrace). */
+static const char *ptrace_name(int req)
 {
 	switch (req) {
 	case PTRACE_SEIZE:
@@ -26,18 +27,14 @@ const char *ra_ptrace_name(int req)
 		return "PTRACE_DETACH";
 	case PTRACE_CONT:
 		return "PTRACE_CONT";
-	case PTRACE_SYSCALL:
-		return "PTRACE_SYSCALL";
+	case PTRACE_SETOPTIONS:
+		return "PTRACE_SETOPTIONS";
+	case PTRACE_GETEVENTMSG:
+		return "PTRACE_GETEVENTMSG";
 	case PTRACE_GETREGSET:
 		return "PTRACE_GETREGSET";
 	case PTRACE_SETREGSET:
 		return "PTRACE_SETREGSET";
-	case PTRACE_GET_SYSCALL_INFO:
-		return "PTRACE_GET_SYSCALL_INFO";
-	case PTRACE_PEEKDATA:
-		return "PTRACE_PEEKDATA";
-	case PTRACE_POKEDATA:
-		return "PTRACE_POKEDATA";
 	default:
 		return "ptrace";
 	}
@@ -52,11 +49,27 @@ long ra_ptrace(int req, pid_t tid, void *addr, void *data, struct ra_err *e)
 	ret = ptrace((enum __ptrace_request)req, tid, addr, data);
 	if (ret == -1 && errno) {
 		err = errno;
-		ra_err_set(e, ra_status_from_ptrace_errno(err), "%s(%d): %s", ra_ptrace_name(req),
+		ra_err_set(e, ra_status_from_ptrace_errno(err), "%s(%d): %s", ptrace_name(req),
 			   tid, strerror(err));
 		return -err;
 	}
 	return ret;
+}
+
+int ra_ptrace_seize(pid_t pid, pid_t tid, unsigned long options, struct ra_err *e)
+{
+	struct ra_err failed = {0};
+	char why[256];
+	long ret;
+
+	ret = ra_ptrace(PTRACE_SEIZE, tid, NULL, (void *)options, &failed);
+	if (ret >= 0)
+		return 0;
+	if (ret == -EPERM)
+		ra_explain_eperm(pid, tid, why, sizeof(why));
+	ra_err_set(e, failed.status, "PTRACE_SEIZE(%d) of pid %d: %s%s%s", tid, pid,
+		   strerror((int)-ret), ret == -EPERM ? ": " : "", ret == -EPERM ? why : "");
+	return (int)ret;
 }
 
 static int have_cap_sys_ptrace(void)

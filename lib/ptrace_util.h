@@ -18,7 +18,11 @@
 
 /* ptrace(req, tid, addr, data); on failure sets e and returns -errno. */
 long ra_ptrace(int req, pid_t tid, void *addr, void *data, struct ra_err *e);
-const char *ra_ptrace_name(int req);
+/*
+ * PTRACE_SEIZE of tid in pid with options, through ra_ptrace; an EPERM is
+ * explained (ra_explain_eperm). 0, or -errno with e set.
+ */
+int ra_ptrace_seize(pid_t pid, pid_t tid, unsigned long options, struct ra_err *e);
 
 /*
  * Why PTRACE_SEIZE of tid in pid failed with EPERM, as a phrase for the

@@ -142,7 +142,6 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
 			 unsigned long options, struct ra_err *e)
 {
-	char why[256];
 	long ret;
 
 	memset(r, 0, sizeof(*r));
@@ -150,19 +149,9 @@ int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tra
 	r->tid = tid;
 	r->tramp = tramp;
 	r->e = e;
-	ret = ptrace(PTRACE_SEIZE, tid, NULL, (void *)options);
-	if (ret < 0) {
-		int err = errno;
-
-		if (err == EPERM)
-			ra_explain_eperm(pid, tid, why, sizeof(why));
-		else
-			snprintf(why, sizeof(why), "%s", strerror(err));
-		ra_err_set(e, ra_status_from_ptrace_errno(err), "PTRACE_SEIZE(%d) of pid %d: %s%s%s",
-			   tid, pid, strerror(err), err == EPERM ? ": " : "",
-			   err == EPERM ? why : "");
-		return -err;
-	}
+	ret = ra_ptrace_seize(pid, tid, options, e);
+	if (ret)
+		return (int)ret;
 	r->seized = true;
 	ret = ra_ptrace(PTRACE_INTERRUPT, tid, NULL, NULL, e);
 	if (!ret)
@@ -254,9 +243,11 @@ static int pass_stop(struct ra_remote *r, int status)
 	}
 	if (status >> 16 == PTRACE_EVENT_CLONE) {
 		unsigned long msg = 0;
+		long ret = ra_ptrace(PTRACE_GETEVENTMSG, r->tid, NULL, &msg, r->e);
 
-		if (!ptrace(PTRACE_GETEVENTMSG, r->tid, NULL, &msg))
-			r->clone_tid = (pid_t)msg;
+		if (ret)
+			return lost(r, ret);
+		r->clone_tid = (pid_t)msg;
 	}
 	/* PTRACE_EVENT_STOP (group stop, late interrupt), a clone: just go on. */
 	return lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
