@@ -25,10 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,32 +215,26 @@ static int remote_dlopen(struct ra_remote *r, const struct libc_fns *f, const ch
 			 struct ra_err *e)
 {
 	size_t len = strlen(agent) + 1;
-	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 (uint64_t)-1, 0};
-	uint64_t buf, handle = 0, unused;
+	uint64_t a[2], buf, handle = 0;
 	char why[256];
 	int ret;
 
-	ret = ra_remote_syscall(r, SYS_mmap, a, 6, &buf);
+	ret = ra_remote_mmap(r, len, &buf);
 	if (ret)
 		return ret;
-	if (buf > (uint64_t)-4096) {
-		ra_err_set(e, ROCATTACH_STATUS_ERROR, "remote mmap in process %d failed", r->pid);
-		return -ENOMEM;
-	}
-	ret = ra_mem_write(r->pid, buf, agent, len, e);
 	a[0] = buf;
 	a[1] = f->libc_mode ? RTLD_NOW_ | RTLD_DLOPEN_ : RTLD_NOW_;
-	if (!ret)
-		ret = ra_remote_call(r, f->dlopen, a, 2, &handle);
+	ret = ra_mem_write(r->pid, buf, agent, len, e);
+	if (!ret && ra_remote_call(r, f->dlopen, a, 2, &handle))
+		return -1; /* the thread may be anywhere: leave the mapping */
 	if (!ret && !handle) {
 		remote_dlerror(r, f->dlerror, why, sizeof(why));
 		ra_err_set(e, ROCATTACH_STATUS_ERROR, "dlopen(%s) in process %d failed%s%s", agent,
 			   r->pid, why[0] ? ": " : "", why);
 		ret = -ENOEXEC;
 	}
-	a[1] = len;
-	ra_remote_syscall(r, SYS_munmap, a, 2, &unused);
+	if (ra_remote_munmap(r, buf, len) && !ret)
+		ret = -EIO;
 	return ret;
 }
 
@@ -276,10 +268,11 @@ static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct li
 		err = find_enable(pid, &enable, e);
 	if (!err)
 		err = ra_remote_call(&r, enable, NULL, 0, &ret);
-	ra_remote_end(&r);
-	*pause_ns = now_ns() - t0;
 	if (!err && (int32_t)ret != 0)
-		return enable_failed(pid, ret, e);
+		err = enable_failed(pid, ret, e);
+	if (ra_remote_end(&r))
+		err = -1;
+	*pause_ns = now_ns() - t0;
 	return err ? -1 : 0;
 }
 
@@ -312,7 +305,8 @@ static int start_loader(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_
 				 "process %d: the loader thread was not reported", pid);
 	/* A new thread, even if something failed, is released to run free(NULL) and exit. */
 	ra_remote_adopt(loader, &r);
-	ra_remote_end(&r);
+	if (ra_remote_end(&r))
+		err = -1;
 	*pause_ns = now_ns() - t0;
 	return err ? -1 : 0;
 }
@@ -396,8 +390,7 @@ int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e
 		return -1;
 	if (!err)
 		err = loader_work(&loader, &f, agent, e);
-	ra_remote_end(&loader);
-	if (err)
+	if (ra_remote_end(&loader) || err)
 		return -1;
 	/*
 	 * The loader's enable returns once the listener is parked, so it is

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -41,6 +42,50 @@ static int lost(struct ra_remote *r, long ret)
 		r->seized = false;
 	}
 	return (int)ret;
+}
+
+/*
+ * Put back the code and every register, and let the thread go. A step that
+ * fails does not keep the next from being taken (a thread whose code could
+ * not be put back still gets its registers back and is released); only a
+ * thread found gone has nothing left to restore. Each failure is recorded
+ * after whatever failed before.
+ */
+static int release(struct ra_remote *r)
+{
+	static const char *const step[] = {"restoring the code", "restoring the registers",
+					   "releasing"};
+	const struct ra_tramp *t = ra_arch_tramp();
+	struct ra_err why[3] = {{0}};
+	struct ra_regs regs = r->saved;
+	int err[3] = {0}, ret = 0;
+
+	if (!r->seized)
+		return r->gone ? -ESRCH : 0;
+	/* The thread is stopped and its pc is in the trampoline only while parked. */
+	if (r->code_written)
+		err[0] = ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, &why[0]);
+	r->code_written = false;
+	/*
+	 * Every stop we leave from is an interrupt stop, like the first one: with
+	 * the saved registers back, the kernel restarts an interrupted syscall
+	 * itself on the way out (the park's own pause() is forgotten with them).
+	 */
+	if (err[0] != -ESRCH && r->saved_ok)
+		err[1] = ra_setregs(r->tid, &regs, &why[1]);
+	if (err[0] != -ESRCH && err[1] != -ESRCH)
+		err[2] = (int)ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, &why[2]);
+	r->seized = false;
+	r->parked = false;
+	for (int i = 0; i < 3; i++) {
+		if (err[i] == -ESRCH)
+			gone(r, "before its thread was released");
+		else if (err[i])
+			ra_err_set(r->e, why[i].status, "%s of thread %d failed: %s", step[i], r->tid,
+				   why[i].msg);
+		ret = ret ? ret : err[i];
+	}
+	return ret;
 }
 
 /*
@@ -161,7 +206,7 @@ int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tra
 	if (!ret)
 		ret = place_park_mask(r);
 	if (ret)
-		ra_remote_end(r);
+		release(r); /* its own failures are recorded after ret's */
 	return (int)ret;
 }
 
@@ -197,7 +242,7 @@ int ra_remote_adopted(struct ra_remote *n)
 	if (!ret)
 		ret = place_park_mask(n);
 	if (ret)
-		ra_remote_end(n);
+		release(n); /* its own failures are recorded after ret's */
 	return ret;
 }
 
@@ -481,29 +526,42 @@ int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len, uint
 	return 0;
 }
 
+/* A raw syscall return of the target: -4095..-1 is -errno. */
+static int remote_errno(uint64_t ret)
+{
+	return ret > (uint64_t)-4096 ? (int)-(int64_t)ret : 0;
+}
+
+int ra_remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr)
+{
+	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 (uint64_t)-1, 0};
+	int ret = ra_remote_syscall(r, SYS_mmap, a, 6, addr);
+
+	if (ret)
+		return ret;
+	ret = remote_errno(*addr);
+	if (ret)
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "remote mmap(%zu) in process %d: %s", len,
+			   r->pid, strerror(ret));
+	return -ret;
+}
+
+int ra_remote_munmap(struct ra_remote *r, uint64_t addr, size_t len)
+{
+	uint64_t a[2] = {addr, len}, res;
+	int ret = ra_remote_syscall(r, SYS_munmap, a, 2, &res);
+
+	if (ret)
+		return ret;
+	ret = remote_errno(res);
+	if (ret)
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "remote munmap(0x%llx, %zu) in process %d: %s",
+			   (unsigned long long)addr, len, r->pid, strerror(ret));
+	return -ret;
+}
+
 int ra_remote_end(struct ra_remote *r)
 {
-	const struct ra_tramp *t = ra_arch_tramp();
-	struct ra_regs regs;
-	int ret = 0;
-
-	if (!r->seized)
-		return r->gone ? -ESRCH : 0;
-	/* The thread is stopped and its pc is in the trampoline only while parked. */
-	if (r->code_written && ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, r->e))
-		ret = -EIO;
-	r->code_written = false;
-	/*
-	 * Every stop we leave from is an interrupt stop, like the first one: with
-	 * the saved registers back, the kernel restarts an interrupted syscall
-	 * itself on the way out (the park's own pause() is forgotten with them).
-	 */
-	regs = r->saved;
-	if (r->saved_ok && ra_setregs(r->tid, &regs, r->e))
-		ret = -EIO;
-	if (ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, r->e) == -ESRCH)
-		r->gone = true;
-	r->seized = false;
-	r->parked = false;
-	return ret;
+	return release(r);
 }

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -1021,27 +1020,6 @@ static int call_entry(struct ra_remote *r, const struct entry *ep, uint64_t fn, 
 	return 0;
 }
 
-static int remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr)
-{
-	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 (uint64_t)-1, 0};
-	int ret = ra_remote_syscall(r, SYS_mmap, a, 6, addr);
-
-	if (ret)
-		return ret;
-	if (*addr > (uint64_t)-4096)
-		return ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "remote mmap(%zu) in process %d: %s",
-				  len, r->pid, strerror((int)-(int64_t)*addr));
-	return 0;
-}
-
-static int remote_munmap(struct ra_remote *r, uint64_t addr, size_t len)
-{
-	uint64_t a[2] = {addr, len}, ret;
-
-	return ra_remote_syscall(r, SYS_munmap, a, 2, &ret);
-}
-
 /*
  * The payload goes onto the listener's own stack when it fits: nothing to
  * unmap, and nothing left behind if we die during the call. Else into a
@@ -1055,7 +1033,7 @@ static int place_payload(struct prepared *p, struct ra_remote *r, struct op *op,
 		op_step(op, ROCATTACH_STEP_WRITE);
 		return 0;
 	}
-	if (remote_mmap(r, p->payload_len, addr))
+	if (ra_remote_mmap(r, p->payload_len, addr))
 		return -1;
 	*mapped = true;
 	op_step(op, ROCATTACH_STEP_MMAP);
@@ -1121,16 +1099,17 @@ static void drive_attach(struct session *s, const rocattach_opts_t *o, struct pr
 		default_tool_failed(s->pid, op);
 	op_step(op, ROCATTACH_STEP_CALL);
 unmap:
-	if (mapped) {
-		remote_munmap(r, addr, p->payload_len);
+	/* A failed munmap is in op->e: the attach fails with it. */
+	if (mapped && !ra_remote_munmap(r, addr, p->payload_len))
 		op_step(op, ROCATTACH_STEP_MUNMAP);
-	}
 }
 
-static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
+/* 0 once attached, else -1 with op->e set. */
+static int do_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
 	struct prepared p = {0};
 	struct ra_remote r;
+	int ret = -1;
 
 	if (prepare(s, o, &p, op))
 		goto out;
@@ -1147,10 +1126,11 @@ static void do_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	op_step(op, ROCATTACH_STEP_SEIZE);
 	drive_attach(s, o, &p, &r, op);
 	keep_stack(s, &r);
-	ra_remote_end(&r);
+	ret = ra_remote_end(&r);
 	op_step(op, ROCATTACH_STEP_RELEASE);
 out:
 	prepared_free(&p);
+	return ret || op->e.status != ROCATTACH_STATUS_SUCCESS ? -1 : 0;
 }
 
 static void copy_opts(rocattach_opts_t *dst, const rocattach_opts_t *src)
@@ -1178,8 +1158,7 @@ static rocattach_status_t attach_one(int pid, const rocattach_opts_t *opts,
 	}
 	s = claim_new(pid, &op.e);
 	if (s) {
-		do_attach(s, &o, &op);
-		release(s, op.e.status == ROCATTACH_STATUS_SUCCESS);
+		release(s, do_attach(s, &o, &op) == 0);
 	}
 	return op_finish(&op, report);
 }
@@ -1220,8 +1199,11 @@ static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *
 	call_entry(r, &s->ep, fn, stop_ns, NULL, 0, op, 1);
 }
 
-/* Returns true when the session must be kept (the target could not be reached). */
-static bool do_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
+/*
+ * 0, or -errno with op->e set. -EPERM only when the listener could not be
+ * seized (a debugger holds it, say): nothing was done, the caller may retry.
+ */
+static int do_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
 	struct ra_remote r;
 	int err;
@@ -1229,17 +1211,17 @@ static bool do_detach(struct session *s, const rocattach_opts_t *o, struct op *o
 	op->rep.tid = s->tid;
 	op->rep.target_side = s->ep.side;
 	if (still_there(s, &op->e))
-		return false;
+		return -ESRCH;
 	op_step(op, ROCATTACH_STEP_PREPARE);
 	err = ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e);
 	op_step(op, ROCATTACH_STEP_SEIZE);
 	if (err)
-		return err == -EPERM; /* e.g. a debugger holds it: let the caller retry */
+		return err;
 	drive_detach(s, o->stop_ns, &r, op);
 	op_step(op, ROCATTACH_STEP_CALL);
-	ra_remote_end(&r);
+	err = ra_remote_end(&r) ? -EIO : 0;
 	op_step(op, ROCATTACH_STEP_RELEASE);
-	return false;
+	return err;
 }
 
 static rocattach_status_t detach_one(int pid, const rocattach_opts_t *opts,
@@ -1260,7 +1242,7 @@ static rocattach_status_t detach_one(int pid, const rocattach_opts_t *opts,
 		return op_finish(&op, report);
 	s = claim_existing(pid, &op.e);
 	if (s)
-		release(s, do_detach(s, &o, &op));
+		release(s, do_detach(s, &o, &op) == -EPERM);
 	return op_finish(&op, report);
 }
 
