@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 #include "inject.h"
 #include "log.h"
@@ -238,14 +239,6 @@ static int remote_dlopen(struct ra_remote *r, const struct libc_fns *f, const ch
 	return ret;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int enable_failed(pid_t pid, uint64_t ret, struct ra_err *e)
 {
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "rocattach_agent_enable in process %d failed: %s", pid,
@@ -257,7 +250,7 @@ static int enable_failed(pid_t pid, uint64_t ret, struct ra_err *e)
 static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_fns *f,
 			   const char *agent, uint64_t *pause_ns, struct ra_err *e)
 {
-	uint64_t enable, ret = 0, t0 = now_ns();
+	uint64_t enable, ret = 0, t0 = ra_monotonic_ns();
 	struct ra_remote r;
 	int err;
 
@@ -272,7 +265,7 @@ static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct li
 		err = enable_failed(pid, ret, e);
 	if (ra_remote_end(&r))
 		err = -1;
-	*pause_ns = now_ns() - t0;
+	*pause_ns = ra_monotonic_ns() - t0;
 	return err ? -1 : 0;
 }
 
@@ -284,7 +277,7 @@ static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct li
 static int start_loader(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_fns *f,
 			struct ra_remote *loader, uint64_t *pause_ns, struct ra_err *e)
 {
-	uint64_t a[4] = {0, 0, 0, 0}, ret = 0, t0 = now_ns();
+	uint64_t a[4] = {0, 0, 0, 0}, ret = 0, t0 = ra_monotonic_ns();
 	struct ra_remote r;
 	int err;
 
@@ -307,7 +300,7 @@ static int start_loader(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_
 	ra_remote_adopt(loader, &r);
 	if (ra_remote_end(&r))
 		err = -1;
-	*pause_ns = now_ns() - t0;
+	*pause_ns = ra_monotonic_ns() - t0;
 	return err ? -1 : 0;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "common/clock.h"
 #include "log.h"
 #include "procfs.h"
 #include "ptrace_util.h"
@@ -298,14 +299,6 @@ static int pass_stop(struct ra_remote *r, int status)
 	return lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
 }
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Start the remote code (stopped at its first instruction with its
  * registers set). A timed call sleeps in the target until wake_ns: its
@@ -317,16 +310,12 @@ static int start(struct ra_remote *r, bool sleep_until_wake)
 
 	r->parked = false;
 	r->call_end_ns = 0;
-	r->call_start_ns = realtime_ns();
+	r->call_start_ns = ra_realtime_ns();
 	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 	if (!ret && r->wake_ns > r->call_start_ns) {
-		struct timespec at = {(time_t)(r->wake_ns / 1000000000u),
-				      (long)(r->wake_ns % 1000000000u)};
-
 		/* A stop reported meanwhile (a signal) waits for us: the thread sleeps anyway. */
-		while (sleep_until_wake &&
-		       clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
-			;
+		if (sleep_until_wake)
+			ra_sleep_until_realtime(r->wake_ns);
 		r->call_start_ns = r->wake_ns;
 	}
 	return ret;
@@ -363,7 +352,7 @@ static int watch_park(struct ra_remote *r)
 	}
 	if (ret < 0)
 		return ret;
-	r->call_end_ns = realtime_ns();
+	r->call_end_ns = ra_realtime_ns();
 	ret = (int)ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e);
 	if (!ret)
 		ret = wait_interrupt_stop(r);
@@ -403,7 +392,7 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 		if (ret)
 			return ret;
 		if (ra_arch_at_park(regs, r->tramp)) {
-			r->call_end_ns = realtime_ns();
+			r->call_end_ns = ra_realtime_ns();
 			r->parked = true;
 			*have_regs = true;
 			return 0;
@@ -467,15 +456,14 @@ int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n
 int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
 		      uint64_t at_ns, uint64_t *ret)
 {
-	struct timespec ts = {(time_t)(at_ns / 1000000000u), (long)(at_ns % 1000000000u)};
+	struct timespec ts = ra_timespec_of(at_ns);
 	struct ra_regs regs, tmp;
 	uint64_t addr;
 	int err;
 
 	if (n > 2 || ra_remote_stack_push(r, &ts, sizeof(ts), &addr)) {
 		/* No room for the time in the target: wait here, then call. */
-		while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		ra_sleep_until_realtime(at_ns);
 		return ra_remote_call(r, fn, args, n, ret);
 	}
 	ra_arch_setup_timed_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n, addr);

@@ -25,6 +25,7 @@
 
 #include <rocattach/tool.h>
 
+#include "common/clock.h"
 #include "common/envbuf.h"
 #include "common/protocol.h"
 #include "common/toollist.h"
@@ -39,7 +40,7 @@
 #define DEFAULT_TOOL "librocprofiler-sdk-tool.so.1"
 #define OWNER_VAR RA_ENV_OWNER
 /* A start or stop time further ahead than this is refused (our agent ignores one). */
-#define AHEAD_MAX_NS (10ull * 1000000000ull)
+#define AHEAD_MAX_NS (10 * RA_NS_PER_SEC)
 
 extern char **environ;
 
@@ -90,27 +91,19 @@ struct op {
 	uint64_t t_step;
 };
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void op_init(struct op *op)
 {
 	memset(op, 0, sizeof(*op));
 	op->rep.size = sizeof(op->rep);
 	op->rep.agent_status = -1;
-	op->rep.start_ns = clock_ns(CLOCK_REALTIME);
-	op->t_step = clock_ns(CLOCK_MONOTONIC);
+	op->rep.start_ns = ra_realtime_ns();
+	op->t_step = ra_monotonic_ns();
 }
 
 /* Close the running step: its time goes to step_ns[step]. */
 static void op_step(struct op *op, enum rocattach_step step)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = ra_monotonic_ns();
 
 	op->rep.step_ns[step] += now - op->t_step;
 	op->t_step = now;
@@ -119,7 +112,7 @@ static void op_step(struct op *op, enum rocattach_step step)
 static rocattach_status_t op_finish(struct op *op, rocattach_report_t *out)
 {
 	op->rep.status = op->e.status;
-	op->rep.end_ns = clock_ns(CLOCK_REALTIME);
+	op->rep.end_ns = ra_realtime_ns();
 	snprintf(op->rep.message, sizeof(op->rep.message), "%s", op->e.msg);
 	if (op->e.status != ROCATTACH_STATUS_SUCCESS) {
 		snprintf(last_error, sizeof(last_error), "%s", op->e.msg);
@@ -879,13 +872,13 @@ static int find_target(struct session *s, struct prepared *p, struct ra_err *e)
 /* A time ahead: 0 (none) or within AHEAD_MAX_NS from now. */
 static int check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e)
 {
-	uint64_t now = clock_ns(CLOCK_REALTIME);
+	uint64_t now = ra_realtime_ns();
 
 	if (at && at > now && at - now > AHEAD_MAX_NS)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 				  "process %d: %s time is %.1f s ahead, more than %llu s: call "
 				  "closer to it", pid, what, (double)(at - now) / 1e9,
-				  AHEAD_MAX_NS / 1000000000ull);
+				  AHEAD_MAX_NS / RA_NS_PER_SEC);
 	return 0;
 }
 

@@ -47,6 +47,7 @@
 #include <rocattach/tool.h>
 #include <rocattach/version.h>
 
+#include "common/clock.h"
 #include "common/envbuf.h"
 #include "common/protocol.h"
 #include "common/toollist.h"
@@ -56,7 +57,7 @@
 
 #define MAX_TOOLS RA_TOOLLIST_MAX
 #define ERR_MAX 4096
-#define START_HINT_MAX_NS (10ULL * 1000000000ULL)
+#define START_HINT_MAX_NS (10 * RA_NS_PER_SEC)
 #define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 #define OWNER_VAR RA_ENV_OWNER
 #define LISTENER_NAME RA_LISTENER_COMM /* what attachers look for in /proc/PID/task/TID/comm */
@@ -541,20 +542,18 @@ static int first_attach(const char *path)
 }
 
 /* A time the attacher asked for (CLOCK_REALTIME ns), if still ahead (and not absurdly far). */
-static bool time_ahead(unsigned long long ns, struct timespec *at)
+static bool time_ahead(uint64_t ns)
 {
-	unsigned long long now;
-	struct timespec ts;
+	uint64_t now;
 
-	if (!ns || clock_gettime(CLOCK_REALTIME, &ts))
+	if (!ns)
 		return false;
-	now = (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+	now = ra_realtime_ns();
 	if (ns <= now || ns - now > START_HINT_MAX_NS) {
-		dbg("ignoring the time %llu (now %llu)", ns, now);
+		dbg("ignoring the time %llu (now %llu)", (unsigned long long)ns,
+		    (unsigned long long)now);
 		return false;
 	}
-	at->tv_sec = (time_t)(ns / 1000000000ULL);
-	at->tv_nsec = (long)(ns % 1000000000ULL);
 	return true;
 }
 
@@ -565,24 +564,21 @@ static int start_match(const char *name, const char *value, void *arg)
 	return 0;
 }
 
-/* The start time in the environment buffer (never in environ: it is ours, not the tools'). */
-static bool start_hint(const char *env, size_t envlen, struct timespec *at)
+/*
+ * The start time in the environment buffer (never in environ: it is ours,
+ * not the tools'), if still ahead; else 0.
+ */
+static uint64_t start_hint(const char *env, size_t envlen)
 {
 	const char *v = NULL;
 	unsigned long long ns;
 	char *end;
 
 	if (!env || ra_envbuf_decode(env, envlen, start_match, &v) || !v || *v < '0' || *v > '9')
-		return false;
+		return 0;
 	errno = 0;
 	ns = strtoull(v, &end, 10);
-	return !errno && !*end && time_ahead(ns, at);
-}
-
-static void sleep_until(const struct timespec *at)
-{
-	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, at, NULL) == EINTR)
-		;
+	return !errno && !*end && time_ahead(ns) ? ns : 0;
 }
 
 /*
@@ -598,11 +594,7 @@ RA_EXPORT _Atomic uint64_t rocattach_agent_tool_event_ns[2];
 
 static void stamp_tool_event(int which)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	atomic_store(&tool_event_ns[which],
-		     (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	atomic_store(&tool_event_ns[which], ra_realtime_ns());
 }
 
 /* Hand the attach over to every usable tool: the window opens. */
@@ -633,7 +625,7 @@ static void tools_hand_over(void)
  * the listener: the caller holds agent_lock while it waits.
  */
 struct starter {
-	struct timespec at;
+	uint64_t at_ns;
 	void (*hand_over)(void);
 };
 
@@ -641,19 +633,19 @@ static void *starter_main(void *arg)
 {
 	struct starter *st = arg;
 
-	sleep_until(&st->at);
+	ra_sleep_until_realtime(st->at_ns);
 	in_agent_set(true);
 	st->hand_over();
 	return NULL;
 }
 
 /*
- * 0 once a starter thread has run fn at *at (the stop time uses the same
+ * 0 once a starter thread has run fn at at_ns (the stop time uses the same
  * way: tool_detach spreads as little as tool_attach); -1 if none could start.
  */
-static int run_at(const struct timespec *at, void (*fn)(void))
+static int run_at(uint64_t at_ns, void (*fn)(void))
 {
-	struct starter st = { *at, fn };
+	struct starter st = { at_ns, fn };
 	sigset_t all, old;
 	pthread_t th;
 	int err;
@@ -674,15 +666,14 @@ static int run_at(const struct timespec *at, void (*fn)(void))
 
 static int tools_attach(const char *env, size_t envlen)
 {
-	struct timespec at;
-	bool timed;
+	uint64_t at;
 
 	if (!tools_usable())
 		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
-	timed = start_hint(env, envlen, &at);
-	if (!timed || run_at(&at, tools_hand_over)) {
-		if (timed)
-			sleep_until(&at);
+	at = start_hint(env, envlen);
+	if (!at || run_at(at, tools_hand_over)) {
+		if (at)
+			ra_sleep_until_realtime(at);
 		tools_hand_over();
 	}
 	attached = true;
@@ -1140,16 +1131,16 @@ static void tools_hand_back(void)
 	}
 }
 
-/* Detach now, or at *at (a starter thread, as for the start) when at is given. */
-static int detach_locked_at(const struct timespec *at)
+/* Detach now (at_ns 0), or at at_ns (a starter thread, as for the start). */
+static int detach_locked_at(uint64_t at_ns)
 {
 	if (!listening)
 		return no_listener();
 	if (!attached)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
-	if (!at || run_at(at, tools_hand_back)) {
-		if (at)
-			sleep_until(at);
+	if (!at_ns || run_at(at_ns, tools_hand_back)) {
+		if (at_ns)
+			ra_sleep_until_realtime(at_ns);
 		tools_hand_back();
 	}
 	attached = false;
@@ -1160,7 +1151,7 @@ static int detach_locked_at(const struct timespec *at)
 
 static int detach_locked(void)
 {
-	return detach_locked_at(NULL);
+	return detach_locked_at(0);
 }
 
 RA_EXPORT int rocprofiler_register_detach(void)
@@ -1185,8 +1176,6 @@ RA_EXPORT int rocprofiler_register_detach(void)
  */
 RA_EXPORT int rocattach_agent_detach_at(uint64_t stop_ns)
 {
-	struct timespec at;
-	bool timed;
 	int ret;
 
 	if (in_agent()) {
@@ -1194,8 +1183,7 @@ RA_EXPORT int rocattach_agent_detach_at(uint64_t stop_ns)
 		return ROCATTACH_REGISTER_DEADLOCK;
 	}
 	agent_enter();
-	timed = time_ahead(stop_ns, &at);
-	ret = detach_locked_at(timed ? &at : NULL);
+	ret = detach_locked_at(time_ahead(stop_ns) ? stop_ns : 0);
 	dbg("detach_at(%llu) = %d", (unsigned long long)stop_ns, ret);
 	agent_leave();
 	return ret;
