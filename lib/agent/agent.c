@@ -165,7 +165,6 @@ static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t parked_cond = PTHREAD_COND_INITIALIZER;
 static bool parked;
-static bool park_released;
 
 static bool debug_on(void)
 {
@@ -1231,9 +1230,8 @@ static void *listener_main(void *arg)
 	pthread_mutex_lock(&park_lock);
 	parked = true;
 	pthread_cond_signal(&parked_cond);
-	while (!park_released)
+	for (;;)
 		pthread_cond_wait(&park_cond, &park_lock);
-	pthread_mutex_unlock(&park_lock);
 	return NULL;
 }
 
