@@ -39,7 +39,6 @@
 #include "remote.h"
 #include "symbols.h"
 
-#define AGENT_SONAME "librocattach-agent.so.0"
 #define RTLD_NOW_ 0x2
 #define RTLD_DLOPEN_ 0x80000000 /* glibc's __RTLD_DLOPEN, for __libc_dlopen_mode */
 
@@ -87,14 +86,14 @@ int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, stru
 	if (!own_file(dir) && (slash = strrchr(dir, '/'))) {
 		slash[1] = '\0';
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(path, len, "%s%s%s", dir, rel[i], AGENT_SONAME);
+			snprintf(path, len, "%s%s%s", dir, rel[i], RA_AGENT_SONAME);
 			if (exists_file(path))
 				return 0;
 		}
 	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 		   "cannot find %s for --inject beside %s: set ROCATTACH_AGENT=/path/to/%s",
-		   AGENT_SONAME, slash ? dir : "librocattach", AGENT_SONAME);
+		   RA_AGENT_SONAME, slash ? dir : "librocattach", RA_AGENT_SONAME);
 	return -ENOENT;
 }
 
@@ -172,14 +171,14 @@ static int find_dlopen(pid_t pid, struct libc_fns *f, struct ra_err *e)
 			   "process %d has no glibc dlopen (statically linked or not glibc): "
 			   "--inject cannot load the agent; start it with ROCP_TOOL_ATTACH=1 and "
 			   "LD_PRELOAD=%s instead",
-			   pid, AGENT_SONAME);
+			   pid, RA_AGENT_SONAME);
 	return ret;
 }
 
 static int find_enable(pid_t pid, uint64_t *fn, struct ra_err *e)
 {
-	static const char *const name[] = {"rocattach_agent_enable"};
-	static const char *const prefer[] = {"librocattach-agent.so", NULL};
+	static const char *const name[] = {RA_AGENT_ENABLE};
+	static const char *const prefer[] = {RA_AGENT_PREFIX, NULL};
 	struct ra_maps maps = {0};
 	int ret;
 
@@ -194,7 +193,7 @@ static int find_enable(pid_t pid, uint64_t *fn, struct ra_err *e)
 	/* Another error than "not found" is in e already. */
 	if (ret == -ENOENT)
 		ra_err_set(e, ROCATTACH_STATUS_ERROR,
-			   "process %d: the loaded agent exports no rocattach_agent_enable", pid);
+			   "process %d: the loaded agent exports no " RA_AGENT_ENABLE, pid);
 	return ret;
 }
 
@@ -241,7 +240,7 @@ static int remote_dlopen(struct ra_remote *r, const struct libc_fns *f, const ch
 
 static int enable_failed(pid_t pid, uint64_t ret, struct ra_err *e)
 {
-	ra_err_set(e, ROCATTACH_STATUS_ERROR, "rocattach_agent_enable in process %d failed: %s", pid,
+	ra_err_set(e, ROCATTACH_STATUS_ERROR, RA_AGENT_ENABLE " in process %d failed: %s", pid,
 		   strerror((int)-(int32_t)ret));
 	return -1;
 }

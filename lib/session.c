@@ -36,9 +36,7 @@
 #include "remote.h"
 #include "symbols.h"
 
-#define LISTENER_COMM RA_LISTENER_COMM
 #define DEFAULT_TOOL "librocprofiler-sdk-tool.so.1"
-#define OWNER_VAR RA_ENV_OWNER
 /* A start or stop time further ahead than this is refused (our agent ignores one). */
 #define AHEAD_MAX_NS (10 * RA_NS_PER_SEC)
 
@@ -513,12 +511,12 @@ static int owner_entry(pid_t pid, char *buf, size_t len)
 	self_ids(&me);
 	if (!same_ns(pid, &me, 0) || !same_ns(pid, &me, 1)) {
 		ra_debug("process %d is in another pid or time namespace: no %s watchdog", pid,
-			 OWNER_VAR);
+			 RA_ENV_OWNER);
 		return -1;
 	}
 	if (!me.starttime_ok)
 		return -1;
-	snprintf(buf, len, "%s=%d:%llu", OWNER_VAR, (int)me.pid,
+	snprintf(buf, len, "%s=%d:%llu", RA_ENV_OWNER, (int)me.pid,
 		 (unsigned long long)me.starttime);
 	return 0;
 }
@@ -606,14 +604,14 @@ static rocattach_status_t no_process(pid_t pid, int err, struct ra_err *e)
 
 static int find_listener(pid_t pid, pid_t *tid, struct ra_err *e)
 {
-	int ret = ra_find_thread_by_comm(RA_PROCFS, pid, LISTENER_COMM, tid);
+	int ret = ra_find_thread_by_comm(RA_PROCFS, pid, RA_LISTENER_COMM, tid);
 
 	if (ret == -ENOENT)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
 				  "process %d has no attach listener (no thread named '%s'): start "
-				  "it with ROCP_TOOL_ATTACH=1 (and LD_PRELOAD=librocattach-agent.so "
+				  "it with ROCP_TOOL_ATTACH=1 (and LD_PRELOAD=" RA_AGENT_PREFIX " "
 				  "if it does not use ROCm), or attach with --inject",
-				  pid, LISTENER_COMM);
+				  pid, RA_LISTENER_COMM);
 	if (ret)
 		return no_process(pid, ret, e);
 	return 0;
@@ -679,7 +677,7 @@ static int find_entry_points(pid_t pid, struct entry *ep, char *object, size_t o
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
 				  "process %d has a '%s' thread but no loaded object exports %s "
 				  "and %s",
-				  pid, LISTENER_COMM, entry_names[0], entry_names[1]);
+				  pid, RA_LISTENER_COMM, entry_names[0], entry_names[1]);
 	if (ret)
 		return ret; /* e set by the lookup */
 	ep->fn_attach = addrs[0];
@@ -697,7 +695,7 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, const s
 	uint64_t pause_ns;
 	int ret;
 
-	ret = ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &s->tid);
+	ret = ra_find_thread_by_comm(RA_PROCFS, s->pid, RA_LISTENER_COMM, &s->tid);
 	if (!ret)
 		return 0; /* found */
 	if (ret == -ESRCH)
@@ -718,7 +716,7 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, const s
 	 * way): give that loader a moment (up to INJECT_LISTENER_WAIT_MS).
 	 */
 	for (int i = 0; i < INJECT_LISTENER_WAIT_MS / 10 &&
-			ra_find_thread_by_comm(RA_PROCFS, s->pid, LISTENER_COMM, &s->tid);
+			ra_find_thread_by_comm(RA_PROCFS, s->pid, RA_LISTENER_COMM, &s->tid);
 	     i++)
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	return 0;
@@ -786,7 +784,7 @@ static bool listener_lives(pid_t pid, pid_t tid)
 	if (ra_read_file(path, &comm, &len))
 		return false;
 	comm[strcspn(comm, "\n")] = '\0';
-	ok = !strcmp(comm, LISTENER_COMM);
+	ok = !strcmp(comm, RA_LISTENER_COMM);
 	free(comm);
 	return ok;
 }
@@ -1299,7 +1297,7 @@ static bool tree_skips(pid_t root, pid_t pid, const rocattach_opts_t *opts)
 	if (opts && opts->size >= offsetof(rocattach_opts_t, flags) + sizeof(opts->flags) &&
 	    (opts->flags & ROCATTACH_F_INJECT))
 		return false;
-	if (ra_find_thread_by_comm(RA_PROCFS, pid, LISTENER_COMM, &tid) != -ENOENT)
+	if (ra_find_thread_by_comm(RA_PROCFS, pid, RA_LISTENER_COMM, &tid) != -ENOENT)
 		return false;
 	ra_warn("attach tree %d: skipping process %d: no attach listener "
 		"(a child forked without exec?)",

@@ -59,8 +59,6 @@
 #define ERR_MAX 4096
 #define START_HINT_MAX_NS (10 * RA_NS_PER_SEC)
 #define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-#define OWNER_VAR RA_ENV_OWNER
-#define LISTENER_NAME RA_LISTENER_COMM /* what attachers look for in /proc/PID/task/TID/comm */
 #define OWNER_POLL_MS 250 /* liveness poll where pidfd_open is missing (Linux < 5.3) */
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434 /* the same number on every architecture */
@@ -842,7 +840,7 @@ static bool owner_alive(const struct owner *o)
 
 static int owner_match(const char *name, const char *value, void *arg)
 {
-	if (!strcmp(name, OWNER_VAR))
+	if (!strcmp(name, RA_ENV_OWNER))
 		*(const char **)arg = value;
 	return 0;
 }
@@ -862,7 +860,7 @@ static void owner_from_env(const char *env, size_t envlen, struct owner *o)
 	if (!env || ra_envbuf_decode(env, envlen, owner_match, &v) || !v)
 		return;
 	if (sscanf(v, "%llu:%llu%c", &pid, &start, &tail) != 2 || !pid || pid > INT32_MAX) {
-		dbg("ignoring %s=%s", OWNER_VAR, v);
+		dbg("ignoring %s=%s", RA_ENV_OWNER, v);
 		return;
 	}
 	o->pid = (pid_t)pid;
@@ -1099,7 +1097,7 @@ RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer,
 
 	if (in_agent()) {
 		/* A tool calling back from its callback: this thread holds agent_lock. */
-		note("rocprofiler_register_attach", "called from inside a tool callback");
+		note(RA_ENTRY_ATTACH, "called from inside a tool callback");
 		return tool_lib_path ? ROCATTACH_REGISTER_DEADLOCK
 				     : ROCATTACH_REGISTER_INVALID_ARGUMENT;
 	}
@@ -1158,7 +1156,7 @@ RA_EXPORT int rocprofiler_register_detach(void)
 	int ret;
 
 	if (in_agent()) {
-		note("rocprofiler_register_detach", "called from inside a tool callback");
+		note(RA_ENTRY_DETACH, "called from inside a tool callback");
 		return ROCATTACH_REGISTER_DEADLOCK;
 	}
 	agent_enter();
@@ -1226,7 +1224,7 @@ RA_EXPORT unsigned int rocattach_agent_version(void)
 static void *listener_main(void *arg)
 {
 	(void)arg;
-	thread_name(LISTENER_NAME);
+	thread_name(RA_LISTENER_COMM);
 	pthread_mutex_lock(&park_lock);
 	parked = true;
 	pthread_cond_signal(&parked_cond);
@@ -1333,7 +1331,7 @@ static int agent_enable(void)
 	pin_self();
 	pthread_atfork(NULL, NULL, agent_atfork_child);
 	listening = true;
-	dbg("attach listener rocp-bg-attach started");
+	dbg("attach listener " RA_LISTENER_COMM " started");
 out:
 	pthread_mutex_unlock(&enable_lock);
 	return err;
@@ -1366,8 +1364,8 @@ RA_EXPORT int rocattach_agent_enable(void)
  */
 static bool rocm_register_loaded(void)
 {
-	static const char entry[] = "rocprofiler_register_attach";
-	static const char prefix[] = "librocprofiler-register.so";
+	static const char entry[] = RA_ENTRY_ATTACH;
+	static const char prefix[] = RA_ROCM_REGISTER_PREFIX;
 	Dl_info self, other;
 	const char *base;
 	void *sym;
