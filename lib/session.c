@@ -332,22 +332,20 @@ static const char *machine_name(unsigned int m)
 /* What dlopen in the target would refuse anyway, refused here before any ptrace. */
 static const char *elf_problem(int fd, char *buf, size_t len)
 {
-	Elf64_Ehdr h;
-	ssize_t n = pread(fd, &h, sizeof(h), 0);
+	struct ra_elf_header h;
 
-	if (n < 0)
+	if (ra_elf_header_fd(fd, &h))
 		return NULL; /* we cannot read it; the target may: let dlopen decide */
-	if ((size_t)n < EI_NIDENT || memcmp(h.e_ident, ELFMAG, SELFMAG))
+	if (!h.elf)
 		return "is not an ELF file: give the path of a shared library (.so)";
-	if (h.e_ident[EI_CLASS] != ELFCLASS64 || (size_t)n < sizeof(h))
+	if (h.elf_class != ELFCLASS64)
 		return "is a 32-bit ELF object: a 64-bit process cannot load it";
-	if (h.e_machine != ra_arch_elf_machine()) {
+	if (h.machine != ra_arch_elf_machine()) {
 		snprintf(buf, len, "is built for %s (ELF machine %u), not for %s",
-			 machine_name(h.e_machine), (unsigned int)h.e_machine,
-			 machine_name(ra_arch_elf_machine()));
+			 machine_name(h.machine), h.machine, machine_name(ra_arch_elf_machine()));
 		return buf;
 	}
-	if (h.e_type != ET_DYN)
+	if (h.type != ET_DYN)
 		return "is not a shared object (ELF type is not ET_DYN): it cannot be dlopen'ed";
 	return NULL;
 }

@@ -215,6 +215,32 @@ int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr
 	return elf_lookup(fd, names, n, n, vaddr, load_bias_base, load_offset);
 }
 
+int ra_elf_header_fd(int fd, struct ra_elf_header *h)
+{
+	GElf_Ehdr eh;
+	Elf *elf;
+
+	memset(h, 0, sizeof(*h));
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ready)
+		return -ENOSYS;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return -EIO;
+	if (elf_kind(elf) == ELF_K_ELF) {
+		h->elf = true;
+		if (gelf_getehdr(elf, &eh)) {
+			h->elf_class = gelf_getclass(elf);
+			h->machine = eh.e_machine;
+			h->type = eh.e_type;
+		}
+	}
+	elf_end(elf);
+	return 0;
+}
+
 /* ---- objects of a live process ---- */
 
 struct find_ctx {
