@@ -1122,12 +1122,31 @@ out:
 	return ret || op->e.status != ROCATTACH_STATUS_SUCCESS ? -1 : 0;
 }
 
-static void copy_opts(rocattach_opts_t *dst, const rocattach_opts_t *src)
+/*
+ * The caller's options as this library knows them, libbpf's way: a smaller
+ * (older) struct is read as far as its size goes, the rest is zero; a
+ * larger (newer) one only if every byte beyond ours is zero, so that an
+ * option this library does not know is refused, never silently ignored.
+ */
+static int copy_opts(rocattach_opts_t *dst, const rocattach_opts_t *src, struct ra_err *e)
 {
+	const unsigned char *beyond;
+
 	memset(dst, 0, sizeof(*dst));
-	if (src)
-		memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
 	dst->size = sizeof(*dst);
+	if (!src)
+		return 0;
+	beyond = (const unsigned char *)src + sizeof(*dst);
+	for (size_t i = 0; src->size > sizeof(*dst) && i < src->size - sizeof(*dst); i++)
+		if (beyond[i])
+			return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+					  "rocattach_opts_t of %zu bytes, this library's has %zu: byte "
+					  "%zu is set, an option this library does not know (built "
+					  "against a newer rocattach.h?)",
+					  src->size, sizeof(*dst), sizeof(*dst) + i);
+	memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+	dst->size = sizeof(*dst);
+	return 0;
 }
 
 static rocattach_status_t attach_one(int pid, const rocattach_opts_t *opts,
@@ -1138,8 +1157,9 @@ static rocattach_status_t attach_one(int pid, const rocattach_opts_t *opts,
 	struct op op;
 
 	op_init(&op);
-	copy_opts(&o, opts);
 	last_error[0] = '\0';
+	if (copy_opts(&o, opts, &op.e))
+		return op_finish(&op, report);
 	if (pid <= 0 || pid == getpid()) {
 		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 			   pid <= 0 ? "invalid pid %d" : "process %d is the caller itself", pid);
@@ -1221,8 +1241,9 @@ static rocattach_status_t detach_one(int pid, const rocattach_opts_t *opts,
 	struct op op;
 
 	op_init(&op);
-	copy_opts(&o, opts);
 	last_error[0] = '\0';
+	if (copy_opts(&o, opts, &op.e))
+		return op_finish(&op, report);
 	if (pid <= 0) {
 		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT, "invalid pid %d", pid);
 		return op_finish(&op, report);
@@ -1288,12 +1309,11 @@ static void record_tree(pid_t root, pid_t *pids, size_t n)
  * A descendant without a listener (a child forked without exec) is skipped,
  * unless the caller injects: then it gets the agent like the root.
  */
-static bool tree_skips(pid_t root, pid_t pid, const rocattach_opts_t *opts)
+static bool tree_skips(pid_t root, pid_t pid, const rocattach_opts_t *o)
 {
 	pid_t tid;
 
-	if (opts && opts->size >= offsetof(rocattach_opts_t, flags) + sizeof(opts->flags) &&
-	    (opts->flags & ROCATTACH_F_INJECT))
+	if (o->flags & ROCATTACH_F_INJECT)
 		return false;
 	if (ra_find_thread_by_comm(RA_PROCFS, pid, RA_LISTENER_COMM, &tid) != -ENOENT)
 		return false;
@@ -1309,25 +1329,28 @@ rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opt
 	rocattach_status_t st, last = ROCATTACH_STATUS_SUCCESS;
 	pid_t *pids = NULL;
 	size_t n = 0, done = 0;
+	rocattach_opts_t o;
 	struct op op;
 	int ret;
 
+	op_init(&op);
+	if (copy_opts(&o, opts, &op.e))
+		return op_finish(&op, report);
 	if (pid <= 0)
-		return attach_one(pid, opts, report);
+		return attach_one(pid, &o, report);
 	ret = ra_tree(RA_PROCFS, pid, &pids, &n);
 	if (ret) {
-		op_init(&op);
 		no_process(pid, ret, &op.e);
 		return op_finish(&op, report);
 	}
-	st = attach_one(pid, opts, report);
+	st = attach_one(pid, &o, report);
 	if (st != ROCATTACH_STATUS_SUCCESS)
 		goto out;
 	pids[done++] = pid;
 	for (size_t i = 1; i < n; i++) {
-		if (tree_skips(pid, pids[i], opts))
+		if (tree_skips(pid, pids[i], &o))
 			continue;
-		st = attach_one(pids[i], opts, NULL);
+		st = attach_one(pids[i], &o, NULL);
 		if (st == ROCATTACH_STATUS_SUCCESS)
 			pids[done++] = pids[i];
 		else
