@@ -408,7 +408,7 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 	return ret;
 }
 
-static int run(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
+static int run_to_park(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
 {
 	bool have_regs = false;
 	int err;
@@ -441,7 +441,7 @@ int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n,
 	struct ra_regs regs, tmp;
 
 	ra_arch_setup_syscall(&regs, base_regs(r, &tmp), r->tramp, nr, args, n);
-	return run(r, &regs, ret);
+	return run_to_park(r, &regs, ret);
 }
 
 int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t *ret)
@@ -450,7 +450,7 @@ int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n
 
 	r->wake_ns = 0;
 	ra_arch_setup_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n);
-	return run(r, &regs, ret);
+	return run_to_park(r, &regs, ret);
 }
 
 int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
@@ -468,7 +468,7 @@ int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, in
 	}
 	ra_arch_setup_timed_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n, addr);
 	r->wake_ns = at_ns;
-	err = run(r, &regs, ret);
+	err = run_to_park(r, &regs, ret);
 	r->wake_ns = 0;
 	return err;
 }
