@@ -162,6 +162,14 @@ static int copy_opts(rocattach_opts_t *dst, const rocattach_opts_t *src, struct 
 	return 0;
 }
 
+/* A call begins: its op, and the caller's options in o. false: refused (op->e set). */
+static bool call_begin(struct op *op, rocattach_opts_t *o, const rocattach_opts_t *opts)
+{
+	op_init(op);
+	last_error[0] = '\0';
+	return copy_opts(o, opts, &op->e) == 0;
+}
+
 static rocattach_status_t api_attach(int pid, const rocattach_opts_t *opts,
 				     rocattach_report_t *report)
 {
@@ -169,9 +177,7 @@ static rocattach_status_t api_attach(int pid, const rocattach_opts_t *opts,
 	struct session *s;
 	struct op op;
 
-	op_init(&op);
-	last_error[0] = '\0';
-	if (copy_opts(&o, opts, &op.e))
+	if (!call_begin(&op, &o, opts))
 		return op_finish(&op, report);
 	if (pid <= 0 || pid == getpid()) {
 		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
@@ -191,9 +197,7 @@ static rocattach_status_t api_detach(int pid, const rocattach_opts_t *opts,
 	struct session *s;
 	struct op op;
 
-	op_init(&op);
-	last_error[0] = '\0';
-	if (copy_opts(&o, opts, &op.e))
+	if (!call_begin(&op, &o, opts))
 		return op_finish(&op, report);
 	if (pid <= 0) {
 		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT, "invalid pid %d", pid);
@@ -281,8 +285,7 @@ rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opt
 	struct op op;
 	int ret;
 
-	op_init(&op);
-	if (copy_opts(&o, opts, &op.e))
+	if (!call_begin(&op, &o, opts))
 		return op_finish(&op, report);
 	if (pid <= 0)
 		return api_attach(pid, &o, report);
