@@ -2,27 +2,56 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "err.h"
 
-__attribute__((format(printf, 3, 0))) static rocattach_status_t
-vset(struct ra_err *e, rocattach_status_t status, const char *fmt, va_list ap)
+#define THEN "; then "
+#define CUT "..."
+
+/* "..." at the end of e->msg, where there is room, else over its last characters. */
+static void mark_cut(struct ra_err *e)
 {
-	e->status = status;
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	return status;
+	size_t at = strlen(e->msg);
+
+	if (at > sizeof(e->msg) - sizeof(CUT))
+		at = sizeof(e->msg) - sizeof(CUT);
+	memcpy(e->msg + at, CUT, sizeof(CUT));
+}
+
+/* Append a later failure to e->msg; a message cut short ends in "...". */
+__attribute__((format(printf, 2, 0))) static void append(struct ra_err *e, const char *fmt,
+							 va_list ap)
+{
+	size_t used = strlen(e->msg);
+	int n;
+
+	if (sizeof(e->msg) - used <= sizeof(THEN)) {
+		mark_cut(e);
+		return;
+	}
+	memcpy(e->msg + used, THEN, sizeof(THEN));
+	used += sizeof(THEN) - 1;
+	n = vsnprintf(e->msg + used, sizeof(e->msg) - used, fmt, ap);
+	if (n < 0 || (size_t)n >= sizeof(e->msg) - used)
+		mark_cut(e);
 }
 
 rocattach_status_t ra_err_set(struct ra_err *e, rocattach_status_t status, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!e || e->status != ROCATTACH_STATUS_SUCCESS)
-		return e ? e->status : status;
+	if (!e)
+		return status;
 	va_start(ap, fmt);
-	vset(e, status, fmt, ap);
+	if (e->status == ROCATTACH_STATUS_SUCCESS) {
+		e->status = status;
+		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	} else {
+		append(e, fmt, ap);
+	}
 	va_end(ap);
-	return status;
+	return e->status;
 }
 
 rocattach_status_t ra_err_reset(struct ra_err *e, rocattach_status_t status, const char *fmt, ...)
@@ -32,7 +61,8 @@ rocattach_status_t ra_err_reset(struct ra_err *e, rocattach_status_t status, con
 	if (!e)
 		return status;
 	va_start(ap, fmt);
-	vset(e, status, fmt, ap);
+	e->status = status;
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
 	return status;
 }

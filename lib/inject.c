@@ -25,22 +25,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 #include "inject.h"
 #include "log.h"
-#include "procfs.h"
+#include "common/procfs.h"
 #include "ptrace_util.h"
 #include "remote.h"
 #include "symbols.h"
 
-#define AGENT_SONAME "librocattach-agent.so.0"
 #define RTLD_NOW_ 0x2
 #define RTLD_DLOPEN_ 0x80000000 /* glibc's __RTLD_DLOPEN, for __libc_dlopen_mode */
 
@@ -88,14 +86,14 @@ int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, stru
 	if (!own_file(dir) && (slash = strrchr(dir, '/'))) {
 		slash[1] = '\0';
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(path, len, "%s%s%s", dir, rel[i], AGENT_SONAME);
+			snprintf(path, len, "%s%s%s", dir, rel[i], RA_AGENT_SONAME);
 			if (exists_file(path))
 				return 0;
 		}
 	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 		   "cannot find %s for --inject beside %s: set ROCATTACH_AGENT=/path/to/%s",
-		   AGENT_SONAME, slash ? dir : "librocattach", AGENT_SONAME);
+		   RA_AGENT_SONAME, slash ? dir : "librocattach", RA_AGENT_SONAME);
 	return -ENOENT;
 }
 
@@ -173,24 +171,29 @@ static int find_dlopen(pid_t pid, struct libc_fns *f, struct ra_err *e)
 			   "process %d has no glibc dlopen (statically linked or not glibc): "
 			   "--inject cannot load the agent; start it with ROCP_TOOL_ATTACH=1 and "
 			   "LD_PRELOAD=%s instead",
-			   pid, AGENT_SONAME);
+			   pid, RA_AGENT_SONAME);
 	return ret;
 }
 
 static int find_enable(pid_t pid, uint64_t *fn, struct ra_err *e)
 {
-	static const char *const name[] = {"rocattach_agent_enable"};
-	static const char *const prefer[] = {"librocattach-agent.so", NULL};
+	static const char *const name[] = {RA_AGENT_ENABLE};
+	static const char *const prefer[] = {RA_AGENT_PREFIX, NULL};
 	struct ra_maps maps = {0};
 	int ret;
 
 	ret = ra_maps_read(RA_PROCFS, pid, &maps);
-	if (!ret)
-		ret = ra_symbols_find(RA_PROCFS, pid, &maps, name, 1, prefer, fn, NULL, 0, e);
+	if (ret) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: reading its maps: %s", pid,
+			   strerror(-ret));
+		return ret;
+	}
+	ret = ra_symbols_find(RA_PROCFS, pid, &maps, name, 1, prefer, fn, NULL, 0, e);
 	ra_maps_free(&maps);
-	if (ret)
+	/* Another error than "not found" is in e already. */
+	if (ret == -ENOENT)
 		ra_err_set(e, ROCATTACH_STATUS_ERROR,
-			   "process %d: the loaded agent exports no rocattach_agent_enable", pid);
+			   "process %d: the loaded agent exports no " RA_AGENT_ENABLE, pid);
 	return ret;
 }
 
@@ -212,46 +215,32 @@ static int remote_dlopen(struct ra_remote *r, const struct libc_fns *f, const ch
 			 struct ra_err *e)
 {
 	size_t len = strlen(agent) + 1;
-	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 (uint64_t)-1, 0};
-	uint64_t buf, handle = 0, unused;
+	uint64_t a[2], buf, handle = 0;
 	char why[256];
 	int ret;
 
-	ret = ra_remote_syscall(r, SYS_mmap, a, 6, &buf);
+	ret = ra_remote_mmap(r, len, &buf);
 	if (ret)
 		return ret;
-	if (buf > (uint64_t)-4096) {
-		ra_err_set(e, ROCATTACH_STATUS_ERROR, "remote mmap in process %d failed", r->pid);
-		return -ENOMEM;
-	}
-	ret = ra_mem_write(r->pid, buf, agent, len, e);
 	a[0] = buf;
 	a[1] = f->libc_mode ? RTLD_NOW_ | RTLD_DLOPEN_ : RTLD_NOW_;
-	if (!ret)
-		ret = ra_remote_call(r, f->dlopen, a, 2, &handle);
+	ret = ra_mem_write(r->pid, buf, agent, len, e);
+	if (!ret && ra_remote_call(r, f->dlopen, a, 2, &handle))
+		return -1; /* the thread may be anywhere: leave the mapping */
 	if (!ret && !handle) {
 		remote_dlerror(r, f->dlerror, why, sizeof(why));
 		ra_err_set(e, ROCATTACH_STATUS_ERROR, "dlopen(%s) in process %d failed%s%s", agent,
 			   r->pid, why[0] ? ": " : "", why);
 		ret = -ENOEXEC;
 	}
-	a[1] = len;
-	ra_remote_syscall(r, SYS_munmap, a, 2, &unused);
+	if (ra_remote_munmap(r, buf, len) && !ret)
+		ret = -EIO;
 	return ret;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int enable_failed(pid_t pid, uint64_t ret, struct ra_err *e)
 {
-	ra_err_set(e, ROCATTACH_STATUS_ERROR, "rocattach_agent_enable in process %d failed: %s", pid,
+	ra_err_set(e, ROCATTACH_STATUS_ERROR, RA_AGENT_ENABLE " in process %d failed: %s", pid,
 		   strerror((int)-(int32_t)ret));
 	return -1;
 }
@@ -260,7 +249,7 @@ static int enable_failed(pid_t pid, uint64_t ret, struct ra_err *e)
 static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_fns *f,
 			   const char *agent, uint64_t *pause_ns, struct ra_err *e)
 {
-	uint64_t enable, ret = 0, t0 = now_ns();
+	uint64_t enable, ret = 0, t0 = ra_monotonic_ns();
 	struct ra_remote r;
 	int err;
 
@@ -271,10 +260,11 @@ static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct li
 		err = find_enable(pid, &enable, e);
 	if (!err)
 		err = ra_remote_call(&r, enable, NULL, 0, &ret);
-	ra_remote_end(&r);
-	*pause_ns = now_ns() - t0;
 	if (!err && (int32_t)ret != 0)
-		return enable_failed(pid, ret, e);
+		err = enable_failed(pid, ret, e);
+	if (ra_remote_end(&r))
+		err = -1;
+	*pause_ns = ra_monotonic_ns() - t0;
 	return err ? -1 : 0;
 }
 
@@ -286,7 +276,7 @@ static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct li
 static int start_loader(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_fns *f,
 			struct ra_remote *loader, uint64_t *pause_ns, struct ra_err *e)
 {
-	uint64_t a[4] = {0, 0, 0, 0}, ret = 0, t0 = now_ns();
+	uint64_t a[4] = {0, 0, 0, 0}, ret = 0, t0 = ra_monotonic_ns();
 	struct ra_remote r;
 	int err;
 
@@ -307,8 +297,9 @@ static int start_loader(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_
 				 "process %d: the loader thread was not reported", pid);
 	/* A new thread, even if something failed, is released to run free(NULL) and exit. */
 	ra_remote_adopt(loader, &r);
-	ra_remote_end(&r);
-	*pause_ns = now_ns() - t0;
+	if (ra_remote_end(&r))
+		err = -1;
+	*pause_ns = ra_monotonic_ns() - t0;
 	return err ? -1 : 0;
 }
 
@@ -391,8 +382,7 @@ int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e
 		return -1;
 	if (!err)
 		err = loader_work(&loader, &f, agent, e);
-	ra_remote_end(&loader);
-	if (err)
+	if (ra_remote_end(&loader) || err)
 		return -1;
 	/*
 	 * The loader's enable returns once the listener is parked, so it is

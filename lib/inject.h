@@ -20,7 +20,7 @@ int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, stru
  * rocattach_agent_enable(). *pause_ns receives how long that application
  * thread was stopped. 0, or -1 with e set (nothing left behind).
  */
-int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e);
+int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e) RA_MUST_CHECK;
 
 struct ra_remote;
 /*
@@ -29,6 +29,6 @@ struct ra_remote;
  * target's own load reports it later. -1 (r's error set) only when the
  * thread could not be driven.
  */
-int ra_preload(struct ra_remote *r, const char *const *libs, size_t n);
+int ra_preload(struct ra_remote *r, const char *const *libs, size_t n) RA_MUST_CHECK;
 
 #endif

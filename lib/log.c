@@ -76,7 +76,7 @@ static int max_level_locked(void)
 	return env_level != LOG_UNSET ? env_level : log_level;
 }
 
-int ra_log_enabled(int level)
+static int log_enabled(int level)
 {
 	int max;
 
@@ -120,7 +120,7 @@ void ra_log(int level, const char *fmt, ...)
 	bool set;
 	va_list ap;
 
-	if (!ra_log_enabled(level))
+	if (!log_enabled(level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);

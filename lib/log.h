@@ -5,7 +5,6 @@
 #include <rocattach/rocattach.h>
 
 void ra_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int ra_log_enabled(int level);
 
 #define ra_error(...) ra_log(ROCATTACH_LOG_ERROR, __VA_ARGS__)
 #define ra_warn(...) ra_log(ROCATTACH_LOG_WARNING, __VA_ARGS__)

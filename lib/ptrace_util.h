@@ -17,8 +17,12 @@
 #include "err.h"
 
 /* ptrace(req, tid, addr, data); on failure sets e and returns -errno. */
-long ra_ptrace(int req, pid_t tid, void *addr, void *data, struct ra_err *e);
-const char *ra_ptrace_name(int req);
+long ra_ptrace(int req, pid_t tid, void *addr, void *data, struct ra_err *e) RA_MUST_CHECK;
+/*
+ * PTRACE_SEIZE of tid in pid with options, through ra_ptrace; an EPERM is
+ * explained (ra_explain_eperm). 0, or -errno with e set.
+ */
+int ra_ptrace_seize(pid_t pid, pid_t tid, unsigned long options, struct ra_err *e) RA_MUST_CHECK;
 
 /*
  * Why PTRACE_SEIZE of tid in pid failed with EPERM, as a phrase for the
@@ -30,19 +34,26 @@ void ra_explain_eperm(pid_t pid, pid_t tid, char *buf, size_t len);
 void ra_explain_eacces(pid_t pid, char *buf, size_t len);
 
 /* waitpid(tid, __WALL), retried on EINTR. -errno on failure (e set). */
-int ra_wait(pid_t tid, int *status, struct ra_err *e);
+int ra_wait(pid_t tid, int *status, struct ra_err *e) RA_MUST_CHECK;
 
-int ra_getregs(pid_t tid, struct ra_regs *r, struct ra_err *e);
-int ra_setregs(pid_t tid, struct ra_regs *r, struct ra_err *e);
+int ra_getregs(pid_t tid, struct ra_regs *r, struct ra_err *e) RA_MUST_CHECK;
+int ra_setregs(pid_t tid, struct ra_regs *r, struct ra_err *e) RA_MUST_CHECK;
 
 /*
- * Bulk memory of a stopped or running target: process_vm_writev/readv,
- * falling back to /proc/PID/mem. ra_mem_write_code writes through
- * /proc/PID/mem (which may write read-only text, like POKETEXT) and needs
- * the caller to be the tracer.
+ * Bulk memory of a stopped or running target: process_vm_writev/readv, its
+ * errno sorted as strace's umoven does: ENOSYS and EPERM fall back to
+ * /proc/PID/mem; ESRCH is a gone target (-ESRCH, status
+ * PTRACE_PROCESS_NOT_FOUND); EFAULT and EIO an address not mapped or not
+ * accessible (that errno, no fallback); a partial transfer fails (-EIO,
+ * "short read"). The message names the first way's cause, and the
+ * fallback's when that failed too. ra_mem_write_code writes through
+ * /proc/PID/mem alone (which may write read-only text, like POKETEXT) and
+ * needs the caller to be the tracer. 0, or -errno with e set.
  */
-int ra_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len, struct ra_err *e);
-int ra_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len, struct ra_err *e);
-int ra_mem_write_code(pid_t pid, uint64_t addr, const void *buf, size_t len, struct ra_err *e);
+int ra_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len,
+		 struct ra_err *e) RA_MUST_CHECK;
+int ra_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len, struct ra_err *e) RA_MUST_CHECK;
+int ra_mem_write_code(pid_t pid, uint64_t addr, const void *buf, size_t len,
+		      struct ra_err *e) RA_MUST_CHECK;
 
 #endif

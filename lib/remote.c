@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "common/clock.h"
 #include "log.h"
-#include "procfs.h"
+#include "common/procfs.h"
 #include "ptrace_util.h"
 #include "remote.h"
 
@@ -19,13 +21,72 @@
 #define STACK_PUSH_MAX (64 * 1024)    /* larger payloads go to a remote mmap */
 #define STACK_KEEP (256 * 1024)	      /* stack left to the remote code below the data */
 
+/* The thread exited under us: nothing left to restore or release. Said once. */
 static int gone(struct ra_remote *r, const char *when)
 {
+	if (!r->gone)
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+			   "process %d exited %s", r->pid, when);
 	r->gone = true;
 	r->seized = false;
-	ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND, "process %d exited %s",
-		   r->pid, when);
 	return -ESRCH;
+}
+
+/*
+ * A request on a thread just reported stopped failed: ESRCH there means it
+ * was killed in between (the request's failure names it already).
+ */
+static int lost(struct ra_remote *r, long ret)
+{
+	if (ret == -ESRCH) {
+		r->gone = true;
+		r->seized = false;
+	}
+	return (int)ret;
+}
+
+/*
+ * Put back the code and every register, and let the thread go. A step that
+ * fails does not keep the next from being taken (a thread whose code could
+ * not be put back still gets its registers back and is released); only a
+ * thread found gone has nothing left to restore. Each failure is recorded
+ * after whatever failed before.
+ */
+static int release(struct ra_remote *r)
+{
+	static const char *const step[] = {"restoring the code", "restoring the registers",
+					   "releasing"};
+	const struct ra_tramp *t = ra_arch_tramp();
+	struct ra_err why[3] = {{0}};
+	struct ra_regs regs = r->saved;
+	int err[3] = {0}, ret = 0;
+
+	if (!r->seized)
+		return r->gone ? -ESRCH : 0;
+	/* The thread is stopped and its pc is in the trampoline only while parked. */
+	if (r->code_written)
+		err[0] = ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, &why[0]);
+	r->code_written = false;
+	/*
+	 * Every stop we leave from is an interrupt stop, like the first one: with
+	 * the saved registers back, the kernel restarts an interrupted syscall
+	 * itself on the way out (the park's own pause() is forgotten with them).
+	 */
+	if (err[0] != -ESRCH && r->saved_ok)
+		err[1] = ra_setregs(r->tid, &regs, &why[1]);
+	if (err[0] != -ESRCH && err[1] != -ESRCH)
+		err[2] = (int)ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, &why[2]);
+	r->seized = false;
+	r->parked = false;
+	for (int i = 0; i < 3; i++) {
+		if (err[i] == -ESRCH)
+			gone(r, "before its thread was released");
+		else if (err[i])
+			ra_err_set(r->e, why[i].status, "%s of thread %d failed: %s", step[i], r->tid,
+				   why[i].msg);
+		ret = ret ? ret : err[i];
+	}
+	return ret;
 }
 
 /*
@@ -46,8 +107,8 @@ static int wait_interrupt_stop(struct ra_remote *r)
 			return 0;
 		if (status >> 16 == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80)) {
 			r->signals_forwarded++;
-			ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL,
-					     (void *)(uintptr_t)WSTOPSIG(status), r->e);
+			ret = lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL,
+						(void *)(uintptr_t)WSTOPSIG(status), r->e));
 			if (ret)
 				return ret;
 		}
@@ -127,7 +188,6 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
 int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
 			 unsigned long options, struct ra_err *e)
 {
-	char why[256];
 	long ret;
 
 	memset(r, 0, sizeof(*r));
@@ -135,19 +195,9 @@ int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tra
 	r->tid = tid;
 	r->tramp = tramp;
 	r->e = e;
-	ret = ptrace(PTRACE_SEIZE, tid, NULL, (void *)options);
-	if (ret < 0) {
-		int err = errno;
-
-		if (err == EPERM)
-			ra_explain_eperm(pid, tid, why, sizeof(why));
-		else
-			snprintf(why, sizeof(why), "%s", strerror(err));
-		ra_err_set(e, ra_status_from_ptrace_errno(err), "PTRACE_SEIZE(%d) of pid %d: %s%s%s",
-			   tid, pid, strerror(err), err == EPERM ? ": " : "",
-			   err == EPERM ? why : "");
-		return -err;
-	}
+	ret = ra_ptrace_seize(pid, tid, options, e);
+	if (ret)
+		return (int)ret;
 	r->seized = true;
 	ret = ra_ptrace(PTRACE_INTERRUPT, tid, NULL, NULL, e);
 	if (!ret)
@@ -157,7 +207,7 @@ int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tra
 	if (!ret)
 		ret = place_park_mask(r);
 	if (ret)
-		ra_remote_end(r);
+		release(r); /* its own failures are recorded after ret's */
 	return (int)ret;
 }
 
@@ -193,7 +243,7 @@ int ra_remote_adopted(struct ra_remote *n)
 	if (!ret)
 		ret = place_park_mask(n);
 	if (ret)
-		ra_remote_end(n);
+		release(n); /* its own failures are recorded after ret's */
 	return ret;
 }
 
@@ -239,20 +289,14 @@ static int pass_stop(struct ra_remote *r, int status)
 	}
 	if (status >> 16 == PTRACE_EVENT_CLONE) {
 		unsigned long msg = 0;
+		long ret = ra_ptrace(PTRACE_GETEVENTMSG, r->tid, NULL, &msg, r->e);
 
-		if (!ptrace(PTRACE_GETEVENTMSG, r->tid, NULL, &msg))
-			r->clone_tid = (pid_t)msg;
+		if (ret)
+			return lost(r, ret);
+		r->clone_tid = (pid_t)msg;
 	}
 	/* PTRACE_EVENT_STOP (group stop, late interrupt), a clone: just go on. */
-	return (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e);
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
 }
 
 /*
@@ -266,16 +310,12 @@ static int start(struct ra_remote *r, bool sleep_until_wake)
 
 	r->parked = false;
 	r->call_end_ns = 0;
-	r->call_start_ns = realtime_ns();
+	r->call_start_ns = ra_realtime_ns();
 	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 	if (!ret && r->wake_ns > r->call_start_ns) {
-		struct timespec at = {(time_t)(r->wake_ns / 1000000000u),
-				      (long)(r->wake_ns % 1000000000u)};
-
 		/* A stop reported meanwhile (a signal) waits for us: the thread sleeps anyway. */
-		while (sleep_until_wake &&
-		       clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
-			;
+		if (sleep_until_wake)
+			ra_sleep_until_realtime(r->wake_ns);
 		r->call_start_ns = r->wake_ns;
 	}
 	return ret;
@@ -302,16 +342,17 @@ static int watch_park(struct ra_remote *r)
 		if (w < 0 && errno != EINTR)
 			return gone(r, "during a remote call");
 		ret = parked_now(r);
+		if (ret == -ESRCH)
+			return gone(r, "during a remote call");
 		if (ret)
 			break;
 		nanosleep(&nap, NULL);
 		if (nap.tv_nsec < max_nap)
 			nap.tv_nsec = nap.tv_nsec * 2 < max_nap ? nap.tv_nsec * 2 : max_nap;
 	}
-	if (ret > 0)
-		r->call_end_ns = realtime_ns();
 	if (ret < 0)
-		return ret == -ESRCH ? gone(r, "during a remote call") : ret;
+		return ret;
+	r->call_end_ns = ra_realtime_ns();
 	ret = (int)ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e);
 	if (!ret)
 		ret = wait_interrupt_stop(r);
@@ -351,7 +392,7 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 		if (ret)
 			return ret;
 		if (ra_arch_at_park(regs, r->tramp)) {
-			r->call_end_ns = realtime_ns();
+			r->call_end_ns = ra_realtime_ns();
 			r->parked = true;
 			*have_regs = true;
 			return 0;
@@ -367,7 +408,7 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 	return ret;
 }
 
-static int run(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
+static int run_to_park(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
 {
 	bool have_regs = false;
 	int err;
@@ -400,7 +441,7 @@ int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n,
 	struct ra_regs regs, tmp;
 
 	ra_arch_setup_syscall(&regs, base_regs(r, &tmp), r->tramp, nr, args, n);
-	return run(r, &regs, ret);
+	return run_to_park(r, &regs, ret);
 }
 
 int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t *ret)
@@ -409,26 +450,25 @@ int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n
 
 	r->wake_ns = 0;
 	ra_arch_setup_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n);
-	return run(r, &regs, ret);
+	return run_to_park(r, &regs, ret);
 }
 
 int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
 		      uint64_t at_ns, uint64_t *ret)
 {
-	struct timespec ts = {(time_t)(at_ns / 1000000000u), (long)(at_ns % 1000000000u)};
+	struct timespec ts = ra_timespec_of(at_ns);
 	struct ra_regs regs, tmp;
 	uint64_t addr;
 	int err;
 
 	if (n > 2 || ra_remote_stack_push(r, &ts, sizeof(ts), &addr)) {
 		/* No room for the time in the target: wait here, then call. */
-		while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		ra_sleep_until_realtime(at_ns);
 		return ra_remote_call(r, fn, args, n, ret);
 	}
 	ra_arch_setup_timed_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n, addr);
 	r->wake_ns = at_ns;
-	err = run(r, &regs, ret);
+	err = run_to_park(r, &regs, ret);
 	r->wake_ns = 0;
 	return err;
 }
@@ -474,29 +514,42 @@ int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len, uint
 	return 0;
 }
 
+/* A raw syscall return of the target: -4095..-1 is -errno. */
+static int remote_errno(uint64_t ret)
+{
+	return ret > (uint64_t)-4096 ? (int)-(int64_t)ret : 0;
+}
+
+int ra_remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr)
+{
+	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 (uint64_t)-1, 0};
+	int ret = ra_remote_syscall(r, SYS_mmap, a, 6, addr);
+
+	if (ret)
+		return ret;
+	ret = remote_errno(*addr);
+	if (ret)
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "remote mmap(%zu) in process %d: %s", len,
+			   r->pid, strerror(ret));
+	return -ret;
+}
+
+int ra_remote_munmap(struct ra_remote *r, uint64_t addr, size_t len)
+{
+	uint64_t a[2] = {addr, len}, res;
+	int ret = ra_remote_syscall(r, SYS_munmap, a, 2, &res);
+
+	if (ret)
+		return ret;
+	ret = remote_errno(res);
+	if (ret)
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "remote munmap(0x%llx, %zu) in process %d: %s",
+			   (unsigned long long)addr, len, r->pid, strerror(ret));
+	return -ret;
+}
+
 int ra_remote_end(struct ra_remote *r)
 {
-	const struct ra_tramp *t = ra_arch_tramp();
-	struct ra_regs regs;
-	int ret = 0;
-
-	if (!r->seized)
-		return r->gone ? -ESRCH : 0;
-	/* The thread is stopped and its pc is in the trampoline only while parked. */
-	if (r->code_written && ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, r->e))
-		ret = -EIO;
-	r->code_written = false;
-	/*
-	 * Every stop we leave from is an interrupt stop, like the first one: with
-	 * the saved registers back, the kernel restarts an interrupted syscall
-	 * itself on the way out (the park's own pause() is forgotten with them).
-	 */
-	regs = r->saved;
-	if (r->saved_ok && ra_setregs(r->tid, &regs, r->e))
-		ret = -EIO;
-	if (ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, r->e) == -ESRCH)
-		r->gone = true;
-	r->seized = false;
-	r->parked = false;
-	return ret;
+	return release(r);
 }

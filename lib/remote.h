@@ -69,7 +69,8 @@ struct ra_remote {
  * tramp (its original bytes are saved first). On failure nothing is left:
  * the thread is released and the code untouched.
  */
-int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, struct ra_err *e);
+int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
+		    struct ra_err *e) RA_MUST_CHECK;
 
 #define RA_SCRATCH 16
 
@@ -79,7 +80,7 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, s
  * first instruction on and its tid lands in r->clone_tid.
  */
 int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
-			 unsigned long options, struct ra_err *e);
+			 unsigned long options, struct ra_err *e) RA_MUST_CHECK;
 
 /*
  * Take over r->clone_tid, stopped before its first instruction, as n: the
@@ -90,13 +91,15 @@ int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tra
  * is restored.
  */
 void ra_remote_adopt(struct ra_remote *n, struct ra_remote *r);
-int ra_remote_adopted(struct ra_remote *n);
+int ra_remote_adopted(struct ra_remote *n) RA_MUST_CHECK;
 
 /* nr(args) in the target. *ret is the raw return (-4095..-1 is -errno). */
-int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n, uint64_t *ret);
+int ra_remote_syscall(struct ra_remote *r, long nr, const uint64_t *args, int n,
+		      uint64_t *ret) RA_MUST_CHECK;
 
 /* fn(args) in the target; signals not caused by us are forwarded to the thread. */
-int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t *ret);
+int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
+		   uint64_t *ret) RA_MUST_CHECK;
 
 /*
  * fn(args), n <= 2, begun by the thread itself at at_ns (CLOCK_REALTIME):
@@ -105,7 +108,7 @@ int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n
  * for the park only from at_ns on. call_start_ns is at_ns or later.
  */
 int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
-		      uint64_t at_ns, uint64_t *ret);
+		      uint64_t at_ns, uint64_t *ret) RA_MUST_CHECK;
 
 /*
  * Copy len bytes onto the stopped thread's own stack, well below the saved
@@ -115,9 +118,22 @@ int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, in
  * using. -ENOSPC when len is large or the stack mapping lacks the room (use
  * a remote mmap then).
  */
-int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len, uint64_t *addr);
+int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len,
+			 uint64_t *addr) RA_MUST_CHECK;
 
-/* Restore code and registers, PTRACE_DETACH. Safe to call when begin failed. */
-int ra_remote_end(struct ra_remote *r);
+/*
+ * A private anonymous read-write mapping of len bytes in the target, and
+ * its removal: 0, or -errno with r->e set (also when the target's own call
+ * fails: its errno).
+ */
+int ra_remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr) RA_MUST_CHECK;
+int ra_remote_munmap(struct ra_remote *r, uint64_t addr, size_t len) RA_MUST_CHECK;
+
+/*
+ * Restore code and registers, PTRACE_DETACH; every step is tried. Safe to
+ * call when begin failed. 0, or -errno with each failure recorded in r->e
+ * after any earlier one (-ESRCH: the thread is gone).
+ */
+int ra_remote_end(struct ra_remote *r) RA_MUST_CHECK;
 
 #endif

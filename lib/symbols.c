@@ -39,6 +39,14 @@ static void elf_init(void)
 	elf_ready = elf_version(EV_CURRENT) != EV_NONE;
 }
 
+/* READ_MMAP shares the page cache; plain READ copies, for files that cannot be mapped. */
+static Elf *elf_open(int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+	return elf ? elf : elf_begin(fd, ELF_C_READ, NULL);
+}
+
 static int check_header(Elf *elf)
 {
 	GElf_Ehdr eh;
@@ -190,10 +198,7 @@ static int elf_lookup(int fd, const char *const *names, size_t n, size_t nfn, ui
 		return -errno;
 	if (!S_ISREG(sb.st_mode) || sb.st_size < (off_t)sizeof(Elf64_Ehdr))
 		return -ENOEXEC;
-	/* READ_MMAP shares the page cache; plain READ copies, for files that cannot be mapped. */
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elf_open(fd);
 	if (!elf)
 		return -ENOEXEC;
 	r = check_header(elf);
@@ -213,6 +218,30 @@ int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr
 		     uint64_t *load_bias_base, uint64_t *load_offset)
 {
 	return elf_lookup(fd, names, n, n, vaddr, load_bias_base, load_offset);
+}
+
+int ra_elf_header_fd(int fd, struct ra_elf_header *h)
+{
+	GElf_Ehdr eh;
+	Elf *elf;
+
+	memset(h, 0, sizeof(*h));
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ready)
+		return -ENOSYS;
+	elf = elf_open(fd);
+	if (!elf)
+		return -EIO;
+	if (elf_kind(elf) == ELF_K_ELF) {
+		h->elf = true;
+		if (gelf_getehdr(elf, &eh)) {
+			h->elf_class = gelf_getclass(elf);
+			h->machine = eh.e_machine;
+			h->type = eh.e_type;
+		}
+	}
+	elf_end(elf);
+	return 0;
 }
 
 /* ---- objects of a live process ---- */

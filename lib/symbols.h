@@ -7,6 +7,7 @@
 #ifndef RA_SYMBOLS_H
 #define RA_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,6 +26,20 @@
  */
 int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr,
 		     uint64_t *load_bias_base, uint64_t *load_offset);
+
+/* What an ELF file's header says (ra_elf_header_fd). */
+struct ra_elf_header {
+	bool elf;	       /* an ELF file at all; the rest is 0 if not */
+	int elf_class;	       /* ELFCLASS64, ELFCLASS32; ELFCLASSNONE if the header is cut short */
+	unsigned int machine;  /* e_machine */
+	unsigned int type;     /* e_type */
+};
+
+/*
+ * The header of the ELF file open on fd, read with libelf: 0 and *h, or
+ * -errno when the file cannot be read at all (an O_PATH descriptor, say).
+ */
+int ra_elf_header_fd(int fd, struct ra_elf_header *h);
 
 /*
  * Find one mapped object of pid that defines all names[0..n) as functions

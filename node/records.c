@@ -56,7 +56,7 @@ const char *rn_state_name(enum rn_state s)
 }
 
 /*
- * The library's tool checks (lib/session.c: check_file, check_node, the
+ * The library's tool checks (lib/session_prepare.c: check_file, check_node, the
  * tool list) fail with INVALID_ARGUMENT, before the entry point is called,
  * and their messages start with one of these.
  */

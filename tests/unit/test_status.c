@@ -78,17 +78,44 @@ static void test_status_from_ptrace_errno_mapping(void **state)
 			 ROCATTACH_STATUS_ERROR_PTRACE_ERROR);
 }
 
-static void test_err_set_keeps_first(void **state)
+static void test_err_set_appends_later_failures(void **state)
 {
 	struct ra_err e = {0};
 
 	(void)state;
 	ra_err_set(&e, ROCATTACH_STATUS_ERROR, "first %d", 1);
-	ra_err_set(&e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR, "second");
+	ra_err_set(&e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR, "restore %s", "failed");
+	/* The first failure gives the status; the later one is kept in the message. */
 	assert_int_equal(e.status, ROCATTACH_STATUS_ERROR);
-	assert_string_equal(e.msg, "first 1");
+	assert_string_equal(e.msg, "first 1; then restore failed");
 	ra_err_reset(&e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR, "third");
+	assert_int_equal(e.status, ROCATTACH_STATUS_ERROR_PTRACE_ERROR);
 	assert_string_equal(e.msg, "third");
+	ra_err_clear(&e);
+	assert_int_equal(e.status, ROCATTACH_STATUS_SUCCESS);
+	assert_string_equal(e.msg, "");
+}
+
+static void test_err_set_full_message_ends_cut(void **state)
+{
+	struct ra_err e = {0};
+	char big[ROCATTACH_MESSAGE_MAX - 20];
+	size_t len;
+
+	(void)state;
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ra_err_set(&e, ROCATTACH_STATUS_ERROR, "%s", big);
+	ra_err_set(&e, ROCATTACH_STATUS_ERROR, "a later failure with a long message");
+	len = strlen(e.msg);
+	assert_int_equal(len, sizeof(e.msg) - 1);
+	assert_non_null(strstr(e.msg, "; then a later"));
+	assert_string_equal(e.msg + len - 3, "...");
+	/* No room left: still cut, never overflowing. */
+	ra_err_set(&e, ROCATTACH_STATUS_ERROR, "more");
+	assert_int_equal(strlen(e.msg), len);
+	assert_string_equal(e.msg + len - 3, "...");
+	assert_int_equal(e.status, ROCATTACH_STATUS_ERROR);
 }
 
 int main(void)
@@ -98,7 +125,8 @@ int main(void)
 		cmocka_unit_test(test_get_status_name_and_string),
 		cmocka_unit_test(test_get_version_matches_header),
 		cmocka_unit_test(test_status_from_ptrace_errno_mapping),
-		cmocka_unit_test(test_err_set_keeps_first),
+		cmocka_unit_test(test_err_set_appends_later_failures),
+		cmocka_unit_test(test_err_set_full_message_ends_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

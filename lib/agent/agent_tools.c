@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tool lifecycle inside the target: load a library, configure it (and
+ * its attach half), initialize it, hand the window over (tool_attach) and
+ * back (tool_detach), finalize it at exit or when it asks.
+ *
+ * Tools live in tools[], appended only, never freed: a tool may keep the
+ * address of its client id, and its fini callback (agent_fini) may run on
+ * any thread at any time, even inside one of our calls, so that path reads
+ * tools[] without the lock.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rocattach/tool.h>
+#include <rocattach/version.h>
+
+#include "agent/agent.h"
+#include "common/clock.h"
+#include "common/toollist.h"
+
+#define MAX_TOOLS RA_TOOLLIST_MAX
+#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+typedef rocprofiler_tool_configure_result_t *(*configure_fn)(uint32_t, const char *, uint32_t,
+							     rocprofiler_client_id_t *);
+typedef rocprofiler_tool_configure_attach_result_t *(*configure_attach_fn)(
+	uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
+
+struct tool {
+	rocprofiler_client_id_t id; /* handed to the tool: must never move */
+	void *handle;
+	rocprofiler_tool_initialize_t initialize;
+	rocprofiler_tool_finalize_t finalize;
+	void *data;
+	rocprofiler_tool_attach_t attach;
+	rocprofiler_tool_detach_t detach;
+	void *attach_data;
+	struct tool *next_declined;
+	const char *why; /* why it cannot attach, NULL if it can */
+	char whybuf[96];
+	bool attached;
+	atomic_bool live;      /* initialize entered and did not fail */
+	atomic_bool finalized; /* finalize ran, or must never run */
+};
+
+static bool atexit_registered;
+static pid_t tools_pid; /* the process whose tools were initialized */
+static struct tool *tools[MAX_TOOLS];
+static atomic_uint n_tools;
+static struct tool *declined; /* kept: a tool may hold on to &t->id */
+
+/* Accept a symbol only from the object behind handle, not from its dependencies. */
+static void *own_symbol(void *handle, const char *name)
+{
+	struct link_map *obj, *owner = NULL;
+	Dl_info info;
+	void *sym;
+
+	dlerror();
+	sym = dlsym(handle, name);
+	if (!sym || dlinfo(handle, RTLD_DI_LINKMAP, &obj) != 0)
+		return NULL;
+	if (!dladdr1(sym, &info, (void **)&owner, RTLD_DL_LINKMAP) || owner != obj)
+		return NULL;
+	return sym;
+}
+
+static void tool_finalize(struct tool *t)
+{
+	if (!atomic_load(&t->live) || atomic_exchange(&t->finalized, true))
+		return;
+	dbg("finalize tool %u", t->id.handle);
+	if (t->finalize)
+		t->finalize(t->data);
+}
+
+/* The fini callback handed to initialize: finalize one tool, once. */
+static void agent_fini(rocprofiler_client_id_t id)
+{
+	if (id.handle < atomic_load(&n_tools))
+		tool_finalize(tools[id.handle]);
+}
+
+/* A fork child inherits the tools' state but never initialized them: skip it. */
+static void agent_atexit(void)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+
+	if (getpid() != tools_pid)
+		return;
+	for (i = 0; i < n; i++)
+		tool_finalize(tools[i]);
+}
+
+static struct tool *tool_new(void *handle, unsigned int idx)
+{
+	const rocprofiler_client_id_t id = { .name = NULL, .handle = idx };
+	struct tool *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	/* handle is const in the ABI: fill it by copy, into storage without a declared type. */
+	memcpy(&t->id, &id, sizeof(id));
+	t->handle = handle;
+	return t;
+}
+
+static void tool_publish(struct tool *t)
+{
+	unsigned int idx = t->id.handle;
+
+	if (!atexit_registered && !atexit(agent_atexit))
+		atexit_registered = true;
+	tools_pid = getpid();
+	tools[idx] = t;
+	atomic_store(&n_tools, idx + 1);
+}
+
+static void tool_set_why(struct tool *t, const char *fmt, ...) RA_PRINTF(2, 3);
+static void tool_set_why(struct tool *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->whybuf, sizeof(t->whybuf), fmt, ap);
+	va_end(ap);
+	t->why = t->whybuf;
+}
+
+static void tool_configure_attach(struct tool *t, configure_attach_fn fn)
+{
+	rocprofiler_tool_configure_attach_result_t *res;
+	size_t need = FIELD_END(rocprofiler_tool_configure_attach_result_t, tool_data);
+
+	if (!fn) {
+		t->why = "no rocprofiler_configure_attach";
+		return;
+	}
+	res = fn(ROCATTACH_SDK_VERSION, ROCATTACH_SDK_VERSION_STRING, t->id.handle, &t->id);
+	if (!res) {
+		t->why = "no rocprofiler_configure_attach (returned NULL)";
+	} else if (res->size < need) {
+		tool_set_why(t, "no rocprofiler_configure_attach (result size %zu < %zu)",
+			     res->size, need);
+	} else if (!res->tool_attach) {
+		t->why = "no rocprofiler_configure_attach (tool_attach is NULL)";
+	} else {
+		t->attach = res->tool_attach;
+		t->detach = res->tool_detach;
+		t->attach_data = res->tool_data;
+	}
+}
+
+/*
+ * live is set before initialize runs because the tool may call its fini
+ * from inside initialize. A tool whose initialize fails is never finalized.
+ */
+static void tool_initialize(struct tool *t)
+{
+	int r;
+
+	atomic_store(&t->live, true);
+	if (!t->initialize)
+		return;
+	r = t->initialize(agent_fini, t->data);
+	if (!r)
+		return;
+	atomic_store(&t->live, false);
+	atomic_store(&t->finalized, true);
+	tool_set_why(t, "initialize failed (returned %d)", r);
+}
+
+static struct tool *no_tool(const char *lib, const char *why)
+{
+	note(lib, why);
+	return NULL;
+}
+
+/* configure, configure_attach, initialize. NULL if the library is no tool. */
+static struct tool *tool_setup(void *handle, const char *lib)
+{
+	size_t need = FIELD_END(rocprofiler_tool_configure_result_t, tool_data);
+	rocprofiler_tool_configure_result_t *res;
+	unsigned int idx = atomic_load(&n_tools);
+	configure_fn configure;
+	struct tool *t;
+
+	configure = (configure_fn)own_symbol(handle, "rocprofiler_configure");
+	if (!configure)
+		return no_tool(lib, "rocprofiler_configure not exported by this library");
+	if (idx == MAX_TOOLS)
+		return no_tool(lib, "too many tool libraries");
+	t = tool_new(handle, idx);
+	if (!t)
+		return no_tool(lib, "out of memory");
+	res = configure(ROCATTACH_SDK_VERSION, ROCATTACH_SDK_VERSION_STRING, idx, &t->id);
+	if (!res) {
+		/* Not freed: the tool may have kept &t->id. It is asked again next attach. */
+		t->next_declined = declined;
+		declined = t;
+		return no_tool(lib, "configure declined (returned NULL)");
+	}
+	tool_publish(t);
+	if (res->size < need) {
+		tool_set_why(t, "rocprofiler_configure result size %zu < %zu", res->size, need);
+		atomic_store(&t->finalized, true);
+		return t;
+	}
+	t->initialize = res->initialize;
+	t->finalize = res->finalize;
+	t->data = res->tool_data;
+	tool_configure_attach(t, (configure_attach_fn)own_symbol(handle,
+								 "rocprofiler_configure_attach"));
+	tool_initialize(t);
+	return t;
+}
+
+static struct tool *tool_find(void *handle)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+
+	for (i = 0; i < n; i++)
+		if (tools[i]->handle == handle)
+			return tools[i];
+	return NULL;
+}
+
+static const char *tool_unusable(const struct tool *t)
+{
+	if (t->why)
+		return t->why;
+	if (atomic_load(&t->finalized))
+		return "tool already finalized itself";
+	return NULL;
+}
+
+/*
+ * A library already configured by an earlier, failed attach is reused as it
+ * is: no tool is configured or initialized twice. Libraries stay loaded.
+ */
+void tool_load(const char *lib)
+{
+	struct tool *t;
+	void *handle;
+	const char *why;
+
+	handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!handle) {
+		why = dlerror();
+		if (!why)
+			why = "dlopen failed";
+		/* glibc's message starts with the name already: say it once. */
+		else if (!strncmp(why, lib, strlen(lib)) && !strncmp(why + strlen(lib), ": ", 2))
+			why += strlen(lib) + 2;
+		note(lib, why);
+		return;
+	}
+	t = tool_find(handle);
+	if (!t)
+		t = tool_setup(handle, lib);
+	why = t ? tool_unusable(t) : NULL;
+	if (why)
+		note(lib, why);
+}
+
+unsigned int tools_usable(void)
+{
+	unsigned int i, n = atomic_load(&n_tools), usable = 0;
+
+	for (i = 0; i < n; i++)
+		usable += !tool_unusable(tools[i]);
+	return usable;
+}
+
+/*
+ * When the last attach and detach handed over to the tools (CLOCK_REALTIME
+ * ns, taken right before the first tool's callback), for the attacher's
+ * report: it is the moment the profiling window really opened or closed.
+ * Exported as a variable: the attacher reads it from our memory once the
+ * entry point has returned (no second remote call). Written before the call
+ * returns, read after: no reader ever races a writer.
+ */
+RA_EXPORT _Atomic uint64_t rocattach_agent_tool_event_ns[2];
+
+static void stamp_tool_event(int which)
+{
+	atomic_store(&rocattach_agent_tool_event_ns[which], ra_realtime_ns());
+}
+
+/* Hand the attach over to every usable tool: the window opens. */
+void tools_hand_over(void)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+
+	stamp_tool_event(0);
+	for (i = 0; i < n; i++) {
+		if (tool_unusable(tools[i]))
+			continue;
+		dbg("tool_attach tool %u", i);
+		tools[i]->attach(NULL, NULL, 0, tools[i]->attach_data);
+		tools[i]->attached = true;
+	}
+}
+
+/* Hand the tools back: tool_detach for every attached tool, the window closes. */
+void tools_hand_back(void)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+	struct tool *t;
+
+	stamp_tool_event(1);
+	for (i = 0; i < n; i++) {
+		t = tools[i];
+		if (!t->attached)
+			continue;
+		t->attached = false;
+		if (t->detach && !atomic_load(&t->finalized))
+			t->detach(t->attach_data);
+	}
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The attacher's liveness. The attacher names itself in
+ * ROCP_ATTACH_OWNER=<pid>:<starttime>. After a successful attach a watchdog
+ * thread (rocp-watchdog) waits for that process to end (pidfd, else a /proc
+ * poll) and then runs tool_detach itself, as rocprofiler_register_detach
+ * would: a dead launcher never leaves a tool attached. The watch follows the
+ * latest attach and ends with a detach. One attacher per window: while that
+ * owner lives, an attach from any other attacher is refused with
+ * EXCESS_API_INSTANCES and a message naming the owner (the owner itself may
+ * attach again; a dead owner is taken over).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rocattach/tool.h>
+
+#include "agent/agent.h"
+#include "common/envbuf.h"
+#include "common/protocol.h"
+
+#define OWNER_POLL_MS 250 /* liveness poll where pidfd_open is missing (Linux < 5.3) */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same number on every architecture */
+#endif
+
+/*
+ * The attacher of the current attach. owner_next is what the watchdog must
+ * watch from generation owner_gen on; the watchdog takes its fd over (sets
+ * it to -1), so an fd is closed by the agent only while nobody polls it.
+ * All under agent_lock.
+ */
+static struct owner owner_next = { .fd = -1 };
+static unsigned int owner_gen;
+static int wd_wake = -1; /* eventfd: owner_next changed */
+static bool wd_started;
+static struct owner wd_cur = { .fd = -1 }; /* the watchdog's own copy */
+
+/*
+ * 1: pid runs and started at start (clock ticks since boot, /proc/PID/stat
+ * field 22); 0: it is gone, a zombie, or another process now has its pid;
+ * -1: cannot tell (no /proc in our root).
+ */
+static int owner_alive_proc(pid_t pid, unsigned long long start)
+{
+	unsigned long long st;
+	char path[64], buf[1024], *p;
+	int fd, field;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT && !access("/proc/self/stat", F_OK) ? 0 : -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n == 0 || errno == ESRCH ? 0 : -1;
+	buf[n] = '\0';
+	/* comm may hold spaces and ')': count fields from the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return p ? 0 : -1;
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &st) != 1)
+		return -1;
+	return st == start;
+}
+
+static bool owner_alive(const struct owner *o)
+{
+	int r = owner_alive_proc(o->pid, o->start);
+
+	if (r >= 0)
+		return r;
+	return !(kill(o->pid, 0) && errno == ESRCH);
+}
+
+static int owner_match(const char *name, const char *value, void *arg)
+{
+	if (!strcmp(name, RA_ENV_OWNER))
+		*(const char **)arg = value;
+	return 0;
+}
+
+/*
+ * The attacher named by the environment buffer (nobody if absent). Its
+ * pidfd is opened now, during its own call; the starttime check then rules
+ * out a pid that was reused after it died.
+ */
+void owner_from_env(const char *env, size_t envlen, struct owner *o)
+{
+	unsigned long long pid, start;
+	const char *v = NULL;
+	char tail;
+
+	*o = (struct owner){ .fd = -1 };
+	if (!env || ra_envbuf_decode(env, envlen, owner_match, &v) || !v)
+		return;
+	if (sscanf(v, "%llu:%llu%c", &pid, &start, &tail) != 2 || !pid || pid > INT32_MAX) {
+		dbg("ignoring %s=%s", RA_ENV_OWNER, v);
+		return;
+	}
+	o->pid = (pid_t)pid;
+	o->start = start;
+	o->fd = (int)syscall(SYS_pidfd_open, o->pid, 0);
+	if (o->fd < 0)
+		o->dead = errno == ESRCH || !owner_alive(o);
+	else if (owner_alive_proc(o->pid, start) == 0)
+		o->dead = true;
+	dbg("attacher %d (start %llu)%s", (int)o->pid, start, o->dead ? " is already gone" : "");
+}
+
+void owner_drop(struct owner *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	*o = (struct owner){ .fd = -1 };
+}
+
+/* Take over what owner_set published, if newer than what we watch. */
+static unsigned int wd_adopt(unsigned int gen)
+{
+	pthread_mutex_lock(&agent_lock);
+	if (gen != owner_gen) {
+		owner_drop(&wd_cur);
+		wd_cur = owner_next;
+		owner_next.fd = -1;
+		gen = owner_gen;
+	}
+	pthread_mutex_unlock(&agent_lock);
+	return gen;
+}
+
+/* Wait until the owner ends (true) or owner_set changes it (false). */
+static bool wd_wait(void)
+{
+	struct pollfd p[2] = { { wd_wake, POLLIN, 0 }, { wd_cur.fd, POLLIN, 0 } };
+	int timeout = wd_cur.pid && wd_cur.fd < 0 ? OWNER_POLL_MS : -1;
+	uint64_t v;
+	int n;
+
+	if (wd_cur.pid && wd_cur.dead)
+		return true;
+	n = poll(p, wd_cur.pid ? 2 : 1, timeout);
+	if (n < 0)
+		return false;
+	if (p[0].revents) {
+		if (read(wd_wake, &v, sizeof(v)) < 0)
+			dbg("watchdog: eventfd read: %s", strerror(errno));
+		return false;
+	}
+	if (p[1].revents)
+		return true;
+	return n == 0 && !owner_alive(&wd_cur);
+}
+
+/*
+ * The owner is gone: detach unless an attach or detach came in since we
+ * adopted it (gen moved on). Not through agent_enter: err_text belongs to
+ * the last remote call. A remote call in progress holds agent_lock, so we
+ * never run tool_detach at the same time as one.
+ */
+static void wd_owner_gone(unsigned int gen)
+{
+	pthread_mutex_lock(&agent_lock);
+	in_agent_set(true);
+	if (gen == owner_gen && agent_attached) {
+		dbg("attacher %d is gone: detaching the tools", (int)wd_cur.pid);
+		detach_locked();
+	}
+	in_agent_set(false);
+	pthread_mutex_unlock(&agent_lock);
+	owner_drop(&wd_cur);
+}
+
+static void *watchdog_main(void *arg)
+{
+	unsigned int gen = 0;
+
+	(void)arg;
+	thread_name("rocp-watchdog");
+	for (;;) {
+		gen = wd_adopt(gen);
+		if (wd_wait())
+			wd_owner_gone(gen);
+	}
+	return NULL;
+}
+
+/* Under agent_lock. Every signal blocked: it must never take the application's. */
+static int watchdog_start(void)
+{
+	sigset_t all, old;
+	pthread_t th;
+	int err;
+
+	wd_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wd_wake < 0)
+		return -errno;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&th, NULL, watchdog_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(wd_wake);
+		wd_wake = -1;
+		return -err;
+	}
+	pthread_detach(th);
+	wd_started = true;
+	return 0;
+}
+
+/* Under agent_lock: from now on watch o (o->pid == 0: nobody). Takes o's fd. */
+void owner_set(struct owner *o)
+{
+	uint64_t one = 1;
+	int err;
+
+	if (o->pid && !wd_started) {
+		err = watchdog_start();
+		if (err) {
+			dbg("cannot start the watchdog: %s", strerror(-err));
+			owner_drop(o);
+		}
+	}
+	if (!wd_started)
+		return;
+	owner_drop(&owner_next);
+	owner_next = *o;
+	owner_gen++;
+	if (write(wd_wake, &one, sizeof(one)) < 0)
+		dbg("watchdog: eventfd write: %s", strerror(errno));
+}
+
+void owner_clear(void)
+{
+	struct owner none = { .fd = -1 };
+
+	owner_set(&none);
+}
+
+/*
+ * One attacher per window. holder is the owner of the attach that opened the
+ * window (pid 0: none named itself); since is when it did. Under agent_lock.
+ */
+static struct {
+	pid_t pid;
+	unsigned long long start;
+	time_t since;
+} holder;
+
+void holder_set(const struct owner *o)
+{
+	if (o->pid != holder.pid || o->start != holder.start)
+		holder.since = time(NULL);
+	holder.pid = o->pid;
+	holder.start = o->start;
+}
+
+/*
+ * An attach while attached: the holder itself again (it lost its session),
+ * a holder that is gone, or a window nobody named itself for is taken over,
+ * as before. Any other attacher is refused while the holder lives, with
+ * EXCESS_API_INSTANCES (ours: only for this) and the holder named.
+ */
+int holder_check(const struct owner *o)
+{
+	struct owner h = { .pid = holder.pid, .start = holder.start, .fd = -1 };
+	char comm[32] = "", when[16] = "?";
+	struct tm tm;
+	ssize_t n;
+	int fd;
+
+	if (!h.pid || (o->pid == h.pid && o->start == h.start) || !owner_alive(&h))
+		return 0;
+	snprintf(comm, sizeof(comm), "/proc/%d/comm", (int)h.pid);
+	fd = open(comm, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, comm, sizeof(comm) - 1);
+	if (fd >= 0)
+		close(fd);
+	comm[n > 0 ? n : 0] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	if (localtime_r(&holder.since, &tm))
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	return fail(ROCATTACH_REGISTER_EXCESS_API_INSTANCES,
+		    "process %d is attached by %s (pid %d, since %s): wait for its window to end",
+		    (int)getpid(), comm[0] ? comm : "another attacher", (int)h.pid, when);
+}
+
+/* The window is closed: nobody holds it. */
+void holder_clear(void)
+{
+	holder.pid = 0;
+}
+
+/* A fork child has no watchdog: its descriptors are copies it does not need. */
+void watchdog_atfork_child(void)
+{
+	if (wd_wake >= 0)
+		close(wd_wake);
+	wd_wake = -1;
+	wd_started = false;
+	owner_drop(&owner_next);
+	owner_drop(&wd_cur);
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public API's rooms and what they share (hidden inside librocattach):
+ *   session_api.c      the API: the session table, one operation's report,
+ *                      the options, trees of processes
+ *   session_prepare.c  everything slow and fallible before any ptrace: the
+ *                      tool libraries' trust checks, --inject, the payload
+ *   session_lookup.c   where a target's listener, side and entry points are,
+ *                      kept per process for its next windows
+ *   session_drive.c    the seized listener: the payload in place, the entry
+ *                      point's (timed) call and its answer, the release
+ */
+#ifndef RA_SESSION_H
+#define RA_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rocattach/rocattach.h>
+
+#include "common/toollist.h"
+#include "err.h"
+#include "common/procfs.h"
+#include "remote.h"
+
+#define RA_DEFAULT_TOOL "librocprofiler-sdk-tool.so.1"
+
+/*
+ * What our agent exports beyond the entry points (protocol.h); its marker
+ * first; then what only newer agents have (optional, may be variables).
+ */
+enum { AGENT_MARKER, AGENT_TOOL_NS, AGENT_DETACH_AT, AGENT_LAST_ERROR, AGENT_FNS,
+       AGENT_TOOL_EVENT_NS = AGENT_FNS, AGENT_SYMS };
+
+/* Where a target's side and entry points are: looked up once per process and listener. */
+struct entry {
+	int side;		   /* enum rocattach_target_side */
+	uint64_t fn_attach, fn_detach;
+	uint64_t agent[AGENT_SYMS]; /* our agent's symbols, all 0 on ROCm's side */
+	bool preloaded;		   /* ROCm's side: the tools were loaded ahead (see drive_attach) */
+};
+
+struct session {
+	struct session *next;
+	pid_t pid;
+	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
+	bool busy;	     /* an attach or detach is running on it */
+	bool attached;
+	uint64_t starttime;  /* with pid, identifies the process */
+	pid_t tid;	     /* listener thread */
+	uint64_t tramp;	     /* AT_ENTRY */
+	struct entry ep;
+	pid_t *tree;	     /* recorded by attach_tree on its root */
+	size_t tree_n;
+	bool has_tree;
+};
+
+/* One operation's error, timings and report. */
+struct op {
+	struct ra_err e;
+	rocattach_report_t rep;
+	uint64_t t_step;
+};
+
+struct prepared {
+	struct ra_toollist tools;
+	const char *tool_path;
+	char *payload;	    /* env buffer, then the tool path */
+	size_t env_len, payload_len;
+	char object[512];
+};
+
+/*
+ * What the lookup of a process found, kept for its next windows: reading
+ * every mapped object's ELF is most of an attach's preparation. An entry is
+ * used only for the same process (pid and start time) while the same
+ * listener thread lives in it: an exec replaces the image and the
+ * addresses, but it also ends every thread but the main one.
+ */
+struct lookup {
+	pid_t pid, tid;
+	uint64_t starttime, tramp;
+	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
+	struct entry ep;
+	char object[512];
+};
+
+/* session_api.c: close the running step of op; its time goes to step_ns[step]. */
+void ra_op_step(struct op *op, enum rocattach_step step);
+
+/* session_prepare.c */
+/* The default tool list, one object: p->tool_path == ra_default_tool when nobody named one. */
+extern const char ra_default_tool[];
+/* A start or stop time: 0 (none) or not too far ahead. 0, or non-zero with e set. */
+int ra_check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e);
+/* Checks, the target's lookup and the payload of an attach to s: 0, or non-zero, op->e set. */
+int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p, struct op *op);
+void ra_prepared_free(struct prepared *p);
+
+/* session_lookup.c */
+extern const char *const ra_entry_names[2]; /* attach, detach */
+/* e for a failed read of /proc/PID (err: -errno): gone, or why not. Returns e's status. */
+rocattach_status_t ra_no_process(pid_t pid, int err, struct ra_err *e);
+/* A zombie, or a process whose main thread alone has exited: non-zero with e set; else 0. */
+int ra_check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e);
+/* Is tid of pid still the listener thread? */
+bool ra_listener_lives(pid_t pid, pid_t tid);
+/* Listener, side, entry points and trampoline of pid: kept, else looked up (0, or e set). */
+int ra_lookup(pid_t pid, uint64_t starttime, struct lookup *l, struct ra_err *e);
+/* The same into s (and p->object). */
+int ra_find_target(struct session *s, struct prepared *p, struct ra_err *e);
+/* What a remote operation on s's listener learnt of its stack, kept for the next. */
+void ra_keep_stack(struct session *s, const struct ra_remote *r);
+/* ROCm's side of pid: its tools were loaded ahead. */
+void ra_lookup_mark_preloaded(pid_t pid, uint64_t starttime);
+
+/*
+ * session_drive.c: one attach or detach of s, prepared and driven. 0, or
+ * non-zero with op->e set; a detach returns -EPERM only when the listener
+ * could not be seized (a debugger holds it, say): nothing was done, the
+ * caller may retry.
+ */
+int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op);
+int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op);
+
+#endif

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Driving the target: on the seized listener, the payload goes in place,
+ * the entry point is called (at the start or stop time on ROCm's side), its
+ * answer is read (and our agent's explanation), and the thread is released.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rocattach/tool.h>
+
+#include "inject.h"
+#include "log.h"
+#include "common/procfs.h"
+#include "ptrace_util.h"
+#include "remote.h"
+#include "session.h"
+
+/*
+ * CLOCK_REALTIME when the target's agent called the tools (which 0: attach,
+ * 1: detach): read from its memory, or from an older agent by a call.
+ */
+static uint64_t tool_clock(struct ra_remote *r, const struct entry *ep, int which)
+{
+	uint64_t arg = (uint64_t)which, ns = 0;
+	struct ra_err ignore = {0};
+
+	if (ep->agent[AGENT_TOOL_EVENT_NS]) {
+		if (ra_mem_read(r->pid, ep->agent[AGENT_TOOL_EVENT_NS] + 8 * (uint64_t)which, &ns,
+				sizeof(ns), &ignore))
+			ns = 0;
+		return ns;
+	}
+	if (!ep->agent[AGENT_TOOL_NS] || ra_remote_call(r, ep->agent[AGENT_TOOL_NS], &arg, 1, &ns))
+		ns = 0;
+	return ns;
+}
+
+static const char *register_error_name(int v)
+{
+	static const char *const names[] = {
+		"SUCCESS", "NO_TOOLS", "DEADLOCK", "BAD_API_TABLE_LENGTH", "UNSUPPORTED_API",
+		"INVALID_API_ADDRESS", "ROCPROFILER_ERROR", "EXCESS_API_INSTANCES",
+		"INVALID_ARGUMENT", "ATTACHMENT_NOT_AVAILABLE"};
+
+	if (v < 0 || v >= (int)(sizeof(names) / sizeof(names[0])))
+		return "unknown error";
+	return names[v];
+}
+
+/* Our agent explains its failures; ask it (ROCm's rocprofiler-register has no such call). */
+static void agent_message(struct ra_remote *r, const struct entry *ep, char *buf, size_t len)
+{
+	struct ra_err ignore = {0};
+	uint64_t str;
+
+	buf[0] = '\0';
+	if (ep->agent[AGENT_LAST_ERROR] &&
+	    !ra_remote_call(r, ep->agent[AGENT_LAST_ERROR], NULL, 0, &str) && str &&
+	    !ra_mem_read(r->pid, str, buf, len - 1, &ignore))
+		buf[len - 1] = '\0';
+	else
+		buf[0] = '\0';
+}
+
+/*
+ * Our agent answers EXCESS_API_INSTANCES only when another live attacher
+ * holds the window; its message names that one. Taken, as a second tracer
+ * of ROCm's attacher would be: PTRACE_OPERATION_NOT_PERMITTED. The target
+ * is named by our pid for it (the agent's getpid() differs in a container).
+ */
+static void agent_failed(struct ra_remote *r, const struct entry *ep, const char *fn, int v,
+			 struct ra_err *e)
+{
+	const char *held;
+	char why[256];
+
+	agent_message(r, ep, why, sizeof(why));
+	held = strstr(why, " is attached by ");
+	if (v == ROCATTACH_REGISTER_EXCESS_API_INSTANCES && held) {
+		ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED, "process %d%s",
+			   r->pid, held);
+		return;
+	}
+	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
+		   v, register_error_name(v), why[0] ? ": " : "", why);
+}
+
+/*
+ * The entry point's call, timed for the report. ROCm's side calls the
+ * tools inside it and knows no start or stop time, so on that side the call
+ * itself begins at the time (everything else is done by now, the listener
+ * is stopped in our hands: the thread sleeps in the target until the time
+ * and makes the call itself), and the report's tool time is its bound: the
+ * call's end (the tools ran inside the call).
+ */
+static int call_entry(struct ra_remote *r, const struct entry *ep, uint64_t fn, uint64_t at,
+		      const uint64_t *args, int n, struct op *op, int which)
+{
+	uint64_t ret;
+	int err;
+
+	/*
+	 * Only ROCm's call edges are reported as times, and that call is short
+	 * (begun at the time). Our agent's call waits in the target for the
+	 * time: watching it closely would burn the CPUs the hand-over needs.
+	 */
+	r->tight = ep->side == ROCATTACH_SIDE_ROCM;
+	if (ep->side == ROCATTACH_SIDE_ROCM && at)
+		err = ra_remote_call_at(r, fn, args, n, at, &ret);
+	else
+		err = ra_remote_call(r, fn, args, n, &ret);
+	if (err)
+		return -1;
+	op->rep.call_start_ns = r->call_start_ns;
+	op->rep.call_end_ns = r->call_end_ns;
+	op->rep.agent_status = (int)(int32_t)ret;
+	if (op->rep.agent_status) {
+		agent_failed(r, ep, ra_entry_names[which], op->rep.agent_status, &op->e);
+		return 0;
+	}
+	if (ep->side == ROCATTACH_SIDE_AGENT) {
+		op->rep.tool_ns = tool_clock(r, ep, which);
+	} else {
+		op->rep.tool_ns = r->call_end_ns;
+		op->rep.tool_ns_bound = 1;
+	}
+	return 0;
+}
+
+/*
+ * The payload goes onto the listener's own stack when it fits: nothing to
+ * unmap, and nothing left behind if we die during the call. Else into a
+ * temporary mapping (*mapped), which such a death would leak.
+ */
+static int place_payload(struct prepared *p, struct ra_remote *r, struct op *op, uint64_t *addr,
+			 bool *mapped)
+{
+	*mapped = false;
+	if (!ra_remote_stack_push(r, p->payload, p->payload_len, addr)) {
+		ra_op_step(op, ROCATTACH_STEP_WRITE);
+		return 0;
+	}
+	if (ra_remote_mmap(r, p->payload_len, addr))
+		return -1;
+	*mapped = true;
+	ra_op_step(op, ROCATTACH_STEP_MMAP);
+	if (ra_mem_write(r->pid, *addr, p->payload, p->payload_len, &op->e))
+		return -1;
+	ra_op_step(op, ROCATTACH_STEP_WRITE);
+	return 0;
+}
+
+/*
+ * ROCm's side loads the tools inside the attach call, at the start time:
+ * a first window would open late and spread by each target's load time.
+ * So with a start time, the tools are loaded ahead on the listener we
+ * hold; ROCm's own dlopen at the start time then finds them loaded.
+ */
+static int preload_tools(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+			 struct ra_remote *r)
+{
+	if (s->ep.side != ROCATTACH_SIDE_ROCM || !o->start_ns || s->ep.preloaded)
+		return 0;
+	if (ra_preload(r, p->tools.v, p->tools.n))
+		return -1;
+	s->ep.preloaded = true;
+	ra_lookup_mark_preloaded(s->pid, s->starttime);
+	return 0;
+}
+
+/*
+ * Nobody named a tool and the default one (ROCm's rocprofiler-sdk tool, absent
+ * off ROCm) could not attach: say once which tool was tried, why, and to name
+ * one. The agent's reason reads "no tool can attach: <lib>: <why>".
+ */
+static void default_tool_failed(pid_t pid, struct op *op)
+{
+	const char *why = strstr(op->e.msg, RA_DEFAULT_TOOL ": ");
+	char cause[ROCATTACH_MESSAGE_MAX];
+
+	snprintf(cause, sizeof(cause), "%s", why ? why + strlen(RA_DEFAULT_TOOL ": ") : "");
+	ra_err_reset(&op->e, op->e.status,
+		     "process %d: the default tool %s (ROCm's rocprofiler-sdk; no tool list was "
+		     "given) cannot attach%s%s (rocprofiler_register_attach returned %d): give "
+		     "the tool with -t /path/to/libtool.so (or ROCPROF_ATTACH_TOOL_LIBRARY)",
+		     pid, RA_DEFAULT_TOOL, cause[0] ? ": " : "", cause, op->rep.agent_status);
+}
+
+/* Call the attach entry point with the payload in the target. */
+static void drive_attach(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+			 struct ra_remote *r, struct op *op)
+{
+	uint64_t addr = 0, args[2];
+	bool mapped;
+
+	if (place_payload(p, r, op, &addr, &mapped))
+		goto unmap;
+	args[0] = addr;
+	args[1] = addr + p->env_len;
+	if (preload_tools(s, o, p, r))
+		return;
+	if (call_entry(r, &s->ep, s->ep.fn_attach, o->start_ns, args, 2, op, 0))
+		return; /* the thread may be anywhere: leave the mapping */
+	if (p->tool_path == ra_default_tool &&
+	    op->rep.agent_status == ROCATTACH_REGISTER_ROCPROFILER_ERROR)
+		default_tool_failed(s->pid, op);
+	ra_op_step(op, ROCATTACH_STEP_CALL);
+unmap:
+	/* A failed munmap is in op->e: the attach fails with it. */
+	if (mapped && !ra_remote_munmap(r, addr, p->payload_len))
+		ra_op_step(op, ROCATTACH_STEP_MUNMAP);
+}
+
+/* 0 once attached, else -1 with op->e set. */
+int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
+{
+	struct prepared p = {0};
+	struct ra_remote r;
+	int ret = -1;
+
+	if (ra_prepare(s, o, &p, op))
+		goto out;
+	op->rep.tid = s->tid;
+	op->rep.target_side = s->ep.side;
+	ra_op_step(op, ROCATTACH_STEP_PREPARE);
+	ra_debug("attach %d: listener %d, entry points in %s (%s), tools %s", s->pid, s->tid,
+		 p.object, s->ep.side == ROCATTACH_SIDE_AGENT ? "our agent" : "ROCm's side",
+		 p.tool_path);
+	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
+		goto out;
+	r.stack_lo = s->stack_lo;
+	r.stack_hi = s->stack_hi;
+	ra_op_step(op, ROCATTACH_STEP_SEIZE);
+	drive_attach(s, o, &p, &r, op);
+	ra_keep_stack(s, &r);
+	ret = ra_remote_end(&r);
+	ra_op_step(op, ROCATTACH_STEP_RELEASE);
+out:
+	ra_prepared_free(&p);
+	return ret || op->e.status != ROCATTACH_STATUS_SUCCESS ? -1 : 0;
+}
+
+/* Is s still the same process with the same listener thread? */
+static int still_there(struct session *s, struct ra_err *e)
+{
+	struct ra_stat st;
+
+	if (ra_stat_read(RA_PROCFS, s->pid, &st) || st.starttime != s->starttime ||
+	    st.state == 'Z' || st.state == 'X')
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+				  "process %d exited during the window", s->pid);
+	/* The listener dies with an exec; a new image means new addresses. */
+	if (!ra_listener_lives(s->pid, s->tid))
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d lost its attach listener thread %d during the "
+				  "window (exec?)",
+				  s->pid, s->tid);
+	return 0;
+}
+
+/*
+ * With a stop time, our agent gets it with the call (detach_at) and hands
+ * over at it; ROCm's side gets the plain call, begun at the stop time.
+ */
+static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *r, struct op *op)
+{
+	uint64_t fn = s->ep.fn_detach;
+
+	if (stop_ns && s->ep.side == ROCATTACH_SIDE_AGENT) {
+		call_entry(r, &s->ep, s->ep.agent[AGENT_DETACH_AT], 0, &stop_ns, 1, op, 1);
+		return;
+	}
+	call_entry(r, &s->ep, fn, stop_ns, NULL, 0, op, 1);
+}
+
+/*
+ * 0, or -errno with op->e set. -EPERM only when the listener could not be
+ * seized (a debugger holds it, say): nothing was done, the caller may retry.
+ */
+int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
+{
+	struct ra_remote r;
+	int err;
+
+	op->rep.tid = s->tid;
+	op->rep.target_side = s->ep.side;
+	if (still_there(s, &op->e))
+		return -ESRCH;
+	ra_op_step(op, ROCATTACH_STEP_PREPARE);
+	err = ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e);
+	ra_op_step(op, ROCATTACH_STEP_SEIZE);
+	if (err)
+		return err;
+	drive_detach(s, o->stop_ns, &r, op);
+	ra_op_step(op, ROCATTACH_STEP_CALL);
+	err = ra_remote_end(&r) ? -EIO : 0;
+	ra_op_step(op, ROCATTACH_STEP_RELEASE);
+	return err;
+}
