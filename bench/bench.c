@@ -418,9 +418,10 @@ double bt_proc_cpu_s(pid_t pid)
 	if (read_small(path, buf, sizeof(buf)))
 		return -1;
 	p = strrchr(buf, ')');
-	/* After ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	/* After ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+	 * stime */
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -1;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -514,8 +515,8 @@ void bt_row_note(json_t *row, const char *fmt, ...)
 
 int bt_results_write(struct bt_results *r, const char *path)
 {
-	json_t *o = json_pack("{s:s, s:o, s:o}", "bench", r->bench, "rows", r->rows, "details",
-			      r->details);
+	json_t *o =
+	    json_pack("{s:s, s:o, s:o}", "bench", r->bench, "rows", r->rows, "details", r->details);
 	char tmp[4096];
 	int ret = 0;
 

@@ -54,8 +54,8 @@ json_t *bt_vec_summary(const struct bt_vec *s, double scale);
 
 struct bt_proc {
 	pid_t pid;
-	int to;		/* its stdin (write end), -1 if not a pipe */
-	int from;	/* its stdout (read end), -1 once closed */
+	int to;	  /* its stdin (write end), -1 if not a pipe */
+	int from; /* its stdout (read end), -1 once closed */
 	char buf[1024];
 	size_t len;
 };

@@ -47,13 +47,13 @@
  * its ancestors or descendants, and sees only this namespace's processes.
  */
 static const char rank_script[] =
-	"t=$1 a=$2; shift 2\n"
-	"ROCP_TOOL_ATTACH=1 LD_PRELOAD=$a \"$t\" --threads 0 </dev/null >/dev/null 2>&1 &\n"
-	"i=0\n"
-	"while ! grep -qs rocp-bg-attach /proc/$!/task/*/comm && [ $i -lt 2000 ]; do\n"
-	"	sleep 0.005; i=$((i+1))\n"
-	"done\n"
-	"\"$@\"\n";
+    "t=$1 a=$2; shift 2\n"
+    "ROCP_TOOL_ATTACH=1 LD_PRELOAD=$a \"$t\" --threads 0 </dev/null >/dev/null 2>&1 &\n"
+    "i=0\n"
+    "while ! grep -qs rocp-bg-attach /proc/$!/task/*/comm && [ $i -lt 2000 ]; do\n"
+    "	sleep 0.005; i=$((i+1))\n"
+    "done\n"
+    "\"$@\"\n";
 
 struct run {
 	int ranks;
@@ -115,10 +115,10 @@ static void window_edges(json_t *w, double *attach, double *detach, double *end)
 	size_t i, k;
 
 	*attach = *detach = *end = 0;
-	json_array_foreach(json_object_get(w, "nodes"), i, node) {
+	json_array_foreach (json_object_get(w, "nodes"), i, node) {
 		double fa = 0, fd = 0;
 
-		json_array_foreach(json_object_get(node, "targets"), k, t) {
+		json_array_foreach (json_object_get(node, "targets"), k, t) {
 			double a = num(json_object_get(t, "attach"), "start_ns");
 			double d = num(json_object_get(t, "detach"), "start_ns");
 			double e = num(json_object_get(t, "detach"), "end_ns");
@@ -149,7 +149,7 @@ static int parse_report(const char *path, struct run *r)
 		json_decref(rep);
 		return -1;
 	}
-	json_array_foreach(wins, i, w) {
+	json_array_foreach (wins, i, w) {
 		if (nw == WINDOWS)
 			break;
 		window_edges(w, &a, &d, &e);
@@ -164,18 +164,21 @@ static int parse_report(const char *path, struct run *r)
 	w = json_array_get(wins, json_array_size(wins) - 1);
 	r->gather_ms = e ? (num(rep, "ended_ns") - e) / 1e6 : NAN;
 	r->setup_ms = (num(json_array_get(wins, 0), "start_ns") - num(rep, "started_ns")) / 1e6;
-	json_array_foreach(json_object_get(w, "nodes"), i, node) {
+	json_array_foreach (json_object_get(w, "nodes"), i, node) {
 		char *s = json_dumps(node, JSON_COMPACT);
 
 		json_bytes += s ? (double)strlen(s) : 0;
 		free(s);
-		json_array_foreach(json_object_get(node, "targets"), k, t)
-			r->attached += !strcmp(json_string_value(json_object_get(t, "state")) ?
-						       json_string_value(json_object_get(t, "state")) : "",
+		json_array_foreach (json_object_get(node, "targets"), k, t)
+			r->attached += !strcmp(json_string_value(json_object_get(t, "state"))
+						   ? json_string_value(json_object_get(t, "state"))
+						   : "",
 					       "detached");
 	}
-	r->json_bytes_per_node = json_array_size(json_object_get(w, "nodes")) ?
-		json_bytes / (double)json_array_size(json_object_get(w, "nodes")) : NAN;
+	r->json_bytes_per_node =
+	    json_array_size(json_object_get(w, "nodes"))
+		? json_bytes / (double)json_array_size(json_object_get(w, "nodes"))
+		: NAN;
 	json_decref(rep);
 	return 0;
 }
@@ -228,13 +231,13 @@ static int parse_stops(const char *path, struct stops *s)
 	size_t i, j, k;
 
 	s->n = 0;
-	json_array_foreach(rep ? json_object_get(rep, "windows") : NULL, i, w) {
+	json_array_foreach (rep ? json_object_get(rep, "windows") : NULL, i, w) {
 		double stop = num(w, "stop_ns"), late = -INFINITY, call = -INFINITY;
 
 		if (s->n == STOP_WINDOWS)
 			break;
-		json_array_foreach(json_object_get(w, "nodes"), j, node)
-			json_array_foreach(json_object_get(node, "targets"), k, t) {
+		json_array_foreach (json_object_get(w, "nodes"), j, node)
+			json_array_foreach (json_object_get(node, "targets"), k, t) {
 				json_t *d = json_object_get(t, "detach");
 				double tool = num(d, "tool_ns"), st = num(d, "start_ns");
 
@@ -252,15 +255,39 @@ static int parse_stops(const char *path, struct stops *s)
 	return s->n ? 0 : -1;
 }
 
-static double run_launcher_argv(int ranks, const char *dir, const char *windows,
-				const char *report, const char *out, int *code)
+static double run_launcher_argv(int ranks, const char *dir, const char *windows, const char *report,
+				const char *out, int *code)
 {
 	char np[16], env_out[300];
-	const char *argv[] = {BT_MPIRUN, "-np", np, "--bind-to", "none", "-x", env_out,
-			      "unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
-			      rank_script, "sh", BT_EXAMPLE_TARGET, BT_AGENT, BT_LAUNCHER,
-			      "--one-node-per-rank", "--exe", "rocattach-example-target", "-t",
-			      BT_TOOL, "--windows", windows, "--start-lead", "0", "--report", report,
+	const char *argv[] = {BT_MPIRUN,
+			      "-np",
+			      np,
+			      "--bind-to",
+			      "none",
+			      "-x",
+			      env_out,
+			      "unshare",
+			      "--pid",
+			      "--fork",
+			      "--mount-proc",
+			      "/bin/sh",
+			      "-c",
+			      rank_script,
+			      "sh",
+			      BT_EXAMPLE_TARGET,
+			      BT_AGENT,
+			      BT_LAUNCHER,
+			      "--one-node-per-rank",
+			      "--exe",
+			      "rocattach-example-target",
+			      "-t",
+			      BT_TOOL,
+			      "--windows",
+			      windows,
+			      "--start-lead",
+			      "0",
+			      "--report",
+			      report,
 			      NULL};
 
 	snprintf(np, sizeof(np), "%d", ranks);
@@ -298,15 +325,18 @@ static void add_stop_rows(struct bt_results *res, struct stops *s, double floor_
 	p50 = bt_pct(s->late, s->n, 0.5);
 	p99 = bt_pct(s->late, s->n, 0.99);
 	c99 = bt_pct(s->call, s->n, 0.99);
-	row = bt_row(res, "coord.stop_late.p99", "stop lateness p99 (last tool_detach after the "
-						 "stop time), one node, per window",
+	row = bt_row(res, "coord.stop_late.p99",
+		     "stop lateness p99 (last tool_detach after the "
+		     "stop time), one node, per window",
 		     p99, "ms", floor_bcast_ms, "MPI_Bcast 8 B lateness, same ranks (median)",
 		     "<=", 5.0, false);
-	bt_row_note(row, "%zu windows of %d ms on %d ranks: p50 %.3f ms, max %.3f ms; the last "
-			 "detach call went out %.1f ms before the stop (p99 of the latest)",
+	bt_row_note(row,
+		    "%zu windows of %d ms on %d ranks: p50 %.3f ms, max %.3f ms; the last "
+		    "detach call went out %.1f ms before the stop (p99 of the latest)",
 		    s->n, STOP_WINDOW_MS, s->ranks, p50, mx, -c99);
-	json_object_set_new(res->details, "stop_late_ms", json_pack("{s:f, s:f, s:f, s:i}", "p50",
-					p50, "p99", p99, "max", mx, "windows", (int)s->n));
+	json_object_set_new(res->details, "stop_late_ms",
+			    json_pack("{s:f, s:f, s:f, s:i}", "p50", p50, "p99", p99, "max", mx,
+				      "windows", (int)s->n));
 }
 
 static void run_launcher(struct run *r, const char *dir)
@@ -349,15 +379,17 @@ static void add_rows(struct bt_results *res, struct run *r, int nr)
 	char id[64], fig[128];
 
 	for (int i = 0; i < nr; i++) {
-		json_array_append_new(arr, json_pack(
+		json_array_append_new(
+		    arr,
+		    json_pack(
 			"{s:i, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
 			"ranks", r[i].ranks, "ok", r[i].ok, "targets_detached", r[i].attached,
 			"wall_ms", r[i].wall_ms, "setup_ms", r[i].setup_ms, "start_ms",
 			r[i].start_ms, "start_max_ms", r[i].start_max_ms, "stop_late_ms",
-			r[i].stop_ms, "stop_late_max_ms", r[i].stop_max_ms, "gather_ms", r[i].gather_ms,
-			"floor_wall_ms", r[i].floor_wall_ms, "floor_bcast_ms", r[i].floor_bcast_ms,
-			"floor_gather_ms", r[i].floor_gather_ms, "json_bytes_per_node",
-			r[i].json_bytes_per_node));
+			r[i].stop_ms, "stop_late_max_ms", r[i].stop_max_ms, "gather_ms",
+			r[i].gather_ms, "floor_wall_ms", r[i].floor_wall_ms, "floor_bcast_ms",
+			r[i].floor_bcast_ms, "floor_gather_ms", r[i].floor_gather_ms,
+			"json_bytes_per_node", r[i].json_bytes_per_node));
 		if (!r[i].ok) {
 			snprintf(id, sizeof(id), "coord.%d", r[i].ranks);
 			snprintf(fig, sizeof(fig), "coordination with %d nodes", r[i].ranks);
@@ -369,8 +401,9 @@ static void add_rows(struct bt_results *res, struct run *r, int nr)
 			 r[i].ranks, WINDOWS);
 		row = bt_row(res, id, fig, r[i].start_ms, "ms", r[i].floor_bcast_ms,
 			     "MPI_Bcast 8 B lateness, same ranks (median)", NULL, 0, false);
-		bt_row_note(row, "max %.3f ms; stop lateness median %.3f max %.3f ms (the stop is "
-				 "decided 100 ms ahead); setup %.1f ms",
+		bt_row_note(row,
+			    "max %.3f ms; stop lateness median %.3f max %.3f ms (the stop is "
+			    "decided 100 ms ahead); setup %.1f ms",
 			    r[i].start_max_ms, r[i].stop_ms, r[i].stop_max_ms, r[i].setup_ms);
 		snprintf(id, sizeof(id), "coord.%d.gather", r[i].ranks);
 		snprintf(fig, sizeof(fig), "gather and end, %d nodes", r[i].ranks);
@@ -387,7 +420,8 @@ static void add_rows(struct bt_results *res, struct run *r, int nr)
 	bt_row_note(row, "gathered wire form: %zu B per node with 1 target, +%zu B per target",
 		    wire_bytes(1), wire_bytes(2) - wire_bytes(1));
 	json_object_set_new(res->details, "runs", arr);
-	json_object_set_new(res->details, "wire_bytes_1_target", json_integer((json_int_t)wire_bytes(1)));
+	json_object_set_new(res->details, "wire_bytes_1_target",
+			    json_integer((json_int_t)wire_bytes(1)));
 	json_object_set_new(res->details, "wire_bytes_per_target",
 			    json_integer((json_int_t)(wire_bytes(2) - wire_bytes(1))));
 }
@@ -412,8 +446,10 @@ int main(int argc, char **argv)
 			for (nr = 0; *p && nr < MAX_R; p = *end ? end + 1 : end)
 				ranks[nr++] = (int)strtol(p, &end, 10);
 		} else {
-			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--ranks N,...]\n",
-				       argv[0]), 2;
+			return fprintf(stderr,
+				       "usage: %s [--json PATH] [--quick] [--ranks N,...]\n",
+				       argv[0]),
+			       2;
 		}
 	}
 	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
@@ -428,8 +464,9 @@ int main(int argc, char **argv)
 		run_launcher(&r[k], dir);
 		run_floor(&r[k], dir, wire_bytes(1));
 		bt_log("%d nodes: start %.3f ms, stop late %.3f ms, gather %.3f ms, setup %.1f ms, "
-		       "wall %.0f ms (floor %.0f ms)", r[k].ranks, r[k].start_ms, r[k].stop_ms,
-		       r[k].gather_ms, r[k].setup_ms, r[k].wall_ms, r[k].floor_wall_ms);
+		       "wall %.0f ms (floor %.0f ms)",
+		       r[k].ranks, r[k].start_ms, r[k].stop_ms, r[k].gather_ms, r[k].setup_ms,
+		       r[k].wall_ms, r[k].floor_wall_ms);
 	}
 	stops.ranks = 2;
 	run_stops(&stops, dir);

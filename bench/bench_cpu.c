@@ -106,8 +106,10 @@ static int measure(size_t n, long window_ms, const char *outdir, struct sample *
 	const char *sleep_argv[] = {"/bin/sleep", "1000", NULL};
 	char dur[32], env_out[300], *pids = calloc(n, 16);
 	const char *env[] = {env_out, NULL};
-	const char *argv[] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", BT_LAUNCHER, "--pid", pids,
-			      "-t", BT_TOOL, "-d", dur, NULL};
+	const char *argv[] = {"/bin/sh",   "-c",    "exec \"$0\" \"$@\" 2>&1",
+			      BT_LAUNCHER, "--pid", pids,
+			      "-t",	   BT_TOOL, "-d",
+			      dur,	   NULL};
 	const struct bt_spawn_opts lo = {.env = env};
 	struct bt_proc *t = calloc(n, sizeof(*t)), idle, l;
 	uint64_t c0, c1, s0, s1, i0, i1, w0, w1;
@@ -191,8 +193,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--window-ms") && i + 1 < argc) {
 			window_ms = strtol(argv[++i], NULL, 10);
 		} else {
-			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--counts N,...] "
-					       "[--window-ms MS]\n", argv[0]), 2;
+			return fprintf(stderr,
+				       "usage: %s [--json PATH] [--quick] [--counts N,...] "
+				       "[--window-ms MS]\n",
+				       argv[0]),
+			       2;
 		}
 	}
 	if (window_ms < 2 * MARGIN_MS)
@@ -212,17 +217,17 @@ int main(int argc, char **argv)
 		row = bt_row(&res, id, fig, s[k].launcher_pct, "%", s[k].idle_pct,
 			     "idle process (sleep), same interval", counts[k] >= 128 ? "<=" : NULL,
 			     1.0, false);
-		bt_row_note(row, "%.2f s held; rocattach-mpi alone %.2f%%, its orted the rest; "
-				 "ROCm's design: %zu busy threads = %zu%%",
+		bt_row_note(row,
+			    "%.2f s held; rocattach-mpi alone %.2f%%, its orted the rest; "
+			    "ROCm's design: %zu busy threads = %zu%%",
 			    s[k].hold_s, s[k].self_pct, counts[k], counts[k] * 100);
-		json_array_append_new(arr, json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:i, s:f}",
-						     "n", (json_int_t)counts[k], "launcher_pct",
-						     s[k].launcher_pct, "launcher_self_pct",
-						     s[k].self_pct, "idle_pct", s[k].idle_pct,
-						     "hold_s", s[k].hold_s, "rocm_design_pct",
-						     100.0 * (double)counts[k], "exit_code",
-						     s[k].exit_code, "launcher_cpu_s_so_far",
-						     s[k].total_cpu_s));
+		json_array_append_new(
+		    arr, json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:i, s:f}", "n",
+				   (json_int_t)counts[k], "launcher_pct", s[k].launcher_pct,
+				   "launcher_self_pct", s[k].self_pct, "idle_pct", s[k].idle_pct,
+				   "hold_s", s[k].hold_s, "rocm_design_pct",
+				   100.0 * (double)counts[k], "exit_code", s[k].exit_code,
+				   "launcher_cpu_s_so_far", s[k].total_cpu_s));
 	}
 	json_object_set_new(res.details, "window_ms", json_integer(window_ms));
 	json_object_set_new(res.details, "runs", arr);

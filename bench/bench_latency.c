@@ -29,7 +29,7 @@
 #include "bench.h"
 
 static const char *const step_names[ROCATTACH_STEP_COUNT] = {
-	"prepare", "seize", "mmap", "write", "call", "munmap", "release", "inject"};
+    "prepare", "seize", "mmap", "write", "call", "munmap", "release", "inject"};
 
 struct steps {
 	struct bt_vec s[ROCATTACH_STEP_COUNT];
@@ -72,8 +72,7 @@ static int bare_ptrace(pid_t tid, uint64_t *ns)
 
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL))
 		return -1;
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) ||
-	    waitpid(tid, &status, __WALL) != tid) {
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) || waitpid(tid, &status, __WALL) != tid) {
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return -1;
 	}
@@ -133,15 +132,15 @@ static void add_rows(struct bt_results *res, struct run *r)
 	row = bt_row(res, "attach.p50", "attach latency p50 (warm)",
 		     pct_us(&r->warm.total, 0.5) / 1000.0, "ms", bare50, bw, "<=", 1.0, false);
 	bt_row_note(row, "%zu warm attaches on %zu targets", r->warm.total.n, r->k);
-	bt_row(res, "attach.p99", "attach latency p99 (warm)", pct_us(&r->warm.total, 0.99) / 1000.0,
-	       "ms", bare99, bw, "<=", 5.0, false);
+	bt_row(res, "attach.p99", "attach latency p99 (warm)",
+	       pct_us(&r->warm.total, 0.99) / 1000.0, "ms", bare99, bw, "<=", 5.0, false);
 	row = bt_row(res, "attach.cold.p50", "attach latency p50 (first, loads the tool)",
 		     pct_us(&r->cold.total, 0.5) / 1000.0, "ms", bare50, bw, "<=", 1.0, false);
 	bt_row_note(row, "%zu first attaches", r->cold.total.n);
 	bt_row(res, "attach.cold.p99", "attach latency p99 (first, loads the tool)",
 	       pct_us(&r->cold.total, 0.99) / 1000.0, "ms", bare99, bw, "<=", 5.0, false);
-	bt_row(res, "detach.p50", "detach latency p50", pct_us(&r->detach.total, 0.5) / 1000.0, "ms",
-	       bare50, bw, NULL, 0, false);
+	bt_row(res, "detach.p50", "detach latency p50", pct_us(&r->detach.total, 0.5) / 1000.0,
+	       "ms", bare50, bw, NULL, 0, false);
 	bt_row(res, "detach.p99", "detach latency p99", pct_us(&r->detach.total, 0.99) / 1000.0,
 	       "ms", bare99, bw, NULL, 0, false);
 	row = bt_row(res, "attach.tool_load", "tool load (first CALL - warm CALL, p50)",
@@ -180,8 +179,11 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
 			r.cycles = strtoul(argv[++i], NULL, 10);
 		else
-			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--targets K] "
-					       "[--cycles C]\n", argv[0]), 2;
+			return fprintf(stderr,
+				       "usage: %s [--json PATH] [--quick] [--targets K] "
+				       "[--cycles C]\n",
+				       argv[0]),
+			       2;
 	}
 	if (bt_mkdtemp("/tmp", dir, sizeof(dir)))
 		return 1;

@@ -241,8 +241,8 @@ static int run_agent(struct ctx *c, struct shm_file *f, unsigned int busy, size_
 	row = bt_row(res, "pause.agent.busy.p99", "app pause p99, busy threads (agent)",
 		     p99_us(&fw.busy), "us", p99_us(&fd.busy), "same, attaching a decoy process",
 		     "<=", 100, true);
-	bt_row_note(row, "%zu attach/detach windows, %u busy thread(s); idle p99 %.1f us", nw,
-		    busy, p99_us(&fi.busy));
+	bt_row_note(row, "%zu attach/detach windows, %u busy thread(s); idle p99 %.1f us", nw, busy,
+		    p99_us(&fi.busy));
 	row = bt_row(res, "pause.agent.sleeper.p99", "app pause p99, thread asleep in read (agent)",
 		     p99_us(&fw.sleeper), "us", p99_us(&fd.sleeper),
 		     "same, attaching a decoy process", "<=", 100, true);
@@ -311,9 +311,9 @@ static void run_inject(struct ctx *c, struct shm_file *f, unsigned int busy, siz
 	c->opts.flags &= ~ROCATTACH_F_INJECT;
 
 	row = bt_row(res, "pause.inject.borrowed.p99",
-		     "--inject pause p99, borrowed thread (asleep in read)", p99_us(&fw.sleeper) / 1e3,
-		     "ms", p99_us(&fd.sleeper) / 1e3, "same, injecting a decoy process", "<=", 2.0,
-		     true);
+		     "--inject pause p99, borrowed thread (asleep in read)",
+		     p99_us(&fw.sleeper) / 1e3, "ms", p99_us(&fd.sleeper) / 1e3,
+		     "same, injecting a decoy process", "<=", 2.0, true);
 	bt_row_note(row, "%zu injections; library's INJECT step p99 %.3f ms", fw.sleeper.n,
 		    p99_us(&lib) / 1e3);
 	bt_row(res, "pause.inject.step.p99", "--inject: thread stop time (step INJECT) p99",
@@ -352,8 +352,11 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--pairs") && i + 1 < argc)
 			pairs = strtoul(argv[++i], NULL, 10);
 		else
-			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--busy N] "
-					       "[--cycles M] [--pairs P]\n", argv[0]), 2;
+			return fprintf(stderr,
+				       "usage: %s [--json PATH] [--quick] [--busy N] "
+				       "[--cycles M] [--pairs P]\n",
+				       argv[0]),
+			       2;
 	}
 	if (busy > PT_MAX_BUSY)
 		busy = PT_MAX_BUSY;

@@ -77,8 +77,8 @@ static int measure(struct size_run *s, const char *dir, int fd)
 	uint64_t t0 = ra_realtime_ns(), t;
 	struct rn_target *one = calloc((size_t)s->targets, sizeof(*one));
 	struct rm_run run = {0};
-	struct rm_window w = {.index = 1, .start_ns = t0, .stop_ns = t0 + 1000000000,
-			      .stop_reason = "duration"};
+	struct rm_window w = {
+	    .index = 1, .start_ns = t0, .stop_ns = t0 + 1000000000, .stop_reason = "duration"};
 	char path[512], err[512], *buf;
 	size_t len;
 	double wire = 0;
@@ -187,8 +187,10 @@ int main(int argc, char **argv)
 				ns++;
 			}
 		} else {
-			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--sizes NxT,...]\n",
-				       argv[0]), 2;
+			return fprintf(stderr,
+				       "usage: %s [--json PATH] [--quick] [--sizes NxT,...]\n",
+				       argv[0]),
+			       2;
 		}
 	}
 	if (bt_mkdtemp("/tmp", dir, sizeof(dir)))
@@ -200,8 +202,9 @@ int main(int argc, char **argv)
 
 		run_size(&s[i], dir);
 		snprintf(id, sizeof(id), "rank0.%ldx%ld", s[i].nodes, s[i].targets);
-		snprintf(fig, sizeof(fig), "rank 0 peak memory, %ld nodes x %ld targets, one window",
-			 s[i].nodes, s[i].targets);
+		snprintf(fig, sizeof(fig),
+			 "rank 0 peak memory, %ld nodes x %ld targets, one window", s[i].nodes,
+			 s[i].targets);
 		if (!s[i].ok) {
 			bt_row_na(&res, id, fig, "the run failed (out of memory?)");
 			continue;
@@ -211,9 +214,11 @@ int main(int argc, char **argv)
 		       s[i].nodes, s[i].targets, s[i].unpack_ms, s[i].report_ms, s[i].json_mb,
 		       s[i].summary_ms, s[i].timeline_ms, s[i].wire_mb, s[i].peak_mb);
 		row = bt_row(&res, id, fig, s[i].peak_mb, "MB", s[i].wire_mb,
-			     "the records on the wire (what one window sends rank 0)", NULL, 0, false);
-		bt_row_note(row, "unpack %.0f ms, JSON report %.0f ms (%.1f MB), summary %.0f ms, "
-				 "SVG timeline %.0f ms",
+			     "the records on the wire (what one window sends rank 0)", NULL, 0,
+			     false);
+		bt_row_note(row,
+			    "unpack %.0f ms, JSON report %.0f ms (%.1f MB), summary %.0f ms, "
+			    "SVG timeline %.0f ms",
 			    s[i].unpack_ms, s[i].report_ms, s[i].json_mb, s[i].summary_ms,
 			    s[i].timeline_ms);
 	}

@@ -57,8 +57,10 @@ static void print_row(json_t *row, const char *bench)
 		fmt_num(t, sizeof(t), json_object_get(row, "target"), unit);
 		snprintf(target, sizeof(target), "%s %s%s", op, t,
 			 !strcmp(str(row, "checked", ""), "value-baseline") ? " (diff)" : "");
-		snprintf(ok, sizeof(ok), "%s", json_is_true(met) ? "met" : json_is_false(met) ? "MISSED"
-											  : "n/a");
+		snprintf(ok, sizeof(ok), "%s",
+			 json_is_true(met)    ? "met"
+			 : json_is_false(met) ? "MISSED"
+					      : "n/a");
 	}
 	if (json_object_get(row, "na")) {
 		snprintf(value, sizeof(value), "n/a");
@@ -80,23 +82,24 @@ static void print_table(json_t *doc)
 	printf("\nrocattach-mpi benchmarks: %s, host %s (%lld CPUs, Linux %s), commit %s%s%s\n",
 	       str(doc, "date", "?"), str(doc, "host", "?"),
 	       (long long)json_integer_value(json_object_get(doc, "cpus")), str(doc, "kernel", "?"),
-	       str(doc, "commit", "?"), json_is_true(json_object_get(doc, "dirty")) ? " (dirty tree)" : "",
+	       str(doc, "commit", "?"),
+	       json_is_true(json_object_get(doc, "dirty")) ? " (dirty tree)" : "",
 	       json_is_true(json_object_get(doc, "quick")) ? ", --quick" : "");
 	printf("load average before: %s\n\n", str(doc, "loadavg", "?"));
 	printf("%-8s %-56s %12s %12s %-18s %s\n", "bench", "figure", "value", "baseline", "target",
 	       "");
-	json_array_foreach(json_object_get(doc, "benches"), i, b) {
-		json_array_foreach(json_object_get(b, "rows"), k, row) {
+	json_array_foreach (json_object_get(doc, "benches"), i, b) {
+		json_array_foreach (json_object_get(b, "rows"), k, row) {
 			print_row(row, str(b, "bench", "?"));
 			met += json_is_true(json_object_get(row, "met"));
 			missed += json_is_false(json_object_get(row, "met"));
 		}
 	}
 	printf("\nbaselines (same run):\n");
-	json_array_foreach(json_object_get(doc, "benches"), i, b) {
+	json_array_foreach (json_object_get(doc, "benches"), i, b) {
 		json_t *seen = json_object();
 
-		json_array_foreach(json_object_get(b, "rows"), k, row) {
+		json_array_foreach (json_object_get(b, "rows"), k, row) {
 			const char *w = str(row, "baseline_what", NULL);
 
 			if (!w || json_object_get(seen, w))
@@ -106,7 +109,8 @@ static void print_table(json_t *doc)
 		}
 		json_decref(seen);
 	}
-	printf("\ntargets: %zu met, %zu missed (benchmarks report, they never fail)\n", met, missed);
+	printf("\ntargets: %zu met, %zu missed (benchmarks report, they never fail)\n", met,
+	       missed);
 }
 
 static json_t *machine(void)
@@ -170,15 +174,19 @@ int main(int argc, char **argv)
 			json_t *b = json_load_file(argv[i], 0, &err);
 
 			if (!b) {
-				fprintf(stderr, "bench_report: skipping %s: %s\n", argv[i], err.text);
+				fprintf(stderr, "bench_report: skipping %s: %s\n", argv[i],
+					err.text);
 				continue;
 			}
 			json_array_append_new(benches, b);
 		}
 	}
 	if (!out)
-		return fprintf(stderr, "usage: %s --out FILE [--set K=V]... RESULT...\n"
-				       "       %s --print FILE\n", argv[0], argv[0]), 2;
+		return fprintf(stderr,
+			       "usage: %s --out FILE [--set K=V]... RESULT...\n"
+			       "       %s --print FILE\n",
+			       argv[0], argv[0]),
+		       2;
 	json_object_set_new(doc, "benches", benches);
 	if (json_dump_file(doc, out, JSON_INDENT(1) | JSON_REAL_PRECISION(6)))
 		return fprintf(stderr, "bench_report: cannot write %s\n", out), 1;

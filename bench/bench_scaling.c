@@ -164,8 +164,8 @@ struct tree {
 
 static double tree_pool(struct ctx *c, pid_t root, size_t n, struct tree *tr)
 {
-	struct rn_selector sel = {.trees = &root, .n_trees = 1, .uid = -1, .children = true,
-				  .self = c->stand_in};
+	struct rn_selector sel = {
+	    .trees = &root, .n_trees = 1, .uid = -1, .children = true, .self = c->stand_in};
 	struct rn_target *t = NULL;
 	uint64_t t0 = bt_mono_ns();
 	char err[512];
@@ -236,23 +236,25 @@ static void add_rows(struct bt_results *res, const size_t *sizes, int ns, const 
 	const struct flat *fb = &f[ns - 1];
 
 	for (int i = 0; i < ns; i++) {
-		json_array_append_new(arr, json_pack(
-			"{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "n",
-			(json_int_t)sizes[i], "pool_cold_s", f[i].pool_cold, "seq_cold_s",
-			f[i].seq_cold, "pool_cold_attacher_cpu_s", f[i].pool_cpu,
-			"seq_cold_attacher_cpu_s", f[i].seq_cpu, "pool_warm_s", f[i].pool_warm, "seq_warm_s", f[i].seq_warm,
-			"node_default_warm_s", f[i].node_default_warm, "tree_pool_cold_s",
-			tr[i].pool_cold, "tree_seq_cold_s", tr[i].seq_cold, "tree_select_s",
-			tr[i].select_s, "tree_found", (json_int_t)tr[i].found));
+		json_array_append_new(
+		    arr,
+		    json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "n",
+			      (json_int_t)sizes[i], "pool_cold_s", f[i].pool_cold, "seq_cold_s",
+			      f[i].seq_cold, "pool_cold_attacher_cpu_s", f[i].pool_cpu,
+			      "seq_cold_attacher_cpu_s", f[i].seq_cpu, "pool_warm_s",
+			      f[i].pool_warm, "seq_warm_s", f[i].seq_warm, "node_default_warm_s",
+			      f[i].node_default_warm, "tree_pool_cold_s", tr[i].pool_cold,
+			      "tree_seq_cold_s", tr[i].seq_cold, "tree_select_s", tr[i].select_s,
+			      "tree_found", (json_int_t)tr[i].found));
 		snprintf(id, sizeof(id), "scaling.%zu", sizes[i]);
 		snprintf(fig, sizeof(fig), "attach+detach %zu processes, pool (first window)",
 			 sizes[i]);
 		row = bt_row(res, id, fig, f[i].pool_cold * 1e3, "ms", f[i].seq_cold * 1e3,
 			     "--jobs 1 (sequential), same run",
-			     i == ns - 1 && sizes[i] >= 256 ? "<=" : NULL,
-			     1000, false);
-		bt_row_note(row, "%.1fx faster; attacher CPU %.2f ms per process; warm: pool %.1f ms, "
-				 "--jobs 1 %.1f ms; tree: pool %.1f ms, attach_tree %.1f ms",
+			     i == ns - 1 && sizes[i] >= 256 ? "<=" : NULL, 1000, false);
+		bt_row_note(row,
+			    "%.1fx faster; attacher CPU %.2f ms per process; warm: pool %.1f ms, "
+			    "--jobs 1 %.1f ms; tree: pool %.1f ms, attach_tree %.1f ms",
 			    f[i].seq_cold / f[i].pool_cold, f[i].pool_cpu * 1e3 / (double)sizes[i],
 			    f[i].pool_warm * 1e3, f[i].seq_warm * 1e3, tr[i].pool_cold * 1e3,
 			    tr[i].seq_cold * 1e3);
@@ -286,7 +288,8 @@ int main(int argc, char **argv)
 		    (ns = parse_sizes(argv[++i], sizes, MAX_SIZES)) > 0)
 			continue;
 		return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--sizes N,N,...]\n",
-			       argv[0]), 2;
+			       argv[0]),
+		       2;
 	}
 	if (bt_mkdtemp("/tmp", dir, sizeof(dir)))
 		return 1;
@@ -302,9 +305,10 @@ int main(int argc, char **argv)
 	for (int k = 0; k < ns; k++) {
 		if (run_flat(&c, sizes[k], &f[k]) || run_tree(&c, sizes[k], &tr[k]))
 			goto out;
-		bt_log("n=%zu: pool %.1f ms, --jobs 1 %.1f ms, tree pool %.1f ms, attach_tree %.1f ms",
-		       sizes[k], f[k].pool_cold * 1e3, f[k].seq_cold * 1e3, tr[k].pool_cold * 1e3,
-		       tr[k].seq_cold * 1e3);
+		bt_log(
+		    "n=%zu: pool %.1f ms, --jobs 1 %.1f ms, tree pool %.1f ms, attach_tree %.1f ms",
+		    sizes[k], f[k].pool_cold * 1e3, f[k].seq_cold * 1e3, tr[k].pool_cold * 1e3,
+		    tr[k].seq_cold * 1e3);
 	}
 	bt_results_init(&res, "scaling");
 	add_rows(&res, sizes, ns, f, tr);

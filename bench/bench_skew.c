@@ -165,15 +165,15 @@ static void *floor_spin(void *arg)
 /*
  * The floor of a synchronized start on this machine, under the same load as
  * the targets: n processes, each with one worker thread doing what the
- * example target's does (a hash chain, then a 1 ms nap; --threads 1) and one thread asleep until one common
- * CLOCK_REALTIME instant (as our agent's starter threads sleep until the
- * start time). The spread of their wake-ups bounds from below what any
- * in-process start can reach here; NAN if it could not run.
+ * example target's does (a hash chain, then a 1 ms nap; --threads 1) and one thread asleep until
+ * one common CLOCK_REALTIME instant (as our agent's starter threads sleep until the start time).
+ * The spread of their wake-ups bounds from below what any in-process start can reach here; NAN if
+ * it could not run.
  */
 static double wake_floor_ms(size_t n)
 {
-	uint64_t *at = mmap(NULL, sizeof(*at), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			    -1, 0);
+	uint64_t *at =
+	    mmap(NULL, sizeof(*at), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	uint64_t lo = 0, hi = 0, v;
 	size_t got = 0, ready = 0;
 	int fd[2], go[2], up[2];
@@ -187,8 +187,8 @@ static double wake_floor_ms(size_t n)
 			pthread_t th;
 
 			close(fd[0]);
-			if (pthread_create(&th, NULL, floor_spin, NULL) || write(up[1], "r", 1) != 1 ||
-			    read(go[0], &b, 1) != 1)
+			if (pthread_create(&th, NULL, floor_spin, NULL) ||
+			    write(up[1], "r", 1) != 1 || read(go[0], &b, 1) != 1)
 				_exit(1);
 			ts.tv_sec = (time_t)(*at / 1000000000u);
 			ts.tv_nsec = (long)(*at % 1000000000u);
@@ -228,9 +228,23 @@ static int launch(const char *pids, const char *dir, const char *report, bool ro
 {
 	char env_out[640];
 	const char *env[] = {env_out, NULL};
-	const char *argv[] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", BT_LAUNCHER, "--pid", pids,
-			      "-t", BT_TOOL, "-d", "1000", "--report", report,
-			      rocm_way ? "--jobs" : NULL, "1", "--start-lead", "0", NULL};
+	const char *argv[] = {"/bin/sh",
+			      "-c",
+			      "exec \"$0\" \"$@\" 2>&1",
+			      BT_LAUNCHER,
+			      "--pid",
+			      pids,
+			      "-t",
+			      BT_TOOL,
+			      "-d",
+			      "1000",
+			      "--report",
+			      report,
+			      rocm_way ? "--jobs" : NULL,
+			      "1",
+			      "--start-lead",
+			      "0",
+			      NULL};
 	const struct bt_spawn_opts o = {.env = env};
 	struct bt_proc l;
 	char line[512];
@@ -245,7 +259,8 @@ static int launch(const char *pids, const char *dir, const char *report, bool ro
 	l.pid = 0;
 	bt_stop(&l);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		bt_log("launcher exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		bt_log("launcher exited with status %d",
+		       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		return -1;
 	}
 	return 0;
@@ -287,8 +302,9 @@ static int rocm_side(size_t n, struct bt_results *res, const struct spread *ours
 	row = bt_row(res, "skew.rocm.detach", "tool_detach spread, one node, ROCm's side",
 		     s.detach_ms, "ms", ours->detach_ms, "our agent, same run", NULL, 0, false);
 	bt_row_note(row, "launcher's report (from call bounds): %.3f ms", s.report_detach_ms);
-	bt_row(res, "window.rocm.error", "tools' window length error, ROCm's side (max over targets)",
-	       s.len_err_ms, "ms", ours->len_err_ms, "our agent, same run", "<=", 15.0, false);
+	bt_row(res, "window.rocm.error",
+	       "tools' window length error, ROCm's side (max over targets)", s.len_err_ms, "ms",
+	       ours->len_err_ms, "our agent, same run", "<=", 15.0, false);
 	ret = 0;
 out_t:
 	bt_stop_targets(t, n);
@@ -324,18 +340,20 @@ static int one_node(size_t n, struct bt_results *res)
 		report_skew(rep[k], &s[k]);
 	}
 	add_rows(res, "node", "one node", &s[0], &s[1]);
-	bt_row(res, "window.agent.error", "tools' window length error, our agent (max over targets)",
-	       s[0].len_err_ms, "ms", s[1].len_err_ms, "ROCm way: --jobs 1 --start-lead 0", "<=",
-	       15.0, false);
+	bt_row(res, "window.agent.error",
+	       "tools' window length error, our agent (max over targets)", s[0].len_err_ms, "ms",
+	       s[1].len_err_ms, "ROCm way: --jobs 1 --start-lead 0", "<=", 15.0, false);
 	ret = 0;
 	bt_stop_targets(t, n);
 	n_stopped = true;
 	/* With the targets gone: the same load (n busy threads) as during the window. */
 	floor_ms = wake_floor_ms(n);
 	row = bt_row(res, "skew.node.floor", "wake-up spread floor, one node (no attach)", floor_ms,
-		     "ms", s[0].attach_ms, "our agent's tool_attach spread, same run", NULL, 0, false);
-	bt_row_note(row, "%zu processes, each with a worker like the targets' and a thread asleep "
-			 "until one CLOCK_REALTIME instant: no in-process start spreads less here",
+		     "ms", s[0].attach_ms, "our agent's tool_attach spread, same run", NULL, 0,
+		     false);
+	bt_row_note(row,
+		    "%zu processes, each with a worker like the targets' and a thread asleep "
+		    "until one CLOCK_REALTIME instant: no in-process start spreads less here",
 		    n);
 	if (rocm_side(n, res, &s[0]))
 		bt_row_na(res, "skew.rocm.attach", "tool_attach spread, one node, ROCm's side",
@@ -386,11 +404,13 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--targets") && i + 1 < argc)
 			n = strtoul(argv[++i], NULL, 10);
 		else
-			return fprintf(stderr, "usage: %s [--json PATH] [--quick] [--targets N]\n"
-					       "       %s --json PATH --from-logs WHERE DIR REPORT "
-					       "BASE_DIR BASE_REPORT\n"
-					       "       %s --json PATH --not-available WHY\n",
-				       argv[0], argv[0], argv[0]), 2;
+			return fprintf(stderr,
+				       "usage: %s [--json PATH] [--quick] [--targets N]\n"
+				       "       %s --json PATH --from-logs WHERE DIR REPORT "
+				       "BASE_DIR BASE_REPORT\n"
+				       "       %s --json PATH --not-available WHY\n",
+				       argv[0], argv[0], argv[0]),
+			       2;
 	}
 	if (one_node(n, &res))
 		bt_row_na(&res, "skew.node.attach", "tool_attach spread, one node",

@@ -24,8 +24,8 @@ struct pt_event {
 };
 
 struct pt_ring {
-	_Atomic uint64_t n;	  /* events written (may exceed PT_CAP) */
-	_Atomic uint64_t iters;	  /* loop iterations (busy) or ticks (sleeper) */
+	_Atomic uint64_t n;	/* events written (may exceed PT_CAP) */
+	_Atomic uint64_t iters; /* loop iterations (busy) or ticks (sleeper) */
 	uint64_t pad[6];
 	struct pt_event ev[PT_CAP];
 };

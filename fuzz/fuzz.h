@@ -18,13 +18,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A property the parser promises does not hold: a finding, like a crash. */
-#define FUZZ_CHECK(cond)                                                                  \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                   \
-			abort();                                                          \
-		}                                                                         \
+#define FUZZ_CHECK(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__,        \
+				#cond);                                                            \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* The input as a NUL-terminated string (cut at its first NUL, if any). */

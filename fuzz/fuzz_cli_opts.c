@@ -15,8 +15,10 @@
 #include "fuzz.h"
 
 static const char *const env_names[] = {
-	"ROCPROF_ATTACH_PID", "ROCPROF_ATTACH_TOOL_LIBRARY", "ROCPROF_ATTACH_DURATION",
-	"ROCPROF_ATTACH_CHILDREN",
+    "ROCPROF_ATTACH_PID",
+    "ROCPROF_ATTACH_TOOL_LIBRARY",
+    "ROCPROF_ATTACH_DURATION",
+    "ROCPROF_ATTACH_CHILDREN",
 };
 #define N_ENV (sizeof(env_names) / sizeof(env_names[0]))
 
@@ -89,9 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(err[0] && strnlen(err, sizeof(err)) < sizeof(err));
 	}
 	FUZZ_CHECK(cli_opts_parse(argc - skip, argv + skip, &o2, err2, sizeof(err2)) == r);
-	FUZZ_CHECK(r || (o2.pid == o.pid && o2.duration_ms == o.duration_ms &&
-			 o2.children == o.children && o2.tools == o.tools &&
-			 o2.inject == o.inject));
+	FUZZ_CHECK(r ||
+		   (o2.pid == o.pid && o2.duration_ms == o.duration_ms &&
+		    o2.children == o.children && o2.tools == o.tools && o2.inject == o.inject));
 	FUZZ_CHECK(!r || !strcmp(err, err2));
 	/* A short error buffer is cut, never overrun. */
 	cli_opts_parse(argc - skip, argv + skip, &o2, err2, 8);

@@ -14,8 +14,15 @@
 #include "symbols.h"
 
 static const char *const names[] = {
-	"rocprofiler_register_attach", "rocprofiler_register_detach", "rocattach_agent_enable",
-	"rocprofiler_configure", "dlopen", "malloc", "free", "__libc_dlopen_mode", "main",
+    "rocprofiler_register_attach",
+    "rocprofiler_register_detach",
+    "rocattach_agent_enable",
+    "rocprofiler_configure",
+    "dlopen",
+    "malloc",
+    "free",
+    "__libc_dlopen_mode",
+    "main",
 };
 #define N_NAMES (sizeof(names) / sizeof(names[0]))
 

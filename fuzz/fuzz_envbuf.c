@@ -49,14 +49,15 @@ static void pairs_free(struct pairs *p)
 static void check_round_trip(const struct pairs *p)
 {
 	const char *allowed[PAIRS_MAX];
-	struct pairs again = { 0 };
+	struct pairs again = {0};
 	size_t i, n = 0, skipped, len;
 	char *buf;
 
 	for (i = 0; i < p->n; i++)
 		if (ra_envbuf_name_allowed(p->entry[i], strcspn(p->entry[i], "=")))
 			allowed[n++] = p->entry[i];
-	FUZZ_CHECK(ra_envbuf_encode((const char *const *)p->entry, p->n, &buf, &len, &skipped) == 0);
+	FUZZ_CHECK(ra_envbuf_encode((const char *const *)p->entry, p->n, &buf, &len, &skipped) ==
+		   0);
 	FUZZ_CHECK(skipped == p->n - n);
 	FUZZ_CHECK(ra_envbuf_decode(buf, len, collect, &again) == 0);
 	FUZZ_CHECK(again.n == n);
@@ -69,7 +70,7 @@ static void check_round_trip(const struct pairs *p)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *buf = (const char *)data;
-	struct pairs p = { 0 };
+	struct pairs p = {0};
 	int r, valid;
 
 	valid = ra_envbuf_decode(buf, size, NULL, NULL);
@@ -84,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_round_trip(&p);
 	if (p.calls > 0) {
 		/* Stop at the last pair: the callback's value comes back. */
-		struct pairs stop = { .stop_after = p.calls };
+		struct pairs stop = {.stop_after = p.calls};
 
 		FUZZ_CHECK(ra_envbuf_decode(buf, size, collect, &stop) == 7);
 		FUZZ_CHECK(stop.calls == p.calls);

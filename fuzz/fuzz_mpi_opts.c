@@ -67,7 +67,7 @@ static bool dec(const char *s, size_t n, long long lo, long long hi, long long *
 
 static int parse_one(const char *opt, const char *value)
 {
-	char *argv[] = { "rocattach-mpi", "--exe", "a", (char *)opt, (char *)value, NULL };
+	char *argv[] = {"rocattach-mpi", "--exe", "a", (char *)opt, (char *)value, NULL};
 	char err[512];
 	int r;
 
@@ -94,7 +94,8 @@ static void check_value(const char *v)
 	if (parse_one("--pid", v) == 0) {
 		for (i = 0, p = v;; p = comma + 1, i++) {
 			comma = strchr(p, ',');
-			FUZZ_CHECK(dec(p, comma ? (size_t)(comma - p) : strlen(p), 1, INT32_MAX, &a));
+			FUZZ_CHECK(
+			    dec(p, comma ? (size_t)(comma - p) : strlen(p), 1, INT32_MAX, &a));
 			FUZZ_CHECK(i < o.sel.n_pids && o.pids[i] == a);
 			if (!comma)
 				break;
@@ -108,7 +109,8 @@ static void check_value(const char *v)
 		FUZZ_CHECK(j > 0 && strspn(v, "0123456789") == j);
 		p = v[j] ? v + j + 1 : NULL;
 		FUZZ_CHECK(!p || (*p && strspn(p, "0123456789") == strlen(p)) ||
-			   !strcmp(p, "batch") || !strcmp(p, "extern") || !strcmp(p, "interactive"));
+			   !strcmp(p, "batch") || !strcmp(p, "extern") ||
+			   !strcmp(p, "interactive"));
 		rm_opts_free(&o);
 	}
 }

@@ -108,9 +108,14 @@ static void fill(struct reader *r, struct world *x)
 	take_str(r, x->tools, sizeof(x->tools));
 	x->argv[0] = "rocattach-mpi";
 	x->argv[1] = x->arg;
-	x->run.cfg = (struct rm_config){.argc = 2, .argv = x->argv, .tools = x->tools,
-					.duration_ms = (mode & 2) ? -1 : 100, .windows = 1,
-					.jobs = (int)take(r, 1), .inject = mode & 4, .ranks = 2};
+	x->run.cfg = (struct rm_config){.argc = 2,
+					.argv = x->argv,
+					.tools = x->tools,
+					.duration_ms = (mode & 2) ? -1 : 100,
+					.windows = 1,
+					.jobs = (int)take(r, 1),
+					.inject = mode & 4,
+					.ranks = 2};
 	x->run.started_ns = take_time(r);
 	x->run.ended_ns = take_time(r);
 	x->run.exit_code = (int)take(r, 1) % 6;
@@ -134,7 +139,8 @@ static void fill(struct reader *r, struct world *x)
 			take_str(r, x->errors[wi][ni], sizeof(x->errors[wi][ni]));
 			n->error = x->errors[wi][ni][0] ? x->errors[wi][ni] : NULL;
 			n->boot_offset_ns = (int64_t)take(r, 8);
-			/* Lost (its records the last known), with the error as its reason or none. */
+			/* Lost (its records the last known), with the error as its reason or none.
+			 */
 			n->lost = n->boot_offset_ns & 1;
 			n->lost_reason = n->lost && (n->boot_offset_ns & 2) ? n->error : NULL;
 			n->t = x->t[wi][ni];
@@ -162,7 +168,7 @@ static char *slurp(const char *path, size_t *len)
 /* Every '&' starts an entity; no control (but \n, \t) or non-ASCII byte. */
 static void check_xml_text(const char *s, size_t len)
 {
-	static const char *const ent[] = { "&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#" };
+	static const char *const ent[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#"};
 	size_t i, k;
 
 	for (i = 0; i < len; i++) {
@@ -187,7 +193,7 @@ static void check_trace(json_t *j)
 
 	FUZZ_CHECK(json_is_array(ev));
 	FUZZ_CHECK(json_is_string(json_object_get(j, "displayTimeUnit")));
-	json_array_foreach(ev, i, e) {
+	json_array_foreach (ev, i, e) {
 		FUZZ_CHECK(json_is_object(e));
 		ph = json_string_value(json_object_get(e, "ph"));
 		FUZZ_CHECK(ph && (!strcmp(ph, "M") || !strcmp(ph, "X") || !strcmp(ph, "i")));
@@ -208,7 +214,7 @@ static struct world x;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct reader r = { data, data + size, false, 0 };
+	struct reader r = {data, data + size, false, 0};
 	char err[512];
 	json_error_t je;
 	json_t *j;
@@ -217,7 +223,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!devnull) {
 		devnull = fopen("/dev/null", "w");
-		snprintf(json_path, sizeof(json_path), "/dev/shm/fuzz-report.%d.json", (int)getpid());
+		snprintf(json_path, sizeof(json_path), "/dev/shm/fuzz-report.%d.json",
+			 (int)getpid());
 		snprintf(svg_path, sizeof(svg_path), "/dev/shm/fuzz-report.%d.svg", (int)getpid());
 		snprintf(trace_path, sizeof(trace_path), "/dev/shm/fuzz-report.%d.trace.json",
 			 (int)getpid());

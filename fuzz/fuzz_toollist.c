@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = colon ? (size_t)(colon - p) : strlen(p);
 		if (len) {
 			if (r == 0 && want < tl.n)
-				FUZZ_CHECK(strlen(tl.v[want]) == len && !memcmp(tl.v[want], p, len));
+				FUZZ_CHECK(strlen(tl.v[want]) == len &&
+					   !memcmp(tl.v[want], p, len));
 			want++;
 		}
 		if (!colon)

@@ -126,7 +126,7 @@ static bool valid(const struct rn_target *t)
 
 static void recipe(const uint8_t *data, size_t size)
 {
-	struct reader r = { data, data + size };
+	struct reader r = {data, data + size};
 	struct rn_target t[TARGETS_MAX], *back;
 	char host[HOST_MAX] = "", host2[HOST_MAX];
 	size_t n = 0, i, len, flips = 0, back_n;

@@ -118,8 +118,9 @@ static int set_children(struct cli_opts *o, const char *v, const char *from, cha
 	int b = cli_parse_bool(v);
 
 	if (b < 0) {
-		snprintf(err, len, "invalid boolean '%s' from %s: use true/false, 1/0, yes/no, on/off",
-			 v, from);
+		snprintf(err, len,
+			 "invalid boolean '%s' from %s: use true/false, 1/0, yes/no, on/off", v,
+			 from);
 		return -1;
 	}
 	o->children = b;
@@ -145,16 +146,16 @@ static int env_defaults(struct cli_opts *o, char *err, size_t len)
 enum { OPT_CHILDREN = 256, OPT_VERSION, OPT_INJECT };
 
 static const struct option long_opts[] = {
-	{"pid", required_argument, NULL, 'p'},
-	{"attach", required_argument, NULL, 'p'},
-	{"attach-tool-library", required_argument, NULL, 't'},
-	{"attach-duration-msec", required_argument, NULL, 'd'},
-	{"attach-children", required_argument, NULL, OPT_CHILDREN},
-	{"inject", no_argument, NULL, OPT_INJECT},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, OPT_VERSION},
-	{NULL, 0, NULL, 0},
+    {"pid", required_argument, NULL, 'p'},
+    {"attach", required_argument, NULL, 'p'},
+    {"attach-tool-library", required_argument, NULL, 't'},
+    {"attach-duration-msec", required_argument, NULL, 'd'},
+    {"attach-children", required_argument, NULL, OPT_CHILDREN},
+    {"inject", no_argument, NULL, OPT_INJECT},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 static int one_opt(int c, struct cli_opts *o, char *err, size_t len)

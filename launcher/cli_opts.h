@@ -9,16 +9,16 @@
 
 /* Exit codes of `rocattach`, documented in the README and --help. */
 enum cli_exit {
-	CLI_EXIT_OK = 0,	  /* attached and detached */
-	CLI_EXIT_ATTACH = 1,	  /* the attach failed: nothing is attached */
-	CLI_EXIT_USAGE = 2,	  /* bad command line or environment */
-	CLI_EXIT_DETACH = 3,	  /* attached, but the detach failed */
-	CLI_EXIT_PARTIAL = 4,	  /* tree: the root attached, some descendants failed */
+	CLI_EXIT_OK = 0,      /* attached and detached */
+	CLI_EXIT_ATTACH = 1,  /* the attach failed: nothing is attached */
+	CLI_EXIT_USAGE = 2,   /* bad command line or environment */
+	CLI_EXIT_DETACH = 3,  /* attached, but the detach failed */
+	CLI_EXIT_PARTIAL = 4, /* tree: the root attached, some descendants failed */
 };
 
 struct cli_opts {
 	int pid;
-	const char *tools;   /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
+	const char *tools;     /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
 	long long duration_ms; /* -1: until Enter (on a terminal) or a signal */
 	bool children;
 	bool inject; /* --inject: load the agent into targets without a listener */

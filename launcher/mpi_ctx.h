@@ -54,10 +54,10 @@ enum {
 #define GRACE_LOST_ROOT_NS 10000000000ull
 #define GRACE_NEXT_NS 10000000000ull
 #define CLOCK_ANSWER_NS 1000000000ull
-#define CLOCK_ROUNDS 8		  /* ping-pongs per rank; the shortest round trip's is kept */
-#define CLOCK_ROUNDS_MAX 64	  /* ... or more, while none was shorter than: */
+#define CLOCK_ROUNDS 8	    /* ping-pongs per rank; the shortest round trip's is kept */
+#define CLOCK_ROUNDS_MAX 64 /* ... or more, while none was shorter than: */
 #define CLOCK_RTT_GOOD_NS 100000ull
-#define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
+#define ORPHAN_TIMEOUT_NS 10000000000ull  /* a rank with a signal waits this long for rank 0 */
 #define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
 
 /*
@@ -79,35 +79,35 @@ struct rm_order {
 	uint64_t start_ns, send_ns; /* rank 0's clock; send_ns: when to send the attaches */
 	struct rm_clock clock;	    /* this rank's, from the exchange just before */
 	int32_t window;
-	int32_t end;	 /* the run is over: no window; leave with `code` */
+	int32_t end; /* the run is over: no window; leave with `code` */
 	int32_t code;
-	int32_t lost;	 /* a rank was lost: leave without MPI_Finalize (it would wait for it) */
+	int32_t lost; /* a rank was lost: leave without MPI_Finalize (it would wait for it) */
 };
 
 /* Rank 0 -> each rank: the window's stop. */
 struct rm_halt {
 	uint64_t stop_ns;
-	int32_t signo;	/* the signal that caused it, 0 if none */
-	int32_t last;	/* no window after this one */
+	int32_t signo; /* the signal that caused it, 0 if none */
+	int32_t last;  /* no window after this one */
 	char reason[48];
 };
 
 /* Each rank -> rank 0, after its attaches. */
 struct rm_ready {
-	uint64_t ready_ns;  /* slowest target's attach ready, after the attaches were sent */
-	int64_t attached;   /* targets attached now */
+	uint64_t ready_ns;   /* slowest target's attach ready, after the attaches were sent */
+	int64_t attached;    /* targets attached now */
 	int64_t tool_failed; /* this window's attaches that failed in the tool */
 };
 
 /* Rank 0's view of each rank. */
 struct rm_peer {
-	bool worker;		/* sends a node's records */
+	bool worker; /* sends a node's records */
 	bool lost;
 	char lost_reason[96];
-	int stops, gones;	/* STOP and GONE messages received from it */
-	bool all_gone;		/* its node's targets are all gone (as of its last records) */
-	struct rm_node last;	/* its last records (host, targets): what a lost node shows */
-	struct rm_clock clock;	/* this window's estimate */
+	int stops, gones;      /* STOP and GONE messages received from it */
+	bool all_gone;	       /* its node's targets are all gone (as of its last records) */
+	struct rm_node last;   /* its last records (host, targets): what a lost node shows */
+	struct rm_clock clock; /* this window's estimate */
 	struct rm_ready ready;
 	bool got_ready, got_records;
 };
@@ -121,22 +121,22 @@ struct rm_outbox {
 
 struct ctx {
 	int rank, size;
-	bool worker;		/* does this node's work */
+	bool worker; /* does this node's work */
 	char host[256];
 	struct rm_opts o;
-	char **argv;		/* the command line (rank 0's, for the report) */
-	struct rm_plan plan;	/* what the options' strings live in (other ranks) */
+	char **argv;	     /* the command line (rank 0's, for the report) */
+	struct rm_plan plan; /* what the options' strings live in (other ranks) */
 	int argc;
-	struct rn_target *t;	/* this node's targets */
+	struct rn_target *t; /* this node's targets */
 	size_t n;
-	char node_error[256];	/* selection failure on this node */
-	int sfd;		/* signalfd of the window-ending signals, -1 if it failed */
-	int sfd_errno;		/* why it failed */
-	uint64_t last_look_ns;	/* CLOCK_MONOTONIC of the last look at them (0: none yet) */
+	char node_error[256];  /* selection failure on this node */
+	int sfd;	       /* signalfd of the window-ending signals, -1 if it failed */
+	int sfd_errno;	       /* why it failed */
+	uint64_t last_look_ns; /* CLOCK_MONOTONIC of the last look at them (0: none yet) */
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 (all along) */
 	int gones_sent;		/* GONE messages */
-	struct rn_watch *watch;	/* liveness of this node's targets (NULL: none, or no memory) */
+	struct rn_watch *watch; /* liveness of this node's targets (NULL: none, or no memory) */
 	bool gone_told;		/* rank 0 knows this node's targets are all gone */
 	int interrupted;	/* signal that cut a window short, 0 if none */
 	bool root_signalled;	/* rank 0: a signal ended the window here (the job may be ending) */
@@ -152,12 +152,12 @@ struct ctx {
 	size_t max_targets;	/* on the busiest node, rank 0 */
 	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
 				 * they were sent, on the slowest node (0: not measured) */
-	uint64_t next_deadline;	/* other ranks: rank 0's next order is due by then */
+	uint64_t next_deadline; /* other ranks: rank 0's next order is due by then */
 	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */
 	uint64_t setup_at[4];
-	uint64_t node_ns[3];	/* this node's selection, topology, side probes (ns) */
+	uint64_t node_ns[3];	   /* this node's selection, topology, side probes (ns) */
 	uint64_t worst_node_ns[3]; /* rank 0: the slowest node's */
-	size_t total_targets;	/* on all nodes, rank 0 */
+	size_t total_targets;	   /* on all nodes, rank 0 */
 };
 
 /* mpi_main.c */

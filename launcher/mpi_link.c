@@ -133,7 +133,8 @@ int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadli
 			continue;
 		}
 		if (flag && st.MPI_TAG == tag) {
-			MPI_Recv(buf, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Recv(buf, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
 			return 0;
 		}
 		if (ra_realtime_ns() > deadline)
@@ -146,8 +147,9 @@ int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadli
 void rm_cut_off(struct ctx *c, const char *waiting_for)
 {
 	rn_detach_all(c->t, c->n, NULL);
-	rm_rank_error(c, "no %s from rank 0 in time: rank 0 is gone or this node is cut off; "
-			 "detached this node's targets, ending (exit %d)",
+	rm_rank_error(c,
+		      "no %s from rank 0 in time: rank 0 is gone or this node is cut off; "
+		      "detached this node's targets, ending (exit %d)",
 		      waiting_for, RM_EXIT_LOST);
 	fflush(NULL);
 	_exit(RM_EXIT_LOST);
@@ -193,7 +195,8 @@ void rm_clock_exchange(struct ctx *c)
 
 		if (p->lost)
 			continue;
-		for (int k = 0; k < CLOCK_ROUNDS || (k < CLOCK_ROUNDS_MAX && best.rtt_ns > CLOCK_RTT_GOOD_NS);
+		for (int k = 0;
+		     k < CLOCK_ROUNDS || (k < CLOCK_ROUNDS_MAX && best.rtt_ns > CLOCK_RTT_GOOD_NS);
 		     k++)
 			if (ping_pong(c, r, deadline, &best)) {
 				rm_mark_lost(c, r, "no answer to the clock exchange within %.1f s",
@@ -241,8 +244,10 @@ static int64_t boot_offset_ns(void)
 
 static void *pack_records(struct ctx *c, size_t *len)
 {
-	struct rm_rec_head h = {.worker = c->worker, .stops_sent = c->stops_sent,
-				.gones_sent = c->gones_sent, .boot_offset_ns = boot_offset_ns()};
+	struct rm_rec_head h = {.worker = c->worker,
+				.stops_sent = c->stops_sent,
+				.gones_sent = c->gones_sent,
+				.boot_offset_ns = boot_offset_ns()};
 	size_t n = c->worker ? c->n : 0, body = rn_pack(c->host, c->t, n, NULL, 0);
 	char *buf = malloc(sizeof(h) + body);
 
@@ -420,11 +425,13 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 		if (c->peers[r].lost || c->peers[r].got_records)
 			continue;
 		if (cut)
-			rm_mark_lost(c, r, "no records by the time the job was being ended (SIG%s "
-					   "on rank 0)",
+			rm_mark_lost(c, r,
+				     "no records by the time the job was being ended (SIG%s "
+				     "on rank 0)",
 				     sigabbrev_np(cut));
 		else
-			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9, after);
+			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9,
+				     after);
 	}
 	*nodes = calloc((size_t)c->size, sizeof(**nodes));
 	if (!*nodes)

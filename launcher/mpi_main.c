@@ -61,7 +61,7 @@ void rm_say(const struct ctx *c, const char *fmt, ...)
 }
 
 static void say_to(const struct ctx *c, FILE *f, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void say_to(const struct ctx *c, FILE *f, const char *fmt, ...)
 {
 	va_list ap;
@@ -114,8 +114,9 @@ static void startup_wait(const struct ctx *c, MPI_Request *req)
 
 	while (MPI_Test(req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
 		if (ra_monotonic_ns() > deadline) {
-			rm_rank_error(c, "not every rank took part in the start-up within %.0f s: "
-					 "ending (exit %d)",
+			rm_rank_error(c,
+				      "not every rank took part in the start-up within %.0f s: "
+				      "ending (exit %d)",
 				      (double)STARTUP_TIMEOUT_NS / 1e9, RM_EXIT_LOST);
 			fflush(NULL);
 			_exit(RM_EXIT_LOST);
@@ -155,11 +156,12 @@ static int configure(struct ctx *c, int argc, char **argv)
 		c->argv = argv;
 		if (c->sfd < 0) {
 			code = RM_EXIT_ERROR;
-			say_to(c, stderr, "rank 0 cannot read its signals (signalfd: %s): a stop by "
-					  "signal would be lost; stopping every rank",
+			say_to(c, stderr,
+			       "rank 0 cannot read its signals (signalfd: %s): a stop by "
+			       "signal would be lost; stopping every rank",
 			       strerror(c->sfd_errno));
 		} else if (rm_opts_parse(argc, argv, &c->o, err, sizeof(err)) ||
-		    rm_opts_check_outputs(&c->o, err, sizeof(err))) {
+			   rm_opts_check_outputs(&c->o, err, sizeof(err))) {
 			code = RM_EXIT_USAGE;
 			say_to(c, stderr, "%s", err);
 		} else if (c->o.help || c->o.version) {
@@ -182,10 +184,13 @@ static int configure(struct ctx *c, int argc, char **argv)
 	if (c->rank != 0) {
 		bad = rm_plan_decode(text, &c->o, &c->plan, err, sizeof(err));
 		if (!bad && c->sfd < 0)
-			bad = snprintf(err, sizeof(err), "cannot read its signals (signalfd: %s): a "
-					 "stop by signal would be lost", strerror(c->sfd_errno)) > 0;
+			bad = snprintf(err, sizeof(err),
+				       "cannot read its signals (signalfd: %s): a "
+				       "stop by signal would be lost",
+				       strerror(c->sfd_errno)) > 0;
 		if (!bad && rm_plan_apply_env(&c->plan))
-			bad = snprintf(err, sizeof(err), "cannot set rank 0's environment here") > 0;
+			bad =
+			    snprintf(err, sizeof(err), "cannot set rank 0's environment here") > 0;
 		if (bad)
 			fprintf(stderr, "rocattach-mpi[%s:%d] error: %s\n", c->host, c->rank, err);
 	}
@@ -195,8 +200,9 @@ static int configure(struct ctx *c, int argc, char **argv)
 	MPI_Iallreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
 	startup_wait(c, &req);
 	if (any)
-		say_to(c, stderr, "a rank could not start (see its error): "
-				  "stopping every rank");
+		say_to(c, stderr,
+		       "a rank could not start (see its error): "
+		       "stopping every rank");
 	return any ? RM_EXIT_ERROR : 0;
 }
 
@@ -257,11 +263,12 @@ static void say_setup(struct ctx *c)
 	const uint64_t *a = c->setup_at, *worst = c->worst_node_ns;
 
 	if (c->o.verbose)
-		rm_say(c, "setup: MPI_Init %.1f ms, plan %.1f ms, election %.1f ms; slowest node: "
+		rm_say(c,
+		       "setup: MPI_Init %.1f ms, plan %.1f ms, election %.1f ms; slowest node: "
 		       "selection %.1f ms, topology %.1f ms, target sides %.1f ms; to here %.1f ms",
-		    (double)(a[1] - a[0]) / 1e6, (double)(a[2] - a[1]) / 1e6,
-		    (double)(a[3] - a[2]) / 1e6, (double)worst[0] / 1e6, (double)worst[1] / 1e6,
-		    (double)worst[2] / 1e6, (double)(ra_monotonic_ns() - a[0]) / 1e6);
+		       (double)(a[1] - a[0]) / 1e6, (double)(a[2] - a[1]) / 1e6,
+		       (double)(a[3] - a[2]) / 1e6, (double)worst[0] / 1e6, (double)worst[1] / 1e6,
+		       (double)worst[2] / 1e6, (double)(ra_monotonic_ns() - a[0]) / 1e6);
 }
 
 static const char mine_only[] = "; --mpi-job without ID and --exe alone select only your own "
@@ -290,7 +297,8 @@ static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Signals: blocked from the start (so MPI's own threads never take them) and read from a signalfd. */
+/* Signals: blocked from the start (so MPI's own threads never take them) and read from a signalfd.
+ */
 
 /*
  * Every signal whose default action would end the launcher and that it can
@@ -310,8 +318,8 @@ static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
 #define RESUME_GAP_NS 1000000000ull
 static void block_signals(sigset_t *set)
 {
-	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGUSR1,	 SIGUSR2, SIGQUIT,
-				   SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPWR, SIGCONT};
+	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,	SIGUSR1, SIGUSR2, SIGQUIT, SIGALRM,
+				   SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPWR,  SIGCONT};
 
 	sigemptyset(set);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -383,8 +391,9 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 {
 	size_t failed = rm_count_failures(&c->run);
 
-	c->run.stop_reason = c->run_stop ? c->run_stop
-			   : c->interrupted ? "interrupted" : "completed";
+	c->run.stop_reason = c->run_stop      ? c->run_stop
+			     : c->interrupted ? "interrupted"
+					      : "completed";
 	if (c->lost_count) {
 		snprintf(reason, len, "%zu node%s lost", c->lost_count,
 			 c->lost_count == 1 ? "" : "s");
@@ -442,13 +451,13 @@ static int finish(struct ctx *c)
 	c->run.exit_code = code;
 	c->run.exit_reason = reason;
 	c->run.ended_ns = ra_realtime_ns();
-	t = c->run_stop && !strcmp(c->run_stop, "tool failed") ? first_tool_failure(&c->run)
-							       : NULL;
+	t = c->run_stop && !strcmp(c->run_stop, "tool failed") ? first_tool_failure(&c->run) : NULL;
 	if (t)
-		rm_say(c, "error: the tool (%s) could not be attached to any target, so no "
+		rm_say(c,
+		       "error: the tool (%s) could not be attached to any target, so no "
 		       "window can profile: stopped at the first attach: %.*s",
-		    c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t->message),
-		    t->message);
+		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t->message),
+		       t->message);
 	e = write_out(c, c->o.report, "report", rm_write_report);
 	e |= write_out(c, c->o.timeline, "timeline", rm_write_timeline);
 	e |= write_out(c, c->o.trace, "trace", rm_write_trace);
@@ -466,24 +475,24 @@ static int survey(struct ctx *c)
 	size_t n_nodes = 0, empty = 0;
 	int code = 0;
 
-	rm_collect_records(c, &nodes, &n_nodes, ra_realtime_ns(), GRACE_SURVEY_NS,
-		   "of the start");
+	rm_collect_records(c, &nodes, &n_nodes, ra_realtime_ns(), GRACE_SURVEY_NS, "of the start");
 	say_setup(c);
 	c->total_targets = count_targets(nodes, n_nodes, &c->max_targets);
 	for (size_t i = 0; i < n_nodes; i++)
 		empty += nodes[i].n == 0;
 	c->nodes_alive = (int)(n_nodes - empty);
 	rm_say(c, "found %zu target%s on %zu node%s (%zu without targets)", c->total_targets,
-	    c->total_targets == 1 ? "" : "s", n_nodes, n_nodes == 1 ? "" : "s", empty);
+	       c->total_targets == 1 ? "" : "s", n_nodes, n_nodes == 1 ? "" : "s", empty);
 	for (size_t i = 0; i < n_nodes; i++)
 		if (nodes[i].error)
 			rm_say(c, "%s: %s", nodes[i].host, nodes[i].error);
 	if (c->o.dry_run)
 		rm_print_dry_run(stdout, nodes, n_nodes);
 	if (!c->total_targets) {
-		rm_say(c, "no targets found on any node: check the selector (try --dry-run, "
+		rm_say(c,
+		       "no targets found on any node: check the selector (try --dry-run, "
 		       "--attach-children, or run where the job runs)%s",
-		    unnamed_scope(&c->o.sel) ? mine_only : "");
+		       unnamed_scope(&c->o.sel) ? mine_only : "");
 		code = RM_EXIT_NO_TARGETS;
 	} else if (c->o.dry_run) {
 		code = -1;

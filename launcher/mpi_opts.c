@@ -20,40 +20,58 @@
 const char rm_usage[] = RA_HELP_ROCATTACH_MPI;
 
 enum {
-	OPT_PID = 256, OPT_PID_TREE, OPT_SLURM_STEP, OPT_MPIRUN_PID, OPT_MPI_JOB, OPT_EXE,
-	OPT_UID, OPT_RANKS, OPT_RANK_VAR, OPT_CHILDREN, OPT_WINDOWS, OPT_MAX_WINDOW,
-	OPT_START_LEAD, OPT_JOBS, OPT_INJECT, OPT_DRY_RUN, OPT_REPORT, OPT_TIMELINE,
-	OPT_ONE_NODE, OPT_VERSION, OPT_ALL_USERS, OPT_TRACE,
+	OPT_PID = 256,
+	OPT_PID_TREE,
+	OPT_SLURM_STEP,
+	OPT_MPIRUN_PID,
+	OPT_MPI_JOB,
+	OPT_EXE,
+	OPT_UID,
+	OPT_RANKS,
+	OPT_RANK_VAR,
+	OPT_CHILDREN,
+	OPT_WINDOWS,
+	OPT_MAX_WINDOW,
+	OPT_START_LEAD,
+	OPT_JOBS,
+	OPT_INJECT,
+	OPT_DRY_RUN,
+	OPT_REPORT,
+	OPT_TIMELINE,
+	OPT_ONE_NODE,
+	OPT_VERSION,
+	OPT_ALL_USERS,
+	OPT_TRACE,
 };
 
 static const struct option long_opts[] = {
-	{"pid", required_argument, NULL, OPT_PID},
-	{"pid-tree", required_argument, NULL, OPT_PID_TREE},
-	{"slurm-step", required_argument, NULL, OPT_SLURM_STEP},
-	{"mpirun-pid", required_argument, NULL, OPT_MPIRUN_PID},
-	{"mpi-job", optional_argument, NULL, OPT_MPI_JOB},
-	{"exe", required_argument, NULL, OPT_EXE},
-	{"uid", required_argument, NULL, OPT_UID},
-	{"all-users", no_argument, NULL, OPT_ALL_USERS},
-	{"ranks", required_argument, NULL, OPT_RANKS},
-	{"rank-var", required_argument, NULL, OPT_RANK_VAR},
-	{"attach-children", required_argument, NULL, OPT_CHILDREN},
-	{"attach-tool-library", required_argument, NULL, 't'},
-	{"attach-duration-msec", required_argument, NULL, 'd'},
-	{"windows", required_argument, NULL, OPT_WINDOWS},
-	{"max-window", required_argument, NULL, OPT_MAX_WINDOW},
-	{"start-lead", required_argument, NULL, OPT_START_LEAD},
-	{"jobs", required_argument, NULL, OPT_JOBS},
-	{"inject", no_argument, NULL, OPT_INJECT},
-	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
-	{"report", required_argument, NULL, OPT_REPORT},
-	{"timeline", required_argument, NULL, OPT_TIMELINE},
-	{"trace", required_argument, NULL, OPT_TRACE},
-	{"one-node-per-rank", no_argument, NULL, OPT_ONE_NODE},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, OPT_VERSION},
-	{NULL, 0, NULL, 0},
+    {"pid", required_argument, NULL, OPT_PID},
+    {"pid-tree", required_argument, NULL, OPT_PID_TREE},
+    {"slurm-step", required_argument, NULL, OPT_SLURM_STEP},
+    {"mpirun-pid", required_argument, NULL, OPT_MPIRUN_PID},
+    {"mpi-job", optional_argument, NULL, OPT_MPI_JOB},
+    {"exe", required_argument, NULL, OPT_EXE},
+    {"uid", required_argument, NULL, OPT_UID},
+    {"all-users", no_argument, NULL, OPT_ALL_USERS},
+    {"ranks", required_argument, NULL, OPT_RANKS},
+    {"rank-var", required_argument, NULL, OPT_RANK_VAR},
+    {"attach-children", required_argument, NULL, OPT_CHILDREN},
+    {"attach-tool-library", required_argument, NULL, 't'},
+    {"attach-duration-msec", required_argument, NULL, 'd'},
+    {"windows", required_argument, NULL, OPT_WINDOWS},
+    {"max-window", required_argument, NULL, OPT_MAX_WINDOW},
+    {"start-lead", required_argument, NULL, OPT_START_LEAD},
+    {"jobs", required_argument, NULL, OPT_JOBS},
+    {"inject", no_argument, NULL, OPT_INJECT},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"timeline", required_argument, NULL, OPT_TIMELINE},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"one-node-per-rank", no_argument, NULL, OPT_ONE_NODE},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 static int bad(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -77,7 +95,8 @@ static int add_pids(const char *s, pid_t *list, size_t *n, const char *opt, char
 		size_t w = strcspn(p, ",");
 
 		if (w == 0 || w >= sizeof(buf) || *n >= RM_MAX_PIDS)
-			return bad(err, len, "invalid %s list: give PID[,PID...] of positive ids", opt);
+			return bad(err, len, "invalid %s list: give PID[,PID...] of positive ids",
+				   opt);
 		memcpy(buf, p, w);
 		buf[w] = '\0';
 		if (cli_parse_ll(buf, 1, INT_MAX, &v)) {
@@ -103,7 +122,8 @@ static int parse_uid(const char *s, long *uid, char *err, size_t len)
 	}
 	pw = getpwnam(s);
 	if (!pw)
-		return bad(err, len, "unknown user '%s' for --uid: give a user name or a number", s);
+		return bad(err, len, "unknown user '%s' for --uid: give a user name or a number",
+			   s);
 	*uid = (long)pw->pw_uid;
 	return 0;
 }
@@ -126,13 +146,14 @@ static int parse_windows(struct rm_opts *o, const char *s, char *err, size_t len
 	if (!c || cli_parse_ll(buf, 0, CLI_MAX_DURATION_MS, &o->delay_ms) ||
 	    cli_parse_ll(b, 1, CLI_MAX_DURATION_MS, &o->duration_ms) ||
 	    cli_parse_ll(c, 1, MAX_WINDOWS, &count))
-		return bad(err, len,
-			   "invalid --windows '%s': give DELAY:DURATION:COUNT in ms, e.g. 5000:1000:3 "
-			   "(duration >= 1, count 1..100000)", s);
+		return bad(
+		    err, len,
+		    "invalid --windows '%s': give DELAY:DURATION:COUNT in ms, e.g. 5000:1000:3 "
+		    "(duration >= 1, count 1..100000)",
+		    s);
 	o->windows = (int)count;
 	return 0;
 }
-
 
 static int one_selector(int c, struct rm_opts *o, char *err, size_t len)
 {
@@ -174,13 +195,15 @@ static int one_selector(int c, struct rm_opts *o, char *err, size_t len)
 		return 0;
 	case OPT_RANK_VAR:
 		if (!*optarg || strchr(optarg, '='))
-			return bad(err, len, "invalid --rank-var '%s': give a variable name", optarg);
+			return bad(err, len, "invalid --rank-var '%s': give a variable name",
+				   optarg);
 		o->sel.rank_var = optarg;
 		return 0;
 	case OPT_CHILDREN:
 		v = cli_parse_bool(optarg);
 		if (v < 0)
-			return bad(err, len, "invalid --attach-children '%s': use true/false", optarg);
+			return bad(err, len, "invalid --attach-children '%s': use true/false",
+				   optarg);
 		o->sel.children = v;
 		return 0;
 	}
@@ -318,15 +341,18 @@ static int validate(struct rm_opts *o, char *err, size_t len)
 		return -1;
 	if (!s->n_pids && !s->n_trees && !s->slurm_step && !s->mpirun_pid && !s->mpi_job &&
 	    !s->exe && s->uid < 0)
-		return bad(err, len, "no selector given: name the job with --slurm-step, --mpi-job, "
-				     "--mpirun-pid, --exe, --pid or --pid-tree");
+		return bad(err, len,
+			   "no selector given: name the job with --slurm-step, --mpi-job, "
+			   "--mpirun-pid, --exe, --pid or --pid-tree");
 	if (s->all_users && s->uid >= 0)
-		return bad(err, len, "give --uid or --all-users, not both: --uid names one user, "
-				     "--all-users every user");
+		return bad(err, len,
+			   "give --uid or --all-users, not both: --uid names one user, "
+			   "--all-users every user");
 	if (o->duration_ms > o->max_window_ms)
 		return bad(err, len, "the window is longer than --max-window: raise --max-window");
 	if (s->slurm_step && !valid_step(s->slurm_step))
-		return bad(err, len, "invalid --slurm-step '%s': use JOBID or JOBID.STEP (e.g. 1234.0)",
+		return bad(err, len,
+			   "invalid --slurm-step '%s': use JOBID or JOBID.STEP (e.g. 1234.0)",
 			   s->slurm_step);
 	if (o->have_ranks)
 		o->sel.ranks = &o->ranks;

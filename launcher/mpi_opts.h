@@ -10,11 +10,11 @@
 
 /* Exit codes of rocattach-mpi, documented in the README and --help. */
 enum rm_exit {
-	RM_EXIT_OK = 0,		/* every selected target attached and detached */
-	RM_EXIT_ERROR = 1,	/* internal or MPI error */
-	RM_EXIT_USAGE = 2,	/* bad command line */
-	RM_EXIT_NO_TARGETS = 3, /* no node found a target */
-	RM_EXIT_FAILED = 4,	/* some targets failed (see the summary) */
+	RM_EXIT_OK = 0,		 /* every selected target attached and detached */
+	RM_EXIT_ERROR = 1,	 /* internal or MPI error */
+	RM_EXIT_USAGE = 2,	 /* bad command line */
+	RM_EXIT_NO_TARGETS = 3,	 /* no node found a target */
+	RM_EXIT_FAILED = 4,	 /* some targets failed (see the summary) */
 	RM_EXIT_INTERRUPTED = 5, /* a signal cut a window short (targets were detached) */
 	RM_EXIT_LOST = 6,	 /* a node was lost; its targets were detached by their agents
 				  * or at the window's end */
@@ -28,13 +28,13 @@ struct rm_opts {
 	pid_t trees[RM_MAX_PIDS];
 	struct rn_ranks ranks;
 	bool have_ranks;
-	const char *tools;	    /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
-	long long duration_ms;	    /* -1: until Enter / SIGINT on rank 0 */
-	long long delay_ms;	    /* --windows DELAY */
-	int windows;		    /* --windows COUNT, 1 without */
-	long long max_window_ms;    /* upper bound of any window */
-	long long start_lead_ms;    /* how far ahead rank 0 sets the start; -1 = automatic */
-	int jobs;		    /* 0 = automatic */
+	const char *tools;	 /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
+	long long duration_ms;	 /* -1: until Enter / SIGINT on rank 0 */
+	long long delay_ms;	 /* --windows DELAY */
+	int windows;		 /* --windows COUNT, 1 without */
+	long long max_window_ms; /* upper bound of any window */
+	long long start_lead_ms; /* how far ahead rank 0 sets the start; -1 = automatic */
+	int jobs;		 /* 0 = automatic */
 	bool inject, dry_run, one_node_per_rank;
 	const char *report, *timeline, *trace;
 	int verbose;

@@ -165,14 +165,15 @@ static void attach_outcome(struct ctx *c, int w, uint64_t since)
 		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
 	}
 	c->tool_stop = !attached && tool_failed;
-	rm_say(c, "window %d: attached %lld/%zu targets (%.1f ms)", w, attached,
-	       c->total_targets, (double)(ra_realtime_ns() - since) / 1e6);
+	rm_say(c, "window %d: attached %lld/%zu targets (%.1f ms)", w, attached, c->total_targets,
+	       (double)(ra_realtime_ns() - since) / 1e6);
 	if (!worst)
 		return;
 	c->ready_ns = worst;
 	if (c->o.verbose && w < c->o.windows)
-		rm_say(c, "window %d: attaches ready %.1f ms after they were sent; next start "
-			  "lead %.1f ms",
+		rm_say(c,
+		       "window %d: attaches ready %.1f ms after they were sent; next start "
+		       "lead %.1f ms",
 		       w, (double)worst / 1e6, (double)start_lead(c) / 1e6);
 }
 
@@ -450,7 +451,8 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		if (hold_other(c, mine[0], &m)) {
 			detach_phase(c, m.stop_ns);
 			/* Rank 0's word on the same stop, for its reason and what follows. */
-			if (rm_await_root(c, TAG_HALT, &m, sizeof(m), lost_root_deadline(c, mine[0])))
+			if (rm_await_root(c, TAG_HALT, &m, sizeof(m),
+					  lost_root_deadline(c, mine[0])))
 				rm_cut_off(c, "stop");
 		} else {
 			detach_phase(c, local_ns(c, m.stop_ns));

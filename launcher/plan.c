@@ -84,17 +84,17 @@ char *rm_plan_encode(const struct rm_opts *o)
 	if (!j)
 		return NULL;
 	if (json_object_update_new(
-		    j, json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:i, s:b, s:b, s:b, s:o, s:o, s:o, "
-				 "s:i, s:b, s:b, s:o}",
-				 "tools", str_or_null(o->tools), "duration_ms",
-				 (json_int_t)o->duration_ms, "delay_ms", (json_int_t)o->delay_ms,
-				 "windows", o->windows, "max_window_ms", (json_int_t)o->max_window_ms,
-				 "start_lead_ms", (json_int_t)o->start_lead_ms, "jobs", o->jobs,
-				 "inject", o->inject, "dry_run", o->dry_run, "one_node_per_rank",
-				 o->one_node_per_rank, "report", str_or_null(o->report), "timeline",
-				 str_or_null(o->timeline), "trace", str_or_null(o->trace), "verbose",
-				 o->verbose, "help", o->help,
-				 "version", o->version, "env", env_json()))) {
+		j,
+		json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:i, s:b, s:b, s:b, s:o, s:o, s:o, "
+			  "s:i, s:b, s:b, s:o}",
+			  "tools", str_or_null(o->tools), "duration_ms", (json_int_t)o->duration_ms,
+			  "delay_ms", (json_int_t)o->delay_ms, "windows", o->windows,
+			  "max_window_ms", (json_int_t)o->max_window_ms, "start_lead_ms",
+			  (json_int_t)o->start_lead_ms, "jobs", o->jobs, "inject", o->inject,
+			  "dry_run", o->dry_run, "one_node_per_rank", o->one_node_per_rank,
+			  "report", str_or_null(o->report), "timeline", str_or_null(o->timeline),
+			  "trace", str_or_null(o->trace), "verbose", o->verbose, "help", o->help,
+			  "version", o->version, "env", env_json()))) {
 		json_decref(j);
 		return NULL;
 	}
@@ -123,8 +123,7 @@ static int get_pids(json_t *j, const char *key, pid_t *v, size_t *n)
 
 	if (!json_is_array(a) || json_array_size(a) > RM_MAX_PIDS)
 		return -1;
-	json_array_foreach(a, i, x)
-	{
+	json_array_foreach (a, i, x) {
 		if (!json_is_integer(x) || json_integer_value(x) <= 0 ||
 		    json_integer_value(x) > INT32_MAX)
 			return -1;
@@ -146,8 +145,7 @@ static int get_ranks(json_t *j, struct rm_opts *o)
 	o->ranks.v = calloc(json_array_size(a), sizeof(*o->ranks.v));
 	if (!o->ranks.v)
 		return -1;
-	json_array_foreach(a, i, x)
-	{
+	json_array_foreach (a, i, x) {
 		json_int_t lo, hi;
 
 		if (json_unpack(x, "[I, I]", &lo, &hi) || lo < 0 || hi < lo)
@@ -161,8 +159,7 @@ static int get_ranks(json_t *j, struct rm_opts *o)
 	return 0;
 }
 
-int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char *err,
-		   size_t len)
+int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char *err, size_t len)
 {
 	json_int_t mpirun_pid, uid, duration, delay, max_window, lead;
 	json_error_t je;
@@ -182,20 +179,20 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 			   "s:b, s:b, s:o}",
 			   "mpirun_pid", &mpirun_pid, "uid", &uid, "children", &b[0], "all_users",
 			   &b[1], "duration_ms", &duration, "delay_ms", &delay, "windows",
-			   &o->windows, "max_window_ms", &max_window, "start_lead_ms", &lead, "jobs",
-			   &o->jobs, "inject", &b[2], "dry_run", &b[3], "one_node_per_rank", &b[4],
-			   "verbose", &o->verbose, "help", &b[5], "version", &b[6], "env", &env)) {
+			   &o->windows, "max_window_ms", &max_window, "start_lead_ms", &lead,
+			   "jobs", &o->jobs, "inject", &b[2], "dry_run", &b[3], "one_node_per_rank",
+			   &b[4], "verbose", &o->verbose, "help", &b[5], "version", &b[6], "env",
+			   &env)) {
 		snprintf(err, len, "rank 0's plan lacks a field: %s", je.text);
 		return -1;
 	}
 	if (get_pids(j, "pids", o->pids, &o->sel.n_pids) ||
 	    get_pids(j, "trees", o->trees, &o->sel.n_trees) ||
-	    get_str(j, "slurm_step", &o->sel.slurm_step) || get_str(j, "mpi_job", &o->sel.mpi_job) ||
-	    get_str(j, "exe", &o->sel.exe) || get_str(j, "rank_var", &o->sel.rank_var) ||
-	    get_str(j, "tools", &o->tools) || get_str(j, "report", &o->report) ||
-	    get_str(j, "timeline", &o->timeline) || get_str(j, "trace", &o->trace) ||
-	    get_ranks(j, o) ||
-	    !json_is_object(env)) {
+	    get_str(j, "slurm_step", &o->sel.slurm_step) ||
+	    get_str(j, "mpi_job", &o->sel.mpi_job) || get_str(j, "exe", &o->sel.exe) ||
+	    get_str(j, "rank_var", &o->sel.rank_var) || get_str(j, "tools", &o->tools) ||
+	    get_str(j, "report", &o->report) || get_str(j, "timeline", &o->timeline) ||
+	    get_str(j, "trace", &o->trace) || get_ranks(j, o) || !json_is_object(env)) {
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");
 		return -1;
 	}
@@ -247,8 +244,7 @@ int rm_plan_apply_env(const struct rm_plan *p)
 		free(ours[i]);
 	}
 	free(ours);
-	json_object_foreach(env, name, v)
-	{
+	json_object_foreach (env, name, v) {
 		if (!planned_var(name) || !json_is_string(v) ||
 		    setenv(name, json_string_value(v), 1))
 			ret = -1;

@@ -29,8 +29,7 @@ char *rm_plan_encode(const struct rm_opts *o);
  * Fill o from a plan (defaults for what it does not give); its strings live
  * in p. 0, or -1 with a one-line reason in err.
  */
-int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char *err,
-		   size_t len);
+int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char *err, size_t len);
 
 /* Make this process's ROCP* and ROCATTACH_* variables exactly the plan's. 0 or -1. */
 int rm_plan_apply_env(const struct rm_plan *p);

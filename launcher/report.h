@@ -57,14 +57,14 @@ struct rm_window {
 /* The configuration as run, for the report. */
 struct rm_config {
 	int argc;
-	char **argv;		 /* the command line as rank 0 validated it */
+	char **argv; /* the command line as rank 0 validated it */
 	const char *tools;
-	long long duration_ms;	 /* -1: until Enter/SIGINT */
-	long long delay_ms;	 /* --windows DELAY */
-	int windows;		 /* --windows COUNT (1 without) */
+	long long duration_ms; /* -1: until Enter/SIGINT */
+	long long delay_ms;    /* --windows DELAY */
+	int windows;	       /* --windows COUNT (1 without) */
 	int jobs;
 	int inject;
-	int ranks;		 /* MPI ranks of the launcher */
+	int ranks; /* MPI ranks of the launcher */
 };
 
 struct rm_run {
@@ -92,12 +92,12 @@ struct rm_run {
  */
 struct rm_skew {
 	uint64_t attach_ns, detach_ns;
-	size_t n;	 /* targets counted (attached in this window) */
-	size_t n_detach; /* of which with a hand-back time */
-	size_t bounds;	 /* of which with a bound rather than a measured time */
+	size_t n;			 /* targets counted (attached in this window) */
+	size_t n_detach;		 /* of which with a hand-back time */
+	size_t bounds;			 /* of which with a bound rather than a measured time */
 	uint64_t len_min_ns, len_max_ns; /* the targets' windows, n_len of them */
 	size_t n_len;
-	bool len_off;	 /* a target's window is off the planned one by > 1% + 5 ms */
+	bool len_off; /* a target's window is off the planned one by > 1% + 5 ms */
 };
 struct rm_skew rm_window_skew(const struct rm_window *w);
 

@@ -326,8 +326,8 @@ const char *rm_lost_reason(const struct rm_node *n)
 	return n->lost_reason ? n->lost_reason : "no reason given";
 }
 
-static int count_one(const struct rm_window *w, const struct rm_node *n,
-		     const struct rn_target *t, void *arg)
+static int count_one(const struct rm_window *w, const struct rm_node *n, const struct rn_target *t,
+		     void *arg)
 {
 	(void)w;
 	(void)n;
@@ -447,7 +447,7 @@ json_t *rm_jstr_or_null(const char *s)
 
 /* Write j (NULL: out of memory) to path atomically, as the file named what; j is released. */
 int rm_write_json(const char *path, const char *what, json_t *j, size_t flags, char *err,
-		      size_t len)
+		  size_t len)
 {
 	struct rm_out o;
 	int rc = -1;

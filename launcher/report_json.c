@@ -185,8 +185,8 @@ static json_t *list_union_json(const struct rm_node *n, bool numa)
 	for (k = 0; k < n->n; k++) {
 		const struct rn_topo *t = &n->t[k].topo;
 
-		if (numa ? ranges_parse(&r, t->numa, sizeof(t->numa)) :
-			   ranges_parse(&r, t->cpus, sizeof(t->cpus)))
+		if (numa ? ranges_parse(&r, t->numa, sizeof(t->numa))
+			 : ranges_parse(&r, t->cpus, sizeof(t->cpus)))
 			goto out;
 	}
 	j = ranges_json(&r);
@@ -200,7 +200,7 @@ static bool has_string(json_t *a, const char *s, size_t len)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(a, i, v) {
+	json_array_foreach (a, i, v) {
 		if (json_string_length(v) == len && !memcmp(json_string_value(v), s, len))
 			return true;
 	}
@@ -283,8 +283,9 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	rc |= json_object_set_new(o, "lost_reason",
 				  n->lost ? rm_jstr(rm_lost_reason(n), (size_t)-1) : json_null());
 	rc |= json_object_set_new(o, "error", rm_jstr_or_null(n->error));
-	rc |= json_object_set_new(o, "realtime_minus_boottime_ns",
-				  n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());
+	rc |=
+	    json_object_set_new(o, "realtime_minus_boottime_ns",
+				n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());
 	rc |= json_object_set_new(o, "topology", topology_json(n));
 	if (rc || !(o = counts_json(o, &c, "found"))) {
 		json_decref(o);
@@ -293,8 +294,9 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	rc |= json_object_set_new(o, "attach_p50_ns", jint_or_null(p50, a.n));
 	rc |= json_object_set_new(o, "attach_max_ns", jint_or_null(max, a.n));
 	rc |= json_object_set_new(o, "attach_skew_ns", jint_or_null(rm_spread_ns(&a), a.n));
-	rc |= json_object_set_new(o, "clock_offset_ns", n->clock_known
-				  ? json_integer((json_int_t)n->clock_offset_ns) : json_null());
+	rc |= json_object_set_new(o, "clock_offset_ns",
+				  n->clock_known ? json_integer((json_int_t)n->clock_offset_ns)
+						 : json_null());
 	rc |= json_object_set_new(o, "clock_rtt_ns", jint_or_null(n->clock_rtt_ns, n->clock_known));
 	rc |= json_object_set_new(o, "clock_corrected",
 				  n->clock_known ? json_boolean(n->clock_applied) : json_null());
@@ -347,12 +349,12 @@ static json_t *length_json(const struct rm_window *w)
 	rc |= json_object_set_new(o, "planned_ns", jint_or_null(planned, planned));
 	rc |= json_object_set_new(o, "min_ns", jint_or_null(s.len_min_ns, s.n_len));
 	rc |= json_object_set_new(o, "max_ns", jint_or_null(s.len_max_ns, s.n_len));
-	rc |= json_object_set_new(o, "kind", !s.n_len ? json_null()
-				  : json_string(s.bounds ? "lower-bound" : "measured"));
+	rc |= json_object_set_new(
+	    o, "kind", !s.n_len ? json_null() : json_string(s.bounds ? "lower-bound" : "measured"));
 	rc |= json_object_set_new(o, "tolerance_ns",
 				  jint_or_null(rm_length_tolerance_ns(planned), planned));
-	rc |= json_object_set_new(o, "off", s.n_len && planned ? json_boolean(s.len_off)
-							       : json_null());
+	rc |= json_object_set_new(o, "off",
+				  s.n_len && planned ? json_boolean(s.len_off) : json_null());
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -368,7 +370,7 @@ static json_t *length_json(const struct rm_window *w)
  */
 struct json_out {
 	FILE *f;
-	int err;	/* errno of the first failure, 0 if none */
+	int err; /* errno of the first failure, 0 if none */
 };
 
 /* "KEY": VALUE (compact), after a comma unless first; v is released; NULL: out of memory. */
@@ -422,8 +424,8 @@ static json_t *error_json(const struct rm_window *w, const struct rm_node *n,
 	rc |= json_object_set_new(o, "pid", json_integer(t->pid));
 	rc |= json_object_set_new(o, "rank", t->rank >= 0 ? json_integer(t->rank) : json_null());
 	rc |= json_object_set_new(o, "state", json_string(rn_state_name(t->state)));
-	rc |= json_object_set_new(o, "message", t->message[0] ?
-				  rm_jstr(t->message, sizeof(t->message)) : json_null());
+	rc |= json_object_set_new(
+	    o, "message", t->message[0] ? rm_jstr(t->message, sizeof(t->message)) : json_null());
 	if (rc) {
 		json_decref(o);
 		return NULL;

@@ -102,8 +102,8 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 	fmt_ms(p50, a.n, p50s, sizeof(p50s));
 	fmt_ms(max, a.n, maxs, sizeof(maxs));
 	fmt_ms(rm_spread_ns(&a), a.n, skews, sizeof(skews));
-	fprintf(f, " %5zu %8zu %6zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed,
-		c.exited, p50s, maxs, skews);
+	fprintf(f, " %5zu %8zu %6zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed, c.exited,
+		p50s, maxs, skews);
 }
 
 static void print_window_line(FILE *f, const struct rm_window *w)
@@ -139,7 +139,8 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	fputs(")\n", f);
 	if (s.n_len)
 		fprintf(f, "  tools' window %.1f-%.1f ms%s%s\n", (double)s.len_min_ns / NS_PER_MS,
-			(double)s.len_max_ns / NS_PER_MS, s.bounds ? " (at least, where bounds)" : "",
+			(double)s.len_max_ns / NS_PER_MS,
+			s.bounds ? " (at least, where bounds)" : "",
 			s.len_off ? ": OFF the planned length by more than 1% + 5 ms" : "");
 }
 
@@ -157,9 +158,11 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 			n += w->nodes[i].t[k].side == ROCATTACH_SIDE_ROCM;
 	if (!n)
 		return;
-	fprintf(f, "note: %zu target%s run%s ROCm's target side, which has no watchdog: if this "
-		   "launcher is killed with SIGKILL, their tools stay attached until they exit "
-		   "(every other signal detaches them):", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	fprintf(f,
+		"note: %zu target%s run%s ROCm's target side, which has no watchdog: if this "
+		"launcher is killed with SIGKILL, their tools stay attached until they exit "
+		"(every other signal detaches them):",
+		n, n == 1 ? "" : "s", n == 1 ? "s" : "");
 	for (i = 0; w && i < w->n_nodes; i++) {
 		for (k = 0; k < w->nodes[i].n && shown < 16; k++) {
 			if (w->nodes[i].t[k].side != ROCATTACH_SIDE_ROCM)
@@ -257,7 +260,8 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 	print_headline(f, r);
 	if (w && w->n_nodes) {
 		hw = host_width(w->nodes, w->n_nodes);
-		fprintf(f, "%-*s found attached failed exited  attach p50  attach max  start skew\n",
+		fprintf(f,
+			"%-*s found attached failed exited  attach p50  attach max  start skew\n",
 			hw, "node");
 		for (i = 0; i < w->n_nodes; i++)
 			print_node_row(f, &w->nodes[i], w->start_ns, hw);
@@ -285,8 +289,10 @@ static void print_dry_target(FILE *f, const struct rn_target *t)
 	fprintf(f, "  %-15s %6s %6u  ", pid, rank, (unsigned)t->uid);
 	put_col(f, t->exe, sizeof(t->exe), 16);
 	fprintf(f, " %-8s  ",
-		!t->listener ? "no" : t->side == ROCATTACH_SIDE_ROCM ? "rocm"
-			: t->side == ROCATTACH_SIDE_AGENT ? "agent" : "yes");
+		!t->listener			  ? "no"
+		: t->side == ROCATTACH_SIDE_ROCM  ? "rocm"
+		: t->side == ROCATTACH_SIDE_AGENT ? "agent"
+						  : "yes");
 	put_col(f, t->topo.cpus[0] ? t->topo.cpus : "-", sizeof(t->topo.cpus), 13);
 	fputc(' ', f);
 	put_col(f, t->topo.numa[0] ? t->topo.numa : "-", sizeof(t->topo.numa), 5);

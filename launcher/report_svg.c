@@ -10,11 +10,11 @@
 #define SVG_W 1200
 #define SVG_LABEL_W 220 /* lane labels left of the plot */
 #define SVG_RIGHT 24
-#define SVG_TOP 74	/* title, window labels, tick labels */
+#define SVG_TOP 74 /* title, window labels, tick labels */
 #define SVG_GROUP_H 24
 #define SVG_LANE_H 18
-#define SVG_BOTTOM 44	/* legend */
-#define SVG_CHAR_W 6.6	/* average width of an 11px sans-serif character, with margin */
+#define SVG_BOTTOM 44  /* legend */
+#define SVG_CHAR_W 6.6 /* average width of an 11px sans-serif character, with margin */
 
 #define SVG_OK "#3a9d5d"
 #define SVG_EXIT "#9aa5b1"
@@ -161,7 +161,7 @@ static double nice_step(double span_ms, int *decimals)
 	double base = 0.001;
 	int i;
 
-	for (*decimals = 3; base < 1e12; base *= 10, *decimals -= *decimals > 0) {
+	for (*decimals = 3; base<1e12; base *= 10, *decimals -= *decimals> 0) {
 		for (i = 0; i < 3; i++)
 			if (span_ms / (m[i] * base) <= 10)
 				return m[i] * base;
@@ -183,8 +183,10 @@ static void svg_axis(struct svg *s, int bottom, bool labels)
 	step = nice_step(hi - lo, &dec);
 	sec = step >= 10000;
 	if (labels)
-		fprintf(s->f, "<text class=\"tick\" x=\"8\" y=\"%d\">%s since window 1 start"
-			"</text>\n", SVG_TOP - 8, sec ? "s" : "ms");
+		fprintf(s->f,
+			"<text class=\"tick\" x=\"8\" y=\"%d\">%s since window 1 start"
+			"</text>\n",
+			SVG_TOP - 8, sec ? "s" : "ms");
 	k = (long long)(lo / step);
 	for (k += (double)k * step < lo; (double)k * step <= hi; k++) {
 		x = SVG_LABEL_W + ((double)k * step - lo) * NS_PER_MS * s->px_per_ns;
@@ -247,8 +249,9 @@ static void svg_windows(struct svg *s, int bottom)
 		if (!w->start_ns)
 			continue;
 		x = svg_x(s, w->start_ns);
-		next = i + 1 < s->r->n_w && s->r->w[i + 1].start_ns ?
-			       svg_x(s, s->r->w[i + 1].start_ns) : SVG_W - 4;
+		next = i + 1 < s->r->n_w && s->r->w[i + 1].start_ns
+			   ? svg_x(s, s->r->w[i + 1].start_ns)
+			   : SVG_W - 4;
 		svg_window_label(s, w, x, next - x - 6);
 		svg_vline(s, w->start_ns, bottom, "start", w->index);
 		if (w->stop_ns)
@@ -315,8 +318,8 @@ static char *bar_title(const struct rm_window *w, const struct rm_node *n,
 
 	if (!f)
 		return NULL;
-	fprintf(f, "%.*s pid %d (%.*s), window %d: %s", (int)sizeof(n->host), n->host,
-		(int)t->pid, (int)sizeof(t->exe), t->exe, w->index, rn_state_name(t->state));
+	fprintf(f, "%.*s pid %d (%.*s), window %d: %s", (int)sizeof(n->host), n->host, (int)t->pid,
+		(int)sizeof(t->exe), t->exe, w->index, rn_state_name(t->state));
 	if (t->message[0])
 		fprintf(f, ": %.*s", (int)sizeof(t->message), t->message);
 	else if (rm_attached(t))
@@ -339,8 +342,10 @@ static void svg_state_label(struct svg *s, const struct rn_target *t, double x1,
 	double w = (double)strlen(name) * SVG_CHAR_W;
 
 	if (x2 + 4 + w > SVG_W && x2 - x1 > w + 8)
-		fprintf(s->f, "<text class=\"inbar\" x=\"%.1f\" y=\"%d\" text-anchor=\"end\">%s"
-			"</text>\n", x2 - 4, y + 12, name);
+		fprintf(s->f,
+			"<text class=\"inbar\" x=\"%.1f\" y=\"%d\" text-anchor=\"end\">%s"
+			"</text>\n",
+			x2 - 4, y + 12, name);
 	else
 		fprintf(s->f, "<text class=\"bad halo\" x=\"%.1f\" y=\"%d\">%s</text>\n", x2 + 4,
 			y + 13, name);
@@ -385,8 +390,11 @@ static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t
 		x2 = x1 + 6;
 	title = bar_title(w, n, t, s);
 	fprintf(s->f,
-		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">",
-		x1, y + 4, x2 - x1, rm_failed(t) ? SVG_FAIL : t->state == RN_EXITED ? SVG_EXIT : SVG_OK);
+		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">", x1,
+		y + 4, x2 - x1,
+		rm_failed(t)		? SVG_FAIL
+		: t->state == RN_EXITED ? SVG_EXIT
+					: SVG_OK);
 	svg_title(s, title ? title : "");
 	free(title);
 	fputs("</rect>\n", s->f);

@@ -41,8 +41,8 @@ static void trace_add(struct trace *tr, json_t *e)
 /* A metadata event: process_name, thread_name, *_sort_index. */
 static void trace_meta(struct trace *tr, const char *what, int pid, long long tid, json_t *args)
 {
-	json_t *e = json_pack("{s:s, s:s, s:i, s:I}", "name", what, "ph", "M", "pid", pid,
-			      "tid", (json_int_t)tid);
+	json_t *e = json_pack("{s:s, s:s, s:i, s:I}", "name", what, "ph", "M", "pid", pid, "tid",
+			      (json_int_t)tid);
 
 	if (e && json_object_set_new(e, "args", args))
 		json_decref(e), e = NULL;
@@ -51,12 +51,12 @@ static void trace_meta(struct trace *tr, const char *what, int pid, long long ti
 	trace_add(tr, e);
 }
 
-static void trace_span(struct trace *tr, const char *name, const char *cat, int pid,
-		       long long tid, uint64_t from, uint64_t to, json_t *args)
+static void trace_span(struct trace *tr, const char *name, const char *cat, int pid, long long tid,
+		       uint64_t from, uint64_t to, json_t *args)
 {
-	json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "name", name, "cat", cat,
-			      "ph", "X", "pid", pid, "tid", (json_int_t)tid, "ts", trace_us(from),
-			      "dur", to > from ? (double)(to - from) / 1000.0 : 0.0);
+	json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "name", name, "cat", cat, "ph",
+			      "X", "pid", pid, "tid", (json_int_t)tid, "ts", trace_us(from), "dur",
+			      to > from ? (double)(to - from) / 1000.0 : 0.0);
 
 	if (e && json_object_set_new(e, "args", args ? args : json_object()))
 		json_decref(e), e = NULL;
@@ -68,9 +68,9 @@ static void trace_span(struct trace *tr, const char *name, const char *cat, int 
 static void trace_instant(struct trace *tr, const char *name, const char *cat, int pid,
 			  long long tid, uint64_t at, json_t *args)
 {
-	json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:f}", "name", name, "cat", cat,
-			      "ph", "i", "s", "t", "pid", pid, "tid", (json_int_t)tid, "ts",
-			      trace_us(at));
+	json_t *e =
+	    json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:f}", "name", name, "cat", cat, "ph", "i",
+		      "s", "t", "pid", pid, "tid", (json_int_t)tid, "ts", trace_us(at));
 
 	if (e && json_object_set_new(e, "args", args ? args : json_object()))
 		json_decref(e), e = NULL;
@@ -93,8 +93,8 @@ static void trace_windows(struct trace *tr)
 {
 	const struct rm_window *w;
 
-	trace_meta(tr, "process_name", TRACE_WINDOWS_PID, 0, trace_name("rocattach-mpi windows",
-									 (size_t)-1));
+	trace_meta(tr, "process_name", TRACE_WINDOWS_PID, 0,
+		   trace_name("rocattach-mpi windows", (size_t)-1));
 	trace_meta(tr, "process_sort_index", TRACE_WINDOWS_PID, 0, trace_sort(0));
 	trace_meta(tr, "thread_name", TRACE_WINDOWS_PID, 1, trace_name("windows", (size_t)-1));
 	for (size_t i = 0; i < tr->r->n_w; i++) {
@@ -140,7 +140,8 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 		int len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
 
 		if (t->rank >= 0)
-			len += snprintf(label + len, sizeof(label) - (size_t)len, " rank %ld", t->rank);
+			len += snprintf(label + len, sizeof(label) - (size_t)len, " rank %ld",
+					t->rank);
 		snprintf(label + len, sizeof(label) - (size_t)len, " (%.*s)", (int)sizeof(t->exe),
 			 t->exe);
 		trace_meta(tr, "thread_name", pid, t->pid, trace_name(label, sizeof(label)));
@@ -184,13 +185,16 @@ static void trace_tools(struct trace *tr, const struct rm_window *w, const struc
 			 "detach_tool_ns", to ? json_integer((json_int_t)to) : json_null(),
 			 "window_ns", lower ? json_integer((json_int_t)lower) : json_null());
 	if (args && bound)
-		json_object_set_new(args, "note", json_string(
+		json_object_set_new(
+		    args, "note",
+		    json_string(
 			"ROCm's side: the tools ran inside the calls, which end at these times "
 			"(bounds); window_ns is a lower bound: the attach call's end to the "
 			"detach call's start"));
 	if (args && !to)
-		json_object_set_new(args, "end", json_string("no hand-back (the target exited): "
-							     "drawn to the window's stop"));
+		json_object_set_new(args, "end",
+				    json_string("no hand-back (the target exited): "
+						"drawn to the window's stop"));
 	if (!to)
 		to = w->stop_ns > from ? w->stop_ns : from;
 	trace_span(tr, bound ? "tools attached (bounds)" : "tools attached", "tools", pid, t->pid,
@@ -202,15 +206,16 @@ static void trace_mark(struct trace *tr, const struct rm_window *w, const struct
 		       int pid, bool new_call)
 {
 	uint64_t at = t->state == RN_DETACH_FAILED || (t->state == RN_EXITED && t->detach_start_ns)
-			      ? (t->detach_end_ns ? t->detach_end_ns : t->detach_start_ns)
-			      : (t->attach_end_ns ? t->attach_end_ns : t->attach_start_ns);
+			  ? (t->detach_end_ns ? t->detach_end_ns : t->detach_start_ns)
+			  : (t->attach_end_ns ? t->attach_end_ns : t->attach_start_ns);
 	json_t *args = trace_call_args(t, w->index);
 
 	if (!new_call || !at)
 		at = w->start_ns; /* found gone before this window's attach */
 	if (args)
 		json_object_set_new(args, "message",
-				    t->message[0] ? rm_jstr(t->message, sizeof(t->message)) : json_null());
+				    t->message[0] ? rm_jstr(t->message, sizeof(t->message))
+						  : json_null());
 	trace_instant(tr, rn_state_name(t->state), rm_failed(t) ? "failure" : "exit", pid,
 		      (long long)t->pid + TRACE_CALLS_TID, at, args);
 }
@@ -272,12 +277,13 @@ static void trace_nodes(struct trace *tr)
 static json_t *trace_other(const struct rm_run *r)
 {
 	const struct rm_window *last = rm_last_window(r);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o}", "producer", "rocattach-mpi",
-			      "version", ROCATTACH_VERSION_STRING, "clock",
-			      "rank 0's CLOCK_REALTIME (each node's times corrected by its "
-			      "clock_offset_ns), us since the Unix epoch",
-			      "exit_code", r->exit_code, "exit_reason", rm_jstr_or_null(r->exit_reason),
-			      "stop_reason", rm_jstr_or_null(r->stop_reason));
+	json_t *o =
+	    json_pack("{s:s, s:s, s:s, s:i, s:o, s:o}", "producer", "rocattach-mpi", "version",
+		      ROCATTACH_VERSION_STRING, "clock",
+		      "rank 0's CLOCK_REALTIME (each node's times corrected by its "
+		      "clock_offset_ns), us since the Unix epoch",
+		      "exit_code", r->exit_code, "exit_reason", rm_jstr_or_null(r->exit_reason),
+		      "stop_reason", rm_jstr_or_null(r->stop_reason));
 	json_t *offs = json_object(), *clocks = json_object();
 
 	for (size_t i = 0; o && offs && clocks && last && i < last->n_nodes; i++) {
@@ -289,8 +295,9 @@ static json_t *trace_other(const struct rm_run *r)
 			json_object_set_new(offs, json_string_value(host),
 					    json_integer(n->boot_offset_ns));
 		if (host && n->clock_known) /* the correction made: 0 where none was */
-			json_object_set_new(clocks, json_string_value(host),
-					    json_integer(n->clock_applied ? n->clock_offset_ns : 0));
+			json_object_set_new(
+			    clocks, json_string_value(host),
+			    json_integer(n->clock_applied ? n->clock_offset_ns : 0));
 		json_decref(host);
 	}
 	if (!o || !offs || !clocks || json_object_set_new(o, "realtime_minus_boottime_ns", offs) ||
@@ -310,8 +317,8 @@ static json_t *trace_json(const struct rm_run *r)
 		return NULL;
 	trace_windows(&tr);
 	trace_nodes(&tr);
-	o = json_pack("{s:o, s:s, s:o}", "traceEvents", tr.ev, "displayTimeUnit", "ns",
-		      "otherData", trace_other(r));
+	o = json_pack("{s:o, s:s, s:o}", "traceEvents", tr.ev, "displayTimeUnit", "ns", "otherData",
+		      trace_other(r));
 	if (o && tr.rc) {
 		json_decref(o);
 		return NULL;

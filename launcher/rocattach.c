@@ -148,6 +148,7 @@ int main(int argc, char **argv)
 	}
 	rocattach_set_log_callback(log_to_stderr, NULL);
 	rocattach_set_log_level(o.verbose >= 2 ? ROCATTACH_LOG_DEBUG
-			       : o.verbose ? ROCATTACH_LOG_INFO : ROCATTACH_LOG_WARNING);
+				: o.verbose    ? ROCATTACH_LOG_INFO
+					       : ROCATTACH_LOG_WARNING);
 	return attach_hold_detach(&o);
 }

@@ -25,10 +25,10 @@ struct ra_err {
  * later one is appended to the message. Returns the status of the first.
  */
 rocattach_status_t ra_err_set(struct ra_err *e, rocattach_status_t status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Replace whatever was recorded (a message rewritten with what the caller knows). */
 rocattach_status_t ra_err_reset(struct ra_err *e, rocattach_status_t status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void ra_err_clear(struct ra_err *e);
 
 /* errno of a failed ptrace request -> status (EPERM 5, ESRCH 6, other 4). */

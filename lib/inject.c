@@ -132,7 +132,7 @@ struct libc_fns {
 static int find_dlopen(pid_t pid, struct libc_fns *f, struct ra_err *e)
 {
 	static const char *const prefer[] = {"libc.so.6", NULL};
-	static const char *const threads[] = {"dlopen", "dlerror", "pthread_create",
+	static const char *const threads[] = {"dlopen",		"dlerror",	"pthread_create",
 					      "pthread_detach", "pthread_self", "free"};
 	static const char *const modern[] = {"dlopen", "dlerror"};
 	static const char *const old[] = {"__libc_dlopen_mode"};
@@ -394,7 +394,8 @@ int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e
 	if (listener_up(pid, LISTENER_WAIT_MS))
 		return 0;
 	ra_warn("process %d: no listener after the loader thread's enable: enabling it on "
-		"thread %d instead", pid, tid);
+		"thread %d instead",
+		pid, tid);
 	return inject_borrowed(pid, tid, tramp, &f, agent, pause_ns, e);
 }
 

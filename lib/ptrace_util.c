@@ -49,8 +49,8 @@ long ra_ptrace(int req, pid_t tid, void *addr, void *data, struct ra_err *e)
 	ret = ptrace((enum __ptrace_request)req, tid, addr, data);
 	if (ret == -1 && errno) {
 		err = errno;
-		ra_err_set(e, ra_status_from_ptrace_errno(err), "%s(%d): %s", ptrace_name(req),
-			   tid, strerror(err));
+		ra_err_set(e, ra_status_from_ptrace_errno(err), "%s(%d): %s", ptrace_name(req), tid,
+			   strerror(err));
 		return -err;
 	}
 	return ret;
@@ -167,7 +167,8 @@ static void explain_rest(pid_t pid, char *buf, size_t len)
 
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (stat(path, &sb) == 0 && sb.st_uid == 0 && geteuid() != 0)
-		snprintf(buf, len, "not dumpable (setuid, file capabilities or prctl): run as root");
+		snprintf(buf, len,
+			 "not dumpable (setuid, file capabilities or prctl): run as root");
 	else
 		snprintf(buf, len, "denied by a security policy (LSM or seccomp)");
 }
@@ -257,8 +258,9 @@ static void io_attempt(char *buf, size_t size, const struct mem_io *io, const ch
 static int io_failed(const struct mem_io *io, int err, const char *first, const char *then,
 		     struct ra_err *e)
 {
-	ra_err_set(e, err == ESRCH ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
-				   : ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
+	ra_err_set(e,
+		   err == ESRCH ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
+				: ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
 		   "%s %zu bytes at 0x%llx of %d: %s%s%s", io->write ? "write" : "read", io->len,
 		   (unsigned long long)io->addr, io->pid, first, then ? ", then " : "",
 		   then ? then : "");

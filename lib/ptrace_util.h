@@ -30,7 +30,8 @@ int ra_ptrace_seize(pid_t pid, pid_t tid, unsigned long options, struct ra_err *
  * lack CAP_SYS_PTRACE", "Yama ptrace_scope is 3", "not dumpable", ...
  */
 void ra_explain_eperm(pid_t pid, pid_t tid, char *buf, size_t len);
-/* Why /proc/PID/root, maps or mem of pid are not accessible (EACCES): other user, not dumpable, ... */
+/* Why /proc/PID/root, maps or mem of pid are not accessible (EACCES): other user, not dumpable, ...
+ */
 void ra_explain_eacces(pid_t pid, char *buf, size_t len);
 
 /* waitpid(tid, __WALL), retried on EINTR. -errno on failure (e set). */

@@ -17,9 +17,9 @@
 #include "ptrace_util.h"
 #include "remote.h"
 
-#define STACK_GAP 256		      /* below the saved sp: more than any red zone */
-#define STACK_PUSH_MAX (64 * 1024)    /* larger payloads go to a remote mmap */
-#define STACK_KEEP (256 * 1024)	      /* stack left to the remote code below the data */
+#define STACK_GAP 256		   /* below the saved sp: more than any red zone */
+#define STACK_PUSH_MAX (64 * 1024) /* larger payloads go to a remote mmap */
+#define STACK_KEEP (256 * 1024)	   /* stack left to the remote code below the data */
 
 /* The thread exited under us: nothing left to restore or release. Said once. */
 static int gone(struct ra_remote *r, const char *when)
@@ -82,8 +82,8 @@ static int release(struct ra_remote *r)
 		if (err[i] == -ESRCH)
 			gone(r, "before its thread was released");
 		else if (err[i])
-			ra_err_set(r->e, why[i].status, "%s of thread %d failed: %s", step[i], r->tid,
-				   why[i].msg);
+			ra_err_set(r->e, why[i].status, "%s of thread %d failed: %s", step[i],
+				   r->tid, why[i].msg);
 		ret = ret ? ret : err[i];
 	}
 	return ret;
@@ -231,8 +231,8 @@ int ra_remote_adopted(struct ra_remote *n)
 	int ret;
 
 	if (!n->seized)
-		return ra_err_set(n->e, ROCATTACH_STATUS_ERROR, "process %d: no new thread to adopt",
-				  n->pid);
+		return ra_err_set(n->e, ROCATTACH_STATUS_ERROR,
+				  "process %d: no new thread to adopt", n->pid);
 	/* Its first stop, before its first instruction. */
 	ret = wait_interrupt_stop(n);
 	/* It inherited its creator's options: threads it creates are not ours. */
@@ -398,8 +398,9 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 			return 0;
 		}
 		ra_debug("pid %d: thread %d took signal %d at 0x%llx (trampoline 0x%llx), not in "
-			 "the park: watching instead", r->pid, r->tid, RA_PARK_SIG,
-			 (unsigned long long)ra_arch_pc(regs), (unsigned long long)r->tramp);
+			 "the park: watching instead",
+			 r->pid, r->tid, RA_PARK_SIG, (unsigned long long)ra_arch_pc(regs),
+			 (unsigned long long)r->tramp);
 		r->sigpark = false;
 		ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 		if (!ret)
@@ -453,8 +454,8 @@ int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n
 	return run_to_park(r, &regs, ret);
 }
 
-int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
-		      uint64_t at_ns, uint64_t *ret)
+int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t at_ns,
+		      uint64_t *ret)
 {
 	struct timespec ts = ra_timespec_of(at_ns);
 	struct ra_regs regs, tmp;
@@ -522,8 +523,8 @@ static int remote_errno(uint64_t ret)
 
 int ra_remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr)
 {
-	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 (uint64_t)-1, 0};
+	uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1,
+			 0};
 	int ret = ra_remote_syscall(r, SYS_mmap, a, 6, addr);
 
 	if (ret)
@@ -544,8 +545,9 @@ int ra_remote_munmap(struct ra_remote *r, uint64_t addr, size_t len)
 		return ret;
 	ret = remote_errno(res);
 	if (ret)
-		ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "remote munmap(0x%llx, %zu) in process %d: %s",
-			   (unsigned long long)addr, len, r->pid, strerror(ret));
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR,
+			   "remote munmap(0x%llx, %zu) in process %d: %s", (unsigned long long)addr,
+			   len, r->pid, strerror(ret));
 	return -ret;
 }
 

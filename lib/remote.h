@@ -19,30 +19,30 @@
 
 struct ra_remote {
 	pid_t pid, tid;
-	uint64_t tramp;		/* where the trampoline is written (AT_ENTRY) */
+	uint64_t tramp; /* where the trampoline is written (AT_ENTRY) */
 	uint8_t orig_code[RA_ARCH_TRAMP_MAX];
-	struct ra_regs saved;	/* registers at the first stop */
-	uint64_t sp;		/* remote code runs below this; 0: below the saved sp */
-	bool seized;		/* we are the tracer */
-	bool code_written;	/* trampoline is in place */
-	bool parked;		/* thread sits at the park syscall's entry stop */
-	bool gone;		/* thread or process exited under us */
+	struct ra_regs saved; /* registers at the first stop */
+	uint64_t sp;	      /* remote code runs below this; 0: below the saved sp */
+	bool seized;	      /* we are the tracer */
+	bool code_written;    /* trampoline is in place */
+	bool parked;	      /* thread sits at the park syscall's entry stop */
+	bool gone;	      /* thread or process exited under us */
 	/*
 	 * The park is reported by the kernel: RA_PARK_SIG, left pending (and
 	 * blocked) before each run, is let through by the park's mask only.
 	 * false: the park blocks everything and we watch for it.
 	 */
 	bool sigpark;
-	uint64_t park_mask;	/* address of the park's signal mask in the target */
+	uint64_t park_mask; /* address of the park's signal mask in the target */
 	/*
 	 * The stack mapping [stack_lo, stack_hi) of the thread, when known: the
 	 * caller may set it after begin (a listener's stack never moves) and
 	 * keep what stack_push found, to save a read of /proc/PID/maps.
 	 */
 	uint64_t stack_lo, stack_hi;
-	uint64_t scratch;	/* RA_SCRATCH bytes in the target for small results */
-	bool saved_ok;		/* saved holds the thread's own registers */
-	pid_t clone_tid;	/* a thread it created (PTRACE_O_TRACECLONE), or 0 */
+	uint64_t scratch; /* RA_SCRATCH bytes in the target for small results */
+	bool saved_ok;	  /* saved holds the thread's own registers */
+	pid_t clone_tid;  /* a thread it created (PTRACE_O_TRACECLONE), or 0 */
 	int signals_forwarded;
 	/*
 	 * Set by the caller: watch the park closely (looks at most every
@@ -107,8 +107,8 @@ int ra_remote_call(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n
  * many targets start together however busy their attachers are; we watch
  * for the park only from at_ns on. call_start_ns is at_ns or later.
  */
-int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n,
-		      uint64_t at_ns, uint64_t *ret) RA_MUST_CHECK;
+int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, int n, uint64_t at_ns,
+		      uint64_t *ret) RA_MUST_CHECK;
 
 /*
  * Copy len bytes onto the stopped thread's own stack, well below the saved

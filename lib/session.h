@@ -30,28 +30,35 @@
  * What our agent exports beyond the entry points (protocol.h); its marker
  * first; then what only newer agents have (optional, may be variables).
  */
-enum { AGENT_MARKER, AGENT_TOOL_NS, AGENT_DETACH_AT, AGENT_LAST_ERROR, AGENT_FNS,
-       AGENT_TOOL_EVENT_NS = AGENT_FNS, AGENT_SYMS };
+enum {
+	AGENT_MARKER,
+	AGENT_TOOL_NS,
+	AGENT_DETACH_AT,
+	AGENT_LAST_ERROR,
+	AGENT_FNS,
+	AGENT_TOOL_EVENT_NS = AGENT_FNS,
+	AGENT_SYMS
+};
 
 /* Where a target's side and entry points are: looked up once per process and listener. */
 struct entry {
-	int side;		   /* enum rocattach_target_side */
+	int side; /* enum rocattach_target_side */
 	uint64_t fn_attach, fn_detach;
 	uint64_t agent[AGENT_SYMS]; /* our agent's symbols, all 0 on ROCm's side */
-	bool preloaded;		   /* ROCm's side: the tools were loaded ahead (see drive_attach) */
+	bool preloaded; /* ROCm's side: the tools were loaded ahead (see drive_attach) */
 };
 
 struct session {
 	struct session *next;
 	pid_t pid;
 	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
-	bool busy;	     /* an attach or detach is running on it */
+	bool busy;		     /* an attach or detach is running on it */
 	bool attached;
-	uint64_t starttime;  /* with pid, identifies the process */
-	pid_t tid;	     /* listener thread */
-	uint64_t tramp;	     /* AT_ENTRY */
+	uint64_t starttime; /* with pid, identifies the process */
+	pid_t tid;	    /* listener thread */
+	uint64_t tramp;	    /* AT_ENTRY */
 	struct entry ep;
-	pid_t *tree;	     /* recorded by attach_tree on its root */
+	pid_t *tree; /* recorded by attach_tree on its root */
 	size_t tree_n;
 	bool has_tree;
 };
@@ -66,7 +73,7 @@ struct op {
 struct prepared {
 	struct ra_toollist tools;
 	const char *tool_path;
-	char *payload;	    /* env buffer, then the tool path */
+	char *payload; /* env buffer, then the tool path */
 	size_t env_len, payload_len;
 	char object[512];
 };

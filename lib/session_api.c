@@ -152,11 +152,12 @@ static int copy_opts(rocattach_opts_t *dst, const rocattach_opts_t *src, struct 
 	beyond = (const unsigned char *)src + sizeof(*dst);
 	for (size_t i = 0; src->size > sizeof(*dst) && i < src->size - sizeof(*dst); i++)
 		if (beyond[i])
-			return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-					  "rocattach_opts_t of %zu bytes, this library's has %zu: byte "
-					  "%zu is set, an option this library does not know (built "
-					  "against a newer rocattach.h?)",
-					  src->size, sizeof(*dst), sizeof(*dst) + i);
+			return ra_err_set(
+			    e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			    "rocattach_opts_t of %zu bytes, this library's has %zu: byte "
+			    "%zu is set, an option this library does not know (built "
+			    "against a newer rocattach.h?)",
+			    src->size, sizeof(*dst), sizeof(*dst) + i);
 	memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
 	dst->size = sizeof(*dst);
 	return 0;

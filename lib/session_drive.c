@@ -39,10 +39,11 @@ static uint64_t tool_clock(struct ra_remote *r, const struct entry *ep, int whic
 
 static const char *register_error_name(int v)
 {
-	static const char *const names[] = {
-		"SUCCESS", "NO_TOOLS", "DEADLOCK", "BAD_API_TABLE_LENGTH", "UNSUPPORTED_API",
-		"INVALID_API_ADDRESS", "ROCPROFILER_ERROR", "EXCESS_API_INSTANCES",
-		"INVALID_ARGUMENT", "ATTACHMENT_NOT_AVAILABLE"};
+	static const char *const names[] = {"SUCCESS",		 "NO_TOOLS",
+					    "DEADLOCK",		 "BAD_API_TABLE_LENGTH",
+					    "UNSUPPORTED_API",	 "INVALID_API_ADDRESS",
+					    "ROCPROFILER_ERROR", "EXCESS_API_INSTANCES",
+					    "INVALID_ARGUMENT",	 "ATTACHMENT_NOT_AVAILABLE"};
 
 	if (v < 0 || v >= (int)(sizeof(names) / sizeof(names[0])))
 		return "unknown error";

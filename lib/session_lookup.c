@@ -51,8 +51,7 @@ static int find_listener(pid_t pid, pid_t *tid, struct ra_err *e)
  * the entry points only (whatever its file name: it may be installed as
  * librocprofiler-register.so.0); anything else is ROCm's side.
  */
-static void find_side(pid_t pid, const struct ra_maps *maps, const char *object,
-		      struct entry *ep)
+static void find_side(pid_t pid, const struct ra_maps *maps, const char *object, struct entry *ep)
 {
 	const char *slash = strrchr(object, '/');
 	const char *only[] = {slash ? slash + 1 : object, NULL};
@@ -122,7 +121,8 @@ int ra_check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e)
 	if (st->state == 'Z' && proc_threads(pid) > 1)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
 				  "process %d: its main thread has exited while other threads "
-				  "run on: attaching such a process is not supported", pid);
+				  "run on: attaching such a process is not supported",
+				  pid);
 	return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
 			  "process %d is a zombie (exited, not yet reaped)", pid);
 }

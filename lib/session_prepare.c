@@ -82,17 +82,20 @@ static const char *trust_problem(const struct stat *sb, const struct trust *tr, 
 	bool dir = S_ISDIR(sb->st_mode);
 
 	if ((sb->st_mode & (S_IWGRP | S_IWOTH)) && !(dir && (sb->st_mode & S_ISVTX))) {
-		snprintf(buf, len, "is writable by %s (mode %04o), so others could replace it: "
-			 "fix with chmod go-w", sb->st_mode & S_IWOTH ? "everyone" : "its group",
+		snprintf(buf, len,
+			 "is writable by %s (mode %04o), so others could replace it: "
+			 "fix with chmod go-w",
+			 sb->st_mode & S_IWOTH ? "everyone" : "its group",
 			 (unsigned int)(sb->st_mode & 07777));
 		return buf;
 	}
 	if (sb->st_uid && sb->st_uid != tr->ruid && sb->st_uid != tr->euid &&
 	    sb->st_uid != tr->self) {
-		snprintf(buf, len, "is owned by uid %u, neither root, the target's user (uid %u) "
+		snprintf(buf, len,
+			 "is owned by uid %u, neither root, the target's user (uid %u) "
 			 "nor us (uid %u): fix with chown, or copy the library to a directory "
-			 "you own", (unsigned int)sb->st_uid, (unsigned int)tr->ruid,
-			 (unsigned int)tr->self);
+			 "you own",
+			 (unsigned int)sb->st_uid, (unsigned int)tr->ruid, (unsigned int)tr->self);
 		return buf;
 	}
 	return NULL;
@@ -121,8 +124,8 @@ static int check_node(pid_t pid, int base, const char *t, const char *name, bool
 }
 
 /* The directories of t from the top down, then t itself: none may be open to hijack. */
-static int check_chain(pid_t pid, int base, const char *t, bool in_root,
-		       const struct trust *tr, struct ra_err *e)
+static int check_chain(pid_t pid, int base, const char *t, bool in_root, const struct trust *tr,
+		       struct ra_err *e)
 {
 	char prefix[4096];
 	const char *p;
@@ -140,13 +143,20 @@ static int check_chain(pid_t pid, int base, const char *t, bool in_root,
 static const char *machine_name(unsigned int m)
 {
 	switch (m) {
-	case EM_386: return "i386";
-	case EM_X86_64: return "x86-64";
-	case EM_AARCH64: return "aarch64";
-	case EM_ARM: return "arm";
-	case EM_PPC64: return "ppc64";
-	case EM_RISCV: return "riscv";
-	default: return "another machine";
+	case EM_386:
+		return "i386";
+	case EM_X86_64:
+		return "x86-64";
+	case EM_AARCH64:
+		return "aarch64";
+	case EM_ARM:
+		return "arm";
+	case EM_PPC64:
+		return "ppc64";
+	case EM_RISCV:
+		return "riscv";
+	default:
+		return "another machine";
 	}
 }
 
@@ -215,9 +225,10 @@ static int check_one_tool(pid_t pid, const char *t, const struct trust *tr, stru
 	if (base < 0) {
 		int err = errno;
 
-		return ra_err_set(e, err == ENOENT || err == ESRCH
-					     ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
-					     : ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+		return ra_err_set(e,
+				  err == ENOENT || err == ESRCH
+				      ? ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
+				      : ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 				  "library %s: cannot open %s: %s", t, path, strerror(err));
 	}
 	ret = check_file(pid, base, t, in_root, e);
@@ -353,8 +364,8 @@ static bool is_private_entry(const char *kv)
  * the application's environment for good, so it gets only the caller's.
  * The encoder drops every name that does not start with ROCP.
  */
-static int collect_env(pid_t pid, const rocattach_opts_t *o, int side, const char ***out,
-		       size_t *n, char *owner, size_t owner_len, char *start, size_t start_len)
+static int collect_env(pid_t pid, const rocattach_opts_t *o, int side, const char ***out, size_t *n,
+		       char *owner, size_t owner_len, char *start, size_t start_len)
 {
 	size_t n_env = 0, n_extra = 0, k = 0;
 	bool secure = getauxval(AT_SECURE);
@@ -458,13 +469,13 @@ int ra_check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e)
 	if (at && at > now && at - now > AHEAD_MAX_NS)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 				  "process %d: %s time is %.1f s ahead, more than %llu s: call "
-				  "closer to it", pid, what, (double)(at - now) / 1e9,
+				  "closer to it",
+				  pid, what, (double)(at - now) / 1e9,
 				  AHEAD_MAX_NS / RA_NS_PER_SEC);
 	return 0;
 }
 
-int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
-		   struct op *op)
+int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p, struct op *op)
 {
 	struct ra_err *e = &op->e;
 	struct trust tr;

@@ -5,20 +5,20 @@ static const struct {
 	const char *name;
 	const char *message;
 } status_table[ROCATTACH_STATUS_LAST] = {
-	[ROCATTACH_STATUS_SUCCESS] = {"ROCATTACH_STATUS_SUCCESS", "Success"},
-	[ROCATTACH_STATUS_ERROR] = {"ROCATTACH_STATUS_ERROR", "General error"},
-	[ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT] = {"ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT",
-						     "Invalid function argument"},
-	[ROCATTACH_STATUS_ERROR_NOT_SUPPORTED] = {"ROCATTACH_STATUS_ERROR_NOT_SUPPORTED",
-						  "Attachment not supported on this platform"},
-	[ROCATTACH_STATUS_ERROR_PTRACE_ERROR] = {"ROCATTACH_STATUS_ERROR_PTRACE_ERROR",
-						 "General ptrace error"},
-	[ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED] =
-		{"ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED",
-		 "ptrace returned EPERM, operation not permitted"},
-	[ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND] =
-		{"ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND",
-		 "ptrace returned ESRCH, no such process"},
+    [ROCATTACH_STATUS_SUCCESS] = {"ROCATTACH_STATUS_SUCCESS", "Success"},
+    [ROCATTACH_STATUS_ERROR] = {"ROCATTACH_STATUS_ERROR", "General error"},
+    [ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT] = {"ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT",
+						 "Invalid function argument"},
+    [ROCATTACH_STATUS_ERROR_NOT_SUPPORTED] = {"ROCATTACH_STATUS_ERROR_NOT_SUPPORTED",
+					      "Attachment not supported on this platform"},
+    [ROCATTACH_STATUS_ERROR_PTRACE_ERROR] = {"ROCATTACH_STATUS_ERROR_PTRACE_ERROR",
+					     "General ptrace error"},
+    [ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED] =
+	{"ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED",
+	 "ptrace returned EPERM, operation not permitted"},
+    [ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND] =
+	{"ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND",
+	 "ptrace returned ESRCH, no such process"},
 };
 
 const char *rocattach_get_status_name(rocattach_status_t status)

@@ -152,8 +152,7 @@ static int scan_syms(Elf *elf, Elf_Scn *symscn, size_t strndx, Elf_Scn *verscn,
 }
 
 /* .dynsym, its string table (sh_link) and .gnu.version, found by section headers. */
-static int lookup_dynsym(Elf *elf, const char *const *names, size_t n, size_t nfn,
-			 uint64_t *vaddr)
+static int lookup_dynsym(Elf *elf, const char *const *names, size_t n, size_t nfn, uint64_t *vaddr)
 {
 	Elf_Scn *scn = NULL, *symscn = NULL, *verscn = NULL;
 	size_t strndx = 0, shnum;
@@ -284,8 +283,8 @@ static size_t prefer_rank(const char *path, const char *const *prefer, size_t np
 }
 
 /* Group file-backed mappings (not "[vdso]", anonymous or "anon_inode:") in address order. */
-static size_t group_objects(const struct ra_maps *maps, const char *const *prefer,
-			    size_t nprefer, struct object *objs)
+static size_t group_objects(const struct ra_maps *maps, const char *const *prefer, size_t nprefer,
+			    struct object *objs)
 {
 	const struct ra_map *m;
 	size_t i, j, nobj = 0;
@@ -309,8 +308,7 @@ static size_t group_objects(const struct ra_maps *maps, const char *const *prefe
 }
 
 /* <procfs>/PID/map_files/START-END: the mapped file itself. */
-static int map_files_path(const struct find_ctx *c, const struct ra_map *m, char *path,
-			  size_t len)
+static int map_files_path(const struct find_ctx *c, const struct ra_map *m, char *path, size_t len)
 {
 	char rest[64];
 
@@ -526,8 +524,8 @@ static int try_object(const struct find_ctx *c, const struct object *o)
 }
 
 /* Preferred objects first, in prefer[] order, then the rest; each rank in address order. */
-static const struct object *search(const struct find_ctx *c, const struct object *objs,
-				   size_t nobj, size_t nprefer, int *err)
+static const struct object *search(const struct find_ctx *c, const struct object *objs, size_t nobj,
+				   size_t nprefer, int *err)
 {
 	size_t rank, i;
 	int r;
@@ -549,11 +547,11 @@ static const struct object *search(const struct find_ctx *c, const struct object
 	return NULL;
 }
 
-static int find(const char *procfs, pid_t pid, const struct ra_maps *maps,
-		const char *const *names, size_t n, size_t nfn, const char *const *prefer, bool only,
-		uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
+static int find(const char *procfs, pid_t pid, const struct ra_maps *maps, const char *const *names,
+		size_t n, size_t nfn, const char *const *prefer, bool only, uint64_t *addrs,
+		char *obj, size_t objlen, struct ra_err *e)
 {
-	struct find_ctx c = { procfs, pid, maps, names, n, nfn, NULL, addrs, only };
+	struct find_ctx c = {procfs, pid, maps, names, n, nfn, NULL, addrs, only};
 	const struct object *found;
 	struct object *objs = NULL;
 	size_t nprefer = 0, nobj;
@@ -566,7 +564,8 @@ static int find(const char *procfs, pid_t pid, const struct ra_maps *maps,
 	}
 	if (!maps->n) {
 		ra_err_set(e, ROCATTACH_STATUS_ERROR,
-			   "symbol lookup in pid %d: no memory mappings (exited or zombie?)", (int)pid);
+			   "symbol lookup in pid %d: no memory mappings (exited or zombie?)",
+			   (int)pid);
 		return -ESRCH;
 	}
 	while (prefer && prefer[nprefer])
@@ -588,16 +587,16 @@ out:
 		memset(addrs, 0, n * sizeof(*addrs));
 	/* -ENOENT is an answer, not a failure: the caller knows what it was looking for. */
 	if (r < 0 && r != -ENOENT)
-		ra_err_set(e, ROCATTACH_STATUS_ERROR, "symbol lookup in pid %d (%s): %s",
-			   (int)pid, names[0], strerror(-r));
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "symbol lookup in pid %d (%s): %s", (int)pid,
+			   names[0], strerror(-r));
 	free(objs);
 	free(c.vaddr);
 	return r;
 }
 
 int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
-		    const char *const *names, size_t n, const char *const *prefer,
-		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e)
+		    const char *const *names, size_t n, const char *const *prefer, uint64_t *addrs,
+		    char *obj, size_t objlen, struct ra_err *e)
 {
 	return find(procfs, pid, maps, names, n, n, prefer, false, addrs, obj, objlen, e);
 }

@@ -29,10 +29,10 @@ int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr
 
 /* What an ELF file's header says (ra_elf_header_fd). */
 struct ra_elf_header {
-	bool elf;	       /* an ELF file at all; the rest is 0 if not */
-	int elf_class;	       /* ELFCLASS64, ELFCLASS32; ELFCLASSNONE if the header is cut short */
-	unsigned int machine;  /* e_machine */
-	unsigned int type;     /* e_type */
+	bool elf;	      /* an ELF file at all; the rest is 0 if not */
+	int elf_class;	      /* ELFCLASS64, ELFCLASS32; ELFCLASSNONE if the header is cut short */
+	unsigned int machine; /* e_machine */
+	unsigned int type;    /* e_type */
 };
 
 /*
@@ -51,8 +51,8 @@ int ra_elf_header_fd(int fd, struct ra_elf_header *h);
  * Returns 0, -ENOENT if no object defines them all, other -errno with e set.
  */
 int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
-		    const char *const *names, size_t n, const char *const *prefer,
-		    uint64_t *addrs, char *obj, size_t objlen, struct ra_err *e);
+		    const char *const *names, size_t n, const char *const *prefer, uint64_t *addrs,
+		    char *obj, size_t objlen, struct ra_err *e);
 
 /*
  * The same, among the objects named by only[] alone (no other object is

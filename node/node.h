@@ -39,26 +39,27 @@ void rn_ranks_free(struct rn_ranks *r);
 
 struct rn_selector {
 	/* Sources (their matches are united). */
-	pid_t *pids;		/* --pid */
+	pid_t *pids; /* --pid */
 	size_t n_pids;
-	pid_t *trees;		/* --pid-tree: the pid and its descendants */
+	pid_t *trees; /* --pid-tree: the pid and its descendants */
 	size_t n_trees;
 	const char *slurm_step; /* --slurm-step JOBID[.STEP]; bare JOBID = every step but ours */
 	pid_t mpirun_pid;	/* --mpirun-pid: ranks among its descendants */
-	const char *mpi_job;	/* --mpi-job ID (PMIX_NAMESPACE or OMPI job id); "" = any MPI job but ours */
+	const char
+	    *mpi_job; /* --mpi-job ID (PMIX_NAMESPACE or OMPI job id); "" = any MPI job but ours */
 	/* Filters (all must hold). Alone, --exe and --uid are also a source over all processes. */
-	const char *exe;	/* --exe NAME: basename of the executable */
-	long uid;		/* --uid, -1 = any */
+	const char *exe;	      /* --exe NAME: basename of the executable */
+	long uid;		      /* --uid, -1 = any */
 	const struct rn_ranks *ranks; /* --ranks, NULL = all */
-	const char *rank_var;	/* --rank-var NAME, NULL = the usual ones */
-	bool children;		/* --attach-children: expand each match to its tree */
+	const char *rank_var;	      /* --rank-var NAME, NULL = the usual ones */
+	bool children;		      /* --attach-children: expand each match to its tree */
 	/*
 	 * Whose processes the sources that name no job or pid reach (--mpi-job
 	 * without ID, --exe or --uid alone) and the descendants --attach-children
 	 * adds: uid if set, else everyone's with all_users, else the caller's
 	 * (the real uid of self). A descendant of the match's own user is kept too.
 	 */
-	bool all_users;		/* --all-users */
+	bool all_users; /* --all-users */
 	/* Roots for tests on captured trees; NULL = "/proc", "/sys/fs/cgroup". */
 	const char *procfs;
 	const char *cgroupfs;
@@ -68,36 +69,36 @@ struct rn_selector {
 
 /* What is known of a target before anything is attached. */
 struct rn_topo {
-	char cpus[64];	 /* CPU binding as a list, "0-3,8"; "" if unknown */
-	char numa[32];	 /* NUMA nodes of those CPUs, "0" or "0-1" */
-	char gpus[128];	 /* closest GPUs, comma-separated ("card0(0000:c1:00.0)"), "" if none */
+	char cpus[64];	/* CPU binding as a list, "0-3,8"; "" if unknown */
+	char numa[32];	/* NUMA nodes of those CPUs, "0" or "0-1" */
+	char gpus[128]; /* closest GPUs, comma-separated ("card0(0000:c1:00.0)"), "" if none */
 	int n_cpus;
 };
 
 enum rn_state {
-	RN_FOUND = 0,	   /* selected, nothing done yet */
-	RN_ATTACHED,	   /* attached, window open */
+	RN_FOUND = 0, /* selected, nothing done yet */
+	RN_ATTACHED,  /* attached, window open */
 	RN_ATTACH_FAILED,
-	RN_DETACHED,	   /* attached then detached: the full success */
+	RN_DETACHED, /* attached then detached: the full success */
 	RN_DETACH_FAILED,
-	RN_EXITED,	   /* the process exited during the window */
+	RN_EXITED, /* the process exited during the window */
 };
 
 struct rn_target {
-	pid_t pid;	       /* as this node's launcher sees it */
-	pid_t nspid;	       /* innermost pid namespace's view (containers); == pid if none */
-	long rank;	       /* job rank from the environment, -1 if none */
+	pid_t pid;   /* as this node's launcher sees it */
+	pid_t nspid; /* innermost pid namespace's view (containers); == pid if none */
+	long rank;   /* job rank from the environment, -1 if none */
 	uid_t uid;
 	pid_t ppid;
-	char exe[64];	       /* basename of the executable */
-	bool listener;	       /* has a rocp-bg-attach thread */
-	int side;	       /* enum rocattach_target_side: whose listener (0: unknown) */
+	char exe[64];  /* basename of the executable */
+	bool listener; /* has a rocp-bg-attach thread */
+	int side;      /* enum rocattach_target_side: whose listener (0: unknown) */
 	struct rn_topo topo;
 	/* Results, filled by the pool. */
 	enum rn_state state;
 	rocattach_status_t status; /* of the failed step, SUCCESS otherwise */
 	int agent_status;
-	int windows;	       /* windows completed (attach + detach) */
+	int windows;				 /* windows completed (attach + detach) */
 	uint64_t attach_start_ns, attach_end_ns; /* CLOCK_REALTIME, of the last window */
 	uint64_t detach_start_ns, detach_end_ns;
 	/*
@@ -111,7 +112,7 @@ struct rn_target {
 	bool attach_tool_bound, detach_tool_bound;
 	/* When the attach call was ready to go in: the steps before the call done (not sent). */
 	uint64_t attach_ready_ns;
-	char message[256];     /* the error, "" if none */
+	char message[256]; /* the error, "" if none */
 };
 
 /*
@@ -142,9 +143,9 @@ int rn_bind_away(const struct rn_target *t, size_t n);
 /* Parallel attach and detach. */
 
 struct rn_pool_opts {
-	int jobs;		 /* workers; 0 = from the number of targets and cores */
-	const char *tools;	 /* colon-separated tool libraries (NULL: env/default) */
-	const char *const *env;	 /* extra ROCP* "NAME=VALUE" for the environment buffer */
+	int jobs;		/* workers; 0 = from the number of targets and cores */
+	const char *tools;	/* colon-separated tool libraries (NULL: env/default) */
+	const char *const *env; /* extra ROCP* "NAME=VALUE" for the environment buffer */
 	/*
 	 * CLOCK_REALTIME at which the tools are handed over (0 = at once):
 	 * start_ns for rn_attach_all, stop_ns for rn_detach_all. Every call is
@@ -152,7 +153,7 @@ struct rn_pool_opts {
 	 * keeps each target's hand-over to the time.
 	 */
 	uint64_t start_ns, stop_ns;
-	bool inject;		 /* load the agent into targets without a listener */
+	bool inject; /* load the agent into targets without a listener */
 	/* Progress callback (done so far, total), from worker threads, may be NULL. */
 	void (*progress)(size_t done, size_t total, void *user);
 	void *user;

@@ -59,8 +59,8 @@ static void copy_message(struct rn_target *t, const char *msg)
 
 static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 {
-	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools, .env = o->env,
-			       .start_ns = o->start_ns};
+	rocattach_opts_t ro = {
+	    .size = sizeof(ro), .tool_libraries = o->tools, .env = o->env, .start_ns = o->start_ns};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 

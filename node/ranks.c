@@ -89,7 +89,7 @@ static size_t count_ranges(const char *s)
 
 int rn_ranks_parse(const char *s, struct rn_ranks *out, char *err, size_t errlen)
 {
-	struct rn_ranks r = { NULL, 0 };
+	struct rn_ranks r = {NULL, 0};
 	const char *p = s, *why = "the list is empty: give ranks like 0-3,8";
 	size_t cap;
 

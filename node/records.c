@@ -40,12 +40,12 @@ _Static_assert(sizeof(((struct rn_topo *)0)->gpus) == 128, "gpus width is on the
 _Static_assert(sizeof(((struct rn_target *)0)->message) == 256, "message width is on the wire");
 
 static const char *const state_names[] = {
-	[RN_FOUND] = "found",
-	[RN_ATTACHED] = "attached",
-	[RN_ATTACH_FAILED] = "attach-failed",
-	[RN_DETACHED] = "detached",
-	[RN_DETACH_FAILED] = "detach-failed",
-	[RN_EXITED] = "exited",
+    [RN_FOUND] = "found",
+    [RN_ATTACHED] = "attached",
+    [RN_ATTACH_FAILED] = "attach-failed",
+    [RN_DETACHED] = "detached",
+    [RN_DETACH_FAILED] = "detach-failed",
+    [RN_EXITED] = "exited",
 };
 
 const char *rn_state_name(enum rn_state s)
@@ -353,7 +353,8 @@ static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool, bool bound
 	rc |= json_object_set_new(o, "end_ns", ended ? json_integer((json_int_t)end) : json_null());
 	rc |= json_object_set_new(o, "duration_ns",
 				  ended ? json_integer((json_int_t)(end - start)) : json_null());
-	rc |= json_object_set_new(o, "tool_ns", tool ? json_integer((json_int_t)tool) : json_null());
+	rc |=
+	    json_object_set_new(o, "tool_ns", tool ? json_integer((json_int_t)tool) : json_null());
 	rc |= json_object_set_new(o, "tool_ns_kind",
 				  !tool ? json_null() : json_string(bound ? "bound" : "measured"));
 	if (rc) {
@@ -417,9 +418,9 @@ static int set_results(json_t *o, const struct rn_target *t)
 				  step_json(t->detach_start_ns, t->detach_end_ns, t->detach_tool_ns,
 					    t->detach_tool_bound));
 	rc |= json_object_set_new(o, "window", window_json(t));
-	rc |= json_object_set_new(o, "message", t->message[0]
-							? rn_json_str(t->message, sizeof(t->message))
-							: json_null());
+	rc |= json_object_set_new(o, "message",
+				  t->message[0] ? rn_json_str(t->message, sizeof(t->message))
+						: json_null());
 	return rc;
 }
 
@@ -437,9 +438,9 @@ struct json_t *rn_target_to_json(const struct rn_target *t)
 	rc |= json_object_set_new(o, "ppid", json_integer(t->ppid));
 	rc |= json_object_set_new(o, "exe", rn_json_str(t->exe, sizeof(t->exe)));
 	rc |= json_object_set_new(o, "listener", json_boolean(t->listener));
-	rc |= json_object_set_new(o, "target_side", rn_side_name(t->side)
-							    ? json_string(rn_side_name(t->side))
-							    : json_null());
+	rc |= json_object_set_new(o, "target_side",
+				  rn_side_name(t->side) ? json_string(rn_side_name(t->side))
+							: json_null());
 	rc |= json_object_set_new(o, "topology", topo_json(&t->topo));
 	rc |= set_results(o, t);
 	if (rc) {

@@ -34,7 +34,7 @@ static char topo_err[RN_ERR_MAX];
  * linux component reads the same structure from sysfs. Names that this hwloc
  * does not have are refused with -1, which is fine.
  */
-static const char *const heavy_components[] = { "opencl", "cuda", "levelzero", "gl", "x86" };
+static const char *const heavy_components[] = {"opencl", "cuda", "levelzero", "gl", "x86"};
 
 /*
  * This machine's topology, or (xml) the one an XML file describes, always
@@ -256,7 +256,8 @@ int rn_topology_at(const char *xml, const char *procfs, struct rn_target *t, siz
 
 	if (!xml || !procfs) {
 		if (err && errlen)
-			snprintf(err, errlen, "rn_topology_at: an XML file and a proc root are needed");
+			snprintf(err, errlen,
+				 "rn_topology_at: an XML file and a proc root are needed");
 		return -1;
 	}
 	if (topo_open(xml, &tp, why, sizeof(why)) < 0) {

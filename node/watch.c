@@ -24,8 +24,8 @@
 struct rn_watch {
 	size_t n;
 	pid_t *pid;
-	int *fd;		   /* pidfd, -1: watched through /proc */
-	uint64_t *start;	   /* /proc start time (fallback), 0: unknown */
+	int *fd;	 /* pidfd, -1: watched through /proc */
+	uint64_t *start; /* /proc start time (fallback), 0: unknown */
 	bool *gone;
 };
 

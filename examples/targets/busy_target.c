@@ -60,15 +60,16 @@ static __attribute__((format(printf, 1, 2))) void reply(const char *fmt, ...)
 
 static void usage(FILE *f, const char *argv0)
 {
-	fprintf(f,
-		"usage: %s [--threads N] [--depth D] [--fork-only-child] [--seconds S]\n"
-		"  --threads N        worker threads (default 3)\n"
-		"  --depth D          process tree depth: D > 1 execs a child with D-1 (default 1)\n"
-		"  --fork-only-child  also fork a child that does not exec (it has no attach\n"
-		"                     listener) and just sleeps\n"
-		"  --seconds S        exit 0 after S seconds (default: until SIGTERM/SIGINT/quit)\n"
-		"stdin commands: ping, echo TEXT, status, env NAME, quit\n",
-		argv0);
+	fprintf(
+	    f,
+	    "usage: %s [--threads N] [--depth D] [--fork-only-child] [--seconds S]\n"
+	    "  --threads N        worker threads (default 3)\n"
+	    "  --depth D          process tree depth: D > 1 execs a child with D-1 (default 1)\n"
+	    "  --fork-only-child  also fork a child that does not exec (it has no attach\n"
+	    "                     listener) and just sleeps\n"
+	    "  --seconds S        exit 0 after S seconds (default: until SIGTERM/SIGINT/quit)\n"
+	    "stdin commands: ping, echo TEXT, status, env NAME, quit\n",
+	    argv0);
 }
 
 static int parse_long(const char *s, long min, long *out)
@@ -88,16 +89,16 @@ static int parse_long(const char *s, long min, long *out)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "threads", required_argument, NULL, 't' },
-		{ "depth", required_argument, NULL, 'd' },
-		{ "fork-only-child", no_argument, NULL, 'f' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"threads", required_argument, NULL, 't'},
+	    {"depth", required_argument, NULL, 'd'},
+	    {"fork-only-child", no_argument, NULL, 'f'},
+	    {"seconds", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c, bad = 0;
 
-	*o = (struct opts){ .threads = 3, .depth = 1 };
+	*o = (struct opts){.threads = 3, .depth = 1};
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (c == 't')
 			bad |= parse_long(optarg, 0, &o->threads);
@@ -153,7 +154,7 @@ static void fork_only_child(void)
 static void exec_child(const struct opts *o, const char *argv0, int out_fd)
 {
 	char depth[24], threads[24], self[PATH_MAX];
-	char *const args[] = { (char *)argv0, "--depth", depth, "--threads", threads, NULL };
+	char *const args[] = {(char *)argv0, "--depth", depth, "--threads", threads, NULL};
 	ssize_t n;
 
 	snprintf(depth, sizeof(depth), "%ld", o->depth - 1);
@@ -172,7 +173,7 @@ static void exec_child(const struct opts *o, const char *argv0, int out_fd)
 /* Wait for the child's "ready" line: then its whole subtree is up. */
 static void wait_child_ready(int fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	char buf[256];
 	size_t len = 0;
 	ssize_t n;
@@ -222,7 +223,7 @@ static void spawn_exec_child(const struct opts *o, const char *argv0)
 
 static void *worker_main(void *arg)
 {
-	const struct timespec nap = { 0, 1000000 };
+	const struct timespec nap = {0, 1000000};
 	uint64_t h = (uintptr_t)arg * 0x9e3779b97f4a7c15ULL + 1;
 	unsigned int i;
 
@@ -354,7 +355,7 @@ static void on_sigusr1(int sig)
 /* Workers and main block these; main takes SIGTERM/SIGINT with sigtimedwait. */
 static void setup_signals(sigset_t *ends)
 {
-	struct sigaction sa = { .sa_handler = on_sigusr1, .sa_flags = SA_RESTART };
+	struct sigaction sa = {.sa_handler = on_sigusr1, .sa_flags = SA_RESTART};
 	sigset_t blocked;
 
 	signal(SIGPIPE, SIG_IGN);

@@ -100,8 +100,8 @@ static int open_log(const char *host)
 	if (!dir || !*dir)
 		dir = ".";
 	make_dirs(dir);
-	if (snprintf(path, sizeof(path), "%s/rocattach-tool.%s.%d.log", dir, host,
-		     (int)getpid()) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/rocattach-tool.%s.%d.log", dir, host, (int)getpid()) >=
+	    (int)sizeof(path))
 		return -1;
 	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
@@ -155,7 +155,7 @@ static void tool_finalize(void *data)
 
 static void sleep_ms(long ms)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
 	while (ms && nanosleep(&ts, &ts) && errno == EINTR)
 		;
@@ -207,17 +207,17 @@ static void tool_detach(void *data)
 }
 
 static rocprofiler_tool_configure_result_t configure_result = {
-	.size = sizeof(rocprofiler_tool_configure_result_t),
-	.initialize = tool_initialize,
-	.finalize = tool_finalize,
-	.tool_data = &knobs,
+    .size = sizeof(rocprofiler_tool_configure_result_t),
+    .initialize = tool_initialize,
+    .finalize = tool_finalize,
+    .tool_data = &knobs,
 };
 
 static rocprofiler_tool_configure_attach_result_t attach_result = {
-	.size = sizeof(rocprofiler_tool_configure_attach_result_t),
-	.tool_attach = tool_attach,
-	.tool_detach = tool_detach,
-	.tool_data = &knobs,
+    .size = sizeof(rocprofiler_tool_configure_attach_result_t),
+    .tool_attach = tool_attach,
+    .tool_detach = tool_detach,
+    .tool_data = &knobs,
 };
 
 TOOL_EXPORT rocprofiler_tool_configure_result_t *

@@ -67,7 +67,7 @@ typedef struct rocattach_version_triplet_t {
 rocattach_status_t rocattach_get_version(uint32_t *major, uint32_t *minor,
 					 uint32_t *patch) ROCATTACH_API;
 rocattach_status_t rocattach_get_version_triplet(rocattach_version_triplet_t *info) ROCATTACH_API
-	ROCATTACH_NONNULL(1);
+    ROCATTACH_NONNULL(1);
 
 /*
  * Attach the tool libraries named by ROCPROF_ATTACH_TOOL_LIBRARY (colon list,
@@ -165,10 +165,10 @@ enum rocattach_target_side {
 #define ROCATTACH_MESSAGE_MAX 512
 
 typedef struct rocattach_report {
-	size_t size;		/* sizeof(rocattach_report_t), set by the caller */
+	size_t size; /* sizeof(rocattach_report_t), set by the caller */
 	rocattach_status_t status;
-	int agent_status;	/* value returned by the target's entry point, -1 if not called */
-	int tid;		/* listener thread that was driven, 0 if none found */
+	int agent_status; /* value returned by the target's entry point, -1 if not called */
+	int tid;	  /* listener thread that was driven, 0 if none found */
 	uint64_t step_ns[ROCATTACH_STEP_COUNT];
 	uint64_t start_ns, end_ns; /* CLOCK_REALTIME around the whole operation */
 	/*

@@ -41,7 +41,7 @@ typedef void (*rocprofiler_client_finalize_t)(rocprofiler_client_id_t);
 typedef void (*rocprofiler_client_detach_t)(rocprofiler_client_id_t);
 
 typedef int (*rocprofiler_tool_initialize_t)(rocprofiler_client_finalize_t finalize_func,
-					      void *tool_data);
+					     void *tool_data);
 typedef void (*rocprofiler_tool_finalize_t)(void *tool_data);
 
 typedef struct rocprofiler_tool_configure_result_t {
@@ -52,8 +52,8 @@ typedef struct rocprofiler_tool_configure_result_t {
 } rocprofiler_tool_configure_result_t;
 
 typedef int (*rocprofiler_tool_attach_t)(rocprofiler_client_detach_t detach_func,
-					  rocprofiler_context_id_t *context_ids,
-					  uint64_t context_ids_length, void *tool_data);
+					 rocprofiler_context_id_t *context_ids,
+					 uint64_t context_ids_length, void *tool_data);
 typedef void (*rocprofiler_tool_detach_t)(void *tool_data);
 
 typedef struct rocprofiler_tool_configure_attach_result_t {

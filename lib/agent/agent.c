@@ -303,7 +303,7 @@ static void *starter_main(void *arg)
  */
 static int run_at(uint64_t at_ns, void (*fn)(void))
 {
-	struct starter st = { at_ns, fn };
+	struct starter st = {at_ns, fn};
 	sigset_t all, old;
 	pthread_t th;
 	int err;
@@ -455,7 +455,7 @@ void thread_name(const char *name)
 
 static int attach_locked(const char *env, const char *path)
 {
-	struct env_undo undo = { 0 };
+	struct env_undo undo = {0};
 	struct owner o;
 	size_t envlen = 0;
 	int ret;
@@ -492,8 +492,7 @@ static int attach_locked(const char *env, const char *path)
 	return ret;
 }
 
-RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer,
-					  const char *tool_lib_path)
+RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer, const char *tool_lib_path)
 {
 	int ret;
 
@@ -571,7 +570,8 @@ RA_EXPORT int rocattach_agent_detach_at(uint64_t stop_ns)
 	return ret;
 }
 
-/* Ours: the marker that tells an attacher this is our agent (protocol.h), whatever our file name. */
+/* Ours: the marker that tells an attacher this is our agent (protocol.h), whatever our file name.
+ */
 RA_EXPORT unsigned int rocattach_agent_abi(void)
 {
 	return RA_AGENT_ABI;

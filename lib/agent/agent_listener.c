@@ -111,7 +111,7 @@ static int listener_start(void)
 
 static bool env_true(const char *name)
 {
-	static const char *const yes[] = { "1", "true", "yes", "on" };
+	static const char *const yes[] = {"1", "true", "yes", "on"};
 	const char *v = getenv(name);
 	size_t i;
 

@@ -31,7 +31,7 @@
 typedef rocprofiler_tool_configure_result_t *(*configure_fn)(uint32_t, const char *, uint32_t,
 							     rocprofiler_client_id_t *);
 typedef rocprofiler_tool_configure_attach_result_t *(*configure_attach_fn)(
-	uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
+    uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
 
 struct tool {
 	rocprofiler_client_id_t id; /* handed to the tool: must never move */
@@ -101,7 +101,7 @@ static void agent_atexit(void)
 
 static struct tool *tool_new(void *handle, unsigned int idx)
 {
-	const rocprofiler_client_id_t id = { .name = NULL, .handle = idx };
+	const rocprofiler_client_id_t id = {.name = NULL, .handle = idx};
 	struct tool *t = calloc(1, sizeof(*t));
 
 	if (!t)
@@ -216,8 +216,8 @@ static struct tool *tool_setup(void *handle, const char *lib)
 	t->initialize = res->initialize;
 	t->finalize = res->finalize;
 	t->data = res->tool_data;
-	tool_configure_attach(t, (configure_attach_fn)own_symbol(handle,
-								 "rocprofiler_configure_attach"));
+	tool_configure_attach(
+	    t, (configure_attach_fn)own_symbol(handle, "rocprofiler_configure_attach"));
 	tool_initialize(t);
 	return t;
 }

@@ -40,11 +40,11 @@
  * it to -1), so an fd is closed by the agent only while nobody polls it.
  * All under agent_lock.
  */
-static struct owner owner_next = { .fd = -1 };
+static struct owner owner_next = {.fd = -1};
 static unsigned int owner_gen;
 static int wd_wake = -1; /* eventfd: owner_next changed */
 static bool wd_started;
-static struct owner wd_cur = { .fd = -1 }; /* the watchdog's own copy */
+static struct owner wd_cur = {.fd = -1}; /* the watchdog's own copy */
 
 /*
  * 1: pid runs and started at start (clock ticks since boot, /proc/PID/stat
@@ -105,7 +105,7 @@ void owner_from_env(const char *env, size_t envlen, struct owner *o)
 	const char *v = NULL;
 	char tail;
 
-	*o = (struct owner){ .fd = -1 };
+	*o = (struct owner){.fd = -1};
 	if (!env || ra_envbuf_decode(env, envlen, owner_match, &v) || !v)
 		return;
 	if (sscanf(v, "%llu:%llu%c", &pid, &start, &tail) != 2 || !pid || pid > INT32_MAX) {
@@ -126,7 +126,7 @@ void owner_drop(struct owner *o)
 {
 	if (o->fd >= 0)
 		close(o->fd);
-	*o = (struct owner){ .fd = -1 };
+	*o = (struct owner){.fd = -1};
 }
 
 /* Take over what owner_set published, if newer than what we watch. */
@@ -146,7 +146,7 @@ static unsigned int wd_adopt(unsigned int gen)
 /* Wait until the owner ends (true) or owner_set changes it (false). */
 static bool wd_wait(void)
 {
-	struct pollfd p[2] = { { wd_wake, POLLIN, 0 }, { wd_cur.fd, POLLIN, 0 } };
+	struct pollfd p[2] = {{wd_wake, POLLIN, 0}, {wd_cur.fd, POLLIN, 0}};
 	int timeout = wd_cur.pid && wd_cur.fd < 0 ? OWNER_POLL_MS : -1;
 	uint64_t v;
 	int n;
@@ -247,7 +247,7 @@ void owner_set(struct owner *o)
 
 void owner_clear(void)
 {
-	struct owner none = { .fd = -1 };
+	struct owner none = {.fd = -1};
 
 	owner_set(&none);
 }
@@ -278,7 +278,7 @@ void holder_set(const struct owner *o)
  */
 int holder_check(const struct owner *o)
 {
-	struct owner h = { .pid = holder.pid, .start = holder.start, .fd = -1 };
+	struct owner h = {.pid = holder.pid, .start = holder.start, .fd = -1};
 	char comm[32] = "", when[16] = "?";
 	struct tm tm;
 	ssize_t n;

@@ -30,23 +30,23 @@
 
 struct ra_tramp {
 	uint8_t code[RA_ARCH_TRAMP_MAX];
-	size_t len;	     /* bytes of code[] to write at the trampoline address */
-	size_t syscall_off;  /* start here for a remote syscall */
-	size_t call_off;     /* start here for a remote function call */
+	size_t len;	       /* bytes of code[] to write at the trampoline address */
+	size_t syscall_off;    /* start here for a remote syscall */
+	size_t call_off;       /* start here for a remote function call */
 	size_t timed_call_off; /* start here for a call that first sleeps until a time */
-	size_t park_pc_off;  /* instruction pointer while blocked in the park syscall */
-	long park_nr;	     /* the park syscall's number */
+	size_t park_pc_off;    /* instruction pointer while blocked in the park syscall */
+	long park_nr;	       /* the park syscall's number */
 };
 
 /* This architecture's trampoline. */
 const struct ra_tramp *ra_arch_tramp(void);
 
 /* Registers for a remote syscall nr(args[0..n)), n <= 6, from the saved ones. */
-void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
-			   long nr, const uint64_t *args, int n);
+void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp, long nr,
+			   const uint64_t *args, int n);
 /* Registers for a remote call fn(args[0..n)), n <= 6: stack below the red zone, aligned. */
-void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
-			uint64_t fn, const uint64_t *args, int n);
+void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp, uint64_t fn,
+			const uint64_t *args, int n);
 /*
  * Registers for fn(args[0..n)), n <= 2, begun by the thread itself once
  * clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, ts) returns: ts is the

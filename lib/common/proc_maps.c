@@ -71,7 +71,7 @@ static int map_line(struct ra_cursor *c, struct ra_map *m)
 int ra_maps_parse(const char *text, size_t len, struct ra_maps *out)
 {
 	const char *p = text, *end = text + len;
-	struct ra_maps m = { NULL, 0 };
+	struct ra_maps m = {NULL, 0};
 	struct ra_cursor line;
 	size_t cap = 0;
 	int r = 0;

@@ -239,7 +239,7 @@ static int stat_value(int idx, struct ra_cursor *f, struct ra_stat *st)
 
 int ra_stat_parse(const char *text, size_t len, struct ra_stat *st)
 {
-	struct ra_cursor c = { text, text + len }, f;
+	struct ra_cursor c = {text, text + len}, f;
 	const char *rparen;
 	uint64_t pid;
 	int idx;

@@ -22,7 +22,7 @@ struct pidlist {
 	size_t n, cap;
 	pid_t *hash; /* open addressing, 0 = free, hcap a power of two */
 	size_t hcap;
-	size_t max;  /* 0 = no limit */
+	size_t max; /* 0 = no limit */
 };
 
 static size_t pid_slot(pid_t pid, size_t hcap)
@@ -133,7 +133,7 @@ static int list_pids(const char *path, struct pidlist *l)
 
 int ra_proc_pids(const char *procfs, pid_t **out, size_t *n)
 {
-	struct pidlist l = { 0 };
+	struct pidlist l = {0};
 	int r;
 
 	*out = NULL;
@@ -192,7 +192,7 @@ static int comm_is(const char *procfs, pid_t pid, pid_t tid, const char *comm)
 
 int ra_find_thread_by_comm(const char *procfs, pid_t pid, const char *comm, pid_t *tid)
 {
-	struct pidlist tids = { 0 };
+	struct pidlist tids = {0};
 	size_t i;
 	int r;
 
@@ -219,7 +219,7 @@ out:
 
 static int children_into(const char *text, size_t len, struct pidlist *l)
 {
-	struct ra_cursor c = { text, text + len };
+	struct ra_cursor c = {text, text + len};
 	pid_t pid;
 	int r;
 
@@ -242,7 +242,7 @@ static int children_into(const char *text, size_t len, struct pidlist *l)
 
 int ra_children_parse(const char *text, size_t len, pid_t **out, size_t *n)
 {
-	struct pidlist l = { 0 };
+	struct pidlist l = {0};
 	int r;
 
 	*out = NULL;
@@ -277,7 +277,7 @@ static int no_children_file(const char *procfs, pid_t pid, pid_t tid)
  */
 static int add_children(const char *procfs, pid_t pid, struct pidlist *l)
 {
-	struct pidlist tids = { 0 };
+	struct pidlist tids = {0};
 	char *text;
 	size_t i, len;
 	int r;
@@ -300,7 +300,7 @@ static int add_children(const char *procfs, pid_t pid, struct pidlist *l)
 
 int ra_children(const char *procfs, pid_t pid, pid_t **out, size_t *n)
 {
-	struct pidlist l = { 0 };
+	struct pidlist l = {0};
 	int r;
 
 	*out = NULL;
@@ -318,7 +318,7 @@ int ra_children(const char *procfs, pid_t pid, pid_t **out, size_t *n)
 
 int ra_tree(const char *procfs, pid_t pid, pid_t **out, size_t *n)
 {
-	struct pidlist l = { .max = RA_TREE_MAX };
+	struct pidlist l = {.max = RA_TREE_MAX};
 	size_t i;
 	int r;
 

@@ -58,9 +58,9 @@ struct ra_map {
 	uint64_t start, end, offset;
 	unsigned int dev_major, dev_minor;
 	uint64_t inode;
-	bool r, w, x, p;  /* permissions; p = private */
-	bool deleted;	  /* path ended in " (deleted)" (suffix removed from path) */
-	char *path;	  /* "" for anonymous; "[stack]" etc. kept as is */
+	bool r, w, x, p; /* permissions; p = private */
+	bool deleted;	 /* path ended in " (deleted)" (suffix removed from path) */
+	char *path;	 /* "" for anonymous; "[stack]" etc. kept as is */
 };
 
 struct ra_maps {
@@ -110,13 +110,13 @@ int ra_tree(const char *procfs, pid_t pid, pid_t **out, size_t *n);
 
 /* Fields of /proc/PID/status that callers need. */
 struct ra_status {
-	char name[64];	    /* Name: */
-	char state;	    /* first letter of State: */
+	char name[64]; /* Name: */
+	char state;    /* first letter of State: */
 	pid_t tgid;
 	pid_t ppid;
-	pid_t tracer_pid;   /* TracerPid: */
+	pid_t tracer_pid; /* TracerPid: */
 	uid_t uid_real, uid_effective;
-	pid_t nspid[8];	    /* NSpid: outermost first */
+	pid_t nspid[8]; /* NSpid: outermost first */
 	int nspid_n;
 	/* SigBlk (this thread's), SigIgn, SigCgt: bit n-1 is signal n; valid if sigs_known. */
 	uint64_t sig_blocked, sig_ignored, sig_caught;
@@ -137,7 +137,8 @@ int ra_status_value(const char *procfs, pid_t pid, const char *key, char **out);
 struct ra_stat {
 	char state;
 	pid_t ppid;
-	uint64_t starttime; /* field 22, clock ticks since boot: identifies a process with its pid */
+	uint64_t
+	    starttime; /* field 22, clock ticks since boot: identifies a process with its pid */
 };
 int ra_stat_parse(const char *text, size_t len, struct ra_stat *st);
 int ra_stat_read(const char *procfs, pid_t pid, struct ra_stat *st);

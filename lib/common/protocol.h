@@ -26,12 +26,12 @@
  */
 #define RA_AGENT_MARKER "rocattach_agent_abi"
 #define RA_AGENT_ABI 2u /* 2: start and stop times (ROCP_ATTACH_START_NS, detach_at) */
-#define RA_AGENT_TOOL_NS "rocattach_agent_tool_ns"	 /* uint64_t (int which) */
+#define RA_AGENT_TOOL_NS "rocattach_agent_tool_ns" /* uint64_t (int which) */
 /* The same times as a variable, read from the target's memory (optional: newer agents). */
 #define RA_AGENT_TOOL_EVENT_NS "rocattach_agent_tool_event_ns" /* uint64_t[2] */
-#define RA_AGENT_LAST_ERROR "rocattach_agent_last_error" /* const char *(void) */
-#define RA_AGENT_DETACH_AT "rocattach_agent_detach_at"	 /* int (uint64_t stop_ns) */
-#define RA_AGENT_ENABLE "rocattach_agent_enable"	 /* int (void), for --inject */
+#define RA_AGENT_LAST_ERROR "rocattach_agent_last_error"       /* const char *(void) */
+#define RA_AGENT_DETACH_AT "rocattach_agent_detach_at"	       /* int (uint64_t stop_ns) */
+#define RA_AGENT_ENABLE "rocattach_agent_enable"	       /* int (void), for --inject */
 
 /*
  * Variables the attacher adds to the environment buffer for our agent only

@@ -8,7 +8,7 @@
 #define RA_TOOLLIST_MAX 64
 
 struct ra_toollist {
-	char *buf;		      /* owned copy of the list, split in place */
+	char *buf;			/* owned copy of the list, split in place */
 	const char *v[RA_TOOLLIST_MAX]; /* entries, in order, never empty */
 	size_t n;
 };

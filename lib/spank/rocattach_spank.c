@@ -96,12 +96,12 @@ static int option_cb(int val, const char *optarg, int remote)
 }
 
 static struct spank_option rocattach_option = {
-	.name = "rocattach",
-	.arginfo = "on|off",
-	.usage = usage,
-	.has_arg = 2, /* optional: --rocattach means on */
-	.val = 0,
-	.cb = option_cb,
+    .name = "rocattach",
+    .arginfo = "on|off",
+    .usage = usage,
+    .has_arg = 2, /* optional: --rocattach means on */
+    .val = 0,
+    .cb = option_cb,
 };
 
 /* Only where a user reads it: the client commands; slurmstepd logs its own copy. */
@@ -130,7 +130,8 @@ static void parse_arg(const char *arg)
 	}
 	if (may_complain())
 		slurm_error("rocattach: plugstack.conf: argument '%s' ignored: expected "
-			    "default=on|off or agent=/absolute/path", arg);
+			    "default=on|off or agent=/absolute/path",
+			    arg);
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)

@@ -18,7 +18,7 @@ int main(void)
 	rocattach_status_t (*detach_tree)(int) = rocattach_detach_tree;
 	rocattach_status_t (*version)(uint32_t *, uint32_t *, uint32_t *) = rocattach_get_version;
 	rocattach_status_t (*triplet)(rocattach_version_triplet_t *) =
-		rocattach_get_version_triplet;
+	    rocattach_get_version_triplet;
 	const char *(*name)(rocattach_status_t) = rocattach_get_status_name;
 	const char *(*string)(rocattach_status_t) = rocattach_get_status_string;
 	rocattach_version_triplet_t t = {0};

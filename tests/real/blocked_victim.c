@@ -27,11 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TICK_NS 1000000L    /* producer period */
-#define FUTEX_EVERY 29	    /* ticks between condition signals */
-#define WAKE_EVERY 30	    /* ticks between messages to the epoll and poll threads */
-#define SLEEP_NS 10000000L  /* nanosleep period */
-#define TIMEOUT_MS 20	    /* futex, epoll and poll timeouts: shorter than WAKE_EVERY */
+#define TICK_NS 1000000L   /* producer period */
+#define FUTEX_EVERY 29	   /* ticks between condition signals */
+#define WAKE_EVERY 30	   /* ticks between messages to the epoll and poll threads */
+#define SLEEP_NS 10000000L /* nanosleep period */
+#define TIMEOUT_MS 20	   /* futex, epoll and poll timeouts: shorter than WAKE_EVERY */
 
 enum { P_READ, P_EPOLL, P_POLL, P_COUNT };
 
@@ -200,8 +200,7 @@ static void *epoll_main(void *arg)
 	epoll_ctl(ep, EPOLL_CTL_ADD, pipes[P_EPOLL][0], &ev);
 	for (;;) {
 		t0 = now_ns();
-		waited(epoll_wait(ep, &ev, 1, TIMEOUT_MS), t0, pipes[P_EPOLL][0], &expect,
-		       &epolls);
+		waited(epoll_wait(ep, &ev, 1, TIMEOUT_MS), t0, pipes[P_EPOLL][0], &expect, &epolls);
 	}
 	return NULL;
 }
@@ -247,8 +246,8 @@ static void handlers(void)
 
 static int start_threads(void)
 {
-	void *(*const fns[])(void *) = {reader_main, sleeper_main, futex_main, epoll_main,
-				       poll_main, producer_main};
+	void *(*const fns[])(void *) = {reader_main, sleeper_main, futex_main,
+					epoll_main,  poll_main,	   producer_main};
 	pthread_condattr_t ca;
 	sigset_t old;
 	pthread_t th;

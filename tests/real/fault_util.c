@@ -149,9 +149,8 @@ int proc_thread_count(pid_t pid)
 	return count_dir(path);
 }
 
-int proc_each_task(pid_t pid, const char *name, int (*fn)(FILE *f, pid_t pid, const char *tid,
-							   void *arg),
-		   void *arg)
+int proc_each_task(pid_t pid, const char *name,
+		   int (*fn)(FILE *f, pid_t pid, const char *tid, void *arg), void *arg)
 {
 	char path[320];
 	struct dirent *d;

@@ -16,7 +16,8 @@
 #define NOBODY_UID 65534
 #define NOBODY_GID 65534
 
-/* Start the CLI with args (NULL-terminated), stdin /dev/null, stderr to *errfd. uid 0: as we are. */
+/* Start the CLI with args (NULL-terminated), stdin /dev/null, stderr to *errfd. uid 0: as we are.
+ */
 pid_t cli_spawn(const char *const *args, uid_t uid, int *errfd);
 /* Wait for it; its exit code (128 + signal if killed); its stderr in err. */
 int cli_finish(pid_t pid, int errfd, char *err, size_t len);
@@ -40,9 +41,8 @@ long proc_rss_kb(pid_t pid);
  * For each thread of pid: opens /proc/PID/task/TID/NAME (NULL if it cannot)
  * and calls fn with it (closed after); the sum of what fn returns.
  */
-int proc_each_task(pid_t pid, const char *name, int (*fn)(FILE *f, pid_t pid, const char *tid,
-							   void *arg),
-		   void *arg);
+int proc_each_task(pid_t pid, const char *name,
+		   int (*fn)(FILE *f, pid_t pid, const char *tid, void *arg), void *arg);
 /* State letter of /proc/PID/stat (R, S, T, Z, ...), or 0. */
 char proc_state(pid_t pid);
 

@@ -199,8 +199,8 @@ static void test_attach_tool_declines_reports_agent_error(void **state)
 	unsetenv("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL");
 	assert_non_null(strstr(rocattach_last_error(), "ROCPROFILER_ERROR"));
 	/* The environment buffer was rolled back in the target. */
-	assert_int_equal(victim_cmd(&v, "env ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL", reply,
-				    sizeof(reply)), 0);
+	assert_int_equal(
+	    victim_cmd(&v, "env ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL", reply, sizeof(reply)), 0);
 	assert_string_equal(reply, "env ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL unset");
 	assert_unharmed(&v, false);
 	/* A later attach succeeds. */
@@ -489,23 +489,23 @@ static void test_detach_after_target_exit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_attach_detach_reattach_lifecycle),
-		cmocka_unit_test(test_attach_ex_report_steps),
-		cmocka_unit_test(test_attach_opts_tool_and_env),
-		cmocka_unit_test(test_attach_session_rules),
-		cmocka_unit_test(test_attach_without_rocp_tool_attach),
-		cmocka_unit_test(test_attach_dead_or_invalid_pid),
-		cmocka_unit_test(test_attach_missing_tool_rejected_before_ptrace),
-		cmocka_unit_test(test_attach_tool_declines_reports_agent_error),
-		cmocka_unit_test(test_attach_tree_skips_fork_only_child),
-		cmocka_unit_test(test_attach_tree_root_without_listener),
-		cmocka_unit_test(test_detach_zero_detaches_every_session),
-		cmocka_unit_test(test_attach_blocked_read_keeps_data_no_eintr),
-		cmocka_unit_test(test_attach_signal_in_window_reaches_target),
-		cmocka_unit_test(test_attacher_sigkill_while_idle),
-		cmocka_unit_test(test_attacher_sigkill_mid_call),
-		cmocka_unit_test(test_attach_park_signalled_or_watched),
-		cmocka_unit_test(test_detach_after_target_exit),
+	    cmocka_unit_test(test_attach_detach_reattach_lifecycle),
+	    cmocka_unit_test(test_attach_ex_report_steps),
+	    cmocka_unit_test(test_attach_opts_tool_and_env),
+	    cmocka_unit_test(test_attach_session_rules),
+	    cmocka_unit_test(test_attach_without_rocp_tool_attach),
+	    cmocka_unit_test(test_attach_dead_or_invalid_pid),
+	    cmocka_unit_test(test_attach_missing_tool_rejected_before_ptrace),
+	    cmocka_unit_test(test_attach_tool_declines_reports_agent_error),
+	    cmocka_unit_test(test_attach_tree_skips_fork_only_child),
+	    cmocka_unit_test(test_attach_tree_root_without_listener),
+	    cmocka_unit_test(test_detach_zero_detaches_every_session),
+	    cmocka_unit_test(test_attach_blocked_read_keeps_data_no_eintr),
+	    cmocka_unit_test(test_attach_signal_in_window_reaches_target),
+	    cmocka_unit_test(test_attacher_sigkill_while_idle),
+	    cmocka_unit_test(test_attacher_sigkill_mid_call),
+	    cmocka_unit_test(test_attach_park_signalled_or_watched),
+	    cmocka_unit_test(test_detach_after_target_exit),
 	};
 
 	return cmocka_run_group_tests(tests, setup_outdir_with_tool, NULL);

@@ -109,16 +109,16 @@ static void test_cli_signal_ends_window(void **state)
 static void test_cli_bad_usage(void **state)
 {
 	const char *cases[][6] = {
-		{NULL},
-		{"-p", "abc", NULL},
-		{"-p", "-3", NULL},
-		{"-p", "1", "-d", "-5", NULL},
-		{"-p", "1", "-d", "10ms", NULL},
-		{"-p", "1", "--attach-children=maybe", NULL},
-		{"-p", "1", "-t", "", NULL},
-		{"-p", "1", "--bogus", NULL},
-		{"-p", "1", "extra", NULL},
-		{"-p", "99999999999", NULL},
+	    {NULL},
+	    {"-p", "abc", NULL},
+	    {"-p", "-3", NULL},
+	    {"-p", "1", "-d", "-5", NULL},
+	    {"-p", "1", "-d", "10ms", NULL},
+	    {"-p", "1", "--attach-children=maybe", NULL},
+	    {"-p", "1", "-t", "", NULL},
+	    {"-p", "1", "--bogus", NULL},
+	    {"-p", "1", "extra", NULL},
+	    {"-p", "99999999999", NULL},
 	};
 
 	(void)state;
@@ -174,8 +174,10 @@ static void inject_plain(bool children)
 	assert_int_equal(victim_start(&v, &plain), 0);
 	snprintf(pid, sizeof(pid), "%d", v.pid);
 	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
-	const char *args[] = {"--inject", "-p", pid, "-t", RA_TOOL_PATH, "-d", "200",
-			      children ? NULL : "--attach-children=false", NULL};
+	const char *args[] = {
+	    "--inject",	  "-p", pid,   "-t",
+	    RA_TOOL_PATH, "-d", "200", children ? NULL : "--attach-children=false",
+	    NULL};
 	if (run_cli(args) != 0)
 		fail_msg("rocattach --inject: %s", errbuf);
 	logtext = log_of(v.pid);
@@ -251,16 +253,16 @@ static void test_cli_version_names_both(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cli_duration_attach_detach),
-		cmocka_unit_test(test_cli_env_defaults),
-		cmocka_unit_test(test_cli_signal_ends_window),
-		cmocka_unit_test(test_cli_bad_usage),
-		cmocka_unit_test(test_cli_no_listener_one_line_exit_1),
-		cmocka_unit_test(test_cli_inject_plain_process),
-		cmocka_unit_test(test_cli_inject_plain_tree),
-		cmocka_unit_test(test_cli_default_tool_named_once),
-		cmocka_unit_test(test_cli_help_and_version),
-		cmocka_unit_test(test_cli_version_names_both),
+	    cmocka_unit_test(test_cli_duration_attach_detach),
+	    cmocka_unit_test(test_cli_env_defaults),
+	    cmocka_unit_test(test_cli_signal_ends_window),
+	    cmocka_unit_test(test_cli_bad_usage),
+	    cmocka_unit_test(test_cli_no_listener_one_line_exit_1),
+	    cmocka_unit_test(test_cli_inject_plain_process),
+	    cmocka_unit_test(test_cli_inject_plain_tree),
+	    cmocka_unit_test(test_cli_default_tool_named_once),
+	    cmocka_unit_test(test_cli_help_and_version),
+	    cmocka_unit_test(test_cli_version_names_both),
 	};
 
 	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);

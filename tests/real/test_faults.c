@@ -211,8 +211,10 @@ static void test_fault_target_stopped_before_attach(void **state)
 /* Not a zombie: the leader shows 'Z' but its threads run on. Refused, not misnamed. */
 static void test_fault_target_main_thread_exited(void **state)
 {
-	const struct victim_opts o = {.program = RA_BLOCKED_VICTIM, .agent = true,
-				      .attach_env = true, .argv = {"--main-exits"}};
+	const struct victim_opts o = {.program = RA_BLOCKED_VICTIM,
+				      .agent = true,
+				      .attach_env = true,
+				      .argv = {"--main-exits"}};
 	char reply[64];
 	struct victim v;
 
@@ -284,7 +286,8 @@ static void test_fault_target_already_traced(void **state)
 	snprintf(cause, sizeof(cause), "already traced by %d (strace)", s);
 	assert_one_error(cause);
 	assert_non_null(strstr(errbuf, "Operation not permitted"));
-	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
+	assert_int_equal(rocattach_attach(v.pid),
+			 ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
 	kill(s, SIGTERM);
 	waitpid(s, NULL, 0);
 	/* strace detached: the target never noticed us, and attaches now. */
@@ -393,7 +396,8 @@ static void test_fault_target_of_another_user(void **state)
 	}
 	waitpid(c, &status, 0);
 	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
+	assert_int_equal(WEXITSTATUS(status),
+			 ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED);
 	assert_no_trace_of_attach(&v);
 	victim_stop(&v);
 }
@@ -498,7 +502,8 @@ static void tool_knob_fails(const char *knob, const char *cause)
 static void test_fault_tool_configure_returns_null(void **state)
 {
 	(void)state;
-	tool_knob_fails("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL", "configure declined (returned NULL)");
+	tool_knob_fails("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL",
+			"configure declined (returned NULL)");
 }
 
 static void test_fault_tool_initialize_fails(void **state)
@@ -664,10 +669,10 @@ static int app_threads_parked(pid_t pid)
 static void test_fault_attacher_killed_during_inject_bootstrap(void **state)
 {
 	static const rocattach_opts_t inject = {
-		.size = sizeof(rocattach_opts_t),
-		.tool_libraries = RA_TOOL_PATH,
-		.flags = ROCATTACH_F_INJECT,
-		.agent_path = RA_AGENT_PATH,
+	    .size = sizeof(rocattach_opts_t),
+	    .tool_libraries = RA_TOOL_PATH,
+	    .flags = ROCATTACH_F_INJECT,
+	    .agent_path = RA_AGENT_PATH,
 	};
 	const struct victim_opts plain = {0};
 	unsigned int seed = (unsigned int)getpid();
@@ -699,15 +704,16 @@ static void test_fault_attacher_killed_during_inject_bootstrap(void **state)
 		 * answers. (The borrowed thread is usually the main one, which takes
 		 * SIGTERM: SIGKILL ends every victim here.)
 		 */
-		reader_parked += victim_cmd(&v, "ping", reply, sizeof(reply)) ||
-				 strcmp(reply, "pong");
+		reader_parked +=
+		    victim_cmd(&v, "ping", reply, sizeof(reply)) || strcmp(reply, "pong");
 		borrowed_parked += app_threads_parked(v.pid);
 		/* Attachable again: by the listener if it started, else by a new injection. */
 		if (rocattach_attach_ex(v.pid, &inject, NULL) != ROCATTACH_STATUS_SUCCESS) {
 			char cmd[128];
 
-			snprintf(cmd, sizeof(cmd), "grep -H . /proc/%d/task/*/comm /proc/%d/task/*/syscall",
-				 v.pid, v.pid);
+			snprintf(cmd, sizeof(cmd),
+				 "grep -H . /proc/%d/task/*/comm /proc/%d/task/*/syscall", v.pid,
+				 v.pid);
 			if (system(cmd) < 0)
 				print_message("cannot list the threads\n");
 			fail_msg("inject after the kill (round %d): %s", i, rocattach_last_error());
@@ -719,8 +725,10 @@ static void test_fault_attacher_killed_during_inject_bootstrap(void **state)
 		kill(v.pid, SIGKILL);
 		victim_stop(&v);
 	}
-	print_message("24 kills: listener already up in %d; a thread (borrowed or loader) left parked "
-		      "in %d (the reader in %d)\n", listener_up, borrowed_parked, reader_parked);
+	print_message(
+	    "24 kills: listener already up in %d; a thread (borrowed or loader) left parked "
+	    "in %d (the reader in %d)\n",
+	    listener_up, borrowed_parked, reader_parked);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -728,26 +736,26 @@ static void test_fault_attacher_killed_during_inject_bootstrap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fault_target_exits_during_attach),
-		cmocka_unit_test(test_fault_target_killed_during_attach),
-		cmocka_unit_test(test_fault_target_exits_during_window),
-		cmocka_unit_test(test_fault_target_killed_during_window),
-		cmocka_unit_test(test_fault_target_zombie),
-		cmocka_unit_test(test_fault_target_main_thread_exited),
-		cmocka_unit_test(test_fault_target_stopped_before_attach),
-		cmocka_unit_test(test_fault_target_already_traced),
-		cmocka_unit_test(test_fault_second_attacher_refused),
-		cmocka_unit_test(test_fault_second_attacher_after_owner_killed),
-		cmocka_unit_test(test_fault_target_of_another_user),
-		cmocka_unit_test(test_fault_target_statically_linked),
-		cmocka_unit_test(test_fault_target_without_listener),
-		cmocka_unit_test(test_fault_tool_not_elf_or_wrong_machine),
-		cmocka_unit_test(test_fault_tool_not_elf_by_bare_name),
-		cmocka_unit_test(test_fault_tool_configure_returns_null),
-		cmocka_unit_test(test_fault_tool_initialize_fails),
-		cmocka_unit_test(test_fault_tool_without_configure_attach),
-		cmocka_unit_test(test_fault_attacher_killed_at_random_points),
-		cmocka_unit_test(test_fault_attacher_killed_during_inject_bootstrap),
+	    cmocka_unit_test(test_fault_target_exits_during_attach),
+	    cmocka_unit_test(test_fault_target_killed_during_attach),
+	    cmocka_unit_test(test_fault_target_exits_during_window),
+	    cmocka_unit_test(test_fault_target_killed_during_window),
+	    cmocka_unit_test(test_fault_target_zombie),
+	    cmocka_unit_test(test_fault_target_main_thread_exited),
+	    cmocka_unit_test(test_fault_target_stopped_before_attach),
+	    cmocka_unit_test(test_fault_target_already_traced),
+	    cmocka_unit_test(test_fault_second_attacher_refused),
+	    cmocka_unit_test(test_fault_second_attacher_after_owner_killed),
+	    cmocka_unit_test(test_fault_target_of_another_user),
+	    cmocka_unit_test(test_fault_target_statically_linked),
+	    cmocka_unit_test(test_fault_target_without_listener),
+	    cmocka_unit_test(test_fault_tool_not_elf_or_wrong_machine),
+	    cmocka_unit_test(test_fault_tool_not_elf_by_bare_name),
+	    cmocka_unit_test(test_fault_tool_configure_returns_null),
+	    cmocka_unit_test(test_fault_tool_initialize_fails),
+	    cmocka_unit_test(test_fault_tool_without_configure_attach),
+	    cmocka_unit_test(test_fault_attacher_killed_at_random_points),
+	    cmocka_unit_test(test_fault_attacher_killed_during_inject_bootstrap),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

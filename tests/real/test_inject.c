@@ -34,10 +34,10 @@ static int threads_of(pid_t pid)
 }
 
 static const rocattach_opts_t inject_opts = {
-	.size = sizeof(rocattach_opts_t),
-	.tool_libraries = RA_TOOL_PATH,
-	.flags = ROCATTACH_F_INJECT,
-	.agent_path = RA_AGENT_PATH,
+    .size = sizeof(rocattach_opts_t),
+    .tool_libraries = RA_TOOL_PATH,
+    .flags = ROCATTACH_F_INJECT,
+    .agent_path = RA_AGENT_PATH,
 };
 
 static void test_inject_plain_program_full_lifecycle(void **state)
@@ -54,8 +54,11 @@ static void test_inject_plain_program_full_lifecycle(void **state)
 	assert_int_equal(proc_thread(v.pid, "rocp-bg-attach"), 0);
 	threads0 = threads_of(v.pid);
 	/* Without --inject: ROCm's behaviour, a clear refusal. */
-	assert_int_equal(rocattach_attach_ex(v.pid, &(rocattach_opts_t){.size = sizeof(rocattach_opts_t),
-				.tool_libraries = RA_TOOL_PATH}, NULL), ROCATTACH_STATUS_ERROR);
+	assert_int_equal(rocattach_attach_ex(v.pid,
+					     &(rocattach_opts_t){.size = sizeof(rocattach_opts_t),
+								 .tool_libraries = RA_TOOL_PATH},
+					     NULL),
+			 ROCATTACH_STATUS_ERROR);
 
 	assert_int_equal(rocattach_attach_ex(v.pid, &inject_opts, &rep), ROCATTACH_STATUS_SUCCESS);
 	assert_true(rep.step_ns[ROCATTACH_STEP_INJECT] > 0);
@@ -121,9 +124,9 @@ static void test_inject_missing_agent_rejected(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_inject_plain_program_full_lifecycle),
-		cmocka_unit_test(test_inject_static_program_refused),
-		cmocka_unit_test(test_inject_missing_agent_rejected),
+	    cmocka_unit_test(test_inject_plain_program_full_lifecycle),
+	    cmocka_unit_test(test_inject_static_program_refused),
+	    cmocka_unit_test(test_inject_missing_agent_rejected),
 	};
 
 	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);

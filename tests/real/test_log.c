@@ -151,10 +151,10 @@ static void test_log_null_callback_discards(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_log_no_callback_one_line_on_stderr),
-		cmocka_unit_test(test_log_level_none_silences_stderr),
-		cmocka_unit_test(test_log_callback_takes_over),
-		cmocka_unit_test(test_log_null_callback_discards),
+	    cmocka_unit_test(test_log_no_callback_one_line_on_stderr),
+	    cmocka_unit_test(test_log_level_none_silences_stderr),
+	    cmocka_unit_test(test_log_callback_takes_over),
+	    cmocka_unit_test(test_log_null_callback_discards),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -71,10 +71,10 @@ static int group_teardown(void **state)
 }
 
 /* Every test starts with it: without the lock, no namespace work. */
-#define NEED_LOCK()                  \
-	do {                         \
-		if (lock_fd < 0)     \
-			skip();      \
+#define NEED_LOCK()                                                                                \
+	do {                                                                                       \
+		if (lock_fd < 0)                                                                   \
+			skip();                                                                    \
 	} while (0)
 
 /*
@@ -106,8 +106,10 @@ static void test_ns_tool_missing_in_target_root(void **state)
 	unsetenv("ROCP_TEST_MARKER");
 	print_message("%s", errbuf);
 	assert_int_equal(count_lines(errbuf), 1);
-	snprintf(cause, sizeof(cause), "rocattach: error: library %s as seen from process %d "
-		 "(/proc/%d/root%s): No such file or directory", tool, v.pid, v.pid, tool);
+	snprintf(cause, sizeof(cause),
+		 "rocattach: error: library %s as seen from process %d "
+		 "(/proc/%d/root%s): No such file or directory",
+		 tool, v.pid, v.pid, tool);
 	assert_non_null(strstr(errbuf, cause));
 	assert_string_equal(log_of(v.pid), "");
 	assert_int_equal(victim_cmd(&v, "env ROCP_TEST_MARKER", reply, sizeof(reply)), 0);
@@ -209,8 +211,8 @@ static int hide_dir_exec(char **argv)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ns_tool_missing_in_target_root),
-		cmocka_unit_test(test_ns_other_pid_namespace_no_watchdog),
+	    cmocka_unit_test(test_ns_tool_missing_in_target_root),
+	    cmocka_unit_test(test_ns_other_pid_namespace_no_watchdog),
 	};
 
 	if (argc > 3 && !strcmp(argv[1], "--hide-dir"))

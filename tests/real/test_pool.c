@@ -23,7 +23,8 @@ static pid_t stand_in; /* plays the launcher: the victims are our children, not 
 
 static int setup(void **state)
 {
-	const struct victim_opts o = {.agent = true, .attach_env = true, .argv = {"--threads", "1"}};
+	const struct victim_opts o = {
+	    .agent = true, .attach_env = true, .argv = {"--threads", "1"}};
 
 	(void)state;
 	stand_in = fork();
@@ -98,7 +99,8 @@ static void test_rn_attach_all_forty_records_correct(void **state)
 	for (size_t i = 0; i < n; i++) {
 		if (t[i].pid == gone) {
 			assert_int_equal(t[i].state, RN_EXITED);
-			assert_int_equal(t[i].status, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+			assert_int_equal(t[i].status,
+					 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
 			assert_non_null(strstr(t[i].message, "exited"));
 			exited++;
 			continue;
@@ -153,8 +155,8 @@ static void test_rn_pack_real_records_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rn_attach_all_forty_records_correct),
-		cmocka_unit_test(test_rn_pack_real_records_round_trip),
+	    cmocka_unit_test(test_rn_attach_all_forty_records_correct),
+	    cmocka_unit_test(test_rn_pack_real_records_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -257,9 +257,9 @@ static void test_register_name_unloadable_tool(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_register_name_is_a_real_file_in_maps),
-		cmocka_unit_test(test_register_name_lifecycle),
-		cmocka_unit_test(test_register_name_unloadable_tool),
+	    cmocka_unit_test(test_register_name_is_a_real_file_in_maps),
+	    cmocka_unit_test(test_register_name_lifecycle),
+	    cmocka_unit_test(test_register_name_unloadable_tool),
 	};
 
 	/* Ours: failures are in the reports; keep the test's stderr for cmocka. */

@@ -164,8 +164,9 @@ static void test_security_tool_of_another_user_refused(void **state)
 	make_dir(dir, sizeof(dir), "other", 0755, 0);
 	make_tool(tool, sizeof(tool), dir, 0644, 1234);
 	assert_int_equal(victim_start(&v, &with_agent), 0);
-	assert_refused(v.pid, tool, "the file is owned by uid 1234, neither root, the target's "
-				    "user (uid 0) nor us (uid 0)");
+	assert_refused(v.pid, tool,
+		       "the file is owned by uid 1234, neither root, the target's "
+		       "user (uid 0) nor us (uid 0)");
 	assert_untouched(&v);
 	victim_stop(&v);
 }
@@ -203,8 +204,8 @@ static void test_security_tool_of_the_target_user_accepted(void **state)
 /* --inject loads the agent: the same rules apply to its path. */
 static void test_security_inject_agent_hijack_refused(void **state)
 {
-	rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = RA_TOOL_PATH,
-			      .flags = ROCATTACH_F_INJECT};
+	rocattach_opts_t o = {
+	    .size = sizeof(o), .tool_libraries = RA_TOOL_PATH, .flags = ROCATTACH_F_INJECT};
 	char dir[512], agent[600];
 	struct victim v;
 
@@ -230,12 +231,15 @@ static void test_security_inject_agent_hijack_refused(void **state)
 static void test_security_only_rocp_variables_cross(void **state)
 {
 	static const char *const crossing[] = {"ROCP_SEC_A", "ROCPX_SEC"};
-	static const char *const staying[] = {"ROC_SEC_NOT", "rocp_sec_lower", "XROCP_SEC",
-					      "SEC_SECRET", "ROCPROFILER_REGISTER_LIBRARY",
+	static const char *const staying[] = {"ROC_SEC_NOT",
+					      "rocp_sec_lower",
+					      "XROCP_SEC",
+					      "SEC_SECRET",
+					      "ROCPROFILER_REGISTER_LIBRARY",
 					      "ROCP_ATTACH_OWNER"};
 	const char *extra[] = {"ROCP_SEC_EXTRA=1", "SEC_EXTRA_NOT=1", NULL};
-	const rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = RA_TOOL_PATH,
-				    .env = extra};
+	const rocattach_opts_t o = {
+	    .size = sizeof(o), .tool_libraries = RA_TOOL_PATH, .env = extra};
 	char cmd[128], reply[256];
 	struct victim v;
 
@@ -352,14 +356,14 @@ static void test_security_at_secure_ignores_caller_environment(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_security_world_writable_tool_refused),
-		cmocka_unit_test(test_security_group_writable_tool_refused),
-		cmocka_unit_test(test_security_writable_directory_refused),
-		cmocka_unit_test(test_security_tool_of_another_user_refused),
-		cmocka_unit_test(test_security_tool_of_the_target_user_accepted),
-		cmocka_unit_test(test_security_inject_agent_hijack_refused),
-		cmocka_unit_test(test_security_only_rocp_variables_cross),
-		cmocka_unit_test(test_security_at_secure_ignores_caller_environment),
+	    cmocka_unit_test(test_security_world_writable_tool_refused),
+	    cmocka_unit_test(test_security_group_writable_tool_refused),
+	    cmocka_unit_test(test_security_writable_directory_refused),
+	    cmocka_unit_test(test_security_tool_of_another_user_refused),
+	    cmocka_unit_test(test_security_tool_of_the_target_user_accepted),
+	    cmocka_unit_test(test_security_inject_agent_hijack_refused),
+	    cmocka_unit_test(test_security_only_rocp_variables_cross),
+	    cmocka_unit_test(test_security_at_secure_ignores_caller_environment),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -153,8 +153,8 @@ static void stop_mover(void);
 /* In the child: drop privileges if asked, start our own children, become the sleeper. */
 __attribute__((noreturn)) static void become(int i, int fd)
 {
-	char *argv[] = { exe_name, "120", NULL };
-	char *envp[ENV_MAX + 1] = { NULL };
+	char *argv[] = {exe_name, "120", NULL};
+	char *envp[ENV_MAX + 1] = {NULL};
 	int j, k = 0;
 
 	if (fakes[i].other_uid && (setgid(NOBODY) < 0 || setuid(NOBODY) < 0))
@@ -197,7 +197,7 @@ static pid_t spawn(int i, int fd)
 
 static int read_records(int fd, int want)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	int rec[2], got = 0;
 
 	while (got < want) {
@@ -311,7 +311,7 @@ static int teardown(void **state)
 
 static struct rn_selector sel(void)
 {
-	struct rn_selector s = { .uid = -1, .self = fakes[L].pid };
+	struct rn_selector s = {.uid = -1, .self = fakes[L].pid};
 
 	return s;
 }
@@ -369,7 +369,8 @@ static void expect_exactly(const struct rn_selector *s, const int *idx)
 			break;
 	if (k != n || n != nw) {
 		for (k = 0; k < n; k++)
-			fprintf(stderr, "  got %d %s rank %ld\n", (int)t[k].pid, t[k].exe, t[k].rank);
+			fprintf(stderr, "  got %d %s rank %ld\n", (int)t[k].pid, t[k].exe,
+				t[k].rank);
 		for (k = 0; k < nw; k++)
 			fprintf(stderr, "  want %d\n", (int)want[k]);
 		fail_msg("selection differs");
@@ -395,18 +396,18 @@ static void expect_ranks(const struct rn_selector *s, const int *idx, const long
 
 enum uid_kind { UID_ANY, UID_MINE, UID_NOBODY };
 
-#define FAKES(...) ((const int[]){ __VA_ARGS__, -1 })
+#define FAKES(...) ((const int[]){__VA_ARGS__, -1})
 #define NONE FAKES(-1)
 
 struct select_case {
 	const char *name;
-	int self;	   /* the launcher (its step and MPI job are ours): L unless set */
-	int need;	   /* a fake that must be running (root only), else the run is skipped */
-	const char *step;  /* --slurm-step: job + job_off, then this (".0", "" for the bare job) */
+	int self;	  /* the launcher (its step and MPI job are ours): L unless set */
+	int need;	  /* a fake that must be running (root only), else the run is skipped */
+	const char *step; /* --slurm-step: job + job_off, then this (".0", "" for the bare job) */
 	unsigned long job_off;
-	bool mpirun;	   /* --mpirun-pid M */
+	bool mpirun; /* --mpirun-pid M */
 	const char *mpi_job;
-	bool exe;	   /* --exe with the fakes' name */
+	bool exe; /* --exe with the fakes' name */
 	enum uid_kind uid;
 	bool all_users, children;
 	const char *ranks, *rank_var;
@@ -417,63 +418,105 @@ struct select_case {
 };
 
 static const struct select_case cases[] = {
-	/* --slurm-step: LC has J.0's variables but is the launcher's child. */
-	{ .name = "slurm step J.0", .step = ".0", .want = FAKES(T0, T1), .ranked = FAKES(T0, T1),
-	  .rank = (const long[]){ 0, 1 } },
-	{ .name = "slurm step J.0 with children", .step = ".0", .children = true,
-	  .want = FAKES(T0, T1, T1C), .ranked = FAKES(T1C), .rank = (const long[]){ -1 } },
-	{ .name = "slurm step J.1, ours", .step = ".1", .children = true, .want = NONE },
-	{ .name = "slurm job J+1", .step = "", .job_off = 1, .children = true, .want = FAKES(D1) },
-	/* O1 shares our step; the batch step's processes have no SLURM_STEP_ID. */
-	{ .name = "slurm job J skips our own step", .step = "", .want = FAKES(T0, T1) },
-	/* A launcher in no step (D2) sees step 1 like any other, L and LC included. */
-	{ .name = "slurm job J from outside", .self = D2, .step = "",
-	  .want = FAKES(L, LC, T0, T1, O1) },
-	{ .name = "slurm step J.1 from outside", .self = D2, .step = ".1", .want = FAKES(L, O1) },
-	/* --mpirun-pid: SLURM_PROCID is 0 in both ranks, the MPI variables give the ranks. */
-	{ .name = "mpirun pid", .mpirun = true, .want = FAKES(R0, R1), .ranked = FAKES(R0, R1),
-	  .rank = (const long[]){ 0, 1 } },
-	{ .name = "mpirun pid with children", .mpirun = true, .children = true,
-	  .want = FAKES(R0, R1, R1C) },
-	{ .name = "mpirun pid with children, rank 1", .mpirun = true, .children = true,
-	  .ranks = "1", .want = FAKES(R1, R1C) },
-	{ .name = "mpi job by id", .mpi_job = mpi_ns, .want = FAKES(R0, R1) },
-	{ .name = "mpi job of another user by id", .mpi_job = other_ns, .want = FAKES(U) },
-	/* Alone, --exe reaches our user's processes only; --all-users everyone's. */
-	{ .name = "exe", .exe = true,
-	  .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK) },
-	{ .name = "exe, all users", .exe = true, .all_users = true,
-	  .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, U, NSP, NSK, D2U) },
-	{ .name = "exe, our uid", .exe = true, .uid = UID_MINE,
-	  .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK) },
-	{ .name = "exe, nobody's", .need = U, .exe = true, .uid = UID_NOBODY,
-	  .want = FAKES(U, D2U) },
-	/* T1: SLURM_PROCID=1; O1: PMIX_RANK=1; R1: OMPI_COMM_WORLD_RANK=1. */
-	{ .name = "exe, all users, rank 1", .exe = true, .all_users = true, .ranks = "1",
-	  .want = FAKES(T1, O1, R1) },
-	{ .name = "exe, all users, rank 1 of SLURM_PROCID", .exe = true, .all_users = true,
-	  .ranks = "1", .rank_var = "SLURM_PROCID", .want = FAKES(T1, O1) },
-	/*
-	 * --attach-children never reaches a third user: D2's child D2U (nobody)
-	 * is not ours and not D2's user, whether D2 was found by --exe or named by
-	 * --pid; --uid nobody or --all-users bring it in. --pid-tree names it.
-	 */
-	{ .name = "pid with children of a third user", .need = D2U, .children = true,
-	  .pids = FAKES(D2), .want = FAKES(D2) },
-	{ .name = "pid with children, all users", .need = D2U, .children = true,
-	  .all_users = true, .pids = FAKES(D2), .want = FAKES(D2, D2U) },
-	/* --uid filters the named D2 (root's) out; its nobody child is no match either. */
-	{ .name = "pid with children, nobody's", .need = D2U, .children = true,
-	  .uid = UID_NOBODY, .pids = FAKES(D2), .want = NONE },
-	{ .name = "pid tree of a third user's parent", .need = D2U, .children = true,
-	  .trees = FAKES(D2), .want = FAKES(D2, D2U) },
-	/* Named by --pid, a process of another user keeps its own user's children. */
-	{ .name = "pid of another user with children", .need = D2U, .children = true,
-	  .pids = FAKES(U), .want = FAKES(U) },
-	{ .name = "pids", .pids = FAKES(T0, D2), .want = FAKES(T0, D2) },
-	{ .name = "pid tree", .trees = FAKES(M), .want = FAKES(M, R0, R1, DMN, R1C) },
-	/* Ours never, even by pid. */
-	{ .name = "pids of our own", .pids = FAKES(L, LC), .want = NONE },
+    /* --slurm-step: LC has J.0's variables but is the launcher's child. */
+    {.name = "slurm step J.0",
+     .step = ".0",
+     .want = FAKES(T0, T1),
+     .ranked = FAKES(T0, T1),
+     .rank = (const long[]){0, 1}},
+    {.name = "slurm step J.0 with children",
+     .step = ".0",
+     .children = true,
+     .want = FAKES(T0, T1, T1C),
+     .ranked = FAKES(T1C),
+     .rank = (const long[]){-1}},
+    {.name = "slurm step J.1, ours", .step = ".1", .children = true, .want = NONE},
+    {.name = "slurm job J+1", .step = "", .job_off = 1, .children = true, .want = FAKES(D1)},
+    /* O1 shares our step; the batch step's processes have no SLURM_STEP_ID. */
+    {.name = "slurm job J skips our own step", .step = "", .want = FAKES(T0, T1)},
+    /* A launcher in no step (D2) sees step 1 like any other, L and LC included. */
+    {.name = "slurm job J from outside", .self = D2, .step = "", .want = FAKES(L, LC, T0, T1, O1)},
+    {.name = "slurm step J.1 from outside", .self = D2, .step = ".1", .want = FAKES(L, O1)},
+    /* --mpirun-pid: SLURM_PROCID is 0 in both ranks, the MPI variables give the ranks. */
+    {.name = "mpirun pid",
+     .mpirun = true,
+     .want = FAKES(R0, R1),
+     .ranked = FAKES(R0, R1),
+     .rank = (const long[]){0, 1}},
+    {.name = "mpirun pid with children",
+     .mpirun = true,
+     .children = true,
+     .want = FAKES(R0, R1, R1C)},
+    {.name = "mpirun pid with children, rank 1",
+     .mpirun = true,
+     .children = true,
+     .ranks = "1",
+     .want = FAKES(R1, R1C)},
+    {.name = "mpi job by id", .mpi_job = mpi_ns, .want = FAKES(R0, R1)},
+    {.name = "mpi job of another user by id", .mpi_job = other_ns, .want = FAKES(U)},
+    /* Alone, --exe reaches our user's processes only; --all-users everyone's. */
+    {.name = "exe",
+     .exe = true,
+     .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK)},
+    {.name = "exe, all users",
+     .exe = true,
+     .all_users = true,
+     .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, U, NSP, NSK, D2U)},
+    {.name = "exe, our uid",
+     .exe = true,
+     .uid = UID_MINE,
+     .want = FAKES(T0, T1, T1C, O1, D1, D2, M, R0, R1, DMN, R1C, NSP, NSK)},
+    {.name = "exe, nobody's", .need = U, .exe = true, .uid = UID_NOBODY, .want = FAKES(U, D2U)},
+    /* T1: SLURM_PROCID=1; O1: PMIX_RANK=1; R1: OMPI_COMM_WORLD_RANK=1. */
+    {.name = "exe, all users, rank 1",
+     .exe = true,
+     .all_users = true,
+     .ranks = "1",
+     .want = FAKES(T1, O1, R1)},
+    {.name = "exe, all users, rank 1 of SLURM_PROCID",
+     .exe = true,
+     .all_users = true,
+     .ranks = "1",
+     .rank_var = "SLURM_PROCID",
+     .want = FAKES(T1, O1)},
+    /*
+     * --attach-children never reaches a third user: D2's child D2U (nobody)
+     * is not ours and not D2's user, whether D2 was found by --exe or named by
+     * --pid; --uid nobody or --all-users bring it in. --pid-tree names it.
+     */
+    {.name = "pid with children of a third user",
+     .need = D2U,
+     .children = true,
+     .pids = FAKES(D2),
+     .want = FAKES(D2)},
+    {.name = "pid with children, all users",
+     .need = D2U,
+     .children = true,
+     .all_users = true,
+     .pids = FAKES(D2),
+     .want = FAKES(D2, D2U)},
+    /* --uid filters the named D2 (root's) out; its nobody child is no match either. */
+    {.name = "pid with children, nobody's",
+     .need = D2U,
+     .children = true,
+     .uid = UID_NOBODY,
+     .pids = FAKES(D2),
+     .want = NONE},
+    {.name = "pid tree of a third user's parent",
+     .need = D2U,
+     .children = true,
+     .trees = FAKES(D2),
+     .want = FAKES(D2, D2U)},
+    /* Named by --pid, a process of another user keeps its own user's children. */
+    {.name = "pid of another user with children",
+     .need = D2U,
+     .children = true,
+     .pids = FAKES(U),
+     .want = FAKES(U)},
+    {.name = "pids", .pids = FAKES(T0, D2), .want = FAKES(T0, D2)},
+    {.name = "pid tree", .trees = FAKES(M), .want = FAKES(M, R0, R1, DMN, R1C)},
+    /* Ours never, even by pid. */
+    {.name = "pids of our own", .pids = FAKES(L, LC), .want = NONE},
 };
 
 /* The pids of fakes idx (-1 ends) into out: their count. */
@@ -495,7 +538,7 @@ static void run_case(void **state)
 {
 	const struct select_case *c = *state;
 	struct rn_selector s = sel();
-	struct rn_ranks r = { 0 };
+	struct rn_ranks r = {0};
 	pid_t pids[NFAKE], trees[NFAKE];
 	char step[64], err[RN_ERR_MAX];
 
@@ -709,8 +752,8 @@ static void test_select_slurm_step_from_real_cgroup(void **state)
 /* The example target with the agent has a listener thread; the selector sees it. */
 static void test_select_listener(void **state)
 {
-	const struct victim_opts o = { .agent = true, .attach_env = true,
-				       .env = { "PMIX_RANK=3", NULL } };
+	const struct victim_opts o = {
+	    .agent = true, .attach_env = true, .env = {"PMIX_RANK=3", NULL}};
 	struct rn_selector s = sel();
 	char err[RN_ERR_MAX], want[64];
 	struct victim v;
@@ -740,17 +783,18 @@ static void test_select_listener(void **state)
 int main(void)
 {
 	static const struct CMUnitTest others[] = {
-		cmocka_unit_test(test_select_mpi_job_any_but_ours),
-		cmocka_unit_test(test_select_pid_namespace),
-		cmocka_unit_test(test_select_slurm_step_from_real_cgroup),
-		cmocka_unit_test(test_select_listener),
+	    cmocka_unit_test(test_select_mpi_job_any_but_ours),
+	    cmocka_unit_test(test_select_pid_namespace),
+	    cmocka_unit_test(test_select_slurm_step_from_real_cgroup),
+	    cmocka_unit_test(test_select_listener),
 	};
 	struct CMUnitTest tests[ARRAY_SIZE(cases) + ARRAY_SIZE(others)];
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
-		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = run_case,
-						.initial_state = (void *)&cases[i] };
+		tests[i] = (struct CMUnitTest){.name = cases[i].name,
+					       .test_func = run_case,
+					       .initial_state = (void *)&cases[i]};
 	for (i = 0; i < ARRAY_SIZE(others); i++)
 		tests[ARRAY_SIZE(cases) + i] = others[i];
 	return cmocka_run_group_tests(tests, setup, teardown);

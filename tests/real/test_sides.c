@@ -167,12 +167,12 @@ static void test_start_too_far_ahead_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_target_side_by_marker),
-		cmocka_unit_test(test_start_stop_times_agent),
-		cmocka_unit_test(test_start_stop_times_rocm),
-		cmocka_unit_test(test_private_vars_never_in_environ_agent),
-		cmocka_unit_test(test_private_vars_never_in_environ_rocm),
-		cmocka_unit_test(test_start_too_far_ahead_refused),
+	    cmocka_unit_test(test_target_side_by_marker),
+	    cmocka_unit_test(test_start_stop_times_agent),
+	    cmocka_unit_test(test_start_stop_times_rocm),
+	    cmocka_unit_test(test_private_vars_never_in_environ_agent),
+	    cmocka_unit_test(test_private_vars_never_in_environ_rocm),
+	    cmocka_unit_test(test_start_too_far_ahead_refused),
 	};
 
 	return cmocka_run_group_tests(tests, setup_outdir_with_tool, NULL);

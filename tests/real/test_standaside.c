@@ -150,10 +150,10 @@ static void test_standaside_never_from_itself(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_standaside_agent_alone_listens),
-		cmocka_unit_test(test_standaside_register_after_agent),
-		cmocka_unit_test(test_standaside_register_before_agent),
-		cmocka_unit_test(test_standaside_never_from_itself),
+	    cmocka_unit_test(test_standaside_agent_alone_listens),
+	    cmocka_unit_test(test_standaside_register_after_agent),
+	    cmocka_unit_test(test_standaside_register_before_agent),
+	    cmocka_unit_test(test_standaside_never_from_itself),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -64,8 +64,8 @@ static void counts_of(pid_t pid, struct counts *c)
 static void assert_counts_stable(const char *who, const struct counts *a, const struct counts *b,
 				 bool memory)
 {
-	print_message("%s: fds %d -> %d, maps %d -> %d, threads %d -> %d, rss %ld -> %ld kB\n",
-		      who, a->fds, b->fds, a->maps, b->maps, a->threads, b->threads, a->rss_kb,
+	print_message("%s: fds %d -> %d, maps %d -> %d, threads %d -> %d, rss %ld -> %ld kB\n", who,
+		      a->fds, b->fds, a->maps, b->maps, a->threads, b->threads, a->rss_kb,
 		      b->rss_kb);
 	assert_int_equal(b->fds, a->fds);
 	assert_int_equal(b->threads, a->threads);
@@ -111,8 +111,8 @@ static void cycle(pid_t pid, const rocattach_opts_t *o)
 static void assert_never_noticed(struct victim *v, const struct sender *s)
 {
 	static const char *const zero[] = {"eintr", "short", "early", "lost", "err"};
-	static const char *const moving[] = {"reads", "sleeps", "waits", "timeouts", "epolls",
-					     "polls"};
+	static const char *const moving[] = {"reads",	 "sleeps", "waits",
+					     "timeouts", "epolls", "polls"};
 	char reply[512];
 
 	assert_int_equal(victim_cmd(v, "status", reply, sizeof(reply)), 0);
@@ -154,7 +154,8 @@ static void cycles_under_signals(struct victim *v, const rocattach_opts_t *o, in
 	atomic_store(&s.stop, true);
 	pthread_join(th, NULL);
 	print_message("%d cycles in %.2f s, %lu signals sent\n", n,
-		      (double)(ts1.tv_sec - ts0.tv_sec) + (ts1.tv_nsec - ts0.tv_nsec) / 1e9, s.sent);
+		      (double)(ts1.tv_sec - ts0.tv_sec) + (ts1.tv_nsec - ts0.tv_nsec) / 1e9,
+		      s.sent);
 	/* The last signals' handlers may still be to run on a loaded machine. */
 	for (int i = 0; i < 500 && victim_status(v, "rt") < (long long)s.sent; i++)
 		usleep(10 * 1000);
@@ -171,8 +172,8 @@ static void cycles_under_signals(struct victim *v, const rocattach_opts_t *o, in
 static void test_transparency_1000_cycles(void **state)
 {
 	const char *logtext;
-	const struct victim_opts vo = {.program = RA_BLOCKED_VICTIM, .agent = true,
-				       .attach_env = true};
+	const struct victim_opts vo = {
+	    .program = RA_BLOCKED_VICTIM, .agent = true, .attach_env = true};
 	const rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = RA_TOOL_PATH};
 	struct victim v;
 
@@ -192,8 +193,10 @@ static void test_transparency_1000_cycles(void **state)
 static void test_transparency_after_inject(void **state)
 {
 	const struct victim_opts vo = {.program = RA_BLOCKED_VICTIM};
-	const rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = RA_TOOL_PATH,
-				    .flags = ROCATTACH_F_INJECT, .agent_path = RA_AGENT_PATH};
+	const rocattach_opts_t o = {.size = sizeof(o),
+				    .tool_libraries = RA_TOOL_PATH,
+				    .flags = ROCATTACH_F_INJECT,
+				    .agent_path = RA_AGENT_PATH};
 	struct victim v;
 
 	(void)state;
@@ -206,8 +209,8 @@ static void test_transparency_after_inject(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_transparency_1000_cycles),
-		cmocka_unit_test(test_transparency_after_inject),
+	    cmocka_unit_test(test_transparency_1000_cycles),
+	    cmocka_unit_test(test_transparency_after_inject),
 	};
 
 	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);

@@ -94,7 +94,8 @@ static void assert_detached_soon(pid_t pid, unsigned long long since_ns)
 
 	assert_true(wait_tool_events(test_outdir, pid, "tool_detach", 1, 3000));
 	at = tool_event_ns(log_of(pid), "tool_detach", 1);
-	print_message("tool_detach %.1f ms after the attacher died\n", (double)(at - since_ns) / 1e6);
+	print_message("tool_detach %.1f ms after the attacher died\n",
+		      (double)(at - since_ns) / 1e6);
 	assert_true(at >= since_ns && at - since_ns < DETACH_DEADLINE_NS);
 }
 
@@ -344,10 +345,10 @@ static void test_watchdog_without_pidfd_open(void **state)
 static int no_pidfd_exec(char **argv)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
 
@@ -364,14 +365,14 @@ static int no_pidfd_exec(char **argv)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_watchdog_cli_sigkill_while_idle),
-		cmocka_unit_test(test_watchdog_owner_alive_never_fires),
-		cmocka_unit_test(test_watchdog_disarmed_by_normal_detach),
-		cmocka_unit_test(test_watchdog_attacher_exits_without_detach),
-		cmocka_unit_test(test_watchdog_attacher_killed_mid_attach),
-		cmocka_unit_test(test_watchdog_second_attacher_refused),
-		cmocka_unit_test(test_watchdog_dead_owner_taken_over),
-		cmocka_unit_test(test_watchdog_without_pidfd_open),
+	    cmocka_unit_test(test_watchdog_cli_sigkill_while_idle),
+	    cmocka_unit_test(test_watchdog_owner_alive_never_fires),
+	    cmocka_unit_test(test_watchdog_disarmed_by_normal_detach),
+	    cmocka_unit_test(test_watchdog_attacher_exits_without_detach),
+	    cmocka_unit_test(test_watchdog_attacher_killed_mid_attach),
+	    cmocka_unit_test(test_watchdog_second_attacher_refused),
+	    cmocka_unit_test(test_watchdog_dead_owner_taken_over),
+	    cmocka_unit_test(test_watchdog_without_pidfd_open),
 	};
 
 	if (argc > 2 && !strcmp(argv[1], "--no-pidfd-exec"))

@@ -13,17 +13,17 @@
 
 struct victim {
 	pid_t pid;
-	int to, from;	      /* its stdin (write end), its stdout (read end) */
+	int to, from; /* its stdin (write end), its stdout (read end) */
 	char buf[16384];
 	size_t len;
 };
 
 struct victim_opts {
-	bool agent;	      /* LD_PRELOAD the agent */
-	bool attach_env;      /* ROCP_TOOL_ATTACH=1 */
-	const char *argv[8];  /* extra arguments, NULL-terminated */
-	const char *env[8];   /* extra NAME=VALUE, NULL-terminated */
-	const char *program;  /* default RA_TARGET_PATH */
+	bool agent;	     /* LD_PRELOAD the agent */
+	bool attach_env;     /* ROCP_TOOL_ATTACH=1 */
+	const char *argv[8]; /* extra arguments, NULL-terminated */
+	const char *env[8];  /* extra NAME=VALUE, NULL-terminated */
+	const char *program; /* default RA_TARGET_PATH */
 };
 
 /* Start and wait for its "ready" line. 0 or -1. */

@@ -39,7 +39,7 @@
 typedef rocprofiler_tool_configure_result_t *(*configure_fn)(uint32_t, const char *, uint32_t,
 							     rocprofiler_client_id_t *);
 typedef rocprofiler_tool_configure_attach_result_t *(*configure_attach_fn)(
-	uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
+    uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
 
 struct client {
 	rocprofiler_client_id_t id;

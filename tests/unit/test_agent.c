@@ -30,12 +30,12 @@
 
 #include "common/envbuf.h"
 
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			return 1;                                                          \
-		}                                                                          \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			return 1;                                                                  \
+		}                                                                                  \
 	} while (0)
 
 #define CHECK_OK(expr) CHECK((expr) == 0)
@@ -321,7 +321,7 @@ static void test_agent_init_without_env(void **state)
 
 static int child_lifecycle(void)
 {
-	const char *vars[] = { "ROCP_TEST_X=1", "ROCPROFILER_REGISTER_TOOL_ATTACHED=1", NULL };
+	const char *vars[] = {"ROCP_TEST_X=1", "ROCPROFILER_REGISTER_TOOL_ATTACHED=1", NULL};
 	char *env = make_env(vars), version[64];
 	pid_t me = getpid();
 
@@ -411,8 +411,8 @@ static void owner_var(char *buf, size_t len, pid_t pid)
 static int child_one_attacher(void)
 {
 	char var_a[96], var_b[96], want[64];
-	const char *vars_a[] = { var_a, NULL };
-	const char *vars_b[] = { var_b, "ROCP_TEST_SECOND=1", NULL };
+	const char *vars_a[] = {var_a, NULL};
+	const char *vars_b[] = {var_b, "ROCP_TEST_SECOND=1", NULL};
 	char *env_a, *env_b, *env_none = make_env(NULL);
 	pid_t a = fork();
 
@@ -457,8 +457,8 @@ static void test_rocprofiler_register_attach_one_attacher(void **state)
 
 static int child_rollback(void)
 {
-	const char *vars[] = { "ROCP_TEST_NEW=1", "ROCP_TEST_KEEP=new", "ROCP_TEST_KEEP=newer",
-			       NULL };
+	const char *vars[] = {"ROCP_TEST_NEW=1", "ROCP_TEST_KEEP=new", "ROCP_TEST_KEEP=newer",
+			      NULL};
 	char *env = make_env(vars);
 
 	setenv("ROCP_TEST_KEEP", "old", 1);
@@ -490,7 +490,7 @@ static void test_rocprofiler_register_attach_failure_restores_env(void **state)
 
 static int child_configure_null(void)
 {
-	const char *vars[] = { "ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL=1", NULL };
+	const char *vars[] = {"ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL=1", NULL};
 	char *declining = make_env(vars), *plain = make_env(NULL);
 	pid_t me = getpid();
 
@@ -516,7 +516,7 @@ static void test_rocprofiler_register_attach_configure_null(void **state)
 
 static int child_init_fail(void)
 {
-	const char *vars[] = { "ROCPROF_EXAMPLE_TOOL_INIT_FAIL=1", NULL };
+	const char *vars[] = {"ROCPROF_EXAMPLE_TOOL_INIT_FAIL=1", NULL};
 	char *failing = make_env(vars), *plain = make_env(NULL);
 
 	CHECK_OK(agent_load(true));
@@ -542,7 +542,7 @@ static void test_rocprofiler_register_attach_initialize_fails(void **state)
 
 static int child_no_attach(void)
 {
-	const char *vars[] = { "ROCPROF_EXAMPLE_TOOL_NO_ATTACH=1", NULL };
+	const char *vars[] = {"ROCPROF_EXAMPLE_TOOL_NO_ATTACH=1", NULL};
 	char *env = make_env(vars);
 
 	CHECK_OK(agent_load(true));
@@ -654,7 +654,7 @@ static void test_rocprofiler_register_attach_spans_mappings(void **state)
 static int attach_with_start(unsigned long long start_ns)
 {
 	char hint[64];
-	const char *vars[] = { hint, NULL };
+	const char *vars[] = {hint, NULL};
 	char *env;
 	int ret;
 
@@ -689,7 +689,7 @@ static void test_rocprofiler_register_attach_start_hint(void **state)
 
 static int child_detach_slow(void)
 {
-	const char *vars[] = { "ROCPROF_EXAMPLE_TOOL_DETACH_MS=300", NULL };
+	const char *vars[] = {"ROCPROF_EXAMPLE_TOOL_DETACH_MS=300", NULL};
 	char *env = make_env(vars);
 	unsigned long long t0;
 
@@ -805,21 +805,21 @@ static void test_agent_atfork_child_has_no_listener(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TEST(test_agent_init_starts_listener),
-		TEST(test_agent_init_without_env),
-		TEST(test_rocprofiler_register_attach_lifecycle),
-		TEST(test_rocprofiler_register_attach_already_attached),
-		TEST(test_rocprofiler_register_attach_one_attacher),
-		TEST(test_rocprofiler_register_attach_failure_restores_env),
-		TEST(test_rocprofiler_register_attach_configure_null),
-		TEST(test_rocprofiler_register_attach_initialize_fails),
-		TEST(test_rocprofiler_register_attach_no_tool_attach),
-		TEST(test_rocprofiler_register_attach_bad_pointers),
-		TEST(test_rocprofiler_register_attach_spans_mappings),
-		TEST(test_rocprofiler_register_attach_start_hint),
-		TEST(test_rocprofiler_register_detach_waits_for_tool),
-		TEST(test_rocprofiler_register_attach_concurrent),
-		TEST(test_agent_atfork_child_has_no_listener),
+	    TEST(test_agent_init_starts_listener),
+	    TEST(test_agent_init_without_env),
+	    TEST(test_rocprofiler_register_attach_lifecycle),
+	    TEST(test_rocprofiler_register_attach_already_attached),
+	    TEST(test_rocprofiler_register_attach_one_attacher),
+	    TEST(test_rocprofiler_register_attach_failure_restores_env),
+	    TEST(test_rocprofiler_register_attach_configure_null),
+	    TEST(test_rocprofiler_register_attach_initialize_fails),
+	    TEST(test_rocprofiler_register_attach_no_tool_attach),
+	    TEST(test_rocprofiler_register_attach_bad_pointers),
+	    TEST(test_rocprofiler_register_attach_spans_mappings),
+	    TEST(test_rocprofiler_register_attach_start_hint),
+	    TEST(test_rocprofiler_register_detach_waits_for_tool),
+	    TEST(test_rocprofiler_register_attach_concurrent),
+	    TEST(test_agent_atfork_child_has_no_listener),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,8 +41,11 @@ static void test_cli_opts_parse_defaults(void **state)
 
 static void test_cli_opts_parse_long_forms(void **state)
 {
-	const char *argv[] = {"rocattach", "--attach", "7", "--attach-tool-library", "a.so:b.so",
-			      "--attach-duration-msec", "1500", "--attach-children=no", "-v", "-v"};
+	const char *argv[] = {"rocattach", "--attach",
+			      "7",	   "--attach-tool-library",
+			      "a.so:b.so", "--attach-duration-msec",
+			      "1500",	   "--attach-children=no",
+			      "-v",	   "-v"};
 	struct cli_opts o;
 
 	(void)state;
@@ -81,14 +84,14 @@ static void test_cli_opts_parse_env_defaults_and_override(void **state)
 static void test_cli_opts_parse_rejects_bad_input(void **state)
 {
 	const char *bad[][4] = {
-		{"rocattach"},			    /* no pid */
-		{"rocattach", "-p", "0"},	    /* not positive */
-		{"rocattach", "-p", "12x"},	    /* trailing garbage */
-		{"rocattach", "-p", " 5"},	    /* leading space */
-		{"rocattach", "-p", "2147483648"},  /* over INT_MAX */
-		{"rocattach", "-p", "1", "-d"},	    /* missing value */
-		{"rocattach", "-p", "1", "-x"},	    /* unknown */
-		{"rocattach", "-t", ":::", "-p"},   /* empty list (and missing pid value) */
+	    {"rocattach"},		       /* no pid */
+	    {"rocattach", "-p", "0"},	       /* not positive */
+	    {"rocattach", "-p", "12x"},	       /* trailing garbage */
+	    {"rocattach", "-p", " 5"},	       /* leading space */
+	    {"rocattach", "-p", "2147483648"}, /* over INT_MAX */
+	    {"rocattach", "-p", "1", "-d"},    /* missing value */
+	    {"rocattach", "-p", "1", "-x"},    /* unknown */
+	    {"rocattach", "-t", ":::", "-p"},  /* empty list (and missing pid value) */
 	};
 	int argc[] = {1, 3, 3, 3, 3, 4, 4, 4};
 	struct cli_opts o;
@@ -123,20 +126,28 @@ static void test_cli_opts_parse_names_bad_option(void **state)
 		int argc;
 		const char *want;
 	} cases[] = {
-		{{"rocattach", "-p", "1", "--foo"}, 4, "unknown option '--foo': see rocattach --help"},
-		{{"rocattach", "-p", "1", "--foo=3"}, 4, "unknown option '--foo': see rocattach --help"},
-		{{"rocattach", "-p", "1", "-x"}, 4, "unknown option '-x': see rocattach --help"},
-		{{"rocattach", "-p", "1", "-vx"}, 4, "unknown option '-x': see rocattach --help"},
-		{{"rocattach", "-p", "1", "--attach-c"}, 4,
-		 "missing value for option '--attach-c': see rocattach --help"},
-		{{"rocattach", "-p", "1", "--pid"}, 4,
-		 "missing value for option '--pid': see rocattach --help"},
-		{{"rocattach", "-p", "1", "-d"}, 4, "missing value for option '-d': see rocattach --help"},
-		{{"rocattach", "-p", "1", "--inject=1"}, 4,
-		 "option '--inject' takes no value: see rocattach --help"},
-		/* --attach and --attach-* share the prefix. */
-		{{"rocattach", "-p", "1", "--attach-"}, 4,
-		 "ambiguous option '--attach-': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "--foo"}, 4, "unknown option '--foo': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "--foo=3"},
+	     4,
+	     "unknown option '--foo': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "-x"}, 4, "unknown option '-x': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "-vx"}, 4, "unknown option '-x': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "--attach-c"},
+	     4,
+	     "missing value for option '--attach-c': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "--pid"},
+	     4,
+	     "missing value for option '--pid': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "-d"},
+	     4,
+	     "missing value for option '-d': see rocattach --help"},
+	    {{"rocattach", "-p", "1", "--inject=1"},
+	     4,
+	     "option '--inject' takes no value: see rocattach --help"},
+	    /* --attach and --attach-* share the prefix. */
+	    {{"rocattach", "-p", "1", "--attach-"},
+	     4,
+	     "ambiguous option '--attach-': see rocattach --help"},
 	};
 	struct cli_opts o;
 
@@ -205,15 +216,15 @@ static void test_cli_parse_ll_bounds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_cli_opts_parse_defaults, clear_env),
-		cmocka_unit_test_setup(test_cli_opts_parse_long_forms, clear_env),
-		cmocka_unit_test_setup(test_cli_opts_parse_env_defaults_and_override, clear_env),
-		cmocka_unit_test_setup(test_cli_opts_parse_rejects_bad_input, clear_env),
-		cmocka_unit_test_setup(test_cli_opts_parse_inject, clear_env),
-		cmocka_unit_test_setup(test_cli_opts_parse_names_bad_option, clear_env),
-		cmocka_unit_test_setup(test_cli_opts_parse_duration_limit, clear_env),
-		cmocka_unit_test(test_cli_parse_bool_values),
-		cmocka_unit_test(test_cli_parse_ll_bounds),
+	    cmocka_unit_test_setup(test_cli_opts_parse_defaults, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_long_forms, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_env_defaults_and_override, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_rejects_bad_input, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_inject, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_names_bad_option, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_duration_limit, clear_env),
+	    cmocka_unit_test(test_cli_parse_bool_values),
+	    cmocka_unit_test(test_cli_parse_ll_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,7 +79,7 @@ static void test_ra_envbuf_encode_empty(void **state)
 
 static void test_ra_envbuf_encode_one(void **state)
 {
-	const char *env[] = { "ROCP_A=1" };
+	const char *env[] = {"ROCP_A=1"};
 	struct collected *c = collected_new();
 	char *buf;
 	size_t len;
@@ -98,8 +98,8 @@ static void test_ra_envbuf_encode_one(void **state)
 
 static void test_ra_envbuf_encode_many(void **state)
 {
-	const char *env[] = { "ROCP_A=1", "ROCPROF_OUTPUT_PATH=/tmp/x", "ROCP_EMPTY=",
-			      "ROCP_EQ=a=b=c", "ROCP_TOOL_ATTACH=1" };
+	const char *env[] = {"ROCP_A=1", "ROCPROF_OUTPUT_PATH=/tmp/x",
+			     "ROCP_EMPTY=", "ROCP_EQ=a=b=c", "ROCP_TOOL_ATTACH=1"};
 	struct collected *c = collected_new();
 	char *buf;
 	size_t len;
@@ -123,7 +123,7 @@ static void test_ra_envbuf_encode_long_value(void **state)
 {
 	struct collected *c = collected_new();
 	char *entry = malloc(8000), *buf;
-	const char *env[1] = { entry };
+	const char *env[1] = {entry};
 	size_t len;
 
 	(void)state;
@@ -142,10 +142,10 @@ static void test_ra_envbuf_encode_long_value(void **state)
 
 static void test_ra_envbuf_encode_filters_names(void **state)
 {
-	const char *env[] = { "ROCP_OK=1",	 "rocp_lower=1", "XROCP=1",
-			      "ROCPROFILER_REGISTER_LIBRARY=/x.so", "ROC=1",
-			      "ROCP_NOEQ",	 "PATH=/bin",	 "ROCPROFILER_REGISTER_LIBRARYX=1",
-			      NULL,		 "ROCP=bare" };
+	const char *env[] = {
+	    "ROCP_OK=1", "rocp_lower=1", "XROCP=1",   "ROCPROFILER_REGISTER_LIBRARY=/x.so",
+	    "ROC=1",	 "ROCP_NOEQ",	 "PATH=/bin", "ROCPROFILER_REGISTER_LIBRARYX=1",
+	    NULL,	 "ROCP=bare"};
 	struct collected *c = collected_new();
 	size_t len, skipped;
 	char *buf;
@@ -177,7 +177,7 @@ static void test_ra_envbuf_name_allowed_rules(void **state)
 
 static void test_ra_envbuf_encode_bad_args(void **state)
 {
-	const char *env[] = { "ROCP_A=1" };
+	const char *env[] = {"ROCP_A=1"};
 	size_t len;
 	char *buf;
 
@@ -224,7 +224,7 @@ static void expect_malformed(const char *buf, size_t len)
 
 static void test_ra_envbuf_decode_truncated_count(void **state)
 {
-	char buf[4] = { 1, 0, 0, 0 };
+	char buf[4] = {1, 0, 0, 0};
 
 	(void)state;
 	expect_malformed(buf, 0);
@@ -274,7 +274,7 @@ static void test_ra_envbuf_decode_name_with_equals(void **state)
 
 static void test_ra_envbuf_decode_callback_stops(void **state)
 {
-	const char *env[] = { "ROCP_A=1", "ROCP_B=2", "ROCP_C=3" };
+	const char *env[] = {"ROCP_A=1", "ROCP_B=2", "ROCP_C=3"};
 	struct collected *c = collected_new();
 	size_t len;
 	char *buf;
@@ -338,22 +338,22 @@ static void test_ra_envbuf_decode_stays_within_len(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ra_envbuf_encode_empty),
-		cmocka_unit_test(test_ra_envbuf_encode_one),
-		cmocka_unit_test(test_ra_envbuf_encode_many),
-		cmocka_unit_test(test_ra_envbuf_encode_long_value),
-		cmocka_unit_test(test_ra_envbuf_encode_filters_names),
-		cmocka_unit_test(test_ra_envbuf_name_allowed_rules),
-		cmocka_unit_test(test_ra_envbuf_encode_bad_args),
-		cmocka_unit_test(test_ra_envbuf_decode_count_zero),
-		cmocka_unit_test(test_ra_envbuf_decode_unaligned),
-		cmocka_unit_test(test_ra_envbuf_decode_truncated_count),
-		cmocka_unit_test(test_ra_envbuf_decode_count_too_large),
-		cmocka_unit_test(test_ra_envbuf_decode_missing_final_nul),
-		cmocka_unit_test(test_ra_envbuf_decode_empty_name),
-		cmocka_unit_test(test_ra_envbuf_decode_name_with_equals),
-		cmocka_unit_test(test_ra_envbuf_decode_callback_stops),
-		cmocka_unit_test(test_ra_envbuf_decode_stays_within_len),
+	    cmocka_unit_test(test_ra_envbuf_encode_empty),
+	    cmocka_unit_test(test_ra_envbuf_encode_one),
+	    cmocka_unit_test(test_ra_envbuf_encode_many),
+	    cmocka_unit_test(test_ra_envbuf_encode_long_value),
+	    cmocka_unit_test(test_ra_envbuf_encode_filters_names),
+	    cmocka_unit_test(test_ra_envbuf_name_allowed_rules),
+	    cmocka_unit_test(test_ra_envbuf_encode_bad_args),
+	    cmocka_unit_test(test_ra_envbuf_decode_count_zero),
+	    cmocka_unit_test(test_ra_envbuf_decode_unaligned),
+	    cmocka_unit_test(test_ra_envbuf_decode_truncated_count),
+	    cmocka_unit_test(test_ra_envbuf_decode_count_too_large),
+	    cmocka_unit_test(test_ra_envbuf_decode_missing_final_nul),
+	    cmocka_unit_test(test_ra_envbuf_decode_empty_name),
+	    cmocka_unit_test(test_ra_envbuf_decode_name_with_equals),
+	    cmocka_unit_test(test_ra_envbuf_decode_callback_stops),
+	    cmocka_unit_test(test_ra_envbuf_decode_stays_within_len),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

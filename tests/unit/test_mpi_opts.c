@@ -15,12 +15,12 @@
 static char err[512];
 static struct rm_opts o;
 
-#define PARSE(...)                                                                           \
-	({                                                                                   \
-		const char *argv_[] = {"rocattach-mpi", __VA_ARGS__};                       \
-		rm_opts_free(&o);                                                            \
-		rm_opts_parse((int)(sizeof(argv_) / sizeof(argv_[0])), (char **)argv_, &o, err, \
-			      sizeof(err));                                                  \
+#define PARSE(...)                                                                                 \
+	({                                                                                         \
+		const char *argv_[] = {"rocattach-mpi", __VA_ARGS__};                              \
+		rm_opts_free(&o);                                                                  \
+		rm_opts_parse((int)(sizeof(argv_) / sizeof(argv_[0])), (char **)argv_, &o, err,    \
+			      sizeof(err));                                                        \
 	})
 
 static int clear_env(void **state)
@@ -34,7 +34,8 @@ static void test_rm_opts_parse_selectors_and_window(void **state)
 {
 	(void)state;
 	assert_int_equal(PARSE("--slurm-step", "1234.0", "-t", "a.so", "-d", "500", "--jobs", "4",
-			       "--report", "/tmp/r.json", "--attach-children=no"), 0);
+			       "--report", "/tmp/r.json", "--attach-children=no"),
+			 0);
 	assert_string_equal(o.sel.slurm_step, "1234.0");
 	assert_string_equal(o.tools, "a.so");
 	assert_int_equal(o.duration_ms, 500);
@@ -222,17 +223,17 @@ static void test_rm_opts_parse_trace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_rm_opts_parse_selectors_and_window, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_trace, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_all_users, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_rejects_bad_input, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_names_bad_option, clear_env),
-		cmocka_unit_test_setup(test_rm_opts_parse_duration_limit, clear_env),
-		cmocka_unit_test(test_rm_usage_is_the_help_file),
-		cmocka_unit_test_setup(test_rm_opts_check_outputs_missing_dir, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_selectors_and_window, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_trace, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_all_users, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_rejects_bad_input, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_names_bad_option, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_duration_limit, clear_env),
+	    cmocka_unit_test(test_rm_usage_is_the_help_file),
+	    cmocka_unit_test_setup(test_rm_opts_check_outputs_missing_dir, clear_env),
 	};
 	int ret = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -24,12 +24,40 @@ static int parse(struct rm_opts *o, int argc, const char **argv)
 /* Every field a rank acts on survives the trip, strings and lists included. */
 static void test_plan_round_trip(void **state)
 {
-	const char *argv[] = {"rocattach-mpi", "--pid", "11,12", "--pid-tree", "13",
-			      "--mpi-job=ompi.7", "--exe", "app", "--uid", "0", "--ranks", "0-3,8",
-			      "--rank-var", "MY_RANK", "--attach-children=no", "-t", "a.so:b.so",
-			      "--windows", "100:200:3", "--max-window", "5000", "--start-lead", "40",
-			      "--jobs", "4", "--inject", "--report", "/tmp/r.json", "--timeline",
-			      "/tmp/t.svg", "--trace", "/tmp/p.json", "-v", "-v"};
+	const char *argv[] = {"rocattach-mpi",
+			      "--pid",
+			      "11,12",
+			      "--pid-tree",
+			      "13",
+			      "--mpi-job=ompi.7",
+			      "--exe",
+			      "app",
+			      "--uid",
+			      "0",
+			      "--ranks",
+			      "0-3,8",
+			      "--rank-var",
+			      "MY_RANK",
+			      "--attach-children=no",
+			      "-t",
+			      "a.so:b.so",
+			      "--windows",
+			      "100:200:3",
+			      "--max-window",
+			      "5000",
+			      "--start-lead",
+			      "40",
+			      "--jobs",
+			      "4",
+			      "--inject",
+			      "--report",
+			      "/tmp/r.json",
+			      "--timeline",
+			      "/tmp/t.svg",
+			      "--trace",
+			      "/tmp/p.json",
+			      "-v",
+			      "-v"};
 	struct rm_opts a, b;
 	struct rm_plan p = {0};
 	char *text;
@@ -145,14 +173,17 @@ static void test_plan_environment_is_rank0s(void **state)
 static void test_plan_refuses_damage(void **state)
 {
 	static const char *const bad[] = {
-		"", "[]", "{\"uid\": 0}", "not json",
-		/* a pid of the wrong form */
-		"{\"pids\":[-1],\"trees\":[],\"slurm_step\":null,\"mpirun_pid\":0,\"mpi_job\":null,"
-		"\"exe\":null,\"uid\":-1,\"ranks\":null,\"rank_var\":null,\"children\":true,"
-		"\"all_users\":false,\"tools\":null,\"duration_ms\":1,\"delay_ms\":0,\"windows\":1,"
-		"\"max_window_ms\":9,\"start_lead_ms\":-1,\"jobs\":0,\"inject\":false,\"dry_run\":"
-		"false,\"one_node_per_rank\":false,\"report\":null,\"timeline\":null,\"verbose\":0,"
-		"\"help\":false,\"version\":false,\"env\":{}}",
+	    "",
+	    "[]",
+	    "{\"uid\": 0}",
+	    "not json",
+	    /* a pid of the wrong form */
+	    "{\"pids\":[-1],\"trees\":[],\"slurm_step\":null,\"mpirun_pid\":0,\"mpi_job\":null,"
+	    "\"exe\":null,\"uid\":-1,\"ranks\":null,\"rank_var\":null,\"children\":true,"
+	    "\"all_users\":false,\"tools\":null,\"duration_ms\":1,\"delay_ms\":0,\"windows\":1,"
+	    "\"max_window_ms\":9,\"start_lead_ms\":-1,\"jobs\":0,\"inject\":false,\"dry_run\":"
+	    "false,\"one_node_per_rank\":false,\"report\":null,\"timeline\":null,\"verbose\":0,"
+	    "\"help\":false,\"version\":false,\"env\":{}}",
 	};
 	struct rm_opts b;
 
@@ -171,10 +202,10 @@ static void test_plan_refuses_damage(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plan_round_trip),
-		cmocka_unit_test(test_plan_carries_resolved_uid),
-		cmocka_unit_test(test_plan_environment_is_rank0s),
-		cmocka_unit_test(test_plan_refuses_damage),
+	    cmocka_unit_test(test_plan_round_trip),
+	    cmocka_unit_test(test_plan_carries_resolved_uid),
+	    cmocka_unit_test(test_plan_environment_is_rank0s),
+	    cmocka_unit_test(test_plan_refuses_damage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -235,18 +235,18 @@ static void test_ra_maps_parse_edge_lines(void **state)
 static void test_ra_maps_parse_malformed(void **state)
 {
 	static const char *const bad[] = {
-		"1000-2000 r-xp 00000000 00:00 0 x\n\n", /* empty line */
-		"1000 r-xp 00000000 00:00 0\n",		/* no end */
-		"1000-2000 r-x 00000000 00:00 0\n",	/* short perms */
-		"1000-2000 rwzp 00000000 00:00 0\n",	/* bad perm */
-		"1000-2000 r-xp 00000000 00-00 0\n",	/* bad dev */
-		"1000-2000 r-xp 00000000 00:00 x\n",	/* bad inode */
-		"1000-2000 r-xp 00000000 00:00 12/x\n", /* no blank before path */
-		"2000-1000 r-xp 00000000 00:00 0\n",	/* end before start */
-		"-1000-2000 r-xp 00000000 00:00 0\n",	/* sign */
-		"0x1000-2000 r-xp 00000000 00:00 0\n",	/* prefix */
-		"10000000000000000-2 r-xp 0 00:00 0\n", /* overflow */
-		" 1000-2000 r-xp 00000000 00:00 0\n",	/* leading blank */
+	    "1000-2000 r-xp 00000000 00:00 0 x\n\n", /* empty line */
+	    "1000 r-xp 00000000 00:00 0\n",	     /* no end */
+	    "1000-2000 r-x 00000000 00:00 0\n",	     /* short perms */
+	    "1000-2000 rwzp 00000000 00:00 0\n",     /* bad perm */
+	    "1000-2000 r-xp 00000000 00-00 0\n",     /* bad dev */
+	    "1000-2000 r-xp 00000000 00:00 x\n",     /* bad inode */
+	    "1000-2000 r-xp 00000000 00:00 12/x\n",  /* no blank before path */
+	    "2000-1000 r-xp 00000000 00:00 0\n",     /* end before start */
+	    "-1000-2000 r-xp 00000000 00:00 0\n",    /* sign */
+	    "0x1000-2000 r-xp 00000000 00:00 0\n",   /* prefix */
+	    "10000000000000000-2 r-xp 0 00:00 0\n",  /* overflow */
+	    " 1000-2000 r-xp 00000000 00:00 0\n",    /* leading blank */
 	};
 	struct ra_maps maps;
 	size_t i;
@@ -313,7 +313,7 @@ static void test_ra_auxv_read_captured(void **state)
 
 static void test_ra_auxv_parse_edges(void **state)
 {
-	uint64_t data[7] = { AT_PAGESZ, 4096, AT_NULL, 0, AT_ENTRY, 0x1234, 0 };
+	uint64_t data[7] = {AT_PAGESZ, 4096, AT_NULL, 0, AT_ENTRY, 0x1234, 0};
 	unsigned char odd[1 + 4 * sizeof(uint64_t)];
 	uint64_t v = 0;
 
@@ -498,7 +498,7 @@ static void test_ra_children_self(void **state)
 
 static void test_ra_tree_breadth_first(void **state)
 {
-	static const pid_t want[] = { 4584, 4587, 4588, 4590, 4591, 4592 };
+	static const pid_t want[] = {4584, 4587, 4588, 4590, 4591, 4592};
 	pid_t *v;
 	size_t n, i;
 
@@ -549,7 +549,7 @@ static void test_ra_tree_missing_root(void **state)
 
 static void test_ra_proc_pids_captured(void **state)
 {
-	static const pid_t want[] = { 4584, 4587, 4588, 4590, 4591, 4592 };
+	static const pid_t want[] = {4584, 4587, 4588, 4590, 4591, 4592};
 	pid_t *v = (pid_t *)1;
 	size_t n = 99;
 
@@ -644,14 +644,16 @@ static void test_ra_status_parse_edges(void **state)
 	struct ra_status st;
 
 	(void)state;
-	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nNSpid:\t5\t4\t3\t2\t1\t9\t8\t7", &st), 0);
+	assert_int_equal(
+	    status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nNSpid:\t5\t4\t3\t2\t1\t9\t8\t7", &st), 0);
 	assert_string_equal(st.name, "  x");
 	assert_int_equal(st.state, 'Z');
 	assert_int_equal(st.nspid_n, 8);
 	assert_int_equal(st.nspid[7], 7);
 	/* Deeper than we can hold. */
-	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nNSpid:\t1\t2\t3\t4\t5\t6\t7\t8\t9", &st),
-			 -EOVERFLOW);
+	assert_int_equal(
+	    status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nNSpid:\t1\t2\t3\t4\t5\t6\t7\t8\t9", &st),
+	    -EOVERFLOW);
 	assert_int_equal(status_str(ST_HEAD "Uid:\t1\n", &st), -EINVAL);
 	assert_int_equal(status_str(ST_HEAD "Uid:\t1\tx\t3\t4\n", &st), -EINVAL);
 	assert_int_equal(status_str(ST_HEAD "Uid:\t4294967296\t0\t0\t0\n", &st), -EINVAL);
@@ -660,12 +662,16 @@ static void test_ra_status_parse_edges(void **state)
 	assert_int_equal(status_str("Tgid:\n", &st), -EINVAL);
 	assert_int_equal(status_str("", &st), -EINVAL);
 	/* Signal masks: all three or they are not known; hexadecimal alone on the line. */
-	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigBlk:\tfffffffe7ffbfeff\n"
-				    "SigIgn:\t0000000000001000\nSigCgt:\t0000000000000000\n", &st), 0);
+	assert_int_equal(status_str(ST_HEAD
+				    "Uid:\t1\t2\t3\t4\nSigBlk:\tfffffffe7ffbfeff\n"
+				    "SigIgn:\t0000000000001000\nSigCgt:\t0000000000000000\n",
+				    &st),
+			 0);
 	assert_true(st.sigs_known);
 	assert_true(st.sig_blocked == 0xfffffffe7ffbfeffull);
 	assert_true(st.sig_ignored == 0x1000);
-	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigBlk:\t0000000000000001\n", &st), 0);
+	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigBlk:\t0000000000000001\n", &st),
+			 0);
 	assert_false(st.sigs_known);
 	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigBlk:\t00x0\n", &st), -EINVAL);
 	assert_int_equal(status_str(ST_HEAD "Uid:\t1\t2\t3\t4\nSigCgt:\n", &st), -EINVAL);
@@ -785,9 +791,9 @@ static void test_ra_stat_parse_edges(void **state)
 	assert_int_equal(stat_str(buf, &st), -EINVAL);
 	snprintf(buf, sizeof(buf), "12 (x R%s", tail);
 	assert_int_equal(stat_str(buf, &st), -EINVAL);
-	assert_int_equal(stat_str("12 (x) R -1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n",
-				  &st),
-			 -EINVAL);
+	assert_int_equal(
+	    stat_str("12 (x) R -1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n", &st),
+	    -EINVAL);
 }
 
 static void test_ra_stat_read_self(void **state)
@@ -804,44 +810,44 @@ static void test_ra_stat_read_self(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ra_read_file_grows_past_first_buffer),
-		cmocka_unit_test(test_ra_read_file_proc_self_status),
-		cmocka_unit_test(test_ra_read_file_missing),
-		cmocka_unit_test(test_ra_proc_exists_captured),
-		cmocka_unit_test(test_ra_proc_read_gone_or_missing),
-		cmocka_unit_test(test_ra_proc_exe_captured),
-		cmocka_unit_test(test_ra_proc_comm_captured),
-		cmocka_unit_test(test_ra_maps_read_captured),
-		cmocka_unit_test(test_ra_maps_parse_deleted_and_spaces),
-		cmocka_unit_test(test_ra_maps_parse_edge_lines),
-		cmocka_unit_test(test_ra_maps_parse_malformed),
-		cmocka_unit_test(test_ra_maps_read_missing),
-		cmocka_unit_test(test_ra_maps_read_self),
-		cmocka_unit_test(test_ra_auxv_read_captured),
-		cmocka_unit_test(test_ra_auxv_parse_edges),
-		cmocka_unit_test(test_ra_auxv_read_self),
-		cmocka_unit_test(test_ra_find_thread_by_comm_found),
-		cmocka_unit_test(test_ra_find_thread_by_comm_not_found),
-		cmocka_unit_test(test_ra_find_thread_by_comm_self),
-		cmocka_unit_test(test_ra_children_parse_edges),
-		cmocka_unit_test(test_ra_children_union_of_threads),
-		cmocka_unit_test(test_ra_children_errors),
-		cmocka_unit_test(test_ra_children_self),
-		cmocka_unit_test(test_ra_tree_breadth_first),
-		cmocka_unit_test(test_ra_tree_cycle_and_vanished),
-		cmocka_unit_test(test_ra_tree_missing_root),
-		cmocka_unit_test(test_ra_proc_pids_captured),
-		cmocka_unit_test(test_ra_proc_pids_self),
-		cmocka_unit_test(test_ra_status_read_captured),
-		cmocka_unit_test(test_ra_status_read_nested_pidns),
-		cmocka_unit_test(test_ra_status_read_old_kernel),
-		cmocka_unit_test(test_ra_status_parse_edges),
-		cmocka_unit_test(test_ra_status_read_self),
-		cmocka_unit_test(test_ra_status_value_captured),
-		cmocka_unit_test(test_ra_status_value_parse_edges),
-		cmocka_unit_test(test_ra_stat_read_captured),
-		cmocka_unit_test(test_ra_stat_parse_edges),
-		cmocka_unit_test(test_ra_stat_read_self),
+	    cmocka_unit_test(test_ra_read_file_grows_past_first_buffer),
+	    cmocka_unit_test(test_ra_read_file_proc_self_status),
+	    cmocka_unit_test(test_ra_read_file_missing),
+	    cmocka_unit_test(test_ra_proc_exists_captured),
+	    cmocka_unit_test(test_ra_proc_read_gone_or_missing),
+	    cmocka_unit_test(test_ra_proc_exe_captured),
+	    cmocka_unit_test(test_ra_proc_comm_captured),
+	    cmocka_unit_test(test_ra_maps_read_captured),
+	    cmocka_unit_test(test_ra_maps_parse_deleted_and_spaces),
+	    cmocka_unit_test(test_ra_maps_parse_edge_lines),
+	    cmocka_unit_test(test_ra_maps_parse_malformed),
+	    cmocka_unit_test(test_ra_maps_read_missing),
+	    cmocka_unit_test(test_ra_maps_read_self),
+	    cmocka_unit_test(test_ra_auxv_read_captured),
+	    cmocka_unit_test(test_ra_auxv_parse_edges),
+	    cmocka_unit_test(test_ra_auxv_read_self),
+	    cmocka_unit_test(test_ra_find_thread_by_comm_found),
+	    cmocka_unit_test(test_ra_find_thread_by_comm_not_found),
+	    cmocka_unit_test(test_ra_find_thread_by_comm_self),
+	    cmocka_unit_test(test_ra_children_parse_edges),
+	    cmocka_unit_test(test_ra_children_union_of_threads),
+	    cmocka_unit_test(test_ra_children_errors),
+	    cmocka_unit_test(test_ra_children_self),
+	    cmocka_unit_test(test_ra_tree_breadth_first),
+	    cmocka_unit_test(test_ra_tree_cycle_and_vanished),
+	    cmocka_unit_test(test_ra_tree_missing_root),
+	    cmocka_unit_test(test_ra_proc_pids_captured),
+	    cmocka_unit_test(test_ra_proc_pids_self),
+	    cmocka_unit_test(test_ra_status_read_captured),
+	    cmocka_unit_test(test_ra_status_read_nested_pidns),
+	    cmocka_unit_test(test_ra_status_read_old_kernel),
+	    cmocka_unit_test(test_ra_status_parse_edges),
+	    cmocka_unit_test(test_ra_status_read_self),
+	    cmocka_unit_test(test_ra_status_value_captured),
+	    cmocka_unit_test(test_ra_status_value_parse_edges),
+	    cmocka_unit_test(test_ra_stat_read_captured),
+	    cmocka_unit_test(test_ra_stat_parse_edges),
+	    cmocka_unit_test(test_ra_stat_read_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

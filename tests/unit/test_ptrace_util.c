@@ -129,13 +129,12 @@ static void test_ra_mem_read_short_is_reported(void **state)
 	pid_t pid;
 
 	(void)state;
-	two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		   -1, 0);
+	two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		   0);
 	assert_true(two != MAP_FAILED);
 	assert_int_equal(mprotect(two + page, (size_t)page, PROT_NONE), 0);
 	pid = child_start();
-	assert_int_equal(ra_mem_read(pid, (uintptr_t)(two + page - 8), buf, sizeof(buf), &e),
-			 -EIO);
+	assert_int_equal(ra_mem_read(pid, (uintptr_t)(two + page - 8), buf, sizeof(buf), &e), -EIO);
 	assert_int_equal(e.status, ROCATTACH_STATUS_ERROR_PTRACE_ERROR);
 	assert_non_null(strstr(e.msg, "process_vm_readv: short read, 8 of 16 bytes"));
 	ra_err_clear(&e);
@@ -150,10 +149,10 @@ static void test_ra_mem_read_short_is_reported(void **state)
 static int refuse_vm_readv(int err)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned int)err & SECCOMP_RET_DATA)),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned int)err & SECCOMP_RET_DATA)),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
 
@@ -216,12 +215,12 @@ static void test_ra_mem_read_eperm_falls_back(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ra_mem_read_child_ok),
-		cmocka_unit_test(test_ra_mem_read_unmapped_is_efault),
-		cmocka_unit_test(test_ra_mem_read_gone_is_esrch),
-		cmocka_unit_test(test_ra_mem_read_short_is_reported),
-		cmocka_unit_test(test_ra_mem_read_enosys_falls_back),
-		cmocka_unit_test(test_ra_mem_read_eperm_falls_back),
+	    cmocka_unit_test(test_ra_mem_read_child_ok),
+	    cmocka_unit_test(test_ra_mem_read_unmapped_is_efault),
+	    cmocka_unit_test(test_ra_mem_read_gone_is_esrch),
+	    cmocka_unit_test(test_ra_mem_read_short_is_reported),
+	    cmocka_unit_test(test_ra_mem_read_enosys_falls_back),
+	    cmocka_unit_test(test_ra_mem_read_eperm_falls_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

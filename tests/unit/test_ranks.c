@@ -88,8 +88,23 @@ static void test_rn_ranks_parse_limits(void **state)
 static void test_rn_ranks_parse_rejects(void **state)
 {
 	static const char *const bad[] = {
-		"-1", "a", "1,,2", "1,", ",1", "1-", "-", "1-2-3", "1 ,2", " 1", "1 ", "+1",
-		"0x10", "1.5", "2147483648", "0-2147483648", "99999999999999999999",
+	    "-1",
+	    "a",
+	    "1,,2",
+	    "1,",
+	    ",1",
+	    "1-",
+	    "-",
+	    "1-2-3",
+	    "1 ,2",
+	    " 1",
+	    "1 ",
+	    "+1",
+	    "0x10",
+	    "1.5",
+	    "2147483648",
+	    "0-2147483648",
+	    "99999999999999999999",
 	};
 	size_t i;
 
@@ -131,7 +146,7 @@ static void test_rn_ranks_parse_range_count(void **state)
 
 static void test_rn_ranks_contains_and_free_edges(void **state)
 {
-	struct rn_ranks r = { NULL, 0 };
+	struct rn_ranks r = {NULL, 0};
 
 	(void)state;
 	assert_false(rn_ranks_contains(NULL, 0));
@@ -148,12 +163,12 @@ static void test_rn_ranks_contains_and_free_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rn_ranks_parse_list),
-		cmocka_unit_test(test_rn_ranks_parse_merges_out_of_order),
-		cmocka_unit_test(test_rn_ranks_parse_limits),
-		cmocka_unit_test(test_rn_ranks_parse_rejects),
-		cmocka_unit_test(test_rn_ranks_parse_range_count),
-		cmocka_unit_test(test_rn_ranks_contains_and_free_edges),
+	    cmocka_unit_test(test_rn_ranks_parse_list),
+	    cmocka_unit_test(test_rn_ranks_parse_merges_out_of_order),
+	    cmocka_unit_test(test_rn_ranks_parse_limits),
+	    cmocka_unit_test(test_rn_ranks_parse_rejects),
+	    cmocka_unit_test(test_rn_ranks_parse_range_count),
+	    cmocka_unit_test(test_rn_ranks_contains_and_free_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -241,7 +241,7 @@ static void test_rn_unpack_bad_header(void **state)
 
 static void test_rn_unpack_count_mismatch(void **state)
 {
-	uint32_t counts[] = { 0, 1, 3, 100, UINT32_MAX, UINT32_MAX / ENTRY + 1 };
+	uint32_t counts[] = {0, 1, 3, 100, UINT32_MAX, UINT32_MAX / ENTRY + 1};
 	size_t size, i;
 	unsigned char *buf = packed(2, &size);
 
@@ -279,10 +279,10 @@ static void test_rn_unpack_bad_enum(void **state)
 	/* listener, side, state, status, bounds offsets inside the entry. */
 	size_t listener = HDR + 40 + 64, side = listener + 4, st = side + 4 + 64 + 32 + 128 + 4;
 	size_t bounds = st + 4 * 4 + 7 * 8;
-	int32_t bad[] = { -1, 2, 99, INT32_MIN };
-	int32_t badside[] = { -1, ROCATTACH_SIDE_ROCM + 1 }, badbounds[] = { -1, 4 };
-	int32_t badstate[] = { -1, RN_EXITED + 1, INT32_MAX };
-	int32_t badstatus[] = { -1, ROCATTACH_STATUS_LAST };
+	int32_t bad[] = {-1, 2, 99, INT32_MIN};
+	int32_t badside[] = {-1, ROCATTACH_SIDE_ROCM + 1}, badbounds[] = {-1, 4};
+	int32_t badstate[] = {-1, RN_EXITED + 1, INT32_MAX};
+	int32_t badstatus[] = {-1, ROCATTACH_STATUS_LAST};
 	unsigned char save[12];
 	size_t i;
 
@@ -343,9 +343,23 @@ static void test_rn_unpack_forces_nul(void **state)
 
 /* Offsets of the fields in an entry (the wire layout in node/records.c). */
 enum {
-	E_NSPID = 8, E_RANK = 16, E_UID = 24, E_PPID = 32, E_EXE = 40, E_LISTENER = 104,
-	E_SIDE = 108, E_CPUS = 112, E_NUMA = 176, E_GPUS = 208, E_NCPUS = 336, E_STATE = 340,
-	E_STATUS = 344, E_AGENT = 348, E_WINDOWS = 352, E_TIMES = 356, E_BOUNDS = 412,
+	E_NSPID = 8,
+	E_RANK = 16,
+	E_UID = 24,
+	E_PPID = 32,
+	E_EXE = 40,
+	E_LISTENER = 104,
+	E_SIDE = 108,
+	E_CPUS = 112,
+	E_NUMA = 176,
+	E_GPUS = 208,
+	E_NCPUS = 336,
+	E_STATE = 340,
+	E_STATUS = 344,
+	E_AGENT = 348,
+	E_WINDOWS = 352,
+	E_TIMES = 356,
+	E_BOUNDS = 412,
 	E_MESSAGE = 416,
 };
 
@@ -486,7 +500,7 @@ static void test_rn_state_name_every_state(void **state)
 	assert_string_equal(rn_state_name(RN_DETACH_FAILED), "detach-failed");
 	assert_string_equal(rn_state_name(RN_EXITED), "exited");
 	assert_string_equal(rn_state_name((enum rn_state)(RN_EXITED + 1)), "unknown");
-	assert_string_equal(rn_state_name((enum rn_state)-1), "unknown");
+	assert_string_equal(rn_state_name((enum rn_state) - 1), "unknown");
 }
 
 /* Dump with jansson and parse back, as the report reader would. */
@@ -509,9 +523,10 @@ static json_t *through_text(const struct rn_target *t)
 
 static void test_rn_target_to_json_all_keys(void **state)
 {
-	const char *keys[] = { "pid",	 "nspid",	 "rank",    "uid",    "ppid",
-			       "exe",	 "listener",	 "target_side", "topology", "state", "status",
-			       "agent_status", "windows", "attach", "detach", "window", "message" };
+	const char *keys[] = {"pid",	"nspid",	"rank",	       "uid",	   "ppid",
+			      "exe",	"listener",	"target_side", "topology", "state",
+			      "status", "agent_status", "windows",     "attach",   "detach",
+			      "window", "message"};
 	struct rn_target t;
 	json_t *j, *topo, *att;
 	size_t i;
@@ -593,7 +608,8 @@ static void test_rn_target_to_json_unfinished_step(void **state)
 
 static void test_rn_target_to_json_escapes_strings(void **state)
 {
-	const char *msg = "PTRACE_SEIZE(12): \"quoted\"\nline2\ttab\x01\x1f back\\slash \xe2\x82\xac";
+	const char *msg =
+	    "PTRACE_SEIZE(12): \"quoted\"\nline2\ttab\x01\x1f back\\slash \xe2\x82\xac";
 	const char *exe = "we\"ird\n\xc3\xa9xe";
 	struct rn_target t;
 	json_t *j;
@@ -640,8 +656,9 @@ static void test_rn_target_to_json_unterminated_fields(void **state)
 	assert_int_equal(strlen(json_string_value(json_object_get(j, "message"))),
 			 sizeof(t.message));
 	topo = json_object_get(j, "topology");
-	assert_int_equal(strlen(json_string_value(json_array_get(json_object_get(topo, "gpus"), 0))),
-			 sizeof(t.topo.gpus));
+	assert_int_equal(
+	    strlen(json_string_value(json_array_get(json_object_get(topo, "gpus"), 0))),
+	    sizeof(t.topo.gpus));
 	json_decref(j);
 }
 
@@ -652,7 +669,7 @@ static void test_rn_target_to_json_unterminated_fields(void **state)
  */
 static void test_rn_json_str_any_length(void **state)
 {
-	static const size_t lens[] = { 1, 255, 511, 512, 513, 4096, 1 << 20 };
+	static const size_t lens[] = {1, 255, 511, 512, 513, 4096, 1 << 20};
 	char *s, *want;
 	json_t *j;
 	size_t i, len;
@@ -703,16 +720,18 @@ static void test_rn_json_str_any_length(void **state)
 /* The tool is the cause: the agent's status 6, or the library's checks of the path. */
 static void test_rn_tool_failed_causes(void **state)
 {
-	struct rn_target t = {.state = RN_ATTACH_FAILED, .agent_status = 6,
-			      .status = ROCATTACH_STATUS_ERROR};
+	struct rn_target t = {
+	    .state = RN_ATTACH_FAILED, .agent_status = 6, .status = ROCATTACH_STATUS_ERROR};
 
 	(void)state;
 	assert_true(rn_tool_failed(&t));
 	t.state = RN_EXITED;
 	assert_false(rn_tool_failed(&t));
-	t = (struct rn_target){.state = RN_ATTACH_FAILED, .agent_status = -1,
+	t = (struct rn_target){.state = RN_ATTACH_FAILED,
+			       .agent_status = -1,
 			       .status = ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT};
-	snprintf(t.message, sizeof(t.message), "library /x/t.so as seen from process 4 "
+	snprintf(t.message, sizeof(t.message),
+		 "library /x/t.so as seen from process 4 "
 		 "(/proc/4/root/x/t.so): No such file or directory");
 	assert_true(rn_tool_failed(&t));
 	snprintf(t.message, sizeof(t.message), "refusing library /x/t.so for process 4: ...");
@@ -728,26 +747,26 @@ static void test_rn_tool_failed_causes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rn_pack_round_trip_empty),
-		cmocka_unit_test(test_rn_pack_round_trip_one),
-		cmocka_unit_test(test_rn_pack_round_trip_hundred),
-		cmocka_unit_test(test_rn_pack_short_buffer_writes_nothing),
-		cmocka_unit_test(test_rn_pack_pads_strings_with_zeros),
-		cmocka_unit_test(test_rn_unpack_bad_header),
-		cmocka_unit_test(test_rn_unpack_count_mismatch),
-		cmocka_unit_test(test_rn_unpack_truncated_or_extra),
-		cmocka_unit_test(test_rn_unpack_bad_enum),
-		cmocka_unit_test(test_rn_unpack_forces_nul),
-		cmocka_unit_test(test_rn_unpack_random_bytes),
-		cmocka_unit_test(test_rn_state_name_every_state),
-		cmocka_unit_test(test_rn_target_to_json_all_keys),
-		cmocka_unit_test(test_rn_target_to_json_nulls),
-		cmocka_unit_test(test_rn_target_to_json_unfinished_step),
-		cmocka_unit_test(test_rn_target_to_json_escapes_strings),
-		cmocka_unit_test(test_rn_target_to_json_invalid_utf8),
-		cmocka_unit_test(test_rn_target_to_json_unterminated_fields),
-		cmocka_unit_test(test_rn_json_str_any_length),
-		cmocka_unit_test(test_rn_tool_failed_causes),
+	    cmocka_unit_test(test_rn_pack_round_trip_empty),
+	    cmocka_unit_test(test_rn_pack_round_trip_one),
+	    cmocka_unit_test(test_rn_pack_round_trip_hundred),
+	    cmocka_unit_test(test_rn_pack_short_buffer_writes_nothing),
+	    cmocka_unit_test(test_rn_pack_pads_strings_with_zeros),
+	    cmocka_unit_test(test_rn_unpack_bad_header),
+	    cmocka_unit_test(test_rn_unpack_count_mismatch),
+	    cmocka_unit_test(test_rn_unpack_truncated_or_extra),
+	    cmocka_unit_test(test_rn_unpack_bad_enum),
+	    cmocka_unit_test(test_rn_unpack_forces_nul),
+	    cmocka_unit_test(test_rn_unpack_random_bytes),
+	    cmocka_unit_test(test_rn_state_name_every_state),
+	    cmocka_unit_test(test_rn_target_to_json_all_keys),
+	    cmocka_unit_test(test_rn_target_to_json_nulls),
+	    cmocka_unit_test(test_rn_target_to_json_unfinished_step),
+	    cmocka_unit_test(test_rn_target_to_json_escapes_strings),
+	    cmocka_unit_test(test_rn_target_to_json_invalid_utf8),
+	    cmocka_unit_test(test_rn_target_to_json_unterminated_fields),
+	    cmocka_unit_test(test_rn_json_str_any_length),
+	    cmocka_unit_test(test_rn_tool_failed_causes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

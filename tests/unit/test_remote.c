@@ -152,7 +152,7 @@ static void test_ra_remote_end_failed_restore_after_earlier_failure(void **state
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ra_remote_end_failed_restore_after_earlier_failure),
+	    cmocka_unit_test(test_ra_remote_end_failed_restore_after_earlier_failure),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -42,8 +42,13 @@ static char dir[] = "/tmp/test_report.XXXXXX";
 
 static struct rn_target target(pid_t pid, long rank, const char *exe, enum rn_state state)
 {
-	struct rn_target t = {.pid = pid, .nspid = pid, .rank = rank, .uid = 1000, .ppid = 1,
-			      .listener = true, .state = state};
+	struct rn_target t = {.pid = pid,
+			      .nspid = pid,
+			      .rank = rank,
+			      .uid = 1000,
+			      .ppid = 1,
+			      .listener = true,
+			      .state = state};
 
 	snprintf(t.exe, sizeof(t.exe), "%s", exe);
 	return t;
@@ -128,15 +133,22 @@ static int setup(void **state)
 	windows[0] = (struct rm_window){1, T1, S1, "duration", w1_nodes, 3};
 	windows[1] = (struct rm_window){2, T2, S2, "duration", w2_nodes, 3};
 	run = (struct rm_run){
-		.cfg = {.argc = 3, .argv = argv_run, .tools = "libtool.so", .duration_ms = -1,
-			.delay_ms = 500, .windows = 2, .jobs = 4, .inject = 1, .ranks = 3},
-		.w = windows,
-		.n_w = 2,
-		.started_ns = T1 - 2000 * MS,
-		.ended_ns = S2 + 100 * MS,
-		.exit_code = 4,
-		.exit_reason = "2 targets failed",
-		.stop_reason = "completed",
+	    .cfg = {.argc = 3,
+		    .argv = argv_run,
+		    .tools = "libtool.so",
+		    .duration_ms = -1,
+		    .delay_ms = 500,
+		    .windows = 2,
+		    .jobs = 4,
+		    .inject = 1,
+		    .ranks = 3},
+	    .w = windows,
+	    .n_w = 2,
+	    .started_ns = T1 - 2000 * MS,
+	    .ended_ns = S2 + 100 * MS,
+	    .exit_code = 4,
+	    .exit_reason = "2 targets failed",
+	    .stop_reason = "completed",
 	};
 	w1_nodes[0].boot_offset_ns = w2_nodes[0].boot_offset_ns = 5 * MS;
 	return mkdtemp(dir) ? 0 : -1;
@@ -262,7 +274,8 @@ static void test_rm_window_skew_ignores_earlier_windows(void **state)
  */
 static void test_rm_window_skew_bounds_and_length(void **state)
 {
-	struct rn_target t[2] = {target(1, 0, "hip", RN_DETACHED), target(2, 1, "app", RN_DETACHED)};
+	struct rn_target t[2] = {target(1, 0, "hip", RN_DETACHED),
+				 target(2, 1, "app", RN_DETACHED)};
 	struct rm_node n = {.host = "n1", .t = t, .n = 2};
 	struct rm_window w = {1, T1, T1 + 500 * MS, "duration", &n, 1};
 	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "ok"};
@@ -327,10 +340,12 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 				    "detached, 1 failed, 1 exited (exit 4: 2 targets failed)\n"));
 	assert_non_null(strstr(buf, "node            found attached failed exited  attach p50  "
 				    "attach max  start skew\n"));
-	assert_non_null(strstr(buf, "\nnode1               2        2      0      0     0.400ms     "
-				    "0.500ms     0.300ms\n"));
-	assert_non_null(strstr(buf, "\nnode2               2        1      1      1     0.100ms     "
-				    "0.100ms     0.000ms\n"));
+	assert_non_null(strstr(buf,
+			       "\nnode1               2        2      0      0     0.400ms     "
+			       "0.500ms     0.300ms\n"));
+	assert_non_null(strstr(buf,
+			       "\nnode2               2        1      1      1     0.100ms     "
+			       "0.100ms     0.000ms\n"));
 	assert_non_null(strstr(buf, "\nnode3               0  no targets found\n"));
 	assert_non_null(strstr(buf, "window 1: start 2026-11-21T07:30:01.123Z, 1000.0 ms, stop "
 				    "reason duration, attach skew 0.670 ms, detach skew 0.350 ms "
@@ -637,10 +652,15 @@ static void test_rm_write_timeline_no_window(void **state)
 /* Found by fuzz_report: a node's CPU list with a number past LONG_MAX overflowed the merge. */
 static void test_rm_write_report_huge_cpu_numbers(void **state)
 {
-	struct rn_target t[2] = {{.pid = 1, .state = RN_DETACHED}, {.pid = 2, .state = RN_DETACHED}};
+	struct rn_target t[2] = {{.pid = 1, .state = RN_DETACHED},
+				 {.pid = 2, .state = RN_DETACHED}};
 	struct rm_node n = {.host = "node1", .t = t, .n = 2};
-	struct rm_window w = {.index = 1, .start_ns = T1, .stop_ns = T1 + MS, .stop_reason = "duration",
-			      .nodes = &n, .n_nodes = 1};
+	struct rm_window w = {.index = 1,
+			      .start_ns = T1,
+			      .stop_ns = T1 + MS,
+			      .stop_reason = "duration",
+			      .nodes = &n,
+			      .n_nodes = 1};
 	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "ok"};
 	char err[256] = "";
 	json_t *j;
@@ -672,14 +692,13 @@ static json_t *write_trace(const struct rm_run *r, const char *name)
 }
 
 /* The events named name (any phase if ph is NULL) of track tid, and the first of them. */
-static size_t events_of(json_t *j, const char *name, const char *ph, json_int_t tid,
-			json_t **first)
+static size_t events_of(json_t *j, const char *name, const char *ph, json_int_t tid, json_t **first)
 {
 	json_t *ev = json_object_get(j, "traceEvents"), *e;
 	size_t i, n = 0;
 
 	*first = NULL;
-	json_array_foreach(ev, i, e) {
+	json_array_foreach (ev, i, e) {
 		if (strcmp(json_string_value(json_object_get(e, "name")), name) ||
 		    (ph && strcmp(json_string_value(json_object_get(e, "ph")), ph)) ||
 		    (tid >= 0 && json_integer_value(json_object_get(e, "tid")) != tid))
@@ -711,7 +730,10 @@ static void test_rm_write_trace_both_sides(void **state)
 	struct rn_target t[4];
 	struct rm_node node = {.host = "nodeA", .t = t, .n = 4, .boot_offset_ns = 42};
 	struct rm_window w = {1, T1, S1, "job ended", &node, 1};
-	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 0, .exit_reason = "job ended",
+	struct rm_run r = {.w = &w,
+			   .n_w = 1,
+			   .exit_code = 0,
+			   .exit_reason = "job ended",
 			   .stop_reason = "job ended"};
 	json_t *j, *e;
 
@@ -776,8 +798,10 @@ static void test_rm_write_trace_once_per_change(void **state)
 	json_t *j, *e;
 
 	(void)state;
-	strcpy(w1_nodes[0].host, "nod\xff" "1");
-	strcpy(w2_nodes[0].host, "nod\xff" "1");
+	strcpy(w1_nodes[0].host, "nod\xff"
+				 "1");
+	strcpy(w2_nodes[0].host, "nod\xff"
+				 "1");
 	j = write_trace(&run, "run.json");
 	strcpy(w1_nodes[0].host, "node1");
 	strcpy(w2_nodes[0].host, "node1");
@@ -823,8 +847,11 @@ static void build_lost_run(void)
 	lost_nodes[1].lost = true;
 	lost_nodes[1].lost_reason = LOST_REASON;
 	lost_window = (struct rm_window){1, T1, S1, "duration", lost_nodes, 2};
-	lost_run = (struct rm_run){.w = &lost_window, .n_w = 1, .exit_code = 6,
-				   .exit_reason = "1 node lost", .stop_reason = "completed"};
+	lost_run = (struct rm_run){.w = &lost_window,
+				   .n_w = 1,
+				   .exit_code = 6,
+				   .exit_reason = "1 node lost",
+				   .stop_reason = "completed"};
 }
 
 static void test_rm_window_skew_lost_node(void **state)
@@ -887,10 +914,12 @@ static void test_rm_print_summary_lost_node(void **state)
 	assert_non_null(strstr(buf, "rocattach-mpi: 2 nodes, 4 targets: 2 attached and detached, 0 "
 				    "failed, 1 node lost (2 targets, last known) (exit 6: 1 node "
 				    "lost)\n"));
-	assert_non_null(strstr(buf, "\nnodeA               2        2      0      0     0.300ms     "
-				    "0.400ms     0.200ms\n"));
-	assert_non_null(strstr(buf, "\nnodeB               2     lost      -      -           -     "
-				    "      -           -\n"));
+	assert_non_null(strstr(buf,
+			       "\nnodeA               2        2      0      0     0.300ms     "
+			       "0.400ms     0.200ms\n"));
+	assert_non_null(strstr(buf,
+			       "\nnodeB               2     lost      -      -           -     "
+			       "      -           -\n"));
 	assert_non_null(strstr(buf, "\nnode nodeB lost in window 1: " LOST_REASON "\n  its targets "
 				    "(last known): pid 400 rank 2 (app), pid 401 rank 3 (app)\n"));
 	assert_non_null(strstr(buf, "attach skew 0.200 ms, detach skew 0.020 ms (2 targets, 2 from "
@@ -906,7 +935,7 @@ static const char *process_name(json_t *j, json_int_t pid)
 	json_t *ev = json_object_get(j, "traceEvents"), *e;
 	size_t i;
 
-	json_array_foreach(ev, i, e) {
+	json_array_foreach (ev, i, e) {
 		if (!strcmp(json_string_value(json_object_get(e, "name")), "process_name") &&
 		    json_integer_value(json_object_get(e, "pid")) == pid)
 			return json_string_value(jget(e, "args.name"));
@@ -923,14 +952,15 @@ static void test_rm_write_timeline_lost_node(void **state)
 
 	(void)state;
 	build_lost_run();
-	assert_int_equal(rm_write_timeline(path_in_dir("lost.svg"), &lost_run, err, sizeof(err)), 0);
+	assert_int_equal(rm_write_timeline(path_in_dir("lost.svg"), &lost_run, err, sizeof(err)),
+			 0);
 	svg = slurp(path_in_dir("lost.svg"));
 	assert_int_equal(count(svg, "<rect"), 2); /* nodeA's */
 	assert_int_equal(count(svg, "fill=\"#d64541\">"), 0);
 	assert_int_equal(count(svg, "<text class=\"host bad\""), 1);
 	assert_non_null(strstr(svg, "\"><title>nodeB</title>nodeB</text>"));
-	assert_non_null(strstr(svg, ">2 found (last known), lost in window 1: " LOST_REASON
-				    "</text>"));
+	assert_non_null(
+	    strstr(svg, ">2 found (last known), lost in window 1: " LOST_REASON "</text>"));
 	assert_non_null(strstr(svg, ">2 found, 2 attached, 0 failed</text>"));
 	assert_xml_text_escaped(svg);
 	free(svg);
@@ -992,8 +1022,8 @@ static void test_rm_print_summary_lost_from_window_2(void **state)
 	/* nodeA: 2 bars in each window; nodeB: window 1's 2 (one red), no more. */
 	assert_int_equal(count(svg, "<rect"), 8);
 	assert_int_equal(count(svg, "fill=\"#d64541\">"), 1);
-	assert_non_null(strstr(svg, ">2 found (last known), lost in window 2: " LOST_REASON
-				    "</text>"));
+	assert_non_null(
+	    strstr(svg, ">2 found (last known), lost in window 2: " LOST_REASON "</text>"));
 	free(svg);
 
 	j = write_trace(&r, "lost3.json");
@@ -1056,8 +1086,8 @@ static void test_rm_write_report_any_string_length(void **state)
 		assert_int_equal(json_string_length(v), lens[i]);
 		assert_string_equal(json_string_value(v), want);
 		if (i == 3)
-			assert_string_equal(json_string_value(jget(j, "windows.0.nodes.0.lost_reason")),
-					    want);
+			assert_string_equal(
+			    json_string_value(jget(j, "windows.0.nodes.0.lost_reason")), want);
 		free(want);
 		free(argv[i]);
 	}
@@ -1088,32 +1118,32 @@ static void test_rm_write_timeline_long_title(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rm_window_skew_attached_targets),
-		cmocka_unit_test(test_rm_window_skew_exited_during_attach),
-		cmocka_unit_test(test_rm_window_skew_ignores_earlier_windows),
-		cmocka_unit_test(test_rm_window_skew_bounds_and_length),
-		cmocka_unit_test(test_rm_node_attach_times_median),
-		cmocka_unit_test(test_rm_print_summary_rows_and_failures),
-		cmocka_unit_test(test_rm_print_summary_long_host),
-		cmocka_unit_test(test_rm_print_dry_run_lists_targets),
-		cmocka_unit_test(test_rm_write_report_top_and_config),
-		cmocka_unit_test(test_rm_write_report_windows),
-		cmocka_unit_test(test_rm_write_report_errors_once),
-		cmocka_unit_test(test_rm_write_timeline_svg),
-		cmocka_unit_test(test_rm_write_missing_dir),
-		cmocka_unit_test(test_rm_write_report_refuses_tmp_symlink),
-		cmocka_unit_test(test_rm_write_timeline_no_window),
-		cmocka_unit_test(test_rm_write_report_huge_cpu_numbers),
-		cmocka_unit_test(test_rm_write_trace_both_sides),
-		cmocka_unit_test(test_rm_write_trace_once_per_change),
-		cmocka_unit_test(test_rm_window_skew_lost_node),
-		cmocka_unit_test(test_rm_write_report_lost_node),
-		cmocka_unit_test(test_rm_print_summary_lost_node),
-		cmocka_unit_test(test_rm_write_timeline_lost_node),
-		cmocka_unit_test(test_rm_print_summary_lost_from_window_2),
-		cmocka_unit_test(test_rm_print_dry_run_lost_node),
-		cmocka_unit_test(test_rm_write_report_any_string_length),
-		cmocka_unit_test(test_rm_write_timeline_long_title),
+	    cmocka_unit_test(test_rm_window_skew_attached_targets),
+	    cmocka_unit_test(test_rm_window_skew_exited_during_attach),
+	    cmocka_unit_test(test_rm_window_skew_ignores_earlier_windows),
+	    cmocka_unit_test(test_rm_window_skew_bounds_and_length),
+	    cmocka_unit_test(test_rm_node_attach_times_median),
+	    cmocka_unit_test(test_rm_print_summary_rows_and_failures),
+	    cmocka_unit_test(test_rm_print_summary_long_host),
+	    cmocka_unit_test(test_rm_print_dry_run_lists_targets),
+	    cmocka_unit_test(test_rm_write_report_top_and_config),
+	    cmocka_unit_test(test_rm_write_report_windows),
+	    cmocka_unit_test(test_rm_write_report_errors_once),
+	    cmocka_unit_test(test_rm_write_timeline_svg),
+	    cmocka_unit_test(test_rm_write_missing_dir),
+	    cmocka_unit_test(test_rm_write_report_refuses_tmp_symlink),
+	    cmocka_unit_test(test_rm_write_timeline_no_window),
+	    cmocka_unit_test(test_rm_write_report_huge_cpu_numbers),
+	    cmocka_unit_test(test_rm_write_trace_both_sides),
+	    cmocka_unit_test(test_rm_write_trace_once_per_change),
+	    cmocka_unit_test(test_rm_window_skew_lost_node),
+	    cmocka_unit_test(test_rm_write_report_lost_node),
+	    cmocka_unit_test(test_rm_print_summary_lost_node),
+	    cmocka_unit_test(test_rm_write_timeline_lost_node),
+	    cmocka_unit_test(test_rm_print_summary_lost_from_window_2),
+	    cmocka_unit_test(test_rm_print_dry_run_lost_node),
+	    cmocka_unit_test(test_rm_write_report_any_string_length),
+	    cmocka_unit_test(test_rm_write_timeline_long_title),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

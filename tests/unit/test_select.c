@@ -21,7 +21,7 @@
 #define V2 RA_TEST_DATA "/node-cgv2"
 #define ENV RA_TEST_DATA "/node-env"
 
-#define PIDS(...) (const pid_t[]){ __VA_ARGS__ }, sizeof((const pid_t[]){ __VA_ARGS__ }) / sizeof(pid_t)
+#define PIDS(...) (const pid_t[]){__VA_ARGS__}, sizeof((const pid_t[]){__VA_ARGS__}) / sizeof(pid_t)
 #define NONE NULL, 0
 /* A launcher that is not in the tree (sees every step as someone else's). */
 #define OUTSIDE 99999
@@ -30,7 +30,7 @@
 
 static struct rn_selector sel_in(const char *tree, pid_t self)
 {
-	struct rn_selector s = { .uid = -1, .procfs = tree, .self = self };
+	struct rn_selector s = {.uid = -1, .procfs = tree, .self = self};
 
 	return s;
 }
@@ -563,7 +563,7 @@ static void test_rn_select_unnamed_sources_own_user(void **state)
 	/* mpirun 600 of uid 1000, named by pid: its ranks are its children. */
 	s = sel_in(ENV, 401);
 	s.children = true;
-	s.pids = (pid_t[]){ 600 };
+	s.pids = (pid_t[]){600};
 	s.n_pids = 1;
 	expect(&s, PIDS(600, 601, 602));
 	s.n_pids = 0;
@@ -652,7 +652,7 @@ static void test_rn_select_uid(void **state)
 static void test_rn_select_pid(void **state)
 {
 	struct rn_selector s = sel_in(V1, 301);
-	pid_t pids[] = { 202, 201, 202 };
+	pid_t pids[] = {202, 201, 202};
 	struct rn_ranks r;
 	char err[RN_ERR_MAX];
 
@@ -683,7 +683,7 @@ static void test_rn_select_pid(void **state)
 static void test_rn_select_pid_tree(void **state)
 {
 	struct rn_selector s = sel_in(V1, 301);
-	pid_t trees[] = { 200, 600 };
+	pid_t trees[] = {200, 600};
 
 	(void)state;
 	s.trees = trees;
@@ -727,8 +727,8 @@ static void test_rn_select_no_source_no_filter(void **state)
 static void test_rn_select_invalid(void **state)
 {
 	static const char *const steps[] = {
-		"x", "", "12.", ".0", "12.0.1", "12.foo", "0", "0.1", "12 ", " 12", "-12", "+12",
-		"4294967296", "12.4294967296", "12_3", "12+1", "12.Batch",
+	    "x",   "",	  "12.", ".0",	       "12.0.1",	"12.foo", "0",	  "0.1",      "12 ",
+	    " 12", "-12", "+12", "4294967296", "12.4294967296", "12_3",	  "12+1", "12.Batch",
 	};
 	struct rn_selector s = sel_in(V1, 301);
 	pid_t bad = 0;
@@ -774,31 +774,31 @@ static void test_rn_select_invalid(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rn_environ_get_blob),
-		cmocka_unit_test(test_rn_environ_get_captured),
-		cmocka_unit_test(test_rn_environ_rank_order_and_values),
-		cmocka_unit_test(test_rn_cgroup_step_shapes),
-		cmocka_unit_test(test_rn_cgroup_step_exact_and_edges),
-		cmocka_unit_test(test_rn_select_slurm_step_v1),
-		cmocka_unit_test(test_rn_select_slurm_step_own_step_excluded),
-		cmocka_unit_test(test_rn_select_slurm_step_children),
-		cmocka_unit_test(test_rn_select_target_fields),
-		cmocka_unit_test(test_rn_select_slurm_step_v2),
-		cmocka_unit_test(test_rn_select_slurm_step_environ),
-		cmocka_unit_test(test_rn_select_rank_rules),
-		cmocka_unit_test(test_rn_select_ranks_filter),
-		cmocka_unit_test(test_rn_select_mpirun_pid),
-		cmocka_unit_test(test_rn_select_mpirun_pid_ranks_children),
-		cmocka_unit_test(test_rn_select_mpi_job_id),
-		cmocka_unit_test(test_rn_select_mpi_job_any_but_ours),
-		cmocka_unit_test(test_rn_select_unnamed_sources_own_user),
-		cmocka_unit_test(test_rn_select_exe_alone),
-		cmocka_unit_test(test_rn_select_exe_deleted_and_comm),
-		cmocka_unit_test(test_rn_select_uid),
-		cmocka_unit_test(test_rn_select_pid),
-		cmocka_unit_test(test_rn_select_pid_tree),
-		cmocka_unit_test(test_rn_select_no_source_no_filter),
-		cmocka_unit_test(test_rn_select_invalid),
+	    cmocka_unit_test(test_rn_environ_get_blob),
+	    cmocka_unit_test(test_rn_environ_get_captured),
+	    cmocka_unit_test(test_rn_environ_rank_order_and_values),
+	    cmocka_unit_test(test_rn_cgroup_step_shapes),
+	    cmocka_unit_test(test_rn_cgroup_step_exact_and_edges),
+	    cmocka_unit_test(test_rn_select_slurm_step_v1),
+	    cmocka_unit_test(test_rn_select_slurm_step_own_step_excluded),
+	    cmocka_unit_test(test_rn_select_slurm_step_children),
+	    cmocka_unit_test(test_rn_select_target_fields),
+	    cmocka_unit_test(test_rn_select_slurm_step_v2),
+	    cmocka_unit_test(test_rn_select_slurm_step_environ),
+	    cmocka_unit_test(test_rn_select_rank_rules),
+	    cmocka_unit_test(test_rn_select_ranks_filter),
+	    cmocka_unit_test(test_rn_select_mpirun_pid),
+	    cmocka_unit_test(test_rn_select_mpirun_pid_ranks_children),
+	    cmocka_unit_test(test_rn_select_mpi_job_id),
+	    cmocka_unit_test(test_rn_select_mpi_job_any_but_ours),
+	    cmocka_unit_test(test_rn_select_unnamed_sources_own_user),
+	    cmocka_unit_test(test_rn_select_exe_alone),
+	    cmocka_unit_test(test_rn_select_exe_deleted_and_comm),
+	    cmocka_unit_test(test_rn_select_uid),
+	    cmocka_unit_test(test_rn_select_pid),
+	    cmocka_unit_test(test_rn_select_pid_tree),
+	    cmocka_unit_test(test_rn_select_no_source_no_filter),
+	    cmocka_unit_test(test_rn_select_invalid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,9 +109,9 @@ static void test_rocattach_detach_ex_older_opts_rest_reads_zero(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rocattach_attach_ex_newer_opts_with_unknown_option_refused),
-		cmocka_unit_test(test_rocattach_attach_ex_newer_opts_all_zero_taken),
-		cmocka_unit_test(test_rocattach_detach_ex_older_opts_rest_reads_zero),
+	    cmocka_unit_test(test_rocattach_attach_ex_newer_opts_with_unknown_option_refused),
+	    cmocka_unit_test(test_rocattach_attach_ex_newer_opts_all_zero_taken),
+	    cmocka_unit_test(test_rocattach_detach_ex_older_opts_rest_reads_zero),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -33,11 +33,12 @@ static void test_get_status_name_and_string(void **state)
 			    "ROCATTACH_STATUS_SUCCESS");
 	assert_string_equal(rocattach_get_status_string(ROCATTACH_STATUS_SUCCESS), "Success");
 	assert_string_equal(rocattach_get_status_string(ROCATTACH_STATUS_ERROR), "General error");
-	assert_string_equal(rocattach_get_status_name(ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND),
-			    "ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND");
 	assert_string_equal(
-		rocattach_get_status_string(ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED),
-		"ptrace returned EPERM, operation not permitted");
+	    rocattach_get_status_name(ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND),
+	    "ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND");
+	assert_string_equal(
+	    rocattach_get_status_string(ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED),
+	    "ptrace returned EPERM, operation not permitted");
 	for (int s = 0; s < ROCATTACH_STATUS_LAST; s++) {
 		assert_non_null(rocattach_get_status_name((rocattach_status_t)s));
 		assert_non_null(rocattach_get_status_string((rocattach_status_t)s));
@@ -121,12 +122,12 @@ static void test_err_set_full_message_ends_cut(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_status_values_frozen),
-		cmocka_unit_test(test_get_status_name_and_string),
-		cmocka_unit_test(test_get_version_matches_header),
-		cmocka_unit_test(test_status_from_ptrace_errno_mapping),
-		cmocka_unit_test(test_err_set_appends_later_failures),
-		cmocka_unit_test(test_err_set_full_message_ends_cut),
+	    cmocka_unit_test(test_status_values_frozen),
+	    cmocka_unit_test(test_get_status_name_and_string),
+	    cmocka_unit_test(test_get_version_matches_header),
+	    cmocka_unit_test(test_status_from_ptrace_errno_mapping),
+	    cmocka_unit_test(test_err_set_appends_later_failures),
+	    cmocka_unit_test(test_err_set_full_message_ends_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,10 +27,11 @@
 
 #include "symbols.h"
 
-static const char *const libc_names[] = { "getpid", "malloc" };
-static const char *const resolv_names[] = { "ns_parse_ttl", "ns_datetosecs" };
+static const char *const libc_names[] = {"getpid", "malloc"};
+static const char *const resolv_names[] = {"ns_parse_ttl", "ns_datetosecs"};
 
-/* What the dynamic linker resolves in libc itself (an ASan or TSan runtime interposes on malloc). */
+/* What the dynamic linker resolves in libc itself (an ASan or TSan runtime interposes on malloc).
+ */
 static void libc_expected(uint64_t *want)
 {
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
@@ -62,7 +63,8 @@ static const char *resolv_file(void)
 	const char *slash = strrchr(libc_file(), '/');
 
 	assert_non_null(slash);
-	snprintf(path, sizeof(path), "%.*s/libresolv.so.2", (int)(slash - libc_file()), libc_file());
+	snprintf(path, sizeof(path), "%.*s/libresolv.so.2", (int)(slash - libc_file()),
+		 libc_file());
 	return path;
 }
 
@@ -77,8 +79,7 @@ static int have_map_files(void)
 	assert_int_equal(ra_maps_read(NULL, getpid(), &maps), 0);
 	m = ra_maps_find(&maps, (uint64_t)(uintptr_t)&have_map_files);
 	assert_non_null(m);
-	snprintf(path, sizeof(path), "/proc/self/map_files/%" PRIx64 "-%" PRIx64, m->start,
-		 m->end);
+	snprintf(path, sizeof(path), "/proc/self/map_files/%" PRIx64 "-%" PRIx64, m->start, m->end);
 	ra_maps_free(&maps);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
@@ -123,7 +124,7 @@ static int lookup_path(const char *path, const char *const *names, size_t n, uin
 
 static void test_ra_elf_lookup_fd_libc(void **state)
 {
-	const char *const names[] = { "getpid", "malloc", "ra_no_such_function" };
+	const char *const names[] = {"getpid", "malloc", "ra_no_such_function"};
 	uint64_t vaddr[3], want[2], base, off;
 	Dl_info info;
 
@@ -140,7 +141,7 @@ static void test_ra_elf_lookup_fd_libc(void **state)
 
 static void test_ra_elf_lookup_fd_hidden_version(void **state)
 {
-	const char *const names[] = { "_gethtent", "ns_parse_ttl" };
+	const char *const names[] = {"_gethtent", "ns_parse_ttl"};
 	uint64_t vaddr[2], base, off;
 
 	(void)state;
@@ -178,7 +179,7 @@ static void test_ra_elf_lookup_fd_not_elf(void **state)
 static int header_file(void (*fix)(Elf64_Ehdr *))
 {
 	char tmpl[] = "/tmp/ra-test-ehdrXXXXXX";
-	unsigned char page[4096] = { 0 };
+	unsigned char page[4096] = {0};
 	Elf64_Ehdr eh;
 	int fd;
 
@@ -219,7 +220,7 @@ static void fix_none(Elf64_Ehdr *eh)
 
 static void test_ra_elf_lookup_fd_wrong_class_or_machine(void **state)
 {
-	void (*const fixes[])(Elf64_Ehdr *) = { fix_class32, fix_machine, fix_rel, fix_none };
+	void (*const fixes[])(Elf64_Ehdr *) = {fix_class32, fix_machine, fix_rel, fix_none};
 	uint64_t vaddr[2];
 	size_t i;
 	int fd;
@@ -320,14 +321,14 @@ static void find_in(pid_t pid, const char *procfs)
 {
 	char obj[PATH_MAX];
 	uint64_t addrs[2], want[2];
-	struct ra_err e = { 0 };
+	struct ra_err e = {0};
 	struct ra_maps maps;
 
 	libc_expected(want);
 	assert_int_equal(ra_maps_read(RA_PROCFS, pid, &maps), 0);
-	assert_int_equal(ra_symbols_find(procfs, pid, &maps, libc_names, 2, NULL, addrs, obj,
-					 sizeof(obj), &e),
-			 0);
+	assert_int_equal(
+	    ra_symbols_find(procfs, pid, &maps, libc_names, 2, NULL, addrs, obj, sizeof(obj), &e),
+	    0);
 	assert_int_equal(e.status, ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(addrs[0], want[0]);
 	assert_int_equal(addrs[1], want[1]);
@@ -348,7 +349,7 @@ static void test_ra_symbols_find_only_variables(void **state)
 					    "no_such_symbol_here", "getppid"};
 	static const char *const data_first[] = {"program_invocation_short_name", "getpid"};
 	static const char *const only[] = {"libc.so.6", NULL};
-	struct ra_err e = { 0 };
+	struct ra_err e = {0};
 	struct ra_maps maps;
 	uint64_t addrs[4];
 	void *libc;
@@ -357,17 +358,19 @@ static void test_ra_symbols_find_only_variables(void **state)
 	libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
 	assert_non_null(libc);
 	assert_int_equal(ra_maps_read(RA_PROCFS, getpid(), &maps), 0);
-	assert_int_equal(ra_symbols_find_only(RA_PROCFS, getpid(), &maps, names, 4, 1, only, addrs,
-					      &e), 0);
+	assert_int_equal(
+	    ra_symbols_find_only(RA_PROCFS, getpid(), &maps, names, 4, 1, only, addrs, &e), 0);
 	assert_true(addrs[0] == (uint64_t)(uintptr_t)dlsym(libc, "getpid"));
 	assert_true(addrs[1] == (uint64_t)(uintptr_t)dlsym(libc, "program_invocation_short_name"));
 	assert_true(addrs[2] == 0);
 	assert_true(addrs[3] == (uint64_t)(uintptr_t)dlsym(libc, "getppid"));
 	/* A variable is no function: not found where a function is required. */
-	assert_int_equal(ra_symbols_find_only(RA_PROCFS, getpid(), &maps, data_first, 2, 1, only,
-					      addrs, &e), -ENOENT);
-	assert_int_equal(ra_symbols_find_only(RA_PROCFS, getpid(), &maps, names, 4, 0, only, addrs,
-					      &e), -EINVAL);
+	assert_int_equal(
+	    ra_symbols_find_only(RA_PROCFS, getpid(), &maps, data_first, 2, 1, only, addrs, &e),
+	    -ENOENT);
+	assert_int_equal(
+	    ra_symbols_find_only(RA_PROCFS, getpid(), &maps, names, 4, 0, only, addrs, &e),
+	    -EINVAL);
 	ra_maps_free(&maps);
 	dlclose(libc);
 }
@@ -394,17 +397,17 @@ static void test_ra_symbols_find_child(void **state)
 
 static void test_ra_symbols_find_not_found(void **state)
 {
-	const char *const names[] = { "getpid", "ra_no_such_function" };
-	uint64_t addrs[2] = { 1, 1 };
-	struct ra_err e = { 0 };
+	const char *const names[] = {"getpid", "ra_no_such_function"};
+	uint64_t addrs[2] = {1, 1};
+	struct ra_err e = {0};
 	struct ra_maps maps;
 	char obj[64] = "";
 
 	(void)state;
 	assert_int_equal(ra_maps_read(NULL, getpid(), &maps), 0);
-	assert_int_equal(ra_symbols_find(NULL, getpid(), &maps, names, 2, NULL, addrs, obj,
-					 sizeof(obj), &e),
-			 -ENOENT);
+	assert_int_equal(
+	    ra_symbols_find(NULL, getpid(), &maps, names, 2, NULL, addrs, obj, sizeof(obj), &e),
+	    -ENOENT);
 	/* Not found is an answer: e is left to the caller. */
 	assert_int_equal(e.status, ROCATTACH_STATUS_SUCCESS);
 	assert_int_equal(addrs[0], 0);
@@ -414,20 +417,20 @@ static void test_ra_symbols_find_not_found(void **state)
 
 static void test_ra_symbols_find_bad_input(void **state)
 {
-	struct ra_maps empty = { NULL, 0 };
-	struct ra_err e = { 0 };
+	struct ra_maps empty = {NULL, 0};
+	struct ra_err e = {0};
 	uint64_t addrs[2];
 
 	(void)state;
-	assert_int_equal(ra_symbols_find(NULL, getpid(), &empty, libc_names, 2, NULL, addrs, NULL,
-					 0, &e),
-			 -ESRCH);
+	assert_int_equal(
+	    ra_symbols_find(NULL, getpid(), &empty, libc_names, 2, NULL, addrs, NULL, 0, &e),
+	    -ESRCH);
 	assert_int_equal(e.status, ROCATTACH_STATUS_ERROR);
 	assert_non_null(strstr(e.msg, "no memory mappings"));
 	ra_err_clear(&e);
-	assert_int_equal(ra_symbols_find(NULL, getpid(), NULL, libc_names, 2, NULL, addrs, NULL, 0,
-					 &e),
-			 -EINVAL);
+	assert_int_equal(
+	    ra_symbols_find(NULL, getpid(), NULL, libc_names, 2, NULL, addrs, NULL, 0, &e),
+	    -EINVAL);
 	assert_int_equal(e.status, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
 }
 
@@ -474,7 +477,7 @@ static int copies_teardown(void **state)
 static int find_resolv(const char *procfs, const char *const *prefer, uint64_t *addrs, char *obj,
 		       size_t objlen)
 {
-	struct ra_err e = { 0 };
+	struct ra_err e = {0};
 	struct ra_maps maps;
 	int r;
 
@@ -495,10 +498,10 @@ static void assert_from(const struct copies *c, int i, const uint64_t *addrs, co
 
 static void test_ra_symbols_find_prefer(void **state)
 {
-	const char *const two[] = { "libra two", NULL };
-	const char *const one[] = { "libra one", NULL };
-	const char *const other_then_two[] = { "libnothing", "libra t", NULL };
-	const char *const nothing[] = { "libnothing", NULL };
+	const char *const two[] = {"libra two", NULL};
+	const char *const one[] = {"libra one", NULL};
+	const char *const other_then_two[] = {"libnothing", "libra t", NULL};
+	const char *const nothing[] = {"libnothing", NULL};
 	struct copies *c = *state;
 	uint64_t addrs[2];
 	char obj[PATH_MAX];
@@ -541,7 +544,7 @@ static void fake_proc_remove(const char *dir)
 
 static void test_ra_symbols_find_deleted(void **state)
 {
-	const char *const one[] = { "libra one", NULL };
+	const char *const one[] = {"libra one", NULL};
 	struct copies *c = *state;
 	uint64_t addrs[2];
 	char obj[PATH_MAX], fake[64];
@@ -571,7 +574,7 @@ static void test_ra_symbols_find_root_path(void **state)
 
 static void test_ra_symbols_find_identity_mismatch(void **state)
 {
-	struct ra_err e = { 0 };
+	struct ra_err e = {0};
 	struct ra_maps maps;
 	uint64_t addrs[2];
 	char fake[64];
@@ -584,21 +587,21 @@ static void test_ra_symbols_find_identity_mismatch(void **state)
 		if (strstr(maps.v[i].path, "/libc.so.6"))
 			maps.v[i].inode++;
 	fake_proc(fake, sizeof(fake));
-	assert_int_equal(ra_symbols_find(fake, getpid(), &maps, libc_names, 2, NULL, addrs, NULL,
-					 0, &e),
-			 -ENOENT);
+	assert_int_equal(
+	    ra_symbols_find(fake, getpid(), &maps, libc_names, 2, NULL, addrs, NULL, 0, &e),
+	    -ENOENT);
 	/* map_files does not care about the path, so the real root still finds it. */
 	if (have_map_files())
-		assert_int_equal(ra_symbols_find(NULL, getpid(), &maps, libc_names, 2, NULL, addrs,
-						 NULL, 0, &e),
-				 0);
+		assert_int_equal(
+		    ra_symbols_find(NULL, getpid(), &maps, libc_names, 2, NULL, addrs, NULL, 0, &e),
+		    0);
 	fake_proc_remove(fake);
 	ra_maps_free(&maps);
 }
 
 static void test_ra_symbols_find_not_executable(void **state)
 {
-	struct ra_err e = { 0 };
+	struct ra_err e = {0};
 	struct ra_maps maps;
 	uint64_t addrs[2];
 	size_t i;
@@ -609,9 +612,9 @@ static void test_ra_symbols_find_not_executable(void **state)
 	for (i = 0; i < maps.n; i++)
 		if (strstr(maps.v[i].path, "/libc.so.6"))
 			maps.v[i].x = !maps.v[i].x;
-	assert_int_equal(ra_symbols_find(NULL, getpid(), &maps, libc_names, 2, NULL, addrs, NULL,
-					 0, &e),
-			 -ENOENT);
+	assert_int_equal(
+	    ra_symbols_find(NULL, getpid(), &maps, libc_names, 2, NULL, addrs, NULL, 0, &e),
+	    -ENOENT);
 	assert_int_equal(e.status, ROCATTACH_STATUS_SUCCESS);
 	ra_maps_free(&maps);
 }
@@ -619,24 +622,24 @@ static void test_ra_symbols_find_not_executable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ra_elf_lookup_fd_libc),
-		cmocka_unit_test(test_ra_elf_lookup_fd_hidden_version),
-		cmocka_unit_test(test_ra_elf_lookup_fd_not_elf),
-		cmocka_unit_test(test_ra_elf_lookup_fd_wrong_class_or_machine),
-		cmocka_unit_test(test_ra_elf_lookup_fd_truncated),
-		cmocka_unit_test(test_ra_elf_lookup_fd_corrupted),
-		cmocka_unit_test(test_ra_symbols_find_self),
-		cmocka_unit_test(test_ra_symbols_find_only_variables),
-		cmocka_unit_test(test_ra_symbols_find_child),
-		cmocka_unit_test(test_ra_symbols_find_not_found),
-		cmocka_unit_test(test_ra_symbols_find_bad_input),
-		cmocka_unit_test(test_ra_symbols_find_root_path),
-		cmocka_unit_test(test_ra_symbols_find_identity_mismatch),
-		cmocka_unit_test(test_ra_symbols_find_not_executable),
-		cmocka_unit_test_setup_teardown(test_ra_symbols_find_prefer, copies_setup,
-						copies_teardown),
-		cmocka_unit_test_setup_teardown(test_ra_symbols_find_deleted, copies_setup,
-						copies_teardown),
+	    cmocka_unit_test(test_ra_elf_lookup_fd_libc),
+	    cmocka_unit_test(test_ra_elf_lookup_fd_hidden_version),
+	    cmocka_unit_test(test_ra_elf_lookup_fd_not_elf),
+	    cmocka_unit_test(test_ra_elf_lookup_fd_wrong_class_or_machine),
+	    cmocka_unit_test(test_ra_elf_lookup_fd_truncated),
+	    cmocka_unit_test(test_ra_elf_lookup_fd_corrupted),
+	    cmocka_unit_test(test_ra_symbols_find_self),
+	    cmocka_unit_test(test_ra_symbols_find_only_variables),
+	    cmocka_unit_test(test_ra_symbols_find_child),
+	    cmocka_unit_test(test_ra_symbols_find_not_found),
+	    cmocka_unit_test(test_ra_symbols_find_bad_input),
+	    cmocka_unit_test(test_ra_symbols_find_root_path),
+	    cmocka_unit_test(test_ra_symbols_find_identity_mismatch),
+	    cmocka_unit_test(test_ra_symbols_find_not_executable),
+	    cmocka_unit_test_setup_teardown(test_ra_symbols_find_prefer, copies_setup,
+					    copies_teardown),
+	    cmocka_unit_test_setup_teardown(test_ra_symbols_find_deleted, copies_setup,
+					    copies_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

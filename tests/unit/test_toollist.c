@@ -94,11 +94,11 @@ static void test_ra_toollist_parse_too_many(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ra_toollist_parse_single),
-		cmocka_unit_test(test_ra_toollist_parse_several),
-		cmocka_unit_test(test_ra_toollist_parse_drops_empty_entries),
-		cmocka_unit_test(test_ra_toollist_parse_all_empty),
-		cmocka_unit_test(test_ra_toollist_parse_too_many),
+	    cmocka_unit_test(test_ra_toollist_parse_single),
+	    cmocka_unit_test(test_ra_toollist_parse_several),
+	    cmocka_unit_test(test_ra_toollist_parse_drops_empty_entries),
+	    cmocka_unit_test(test_ra_toollist_parse_all_empty),
+	    cmocka_unit_test(test_ra_toollist_parse_too_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

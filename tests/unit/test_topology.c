@@ -155,7 +155,8 @@ static void test_rn_topology_bound_children(void **state)
 	t0 = ra_monotonic_ns();
 	assert_int_equal(rn_topology(t, n, err, sizeof(err)), 0);
 	/* The first call loads the topology. */
-	print_message("rn_topology with hwloc load: %.2f ms\n", (double)(ra_monotonic_ns() - t0) / 1e6);
+	print_message("rn_topology with hwloc load: %.2f ms\n",
+		      (double)(ra_monotonic_ns() - t0) / 1e6);
 	assert_topo_of_cpu(&t[0], "0");
 	if (two)
 		assert_topo_of_cpu(&t[1], "1");
@@ -308,13 +309,13 @@ static void test_rn_bind_away_unknown_target(void **state)
 #define GONE 26650 /* not captured: an exited process */
 
 #define PKG0_GPUS "card0(0000:c1:00.0),renderD128(0000:c1:00.0)"
-#define PKG1_GPUS                                                                            \
-	"card1(0000:41:00.0),opencl0d1(0000:41:00.0),rsmi0(0000:41:00.0),rsmi1(0000:41:00.0)," \
+#define PKG1_GPUS                                                                                  \
+	"card1(0000:41:00.0),opencl0d1(0000:41:00.0),rsmi0(0000:41:00.0),rsmi1(0000:41:00.0),"     \
 	"rsmi2(0000:41:00.0),rsmi3(0000:41:00.0)"
 
 static void captured(const char *xml, struct rn_target *t)
 {
-	static const pid_t pids[] = { ON_CPU0, ON_CPU1, ON_BOTH, GONE };
+	static const pid_t pids[] = {ON_CPU0, ON_CPU1, ON_BOTH, GONE};
 	char err[RN_ERR_MAX] = "";
 	size_t i;
 
@@ -367,8 +368,9 @@ static void test_rn_topology_at_gpus_near_binding(void **state)
 	assert_string_equal(t[2].topo.cpus, "0-1");
 	assert_int_equal(t[2].topo.n_cpus, 2);
 	assert_string_equal(t[2].topo.numa, "0-1");
-	assert_string_equal(t[2].topo.gpus, PKG0_GPUS ",card1(0000:41:00.0),"
-			    "opencl0d1(0000:41:00.0),rsmi0(0000:41:00.0)");
+	assert_string_equal(t[2].topo.gpus,
+			    PKG0_GPUS ",card1(0000:41:00.0),"
+				      "opencl0d1(0000:41:00.0),rsmi0(0000:41:00.0)");
 }
 
 static void test_rn_topology_at_errors(void **state)
@@ -378,9 +380,8 @@ static void test_rn_topology_at_errors(void **state)
 
 	(void)state;
 	target_init(&t, ON_CPU0);
-	assert_int_equal(rn_topology_at(RA_TEST_DATA "/no-such.xml", TOPO_PROC, &t, 1, err,
-					sizeof(err)),
-			 -1);
+	assert_int_equal(
+	    rn_topology_at(RA_TEST_DATA "/no-such.xml", TOPO_PROC, &t, 1, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "no-such.xml"));
 	assert_int_equal(rn_topology_at(NULL, TOPO_PROC, &t, 1, err, sizeof(err)), -1);
 	assert_int_equal(rn_topology_at(RA_TEST_DATA "/topo-vm2.xml", NULL, &t, 1, NULL, 0), -1);
@@ -389,19 +390,19 @@ static void test_rn_topology_at_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rn_topology_bound_children),
-		cmocka_unit_test(test_rn_topology_at_captured_vm),
-		cmocka_unit_test(test_rn_topology_at_gpus_near_binding),
-		cmocka_unit_test(test_rn_topology_at_errors),
-		cmocka_unit_test(test_rn_topology_no_gpus_here),
-		cmocka_unit_test(test_rn_topology_dead_pid_left_empty),
-		cmocka_unit_test(test_rn_topology_zero_targets),
-		cmocka_unit_test_setup_teardown(test_rn_bind_away_targets_on_cpu0, save_affinity,
-						restore_affinity),
-		cmocka_unit_test_setup_teardown(test_rn_bind_away_targets_everywhere,
-						save_affinity, restore_affinity),
-		cmocka_unit_test_setup_teardown(test_rn_bind_away_unknown_target, save_affinity,
-						restore_affinity),
+	    cmocka_unit_test(test_rn_topology_bound_children),
+	    cmocka_unit_test(test_rn_topology_at_captured_vm),
+	    cmocka_unit_test(test_rn_topology_at_gpus_near_binding),
+	    cmocka_unit_test(test_rn_topology_at_errors),
+	    cmocka_unit_test(test_rn_topology_no_gpus_here),
+	    cmocka_unit_test(test_rn_topology_dead_pid_left_empty),
+	    cmocka_unit_test(test_rn_topology_zero_targets),
+	    cmocka_unit_test_setup_teardown(test_rn_bind_away_targets_on_cpu0, save_affinity,
+					    restore_affinity),
+	    cmocka_unit_test_setup_teardown(test_rn_bind_away_targets_everywhere, save_affinity,
+					    restore_affinity),
+	    cmocka_unit_test_setup_teardown(test_rn_bind_away_unknown_target, save_affinity,
+					    restore_affinity),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,8 +93,8 @@ static void test_rn_watch_open_gone_pid(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rn_watch_alive_zombie_is_gone),
-		cmocka_unit_test(test_rn_watch_open_gone_pid),
+	    cmocka_unit_test(test_rn_watch_alive_zombie_is_gone),
+	    cmocka_unit_test(test_rn_watch_open_gone_pid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

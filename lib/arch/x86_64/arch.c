@@ -26,16 +26,15 @@
  * 32 bytes: inside _start (38 bytes in glibc's crt1 on x86-64).
  */
 static const struct ra_tramp x86_64_tramp = {
-	.code = {0x0f, 0x05, 0x48, 0x89, 0xc3, 0x48, 0x89, 0xef, 0x6a, 0x08,
-		 0x5e, 0xb8, 0x82, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xeb, 0xf1,
-		 0x0f, 0x05, 0x4c, 0x89, 0xe7, 0x4c, 0x89, 0xee, 0xff, 0xd3,
-		 0xeb, 0xe2},
-	.len = 32,
-	.syscall_off = 0,
-	.call_off = 28,
-	.timed_call_off = 20,
-	.park_pc_off = 18,
-	.park_nr = SYS_rt_sigsuspend,
+    .code = {0x0f, 0x05, 0x48, 0x89, 0xc3, 0x48, 0x89, 0xef, 0x6a, 0x08, 0x5e,
+	     0xb8, 0x82, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xeb, 0xf1, 0x0f, 0x05,
+	     0x4c, 0x89, 0xe7, 0x4c, 0x89, 0xee, 0xff, 0xd3, 0xeb, 0xe2},
+    .len = 32,
+    .syscall_off = 0,
+    .call_off = 28,
+    .timed_call_off = 20,
+    .park_pc_off = 18,
+    .park_nr = SYS_rt_sigsuspend,
 };
 
 const struct ra_tramp *ra_arch_tramp(void)
@@ -51,8 +50,8 @@ static void set_args(struct user_regs_struct *u, const uint64_t *a, int n)
 		*slot[i] = a[i];
 }
 
-void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
-			   long nr, const uint64_t *args, int n)
+void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp, long nr,
+			   const uint64_t *args, int n)
 {
 	*r = *saved;
 	set_args(&r->r, args, n);
@@ -62,8 +61,8 @@ void ra_arch_setup_syscall(struct ra_regs *r, const struct ra_regs *saved, uint6
 	r->r.rsp = ((saved->r.rsp - RED_ZONE) & ~0xfULL);
 }
 
-void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp,
-			uint64_t fn, const uint64_t *args, int n)
+void ra_arch_setup_call(struct ra_regs *r, const struct ra_regs *saved, uint64_t tramp, uint64_t fn,
+			const uint64_t *args, int n)
 {
 	unsigned long long rcx = 0;
 
