@@ -19,6 +19,7 @@
 #include <rocattach/rocattach.h>
 
 #include "cli_opts.h"
+#include "common/clock.h"
 
 static void log_to_stderr(int level, const char *msg, void *user)
 {
@@ -32,10 +33,7 @@ static void log_to_stderr(int level, const char *msg, void *user)
 
 static long long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)(ra_monotonic_ns() / RA_NS_PER_MS);
 }
 
 /* Block the window-ending signals; they are read from the returned signalfd. */
