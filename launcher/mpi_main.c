@@ -517,6 +517,22 @@ static void init_run(struct ctx *c)
 	cfg->ranks = c->size;
 }
 
+/* Rank 0's records: the windows' and each rank's last ones. */
+static void free_run(struct ctx *c)
+{
+	for (size_t i = 0; i < c->run.n_w; i++) {
+		rm_free_nodes(c->run.w[i].nodes, c->run.w[i].n_nodes);
+		free((char *)c->run.w[i].stop_reason);
+	}
+	free(c->run.w);
+	for (int r = 0; c->peers && r < c->size; r++) {
+		free(c->peers[r].last.t);
+		free((char *)c->peers[r].last.error);
+	}
+	free(c->peers);
+	free(c->t);
+}
+
 int main(int argc, char **argv)
 {
 	struct ctx c = {.sfd = -1, .stdin_open = true};
@@ -578,7 +594,12 @@ out:
 		fflush(NULL);
 		_exit(code);
 	}
+	/* Every rank lives: what is still in flight completes. */
+	MPI_Waitall((int)c.out.n, c.out.req, MPI_STATUSES_IGNORE);
 	rm_outbox_reap(&c, true);
+	free(c.out.req);
+	free(c.out.buf);
+	free_run(&c);
 	MPI_Finalize();
 	return code;
 }

@@ -96,7 +96,9 @@ for how in kill term; do
 		>"$W/l3$how.out" 2>&1 &
 	L=$!
 	for _ in $(seq 400); do [ "$(events "$out" tool_attach)" -ge 6 ] && break; sleep 0.05; done
-	step=$("$SL" squeue -h -s -j "$J" -o '%i %j' | awk '$2 == "rocattach" { print $1 }')
+	# The newest such step: the one just killed may still be listed while it completes.
+	step=$("$SL" squeue -h -s -j "$J" -o '%i %j' | awk '$2 == "rocattach" { print $1 }' |
+		sort -t. -k2 -n | tail -n 1)
 	vc_t_cmd "$how: the tool runs as its own step ($step)" test -n "$step"
 	if [ "$how" = kill ]; then
 		"$SL" scancel "$step"
