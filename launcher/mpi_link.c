@@ -445,6 +445,12 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			out_of_memory();
 		(*nodes)[k].lost = p->lost;
 		(*nodes)[k].lost_reason = p->lost ? strdup(p->lost_reason) : NULL;
+		if (p->lost) {
+			/* Its last records' clock figures are an earlier window's: unknown now. */
+			(*nodes)[k].clock_known = false;
+			(*nodes)[k].clock_applied = false;
+			(*nodes)[k].boot_offset_ns = 0;
+		}
 		k++;
 	}
 	*n_nodes = k;

@@ -161,6 +161,9 @@ lost_node2_checks() {
 		| .lost_reason' "$r" 2>/dev/null))" jq -e '.windows[-1].nodes[] | select(.host == "node2")
 		| (.lost_reason | length) > 0' "$r" >/dev/null
 	vc_t_eq "$d: the report's exit code" "$(jq -r .exit_code "$r" 2>/dev/null)" 6
+	vc_t_eq "$d: node2's clock figures unknown, not an earlier window's" "$(jq -c \
+		'.windows[-1].nodes[] | select(.host == "node2") | [.clock_offset_ns, .clock_rtt_ns,
+		.clock_corrected, .realtime_minus_boottime_ns]' "$r" 2>/dev/null)" "[null,null,null,null]"
 }
 
 echo "== 6. a launcher rank dies mid-window (SIGKILL on node2), mpirun --enable-recovery"
