@@ -3,10 +3,12 @@
  * 7. Rank 0 at scale, without a cluster: what its records path costs for
  * NODES x TARGETS synthetic targets, through the real wire format and the
  * real report code. Each node's records are packed (rn_pack, as a rank
- * sends them), unpacked (rn_unpack, as rank 0 takes them in), kept as one
- * window's nodes, and then the report (JSON), the summary and the timeline
- * are written. Each size runs in a child of its own, so its peak memory
- * (ru_maxrss) is its own.
+ * sends them), unpacked (rn_unpack, as rank 0 takes them in) and put into
+ * the store (rm_store_put, as rank 0 keeps them: launcher/report_store.c),
+ * as one window's nodes; then the report (JSON), the summary, the timeline
+ * and the trace are written. The same-run baseline keeps every target in
+ * memory instead (what rank 0 did before the store). Each size and way
+ * runs in a child of its own, so its peak memory (ru_maxrss) is its own.
  *
  *   bench_rank0 [--json PATH] [--quick] [--sizes 100x128,1000x128,10000x128]
  */
@@ -27,8 +29,10 @@
 
 struct size_run {
 	long nodes, targets;
+	bool store; /* kept in the store, else in memory (the baseline) */
 	bool ok;
-	double unpack_ms, report_ms, summary_ms, timeline_ms, peak_mb, wire_mb, json_mb;
+	double unpack_ms, report_ms, summary_ms, timeline_ms, trace_ms, peak_mb, wire_mb, json_mb,
+	    trace_mb, store_mb;
 };
 
 /* A target as a node would report it after a window (times around t0, a message). */
@@ -87,6 +91,8 @@ static int measure(struct size_run *s, const char *dir, int fd)
 	w.nodes = calloc((size_t)s->nodes, sizeof(*w.nodes));
 	if (!one || !w.nodes)
 		return -1;
+	if (s->store && !(run.store = rm_store_open(dir, err, sizeof(err))))
+		return bt_log("%s", err), -1;
 	t = ra_monotonic_ns();
 	for (long n = 0; n < s->nodes; n++) {
 		char host[64];
@@ -104,7 +110,10 @@ static int measure(struct size_run *s, const char *dir, int fd)
 			return -1;
 		w.nodes[n].clock_known = true;
 		free(buf);
+		if (run.store && rm_store_put(run.store, &w.nodes[n], err, sizeof(err)))
+			return bt_log("%s", err), -1;
 	}
+	s->store_mb = (double)rm_store_bytes(run.store) / 1e6;
 	w.n_nodes = (size_t)s->nodes;
 	s->unpack_ms = ms_since(t);
 	run.w = &w;
@@ -133,6 +142,13 @@ static int measure(struct size_run *s, const char *dir, int fd)
 	if (rm_write_timeline(path, &run, err, sizeof(err)))
 		return bt_log("%s", err), -1;
 	s->timeline_ms = ms_since(t);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/trace.json", dir);
+	t = ra_monotonic_ns();
+	if (rm_write_trace(path, &run, err, sizeof(err)))
+		return bt_log("%s", err), -1;
+	s->trace_ms = ms_since(t);
+	s->trace_mb = (double)file_size(path) / 1e6;
 	unlink(path);
 	s->wire_mb = wire / 1e6;
 	{
@@ -197,30 +213,38 @@ int main(int argc, char **argv)
 		return 1;
 	bt_results_init(&res, "rank0");
 	for (int i = 0; i < ns; i++) {
-		char id[64], fig[128];
+		struct size_run mem = s[i];
+		char id[64], fig[160];
 		json_t *row;
 
+		s[i].store = true;
 		run_size(&s[i], dir);
+		run_size(&mem, dir);
 		snprintf(id, sizeof(id), "rank0.%ldx%ld", s[i].nodes, s[i].targets);
 		snprintf(fig, sizeof(fig),
-			 "rank 0 peak memory, %ld nodes x %ld targets, one window", s[i].nodes,
-			 s[i].targets);
-		if (!s[i].ok) {
+			 "rank 0 peak memory, %ld nodes x %ld targets, one window (records in the "
+			 "store)",
+			 s[i].nodes, s[i].targets);
+		if (!s[i].ok || !mem.ok) {
 			bt_row_na(&res, id, fig, "the run failed (out of memory?)");
 			continue;
 		}
-		bt_log("%ld x %ld: unpack %.0f ms, report %.0f ms (%.1f MB), summary %.0f ms, "
-		       "timeline %.0f ms, wire %.1f MB, peak %.0f MB",
+		bt_log("%ld x %ld: unpack+store %.0f ms, report %.0f ms (%.1f MB), summary %.0f "
+		       "ms, timeline %.0f ms, trace %.0f ms (%.1f MB), wire %.1f MB, store %.1f "
+		       "MB, peak %.1f MB; in memory: peak %.1f MB, report %.0f ms",
 		       s[i].nodes, s[i].targets, s[i].unpack_ms, s[i].report_ms, s[i].json_mb,
-		       s[i].summary_ms, s[i].timeline_ms, s[i].wire_mb, s[i].peak_mb);
-		row = bt_row(&res, id, fig, s[i].peak_mb, "MB", s[i].wire_mb,
-			     "the records on the wire (what one window sends rank 0)", NULL, 0,
-			     false);
+		       s[i].summary_ms, s[i].timeline_ms, s[i].trace_ms, s[i].trace_mb,
+		       s[i].wire_mb, s[i].store_mb, s[i].peak_mb, mem.peak_mb, mem.report_ms);
+		row = bt_row(&res, id, fig, s[i].peak_mb, "MB", mem.peak_mb,
+			     "every target's record in memory (rank 0 before the store), same run",
+			     NULL, 0, false);
 		bt_row_note(row,
-			    "unpack %.0f ms, JSON report %.0f ms (%.1f MB), summary %.0f ms, "
-			    "SVG timeline %.0f ms",
+			    "unpack+store %.0f ms, JSON report %.0f ms (%.1f MB), summary %.0f ms, "
+			    "SVG timeline %.0f ms, trace %.0f ms (%.1f MB); %.1f MB on the wire, "
+			    "%.1f MB in the store file; in memory: report %.0f ms",
 			    s[i].unpack_ms, s[i].report_ms, s[i].json_mb, s[i].summary_ms,
-			    s[i].timeline_ms);
+			    s[i].timeline_ms, s[i].trace_ms, s[i].trace_mb, s[i].wire_mb,
+			    s[i].store_mb, mem.report_ms);
 	}
 	rmdir(dir);
 	return bt_results_write(&res, com.json) ? 1 : 0;

@@ -33,6 +33,7 @@ enum {
 	TAG_HALT = 21,	  /* the window's stop (struct rm_halt) */
 	TAG_READY = 22,	  /* the sender's attaches are done (struct rm_ready) */
 	TAG_RECORDS = 23, /* the sender's records (struct rm_rec_head, then rn_pack) */
+	TAG_PULL = 24,	  /* send your records (int32 window, 0: the survey) */
 };
 
 /*
@@ -57,7 +58,16 @@ enum {
 #define CLOCK_ROUNDS 8	    /* ping-pongs per rank; the shortest round trip's is kept */
 #define CLOCK_ROUNDS_MAX 64 /* ... or more, while none was shorter than: */
 #define CLOCK_RTT_GOOD_NS 100000ull
-#define ORPHAN_TIMEOUT_NS 10000000000ull  /* a rank with a signal waits this long for rank 0 */
+#define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
+/*
+ * Records are pulled: rank 0 asks at most PULL_MAX ranks at a time for
+ * theirs, the next as each answers, so that what is in flight to it is
+ * bounded whatever the number of ranks (PULL_MAX messages, ~86 KB each at
+ * 128 targets a node). A rank asked after the deadline (the stop + the
+ * grace: ranks before it held the slots) has PULL_ANSWER_NS to answer.
+ */
+#define PULL_MAX 64
+#define PULL_ANSWER_NS 1000000000ull
 #define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
 
 /*
@@ -107,9 +117,11 @@ struct rm_peer {
 	int stops, gones;      /* STOP and GONE messages received from it */
 	bool all_gone;	       /* its node's targets are all gone (as of its last records) */
 	struct rm_node last;   /* its last records (host, targets): what a lost node shows */
+	size_t detached;       /* of which detached */
 	struct rm_clock clock; /* this window's estimate */
 	struct rm_ready ready;
 	bool got_ready, got_records;
+	uint64_t pulled_ns; /* when rank 0 asked for its records, 0: not yet */
 };
 
 /* Sends in flight: each owns a copy of its data until MPI is done with it. */
@@ -145,6 +157,7 @@ struct ctx {
 	bool tool_stop;		/* rank 0: nothing attached, the tool failed */
 	const char *run_stop;	/* rank 0: why the run stopped early, NULL if it did not */
 	struct rm_run run;	/* rank 0 */
+	bool store_full;	/* rank 0: run.store could not take more: keep in memory */
 	struct rm_clock clock;	/* this rank's clock against rank 0's */
 	struct rm_peer *peers;	/* rank 0: by rank */
 	size_t lost_count;	/* rank 0: ranks lost so far */
@@ -153,6 +166,8 @@ struct ctx {
 	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
 				 * they were sent, on the slowest node (0: not measured) */
 	uint64_t next_deadline; /* other ranks: rank 0's next order is due by then */
+	bool records_ready;	/* other ranks: this window's records are final (detached) */
+	bool pull_pending;	/* other ranks: rank 0 asked for them, not yet sent */
 	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */
 	uint64_t setup_at[4];
 	uint64_t node_ns[3];	   /* this node's selection, topology, side probes (ns) */
@@ -180,7 +195,10 @@ int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadli
 __attribute__((noreturn)) void rm_cut_off(struct ctx *c, const char *waiting_for);
 void rm_clock_exchange(struct ctx *c);
 void rm_send_orders(struct ctx *c, const struct rm_order *o);
-void rm_send_records(struct ctx *c);
+/* Other ranks: this node's records are final; sent when rank 0 asks (now, if it has). */
+void rm_records_ready(struct ctx *c);
+/* Other ranks: a window starts: the records are not final until its detach. */
+void rm_records_open(struct ctx *c);
 /*
  * Rank 0: every live rank's records until since + grace, as the nodes of a
  * window (by rank; a lost node with its last known records). after: what

@@ -112,8 +112,19 @@ static void answer_ping(struct ctx *c)
 	rm_post(c, 0, TAG_CLOCK, &t, sizeof(t));
 }
 
+/* Rank 0 asked for this node's records: sent now if they are final, else when they are. */
+static void take_pull(struct ctx *c)
+{
+	int32_t w;
+
+	MPI_Recv(&w, 1, MPI_INT32_T, 0, TAG_PULL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	c->pull_pending = true;
+	rm_records_ready(c);
+}
+
 /*
- * The next message of tag from rank 0, answering clock pings meanwhile.
+ * The next message of tag from rank 0, answering clock pings and requests
+ * for records meanwhile.
  * Idle, it looks every 500 us (many ranks share a node's CPUs in tests);
  * once pinged it stays awake (no sleep) for a while, so the rest of the
  * exchange measures the network, not our naps.
@@ -130,6 +141,10 @@ int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadli
 		if (flag && st.MPI_TAG == TAG_CLOCK) {
 			answer_ping(c);
 			awake_until = ra_monotonic_ns() + 50 * RA_NS_PER_MS;
+			continue;
+		}
+		if (flag && st.MPI_TAG == TAG_PULL && tag != TAG_PULL) {
+			take_pull(c);
 			continue;
 		}
 		if (flag && st.MPI_TAG == tag) {
@@ -225,7 +240,10 @@ void rm_send_orders(struct ctx *c, const struct rm_order *o)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Records: every rank sends its own; rank 0 takes them as they come. */
+/*
+ * Records: rank 0 asks each rank for its own, PULL_MAX at a time, and takes
+ * them as they come.
+ */
 
 struct rm_rec_head {
 	int32_t worker;
@@ -262,13 +280,23 @@ static void *pack_records(struct ctx *c, size_t *len)
 	return buf;
 }
 
-void rm_send_records(struct ctx *c)
+void rm_records_open(struct ctx *c)
+{
+	c->records_ready = false;
+}
+
+void rm_records_ready(struct ctx *c)
 {
 	size_t len;
-	void *buf = pack_records(c, &len);
+	void *buf;
 
+	c->records_ready = true;
+	if (!c->pull_pending)
+		return;
+	buf = pack_records(c, &len);
 	rm_post(c, 0, TAG_RECORDS, buf, len);
 	free(buf);
+	c->pull_pending = false;
 }
 
 /* A node's records, in rank 0's clock: every known time less the node's offset. */
@@ -290,14 +318,15 @@ static void to_root_clock(struct rm_node *nd, const struct rm_clock *k)
 	nd->clock_known = k->known;
 }
 
+/* A window's copy of a node: its targets are shared where kept in the store. */
 static int copy_node(struct rm_node *dst, const struct rm_node *src)
 {
 	*dst = *src;
-	dst->t = src->n ? malloc(src->n * sizeof(*src->t)) : NULL;
+	dst->t = src->n && !src->store ? malloc(src->n * sizeof(*src->t)) : NULL;
 	dst->error = src->error ? strdup(src->error) : NULL;
-	if ((src->n && !dst->t) || (src->error && !dst->error))
+	if ((src->n && !src->store && !dst->t) || (src->error && !dst->error))
 		return -1;
-	if (src->n)
+	if (src->n && !src->store)
 		memcpy(dst->t, src->t, src->n * sizeof(*src->t));
 	return 0;
 }
@@ -316,6 +345,20 @@ static void drain_from(struct ctx *c, int r, const struct rm_rec_head *h)
 		MPI_Recv(&v, 1, MPI_INT, r, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	for (; p->gones < h->gones_sent; p->gones++)
 		MPI_Recv(&v, 1, MPI_INT, r, TAG_GONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+/*
+ * Into the store (report_store.c) at once: rank 0 holds one node's targets
+ * at a time. If the store fails (its disk full), they stay in memory.
+ */
+static void keep(struct ctx *c, struct rm_node *nd)
+{
+	char err[600];
+
+	if (!c->run.store || c->store_full || !rm_store_put(c->run.store, nd, err, sizeof(err)))
+		return;
+	rm_say(c, "warning: %s; the records are kept in memory from now on", err);
+	c->store_full = true; /* what is in it stays readable */
 }
 
 /* One rank's records message into its peer entry (r's last known node). */
@@ -348,6 +391,10 @@ static void take_records(struct ctx *c, int r, const char *buf, size_t len)
 	nd.error = h.error[0] ? strdup(h.error) : NULL;
 	nd.boot_offset_ns = h.boot_offset_ns;
 	to_root_clock(&nd, &p->clock);
+	p->detached = 0;
+	for (size_t i = 0; i < nd.n; i++)
+		p->detached += nd.t[i].state == RN_DETACHED;
+	keep(c, &nd);
 	free(p->last.t);
 	free((char *)p->last.error);
 	p->last = nd;
@@ -382,30 +429,78 @@ static int cut_short(struct ctx *c, uint64_t *deadline)
 	return sig;
 }
 
-/* Wait for what is missing until deadline; who is still missing then is lost. */
+/*
+ * A rank asked, but silent past its deadline (the collection's, or
+ * PULL_ANSWER_NS after it was asked if that is later; after a cut, the
+ * cut's) is lost: 1 if r was, else 0.
+ */
+static int overdue(struct ctx *c, int r, uint64_t now, uint64_t deadline, int cut, uint64_t grace,
+		   const char *after)
+{
+	struct rm_peer *p = &c->peers[r];
+	bool late = p->pulled_ns + PULL_ANSWER_NS > deadline;
+
+	if (p->lost || p->got_records || !p->pulled_ns)
+		return 0;
+	if (now <= deadline || (!cut && late && now <= p->pulled_ns + PULL_ANSWER_NS))
+		return 0;
+	if (cut)
+		rm_mark_lost(c, r,
+			     "no records by the time the job was being ended (SIG%s on rank 0)",
+			     sigabbrev_np(cut));
+	else if (late)
+		rm_mark_lost(c, r, "no records within %.1f s of being asked (%.1f s %s)",
+			     (double)PULL_ANSWER_NS / 1e9, (double)grace / 1e9, after);
+	else
+		rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9, after);
+	return 1;
+}
+
+/*
+ * Ask ranks for their records, PULL_MAX at a time, and wait for what is
+ * missing until the deadline (see overdue); who is still missing then is
+ * lost. After a cut (the job is being ended) nobody more is asked.
+ */
 void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
 			uint64_t grace, const char *after)
 {
-	uint64_t deadline = since + grace;
-	size_t missing = 0, k = 0;
+	uint64_t deadline = since + grace, next_scan = 0;
+	size_t missing = 0, asked = 0, k = 0;
+	int32_t window = (int32_t)c->run.n_w;
 	char *buf = NULL;
-	int cut = 0;
+	int cut = 0, next = 1;
 
 	for (int r = 0; r < c->size; r++) {
 		c->peers[r].got_records = false;
+		c->peers[r].pulled_ns = 0;
 		missing += r && !c->peers[r].lost;
 	}
 	take_own_records(c);
 	while (missing) {
 		MPI_Status st;
 		int flag = 0, len;
+		uint64_t now;
 
+		for (; !cut && asked < PULL_MAX && next < c->size; next++) {
+			if (c->peers[next].lost)
+				continue;
+			rm_post(c, next, TAG_PULL, &window, sizeof(window));
+			c->peers[next].pulled_ns = ra_realtime_ns();
+			asked++;
+		}
 		MPI_Iprobe(MPI_ANY_SOURCE, TAG_RECORDS, MPI_COMM_WORLD, &flag, &st);
 		if (!flag) {
-			if (ra_realtime_ns() > deadline)
-				break;
+			now = ra_realtime_ns();
 			if (!cut)
 				cut = cut_short(c, &deadline);
+			if (now > deadline && now >= next_scan) {
+				for (int r = 1; r < next; r++)
+					if (overdue(c, r, now, deadline, cut, grace, after))
+						missing--, asked--;
+				next_scan = now + RA_NS_PER_MS;
+			}
+			if (cut && now > deadline)
+				break;
 			usleep(100);
 			continue;
 		}
@@ -415,9 +510,11 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			out_of_memory();
 		MPI_Recv(buf, len, MPI_BYTE, st.MPI_SOURCE, TAG_RECORDS, MPI_COMM_WORLD,
 			 MPI_STATUS_IGNORE);
-		if (!c->peers[st.MPI_SOURCE].lost && !c->peers[st.MPI_SOURCE].got_records) {
+		if (!c->peers[st.MPI_SOURCE].lost && !c->peers[st.MPI_SOURCE].got_records &&
+		    c->peers[st.MPI_SOURCE].pulled_ns) {
 			take_records(c, st.MPI_SOURCE, buf, (size_t)len);
 			missing--;
+			asked--;
 		}
 		free(buf);
 	}
@@ -427,9 +524,9 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 		if (cut)
 			rm_mark_lost(c, r,
 				     "no records by the time the job was being ended (SIG%s "
-				     "on rank 0)",
-				     sigabbrev_np(cut));
-		else
+				     "on rank 0)%s",
+				     sigabbrev_np(cut), c->peers[r].pulled_ns ? "" : ": not asked");
+		else /* not reached: every rank asked answers or is overdue */
 			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9,
 				     after);
 	}

@@ -375,16 +375,22 @@ void rm_wait_until(const struct ctx *c, uint64_t until_ns)
 /* ------------------------------------------------------------------------ */
 /* The end: summary, files, one exit code for all. */
 
-/* The first tool failure of the last window, for the line that ends the run. */
-static const struct rn_target *first_tool_failure(const struct rm_run *r)
+/* The first tool failure of the last window into *out, for the line that ends the run. */
+static bool first_tool_failure(const struct rm_run *r, struct rn_target *out)
 {
 	const struct rm_window *w = r->n_w ? &r->w[r->n_w - 1] : NULL;
+	const struct rn_target *t;
+	struct rm_hold h = {0};
+	bool found = false;
 
-	for (size_t i = 0; w && i < w->n_nodes; i++)
-		for (size_t k = 0; k < w->nodes[i].n; k++)
-			if (rn_tool_failed(&w->nodes[i].t[k]))
-				return &w->nodes[i].t[k];
-	return NULL;
+	for (size_t i = 0; w && i < w->n_nodes && !found; i++) {
+		t = rm_targets(&w->nodes[i], &h);
+		for (size_t k = 0; t && k < w->nodes[i].n && !found; k++)
+			if ((found = rn_tool_failed(&t[k])))
+				*out = t[k];
+	}
+	rm_hold_free(&h);
+	return found;
 }
 
 static int exit_code(struct ctx *c, char *reason, size_t len)
@@ -442,7 +448,7 @@ static void send_end(struct ctx *c, int code)
 /* Rank 0: the end order, the files, then the summary: it is the last thing printed. */
 static int finish(struct ctx *c)
 {
-	const struct rn_target *t;
+	struct rn_target t;
 	char reason[64];
 	int code, e;
 
@@ -451,13 +457,12 @@ static int finish(struct ctx *c)
 	c->run.exit_code = code;
 	c->run.exit_reason = reason;
 	c->run.ended_ns = ra_realtime_ns();
-	t = c->run_stop && !strcmp(c->run_stop, "tool failed") ? first_tool_failure(&c->run) : NULL;
-	if (t)
+	if (c->run_stop && !strcmp(c->run_stop, "tool failed") && first_tool_failure(&c->run, &t))
 		rm_say(c,
 		       "error: the tool (%s) could not be attached to any target, so no "
 		       "window can profile: stopped at the first attach: %.*s",
-		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t->message),
-		       t->message);
+		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t.message),
+		       t.message);
 	e = write_out(c, c->o.report, "report", rm_write_report);
 	e |= write_out(c, c->o.timeline, "timeline", rm_write_timeline);
 	e |= write_out(c, c->o.trace, "trace", rm_write_trace);
@@ -501,6 +506,23 @@ static int survey(struct ctx *c)
 	return code;
 }
 
+/*
+ * Where rank 0 keeps the gathered records (report_store.c): a temporary
+ * file in TMPDIR, else /var/tmp (on disk where /tmp is in memory), else
+ * /tmp. Without one they stay in memory, as said.
+ */
+static void open_store(struct ctx *c)
+{
+	const char *dirs[] = {getenv("TMPDIR"), "/var/tmp", "/tmp"};
+	char err[600] = "";
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !c->run.store; i++)
+		if (dirs[i] && *dirs[i])
+			c->run.store = rm_store_open(dirs[i], err, sizeof(err));
+	if (!c->run.store)
+		rm_say(c, "warning: %s; the records are kept in memory instead", err);
+}
+
 static void init_run(struct ctx *c)
 {
 	struct rm_config *cfg = &c->run.cfg;
@@ -531,6 +553,7 @@ static void free_run(struct ctx *c)
 	}
 	free(c->peers);
 	free(c->t);
+	rm_store_close(c->run.store);
 }
 
 int main(int argc, char **argv)
@@ -571,6 +594,7 @@ int main(int argc, char **argv)
 		c.peers = calloc((size_t)c.size, sizeof(*c.peers));
 		if (!c.peers)
 			MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+		open_store(&c);
 		code = survey(&c);
 		if (code) {
 			send_end(&c, code);
@@ -580,7 +604,7 @@ int main(int argc, char **argv)
 		}
 		lost = c.lost_count > 0;
 	} else {
-		rm_send_records(&c);
+		rm_records_ready(&c);
 		c.next_deadline = ra_realtime_ns() + GRACE_SURVEY_NS + GRACE_NEXT_NS +
 				  (uint64_t)c.size * 2 * RA_NS_PER_MS;
 		code = rm_follow_windows(&c, &lost);

@@ -315,9 +315,8 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_ha
 	win->stop_ns = m->stop_ns;
 	win->stop_reason = strdup(m->reason);
 	rm_collect_records(c, &win->nodes, &win->n_nodes, m->stop_ns, grace, "after the stop");
-	for (size_t i = 0; i < win->n_nodes; i++)
-		for (size_t k = 0; !win->nodes[i].lost && k < win->nodes[i].n; k++)
-			detached += win->nodes[i].t[k].state == RN_DETACHED;
+	for (int r = 0; r < c->size; r++)
+		detached += c->peers[r].lost ? 0 : c->peers[r].detached;
 	rm_say(c, "window %d: detached %lld/%zu targets (%.1f ms after the stop)", w, detached,
 	       c->total_targets, (double)(ra_realtime_ns() - m->stop_ns) / 1e6);
 }
@@ -442,6 +441,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 			*lost = o.lost;
 			return o.code;
 		}
+		rm_records_open(c);
 		/* From here on this rank's clock: rank 0's times turned into it. */
 		c->clock = o.clock;
 		mine[0] = local_ns(c, o.start_ns);
@@ -457,7 +457,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		} else {
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
-		rm_send_records(c);
+		rm_records_ready(c);
 		c->next_deadline = ra_realtime_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
 				   GRACE_RECORDS_NS + GRACE_NEXT_NS +
 				   (uint64_t)c->size * 2 * RA_NS_PER_MS;

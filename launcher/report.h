@@ -14,11 +14,20 @@
 
 #include "node.h"
 
+struct rm_store;
+
 /* One node's records as gathered after a window (or after selection, for --dry-run). */
 struct rm_node {
 	char host[256];
+	/*
+	 * Its n targets: in memory (t), or kept in a store (t NULL, store and
+	 * at set: rank 0 at scale, see rm_store_put). Read them through
+	 * rm_targets, which handles both.
+	 */
 	struct rn_target *t;
 	size_t n;
+	struct rm_store *store;
+	uint64_t at;
 	const char *error; /* why this node could not select targets, NULL if it could */
 	/*
 	 * The node's CLOCK_REALTIME minus rank 0's, estimated over MPI before the
@@ -69,6 +78,7 @@ struct rm_config {
 
 struct rm_run {
 	struct rm_config cfg;
+	struct rm_store *store; /* where the nodes' targets are kept; NULL: all in memory */
 	struct rm_window *w;
 	size_t n_w;
 	uint64_t started_ns, ended_ns; /* CLOCK_REALTIME of the launcher run */
@@ -81,6 +91,33 @@ struct rm_run {
 	 */
 	const char *stop_reason;
 };
+
+/*
+ * The store (launcher/report_store.c): the gathered targets in an unlinked
+ * temporary file in dir, so that rank 0's memory holds one node's at a
+ * time, not every target of every window. NULL, with the reason in err,
+ * if no file can be made there.
+ */
+struct rm_store *rm_store_open(const char *dir, char *err, size_t len);
+void rm_store_close(struct rm_store *s);
+/* Bytes kept so far. */
+uint64_t rm_store_bytes(const struct rm_store *s);
+/* Move n's targets (n->t, freed) into s; 0, or -1 with the reason in err (n unchanged). */
+int rm_store_put(struct rm_store *s, struct rm_node *n, char *err, size_t len);
+/* A read failed since s was opened: -1 with "cannot read the gathered records back ..." */
+int rm_store_check(const struct rm_store *s, char *err, size_t len);
+
+/* Room for one node's targets read back, reused node after node; zero it to start. */
+struct rm_hold {
+	struct rn_target *buf;
+	size_t cap;
+};
+/*
+ * n's n targets: n->t, or read from its store into h (valid until h's next
+ * use). NULL when they cannot be read (rm_store_check then says why).
+ */
+const struct rn_target *rm_targets(const struct rm_node *n, struct rm_hold *h);
+void rm_hold_free(struct rm_hold *h);
 
 /*
  * Spread (max - min) over every attached target of a window of the moment it

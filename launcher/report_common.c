@@ -85,15 +85,16 @@ static uint64_t hand_back(const struct rn_target *t)
 }
 
 /* A lost node's targets are its last known records, not measured in this window: none count. */
-static void node_spreads(const struct rm_node *n, uint64_t since, struct rm_spread *a,
-			 struct rm_spread *d, struct rm_spread *len, size_t *bounds)
+static void node_spreads(const struct rm_node *n, const struct rn_target *v, uint64_t since,
+			 struct rm_spread *a, struct rm_spread *d, struct rm_spread *len,
+			 size_t *bounds)
 {
 	const struct rn_target *t;
 	bool bound;
 	size_t k;
 
-	for (k = 0; !n->lost && k < n->n; k++) {
-		t = &n->t[k];
+	for (k = 0; v && !n->lost && k < n->n; k++) {
+		t = &v[k];
 		if (!rm_attached_since(t, since))
 			continue;
 		rm_spread_add(a, hand_over(t));
@@ -116,10 +117,14 @@ struct rm_skew rm_window_skew(const struct rm_window *w)
 	struct rm_spread a = {0}, d = {0}, len = {0};
 	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
 	struct rm_skew s = {0};
+	struct rm_hold h = {0};
 	size_t i;
 
 	for (i = 0; i < w->n_nodes; i++)
-		node_spreads(&w->nodes[i], w->start_ns, &a, &d, &len, &s.bounds);
+		if (!w->nodes[i].lost)
+			node_spreads(&w->nodes[i], rm_targets(&w->nodes[i], &h), w->start_ns, &a,
+				     &d, &len, &s.bounds);
+	rm_hold_free(&h);
 	s.attach_ns = rm_spread_ns(&a);
 	s.detach_ns = rm_spread_ns(&d);
 	s.n = a.n;
@@ -136,12 +141,13 @@ struct rm_skew rm_window_skew(const struct rm_window *w)
 }
 
 /* Spread of attach ends within one node; n = 0 when nothing attached there. */
-struct rm_spread rm_node_attach_spread(const struct rm_node *n, uint64_t since)
+struct rm_spread rm_node_attach_spread(const struct rm_node *n, const struct rn_target *t,
+				       uint64_t since)
 {
 	struct rm_spread a = {0}, d = {0}, len = {0};
 	size_t bounds = 0;
 
-	node_spreads(n, since, &a, &d, &len, &bounds);
+	node_spreads(n, t, since, &a, &d, &len, &bounds);
 	return a;
 }
 
@@ -159,17 +165,18 @@ static int cmp_u64(const void *a, const void *b)
  * before the start is preparation, not lateness. Median of an even count:
  * the mean of the two middle values, rounded down.
  */
-void rm_node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint64_t *max)
+void rm_node_times(const struct rm_node *n, const struct rn_target *all, uint64_t since,
+		   uint64_t *p50, uint64_t *max)
 {
 	const struct rn_target *t;
 	uint64_t *v;
 	size_t k, m = 0;
 
 	*p50 = *max = 0;
-	if (n->lost || !n->n || !(v = malloc(n->n * sizeof(*v))))
+	if (n->lost || !n->n || !all || !(v = malloc(n->n * sizeof(*v))))
 		return;
 	for (k = 0; k < n->n; k++) {
-		t = &n->t[k];
+		t = &all[k];
 		uint64_t from = t->attach_start_ns > since ? t->attach_start_ns : since;
 
 		if (rm_attached_since(t, since))
@@ -185,7 +192,10 @@ void rm_node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint6
 
 void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
 {
-	rm_node_times(n, 0, p50, max);
+	struct rm_hold h = {0};
+
+	rm_node_times(n, rm_targets(n, &h), 0, p50, max);
+	rm_hold_free(&h);
 }
 
 /*
@@ -194,7 +204,7 @@ void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
  * past its attach call in this one. A lost node's targets are found (last
  * known) and lost, nothing else: this window did not hear of them.
  */
-void rm_count_node(const struct rm_node *n, struct rm_counts *c)
+void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct rm_counts *c)
 {
 	const struct rn_target *t;
 	size_t k;
@@ -205,8 +215,8 @@ void rm_count_node(const struct rm_node *n, struct rm_counts *c)
 		c->lost += n->n;
 		return;
 	}
-	for (k = 0; k < n->n; k++) {
-		t = &n->t[k];
+	for (k = 0; all && k < n->n; k++) {
+		t = &all[k];
 		if (t->windows > 0 || t->state == RN_ATTACHED || t->state == RN_DETACHED ||
 		    t->state == RN_DETACH_FAILED)
 			c->attached++;
@@ -219,10 +229,13 @@ void rm_count_node(const struct rm_node *n, struct rm_counts *c)
 struct rm_counts rm_count_window(const struct rm_window *w)
 {
 	struct rm_counts c = {0};
+	struct rm_hold h = {0};
 	size_t i;
 
 	for (i = 0; w && i < w->n_nodes; i++)
-		rm_count_node(&w->nodes[i], &c);
+		rm_count_node(&w->nodes[i], w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h),
+			      &c);
+	rm_hold_free(&h);
 	return c;
 }
 
@@ -246,17 +259,17 @@ const struct rm_node *rm_find_node(const struct rm_window *w, size_t hint, const
 	return NULL;
 }
 
-const struct rn_target *rm_find_target(const struct rm_node *n, size_t hint, pid_t pid)
+const struct rn_target *rm_find_target(const struct rn_target *t, size_t n, size_t hint, pid_t pid)
 {
 	size_t k;
 
-	if (!n)
+	if (!t)
 		return NULL;
-	if (hint < n->n && n->t[hint].pid == pid)
-		return &n->t[hint];
-	for (k = 0; k < n->n; k++)
-		if (n->t[k].pid == pid)
-			return &n->t[k];
+	if (hint < n && t[hint].pid == pid)
+		return &t[hint];
+	for (k = 0; k < n; k++)
+		if (t[k].pid == pid)
+			return &t[k];
 	return NULL;
 }
 
@@ -265,43 +278,64 @@ const struct rn_target *rm_find_target(const struct rm_node *n, size_t hint, pid
  * failure (the pool only attaches found or detached targets): report and
  * draw a failure in the first window that has it, not again.
  */
-bool rm_new_failure(const struct rm_run *r, size_t wi, size_t ni, size_t ti)
+bool rm_new_failure(const struct rn_target *prev, size_t n_prev, const struct rn_target *t,
+		    size_t hint)
 {
-	const struct rm_node *n = &r->w[wi].nodes[ni];
-	const struct rn_target *t = &n->t[ti], *p;
+	const struct rn_target *p;
 
 	if (!rm_failed(t))
 		return false;
-	if (wi == 0)
-		return true;
-	p = rm_find_target(rm_find_node(&r->w[wi - 1], ni, n->host), ti, t->pid);
+	p = rm_find_target(prev, n_prev, hint, t->pid);
 	return !p || p->state != t->state || p->attach_start_ns != t->attach_start_ns ||
 	       strncmp(p->message, t->message, sizeof(t->message));
+}
+
+const struct rn_target *rm_prev_targets(const struct rm_run *r, size_t wi, size_t hint,
+					const char *host, struct rm_hold *h, size_t *n)
+{
+	const struct rm_node *p = wi ? rm_find_node(&r->w[wi - 1], hint, host) : NULL;
+	const struct rn_target *t = p ? rm_targets(p, h) : NULL;
+
+	*n = t ? p->n : 0;
+	return t;
 }
 
 /*
  * fn on every failure once, in window order; stops at (and returns) fn's
  * first non-zero. A lost node's last known records are no window's news.
+ * Two nodes' targets are in memory at a time: this window's and the
+ * previous window's of the same host.
  */
 int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg)
 {
+	struct rm_hold h = {0}, hp = {0};
+	const struct rn_target *t, *p;
 	const struct rm_node *n;
-	size_t wi, ni, ti;
-	int rc;
+	size_t wi, ni, ti, np;
+	bool looked;
+	int rc = 0;
 
-	for (wi = 0; wi < r->n_w; wi++) {
-		for (ni = 0; ni < r->w[wi].n_nodes; ni++) {
+	for (wi = 0; wi < r->n_w && !rc; wi++) {
+		for (ni = 0; ni < r->w[wi].n_nodes && !rc; ni++) {
 			n = &r->w[wi].nodes[ni];
-			for (ti = 0; !n->lost && ti < n->n; ti++) {
-				if (!rm_new_failure(r, wi, ni, ti))
+			t = n->lost ? NULL : rm_targets(n, &h);
+			p = NULL;
+			np = 0;
+			looked = false;
+			for (ti = 0; t && ti < n->n && !rc; ti++) {
+				if (!rm_failed(&t[ti]))
 					continue;
-				rc = fn(&r->w[wi], n, &n->t[ti], arg);
-				if (rc)
-					return rc;
+				if (!looked)
+					p = rm_prev_targets(r, wi, ni, n->host, &hp, &np);
+				looked = true;
+				if (rm_new_failure(p, np, &t[ti], ti))
+					rc = fn(&r->w[wi], n, &t[ti], arg);
 			}
 		}
 	}
-	return 0;
+	rm_hold_free(&h);
+	rm_hold_free(&hp);
+	return rc;
 }
 
 const struct rm_window *rm_lost_in(const struct rm_run *r, const char *host, size_t hint,
@@ -443,27 +477,4 @@ json_t *rm_jstr(const char *s, size_t width)
 json_t *rm_jstr_or_null(const char *s)
 {
 	return s ? rm_jstr(s, (size_t)-1) : json_null();
-}
-
-/* Write j (NULL: out of memory) to path atomically, as the file named what; j is released. */
-int rm_write_json(const char *path, const char *what, json_t *j, size_t flags, char *err,
-		  size_t len)
-{
-	struct rm_out o;
-	int rc = -1;
-
-	if (!j) {
-		snprintf(err, len, "cannot write %s %s: %s", what, path, strerror(ENOMEM));
-		return -1;
-	}
-	if (rm_out_open(&o, path, what, err, len))
-		goto out;
-	if (json_dumpf(j, o.f, flags | JSON_PRESERVE_ORDER) || fputc('\n', o.f) == EOF) {
-		rc = out_fail(&o, errno ? errno : EIO, err, len);
-		goto out;
-	}
-	rc = rm_out_close(&o, err, len);
-out:
-	json_decref(j);
-	return rc;
 }

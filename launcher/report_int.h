@@ -43,10 +43,17 @@ struct rm_spread {
 
 void rm_spread_add(struct rm_spread *s, uint64_t v);
 uint64_t rm_spread_ns(const struct rm_spread *s);
+/*
+ * The node functions take the node and its targets as rm_targets read them
+ * (t; NULL: none could be read, nothing is counted), so that a caller reads
+ * a node once for all of them.
+ */
 /* Spread of the hand-over times within one node; n = 0 when nothing attached there. */
-struct rm_spread rm_node_attach_spread(const struct rm_node *n, uint64_t since);
+struct rm_spread rm_node_attach_spread(const struct rm_node *n, const struct rn_target *t,
+				       uint64_t since);
 /* Median and maximum attach time of a window (from its start, since); 0 when none. */
-void rm_node_times(const struct rm_node *n, uint64_t since, uint64_t *p50, uint64_t *max);
+void rm_node_times(const struct rm_node *n, const struct rn_target *t, uint64_t since,
+		   uint64_t *p50, uint64_t *max);
 
 struct rm_counts {
 	size_t found, attached, failed, detached, exited;
@@ -54,7 +61,7 @@ struct rm_counts {
 };
 
 /* Adds a node's targets to c; a run's counts are those of its last window. */
-void rm_count_node(const struct rm_node *n, struct rm_counts *c);
+void rm_count_node(const struct rm_node *n, const struct rn_target *t, struct rm_counts *c);
 struct rm_counts rm_count_window(const struct rm_window *w);
 /* NULL when no window ran. */
 const struct rm_window *rm_last_window(const struct rm_run *r);
@@ -63,10 +70,21 @@ const struct rm_window *rm_last_window(const struct rm_run *r);
 
 /* By host (hint: its index there, tried first); NULL if absent. */
 const struct rm_node *rm_find_node(const struct rm_window *w, size_t hint, const char *host);
-/* By pid (hint: its index there, tried first); NULL if absent or n is NULL. */
-const struct rn_target *rm_find_target(const struct rm_node *n, size_t hint, pid_t pid);
-/* Target ti of node ni of window wi failed, and not already in the window before. */
-bool rm_new_failure(const struct rm_run *r, size_t wi, size_t ni, size_t ti);
+/* Among t[0..n) by pid (hint: its index there, tried first); NULL if absent or t is NULL. */
+const struct rn_target *rm_find_target(const struct rn_target *t, size_t n, size_t hint, pid_t pid);
+/*
+ * The targets of the node of host (hint: its index) in the window before
+ * window wi, read into h, their count in *n; NULL (*n = 0) in window 0 or
+ * where that window has no such node.
+ */
+const struct rn_target *rm_prev_targets(const struct rm_run *r, size_t wi, size_t hint,
+					const char *host, struct rm_hold *h, size_t *n);
+/*
+ * t (index hint in its node) failed, and not already in the window before,
+ * whose targets of that node are prev[0..n_prev) (NULL: none, or window 0).
+ */
+bool rm_new_failure(const struct rn_target *prev, size_t n_prev, const struct rn_target *t,
+		    size_t hint);
 
 typedef int (*rm_failure_fn)(const struct rm_window *w, const struct rm_node *n,
 			     const struct rn_target *t, void *arg);
@@ -105,8 +123,5 @@ int rm_out_abort(struct rm_out *o, int e, char *err, size_t len);
 /* A JSON string of s (at most width bytes; any length), '?' for non-ASCII if not UTF-8. */
 json_t *rm_jstr(const char *s, size_t width);
 json_t *rm_jstr_or_null(const char *s);
-/* Write j (NULL: out of memory) to path atomically, as the file named what; j is released. */
-int rm_write_json(const char *path, const char *what, json_t *j, size_t flags, char *err,
-		  size_t len);
 
 #endif

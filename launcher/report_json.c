@@ -176,14 +176,14 @@ static json_t *ranges_json(struct ranges *r)
 	return j;
 }
 
-static json_t *list_union_json(const struct rm_node *n, bool numa)
+static json_t *list_union_json(const struct rm_node *n, const struct rn_target *v, bool numa)
 {
 	struct ranges r = {0};
 	json_t *j = NULL;
 	size_t k;
 
-	for (k = 0; k < n->n; k++) {
-		const struct rn_topo *t = &n->t[k].topo;
+	for (k = 0; v && k < n->n; k++) {
+		const struct rn_topo *t = &v[k].topo;
 
 		if (numa ? ranges_parse(&r, t->numa, sizeof(t->numa))
 			 : ranges_parse(&r, t->cpus, sizeof(t->cpus)))
@@ -208,15 +208,15 @@ static bool has_string(json_t *a, const char *s, size_t len)
 }
 
 /* The GPUs near any target of the node, each once, in order of appearance. */
-static json_t *gpus_union_json(const struct rm_node *n)
+static json_t *gpus_union_json(const struct rm_node *n, const struct rn_target *v)
 {
 	json_t *a = json_array();
 	const char *g;
 	size_t k, i, e, len;
 
-	for (k = 0; a && k < n->n; k++) {
-		g = n->t[k].topo.gpus;
-		len = strnlen(g, sizeof(n->t[k].topo.gpus));
+	for (k = 0; a && v && k < n->n; k++) {
+		g = v[k].topo.gpus;
+		len = strnlen(g, sizeof(v[k].topo.gpus));
 		for (i = 0; i < len; i = e + 1) {
 			for (e = i; e < len && g[e] != ','; e++)
 				;
@@ -231,16 +231,16 @@ static json_t *gpus_union_json(const struct rm_node *n)
 	return a;
 }
 
-static json_t *topology_json(const struct rm_node *n)
+static json_t *topology_json(const struct rm_node *n, const struct rn_target *t)
 {
 	json_t *o = json_object();
 	int rc = 0;
 
 	if (!o)
 		return NULL;
-	rc |= json_object_set_new(o, "cpus", list_union_json(n, false));
-	rc |= json_object_set_new(o, "numa", list_union_json(n, true));
-	rc |= json_object_set_new(o, "gpus", gpus_union_json(n));
+	rc |= json_object_set_new(o, "cpus", list_union_json(n, t, false));
+	rc |= json_object_set_new(o, "numa", list_union_json(n, t, true));
+	rc |= json_object_set_new(o, "gpus", gpus_union_json(n, t));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -248,13 +248,17 @@ static json_t *topology_json(const struct rm_node *n)
 	return o;
 }
 
-static json_t *targets_json(const struct rm_node *n)
+static json_t *targets_json(const struct rm_node *n, const struct rn_target *t)
 {
 	json_t *a = json_array();
 	size_t k;
 
+	if (!t && n->n) { /* not read back: rm_store_check fails the report */
+		json_decref(a);
+		return NULL;
+	}
 	for (k = 0; a && k < n->n; k++) {
-		if (json_array_append_new(a, rn_target_to_json(&n->t[k]))) {
+		if (json_array_append_new(a, rn_target_to_json(&t[k]))) {
 			json_decref(a);
 			return NULL;
 		}
@@ -266,9 +270,10 @@ static json_t *targets_json(const struct rm_node *n)
  * A lost node ("state": "lost") is found with its last known targets and
  * nothing else: its counts, times and skew are of nothing measured.
  */
-static json_t *node_json(const struct rm_node *n, uint64_t since)
+static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold *h)
 {
-	struct rm_spread a = rm_node_attach_spread(n, since);
+	const struct rn_target *t = rm_targets(n, h);
+	struct rm_spread a = rm_node_attach_spread(n, t, since);
 	struct rm_counts c = {0};
 	json_t *o = json_object();
 	uint64_t p50, max;
@@ -276,8 +281,8 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 
 	if (!o)
 		return NULL;
-	rm_count_node(n, &c);
-	rm_node_times(n, since, &p50, &max);
+	rm_count_node(n, t, &c);
+	rm_node_times(n, t, since, &p50, &max);
 	rc |= json_object_set_new(o, "host", rm_jstr(n->host, sizeof(n->host)));
 	rc |= json_object_set_new(o, "state", json_string(n->lost ? "lost" : "ok"));
 	rc |= json_object_set_new(o, "lost_reason",
@@ -286,7 +291,7 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	rc |=
 	    json_object_set_new(o, "realtime_minus_boottime_ns",
 				n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());
-	rc |= json_object_set_new(o, "topology", topology_json(n));
+	rc |= json_object_set_new(o, "topology", topology_json(n, t));
 	if (rc || !(o = counts_json(o, &c, "found"))) {
 		json_decref(o);
 		return NULL;
@@ -300,7 +305,7 @@ static json_t *node_json(const struct rm_node *n, uint64_t since)
 	rc |= json_object_set_new(o, "clock_rtt_ns", jint_or_null(n->clock_rtt_ns, n->clock_known));
 	rc |= json_object_set_new(o, "clock_corrected",
 				  n->clock_known ? json_boolean(n->clock_applied) : json_null());
-	rc |= json_object_set_new(o, "targets", targets_json(n));
+	rc |= json_object_set_new(o, "targets", targets_json(n, t));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -317,9 +322,8 @@ static json_t *basis_json(const struct rm_skew *s)
 }
 
 /* Null (never 0) where no target was attached. */
-static json_t *skew_json(const struct rm_window *w)
+static json_t *skew_json(const struct rm_skew s)
 {
-	struct rm_skew s = rm_window_skew(w);
 	json_t *o = json_object();
 	int rc = 0;
 
@@ -337,9 +341,8 @@ static json_t *skew_json(const struct rm_window *w)
 }
 
 /* The tools' windows of the targets against the planned one. */
-static json_t *length_json(const struct rm_window *w)
+static json_t *length_json(const struct rm_window *w, const struct rm_skew s)
 {
-	struct rm_skew s = rm_window_skew(w);
 	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
 	json_t *o = json_object();
 	int rc = 0;
@@ -398,17 +401,21 @@ static void put(struct json_out *o, const char *key, json_t *v, bool first)
 
 static void put_window(struct json_out *o, const struct rm_window *w)
 {
+	struct rm_skew s = rm_window_skew(w);
+	struct rm_hold h = {0};
+
 	fputs("{", o->f);
 	put(o, "index", json_integer(w->index), true);
 	put(o, "start_ns", jint_or_null(w->start_ns, w->start_ns), false);
 	put(o, "stop_ns", jint_or_null(w->stop_ns, w->stop_ns), false);
 	put(o, "stop_reason", rm_jstr_or_null(w->stop_reason), false);
-	put(o, "skew", skew_json(w), false);
-	put(o, "length", length_json(w), false);
+	put(o, "skew", skew_json(s), false);
+	put(o, "length", length_json(w, s), false);
 	fputs(",\n\"nodes\": [\n", o->f);
 	for (size_t i = 0; i < w->n_nodes && !o->err; i++)
-		put(o, NULL, node_json(&w->nodes[i], w->start_ns), i == 0);
+		put(o, NULL, node_json(&w->nodes[i], w->start_ns, &h), i == 0);
 	fputs("]}", o->f);
+	rm_hold_free(&h);
 }
 
 static json_t *error_json(const struct rm_window *w, const struct rm_node *n,
@@ -433,28 +440,37 @@ static json_t *error_json(const struct rm_window *w, const struct rm_node *n,
 	return o;
 }
 
-static int append_error(const struct rm_window *w, const struct rm_node *n,
-			const struct rn_target *t, void *arg)
+/* One failure a line, as it is found: a run where every target failed has as many. */
+struct errors_out {
+	struct json_out *o;
+	bool first;
+};
+
+static int put_error(const struct rm_window *w, const struct rm_node *n, const struct rn_target *t,
+		     void *arg)
 {
-	return json_array_append_new(arg, error_json(w, n, t));
+	struct errors_out *e = arg;
+
+	put(e->o, NULL, error_json(w, n, t), e->first);
+	e->first = false;
+	return e->o->err;
 }
 
 /* Every failure once, in the first window that has it (see rm_new_failure). */
-static json_t *errors_json(const struct rm_run *r)
+static void put_errors(struct json_out *o, const struct rm_run *r)
 {
-	json_t *a = json_array();
+	struct errors_out e = {.o = o, .first = true};
 
-	if (a && rm_for_each_failure(r, append_error, a)) {
-		json_decref(a);
-		return NULL;
-	}
-	return a;
+	fputs(",\n\"errors\": [\n", o->f);
+	rm_for_each_failure(r, put_error, &e);
+	fputs("]", o->f);
 }
 
 int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len)
 {
 	struct json_out o = {0};
 	struct rm_out out;
+	char why[512];
 
 	if (rm_out_open(&out, path, "report", err, len))
 		return -1;
@@ -476,9 +492,14 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 		put_window(&o, &r->w[i]);
 	}
 	fputs("]", o.f);
-	put(&o, "errors", errors_json(r), false);
+	put_errors(&o, r);
 	fputs("}\n", o.f);
 	if (o.err)
 		return rm_out_abort(&out, o.err, err, len);
+	if (rm_store_check(r->store, why, sizeof(why))) {
+		rm_out_abort(&out, EIO, err, len);
+		snprintf(err, len, "cannot write report %s: %s", path, why);
+		return -1;
+	}
 	return rm_out_close(&out, err, len);
 }

@@ -79,9 +79,11 @@ static void print_headline(FILE *f, const struct rm_run *r)
 		r->exit_reason ? r->exit_reason : "");
 }
 
-static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int hw)
+static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int hw,
+			   struct rm_hold *h)
 {
-	struct rm_spread a = rm_node_attach_spread(n, since);
+	const struct rn_target *t = n->lost ? NULL : rm_targets(n, h);
+	struct rm_spread a = rm_node_attach_spread(n, t, since);
 	struct rm_counts c = {0};
 	char p50s[32], maxs[32], skews[32];
 	uint64_t p50, max;
@@ -97,8 +99,12 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 			n->error ? n->error : "");
 		return;
 	}
-	rm_count_node(n, &c);
-	rm_node_times(n, since, &p50, &max);
+	if (!t) {
+		fprintf(f, " %5zu  its records could not be read back\n", n->n);
+		return;
+	}
+	rm_count_node(n, t, &c);
+	rm_node_times(n, t, since, &p50, &max);
 	fmt_ms(p50, a.n, p50s, sizeof(p50s));
 	fmt_ms(max, a.n, maxs, sizeof(maxs));
 	fmt_ms(rm_spread_ns(&a), a.n, skews, sizeof(skews));
@@ -152,29 +158,34 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
 	size_t i, k, n = 0, shown = 0;
+	const struct rn_target *t;
+	struct rm_hold h = {0};
 
 	for (i = 0; w && i < w->n_nodes; i++)
-		for (k = 0; k < w->nodes[i].n; k++)
-			n += w->nodes[i].t[k].side == ROCATTACH_SIDE_ROCM;
-	if (!n)
+		for (k = 0, t = rm_targets(&w->nodes[i], &h); t && k < w->nodes[i].n; k++)
+			n += t[k].side == ROCATTACH_SIDE_ROCM;
+	if (!n) {
+		rm_hold_free(&h);
 		return;
+	}
 	fprintf(f,
 		"note: %zu target%s run%s ROCm's target side, which has no watchdog: if this "
 		"launcher is killed with SIGKILL, their tools stay attached until they exit "
 		"(every other signal detaches them):",
 		n, n == 1 ? "" : "s", n == 1 ? "s" : "");
-	for (i = 0; w && i < w->n_nodes; i++) {
-		for (k = 0; k < w->nodes[i].n && shown < 16; k++) {
-			if (w->nodes[i].t[k].side != ROCATTACH_SIDE_ROCM)
+	for (i = 0; w && i < w->n_nodes && shown < 16; i++) {
+		t = rm_targets(&w->nodes[i], &h);
+		for (k = 0; t && k < w->nodes[i].n && shown < 16; k++) {
+			if (t[k].side != ROCATTACH_SIDE_ROCM)
 				continue;
 			fputc(' ', f);
 			put_text(f, w->nodes[i].host, sizeof(w->nodes[i].host));
-			fprintf(f, ":%d%s", (int)w->nodes[i].t[k].pid,
-				w->nodes[i].lost ? " (last known)" : "");
+			fprintf(f, ":%d%s", (int)t[k].pid, w->nodes[i].lost ? " (last known)" : "");
 			shown++;
 		}
 	}
 	fprintf(f, "%s\n", n > shown ? " ..." : "");
+	rm_hold_free(&h);
 }
 
 /* A target as "pid 12 rank 3 (exe)". */
@@ -195,6 +206,8 @@ static void put_target(FILE *f, const struct rn_target *t)
 static void print_lost(FILE *f, const struct rm_run *r)
 {
 	const struct rm_node *n, *p;
+	const struct rn_target *t;
+	struct rm_hold h = {0};
 	size_t wi, ni, k;
 
 	for (wi = 0; wi < r->n_w; wi++) {
@@ -208,14 +221,16 @@ static void print_lost(FILE *f, const struct rm_run *r)
 			fprintf(f, " lost in window %d: ", r->w[wi].index);
 			put_text(f, rm_lost_reason(n), (size_t)-1);
 			fputc('\n', f);
-			for (k = 0; k < n->n && k < 16; k++) {
+			t = rm_targets(n, &h);
+			for (k = 0; t && k < n->n && k < 16; k++) {
 				fputs(k ? ", " : "  its targets (last known): ", f);
-				put_target(f, &n->t[k]);
+				put_target(f, &t[k]);
 			}
-			if (n->n)
+			if (n->n && t)
 				fprintf(f, "%s\n", n->n > k ? ", ..." : "");
 		}
 	}
+	rm_hold_free(&h);
 }
 
 struct failure_out {
@@ -254,6 +269,8 @@ static int print_failure(const struct rm_window *w, const struct rm_node *n,
 void rm_print_summary(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
+	struct rm_hold h = {0};
+	char why[512];
 	size_t i;
 	int hw;
 
@@ -264,13 +281,16 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 			"%-*s found attached failed exited  attach p50  attach max  start skew\n",
 			hw, "node");
 		for (i = 0; i < w->n_nodes; i++)
-			print_node_row(f, &w->nodes[i], w->start_ns, hw);
+			print_node_row(f, &w->nodes[i], w->start_ns, hw, &h);
+		rm_hold_free(&h);
 	}
 	print_lost(f, r);
 	for (i = 0; i < r->n_w; i++)
 		print_window_line(f, &r->w[i]);
 	print_no_watchdog(f, r);
 	rm_for_each_failure(r, print_failure, &(struct failure_out){.f = f, .windows = r->n_w > 1});
+	if (rm_store_check(r->store, why, sizeof(why)))
+		fprintf(f, "this summary is incomplete: %s\n", why);
 	fflush(f);
 }
 
@@ -305,6 +325,8 @@ static void print_dry_target(FILE *f, const struct rn_target *t)
 void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes)
 {
 	size_t i, k, total = 0, lost = 0;
+	const struct rn_target *t;
+	struct rm_hold h = {0};
 
 	for (i = 0; i < n_nodes; i++) {
 		put_text(f, nodes[i].host, sizeof(nodes[i].host));
@@ -324,8 +346,9 @@ void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes)
 		}
 		fprintf(f, "  %-15s %6s %6s  %-16s %-8s  %-13s %-5s %s\n", "pid (nspid)", "rank",
 			"uid", "exe", "listener", "cpus", "numa", "gpus");
-		for (k = 0; k < nodes[i].n; k++)
-			print_dry_target(f, &nodes[i].t[k]);
+		t = rm_targets(&nodes[i], &h);
+		for (k = 0; t && k < nodes[i].n; k++)
+			print_dry_target(f, &t[k]);
 		total += nodes[i].lost ? 0 : nodes[i].n;
 	}
 	fprintf(f, "dry run: %zu process%s on %zu node%s would be attached", total,
@@ -333,5 +356,6 @@ void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes)
 	if (lost)
 		fprintf(f, " (%zu node%s lost)", lost, lost == 1 ? "" : "s");
 	fputs("; nothing was attached\n", f);
+	rm_hold_free(&h);
 	fflush(f);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The SVG timeline (--timeline): one lane per target, grouped by node, windows left to right. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,7 @@ static void svg_range(struct svg *s)
 	const struct rm_window *w;
 	const struct rn_target *t;
 	struct rm_spread sp = {0};
+	struct rm_hold h = {0};
 	uint64_t pad;
 	size_t wi, ni, k;
 
@@ -96,15 +98,16 @@ static void svg_range(struct svg *s)
 		range_add(&sp, w->start_ns);
 		range_add(&sp, w->stop_ns);
 		for (ni = 0; ni < w->n_nodes; ni++) {
-			for (k = 0; !w->nodes[ni].lost && k < w->nodes[ni].n; k++) {
-				t = &w->nodes[ni].t[k];
-				range_add(&sp, t->attach_start_ns);
-				range_add(&sp, t->attach_end_ns);
-				range_add(&sp, t->detach_start_ns);
-				range_add(&sp, t->detach_end_ns);
+			t = w->nodes[ni].lost ? NULL : rm_targets(&w->nodes[ni], &h);
+			for (k = 0; t && k < w->nodes[ni].n; k++) {
+				range_add(&sp, t[k].attach_start_ns);
+				range_add(&sp, t[k].attach_end_ns);
+				range_add(&sp, t[k].detach_start_ns);
+				range_add(&sp, t[k].detach_end_ns);
 			}
 		}
 	}
+	rm_hold_free(&h);
 	if (rm_spread_ns(&sp) < 1000000)
 		sp.hi = sp.lo + 1000000;
 	pad = rm_spread_ns(&sp) / 50;
@@ -351,38 +354,48 @@ static void svg_state_label(struct svg *s, const struct rn_target *t, double x1,
 			y + 13, name);
 }
 
+/*
+ * One node in one window: its targets there (t, of node wn) and in the
+ * window before (p[0..np)); the lanes are those of the last window's n.
+ */
+struct svg_at {
+	size_t wi;
+	const struct rm_node *wn;
+	const struct rn_target *t, *p;
+	size_t np;
+};
+
 /* The record of a target that exited, unchanged since the previous window: drawn there. */
-static bool stale_exit(const struct rm_run *r, size_t wi, const struct rm_node *n,
-		       const struct rn_target *t)
+static bool stale_exit(const struct svg_at *at, const struct rn_target *t, size_t ti)
 {
 	const struct rn_target *p;
 
-	if (t->state != RN_EXITED || wi == 0)
+	if (t->state != RN_EXITED || at->wi == 0)
 		return false;
-	p = rm_find_target(rm_find_node(&r->w[wi - 1], 0, n->host), (size_t)(t - n->t), t->pid);
+	p = rm_find_target(at->p, at->np, ti, t->pid);
 	return p && p->state == t->state && p->attach_start_ns == t->attach_start_ns;
 }
 
 /*
- * One target in one window: its bar (green, red if it failed, grey if it
- * exited attached), then its call marks.
+ * One target (lane ti of n, pid) in one window: its bar (green, red if it
+ * failed, grey if it exited attached), then its call marks.
  */
-static void svg_target(struct svg *s, size_t wi, const struct rm_node *n, size_t ni, size_t ti,
-		       int y)
+static void svg_target(struct svg *s, const struct svg_at *at, const struct rm_node *n, size_t ti,
+		       pid_t pid, int y)
 {
-	const struct rm_window *w = &s->r->w[wi];
-	const struct rm_node *wn = rm_find_node(w, ni, n->host);
-	const struct rn_target *t = rm_find_target(wn, ti, n->t[ti].pid);
+	const struct rm_window *w = &s->r->w[at->wi];
+	const struct rn_target *t = at->wn ? rm_find_target(at->t, at->wn->n, ti, pid) : NULL;
+	size_t k = t ? (size_t)(t - at->t) : 0;
 	uint64_t from, to;
 	double x1, x2;
 	char *title;
 
 	/* A lost node's records are the last known ones: nothing of this window to draw. */
-	if (!t || wn->lost || !bar_span(w, t, &from, &to))
+	if (!t || at->wn->lost || !bar_span(w, t, &from, &to))
 		return;
-	if (rm_failed(t) && !rm_new_failure(s->r, wi, (size_t)(wn - w->nodes), (size_t)(t - wn->t)))
+	if (rm_failed(t) && !rm_new_failure(at->p, at->np, t, k))
 		return;
-	if (stale_exit(s->r, wi, wn, t))
+	if (stale_exit(at, t, k))
 		return;
 	x1 = svg_x(s, from);
 	x2 = svg_x(s, to);
@@ -421,11 +434,10 @@ static void svg_shading(struct svg *s, const struct rm_window *w)
 	}
 }
 
-static void svg_lane(struct svg *s, const struct rm_node *n, size_t ni, size_t ti)
+/* A lane's label: the target as the last window has it. */
+static void svg_lane(struct svg *s, const struct rn_target *t)
 {
-	const struct rn_target *t = &n->t[ti];
 	char label[64];
-	size_t wi;
 
 	if (t->rank >= 0)
 		snprintf(label, sizeof(label), "%d (rank %ld)", (int)t->pid, t->rank);
@@ -435,8 +447,6 @@ static void svg_lane(struct svg *s, const struct rm_node *n, size_t ni, size_t t
 		rm_failed(t) ? " class=\"bad\"" : "", label);
 	xml_put(s->f, t->exe, sizeof(t->exe), 18);
 	fputs("</tspan></text>\n", s->f);
-	for (wi = 0; wi < s->r->n_w; wi++)
-		svg_target(s, wi, n, ni, ti, s->y);
 	s->y += SVG_LANE_H;
 }
 
@@ -444,13 +454,14 @@ static void svg_lane(struct svg *s, const struct rm_node *n, size_t ni, size_t t
  * What a node's label row says of it: its counts (a lost node's: found, last
  * known), and when it was lost and why.
  */
-static void svg_node_note(struct svg *s, const struct rm_node *n, size_t ni)
+static void svg_node_note(struct svg *s, const struct rm_node *n, const struct rn_target *t,
+			  size_t ni)
 {
 	const struct rm_node *ln;
 	const struct rm_window *lw = rm_lost_in(s->r, n->host, ni, &ln);
 	struct rm_counts c = {0};
 
-	rm_count_node(n, &c);
+	rm_count_node(n, t, &c);
 	/* Right of window 1's start line, so that no line crosses it unless windows are narrow. */
 	fprintf(s->f, "<text class=\"%s halo\" x=\"%.1f\" y=\"%d\">", lw ? "bad" : "dim",
 		svg_x(s, s->t0) + 6, s->y + 16);
@@ -467,9 +478,17 @@ static void svg_node_note(struct svg *s, const struct rm_node *n, size_t ni)
 	fputs("</text>\n", s->f);
 }
 
-/* A node's label row, then one lane per target. */
+/*
+ * A node's label row, then one lane per target, then its bars window by
+ * window: three nodes' targets in memory at a time (the last window's, for
+ * the lanes; this window's; the window before's).
+ */
 static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 {
+	struct rm_hold hl = {0}, h[2] = {{0}, {0}};
+	const struct rn_target *lt = rm_targets(n, &hl);
+	struct svg_at at = {0};
+	int y0;
 	size_t k;
 
 	fprintf(s->f,
@@ -480,10 +499,26 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 	fputs("</title>", s->f);
 	xml_put(s->f, n->host, sizeof(n->host), 30);
 	fputs("</text>\n", s->f);
-	svg_node_note(s, n, ni);
+	svg_node_note(s, n, lt, ni);
 	s->y += SVG_GROUP_H;
-	for (k = 0; k < n->n; k++)
-		svg_lane(s, n, ni, k);
+	y0 = s->y;
+	for (k = 0; lt && k < n->n; k++)
+		svg_lane(s, &lt[k]);
+	for (at.wi = 0; lt && at.wi < s->r->n_w; at.wi++) {
+		const struct rm_node *pn = at.wn;
+
+		at.wn = rm_find_node(&s->r->w[at.wi], ni, n->host);
+		/* The window before's targets are those read last time round, if any. */
+		at.p = pn && at.wi && !strncmp(pn->host, n->host, sizeof(n->host)) ? at.t : NULL;
+		at.np = at.p ? pn->n : 0;
+		at.t = at.wn ? rm_targets(at.wn, &h[at.wi % 2]) : NULL;
+		for (k = 0; at.t && k < n->n; k++)
+			svg_target(s, &at, n, k, lt[k].pid, y0 + (int)k * SVG_LANE_H);
+	}
+	s->y = y0 + (int)n->n * SVG_LANE_H;
+	rm_hold_free(&hl);
+	rm_hold_free(&h[0]);
+	rm_hold_free(&h[1]);
 }
 
 static void svg_legend_item(struct svg *s, int x, const char *stroke, const char *dash,
@@ -533,10 +568,16 @@ int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_
 {
 	struct svg s = {.r = r};
 	struct rm_out o;
+	char why[512];
 
 	if (rm_out_open(&o, path, "timeline", err, len))
 		return -1;
 	s.f = o.f;
 	svg_write(&s);
+	if (rm_store_check(r->store, why, sizeof(why))) {
+		rm_out_abort(&o, EIO, err, len);
+		snprintf(err, len, "cannot write timeline %s: %s", path, why);
+		return -1;
+	}
 	return rm_out_close(&o, err, len);
 }

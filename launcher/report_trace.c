@@ -7,8 +7,11 @@
  * detach calls: our agent hands over inside the calls, so a call and the
  * tools' window overlap without nesting, which one track cannot show.
  * Timestamps: CLOCK_REALTIME of the node that took them, in us since the
- * epoch (a double: to about 0.25 us).
+ * epoch (a double: to about 0.25 us). Written as it is made, an event a
+ * line, and read a node at a time: the trace of 10,000 nodes x 128 targets
+ * never is in memory whole.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +24,10 @@
 #define TRACE_WINDOWS_PID 1
 
 struct trace {
-	json_t *ev;
+	FILE *f;
 	const struct rm_run *r;
-	int rc;
+	bool any;
+	int err; /* errno of the first failure, 0 if none */
 };
 
 /* ns since the epoch to us, split so that the division keeps the ns digits. */
@@ -32,10 +36,21 @@ static double trace_us(uint64_t ns)
 	return (double)(ns / 1000u) + (double)(ns % 1000u) / 1000.0;
 }
 
+/* One event (e released; NULL: out of memory) into the traceEvents array. */
 static void trace_add(struct trace *tr, json_t *e)
 {
-	if (!e || json_array_append_new(tr->ev, e))
-		tr->rc = -1;
+	if (!e) {
+		tr->err = tr->err ? tr->err : ENOMEM;
+		return;
+	}
+	if (!tr->err) {
+		if (tr->any)
+			fputs(",\n", tr->f);
+		if (json_dumpf(e, tr->f, JSON_COMPACT | JSON_PRESERVE_ORDER))
+			tr->err = errno ? errno : EIO;
+		tr->any = true;
+	}
+	json_decref(e);
 }
 
 /* A metadata event: process_name, thread_name, *_sort_index. */
@@ -128,15 +143,16 @@ static json_t *trace_node_name(struct trace *tr, const struct rm_node *n, size_t
 }
 
 /* A node's process and its targets' two tracks each, named and in order. */
-static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni)
+static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni, struct rm_hold *h)
 {
+	const struct rn_target *v = rm_targets(n, h);
 	int pid = (int)ni + 2;
 	char label[160];
 
 	trace_meta(tr, "process_name", pid, 0, trace_node_name(tr, n, ni));
 	trace_meta(tr, "process_sort_index", pid, 0, trace_sort(pid));
-	for (size_t k = 0; k < n->n; k++) {
-		const struct rn_target *t = &n->t[k];
+	for (size_t k = 0; v && k < n->n; k++) {
+		const struct rn_target *t = &v[k];
 		int len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
 
 		if (t->rank >= 0)
@@ -225,15 +241,12 @@ static void trace_mark(struct trace *tr, const struct rm_window *w, const struct
  * window, attached or not: only what changed since the previous window's
  * record (a new attach call, a new state) is this window's.
  */
-static void trace_target(struct trace *tr, size_t wi, size_t ni, size_t ti, int pid)
+static void trace_target(struct trace *tr, const struct rm_window *w, const struct rn_target *t,
+			 const struct rn_target *prev, size_t n_prev, size_t ti, int pid)
 {
-	const struct rm_window *w = &tr->r->w[wi];
-	const struct rm_node *n = &w->nodes[ni];
-	const struct rn_target *t = &n->t[ti], *p = NULL;
+	const struct rn_target *p = rm_find_target(prev, n_prev, ti, t->pid);
 	bool new_call, new_state;
 
-	if (wi > 0)
-		p = rm_find_target(rm_find_node(&tr->r->w[wi - 1], ni, n->host), ti, t->pid);
 	new_call = t->attach_start_ns && (!p || p->attach_start_ns != t->attach_start_ns);
 	new_state = !p || p->state != t->state || new_call;
 	if (new_call) {
@@ -250,24 +263,37 @@ static void trace_target(struct trace *tr, size_t wi, size_t ni, size_t ti, int 
 		trace_mark(tr, w, t, pid, new_call);
 }
 
-/* Nodes are those of the last window (as the timeline's); earlier ones are found by host. */
+/*
+ * Nodes are those of the last window (as the timeline's); earlier ones are
+ * found by host. Two nodes' targets are in memory at a time: one window's
+ * and the window before's.
+ */
 static void trace_nodes(struct trace *tr)
 {
 	const struct rm_window *last = rm_last_window(tr->r);
+	struct rm_hold h = {0}, hp = {0};
 
 	for (size_t ni = 0; last && ni < last->n_nodes; ni++)
-		trace_node_meta(tr, &last->nodes[ni], ni);
+		trace_node_meta(tr, &last->nodes[ni], ni, &h);
 	for (size_t wi = 0; last && wi < tr->r->n_w; wi++) {
 		const struct rm_window *w = &tr->r->w[wi];
 
 		for (size_t ni = 0; ni < w->n_nodes; ni++) {
-			const struct rm_node *ln = rm_find_node(last, ni, w->nodes[ni].host);
-
+			const struct rm_node *n = &w->nodes[ni];
+			const struct rm_node *ln = rm_find_node(last, ni, n->host);
 			/* A lost node's records are the last known: not this window's. */
-			for (size_t ti = 0; ln && !w->nodes[ni].lost && ti < w->nodes[ni].n; ti++)
-				trace_target(tr, wi, ni, ti, (int)(ln - last->nodes) + 2);
+			const struct rn_target *t = ln && !n->lost ? rm_targets(n, &h) : NULL;
+			const struct rn_target *p = NULL;
+			size_t np = 0;
+
+			if (t)
+				p = rm_prev_targets(tr->r, wi, ni, n->host, &hp, &np);
+			for (size_t ti = 0; t && ti < n->n; ti++)
+				trace_target(tr, w, &t[ti], p, np, ti, (int)(ln - last->nodes) + 2);
 		}
 	}
+	rm_hold_free(&h);
+	rm_hold_free(&hp);
 }
 
 /*
@@ -308,25 +334,33 @@ static json_t *trace_other(const struct rm_run *r)
 	return o;
 }
 
-static json_t *trace_json(const struct rm_run *r)
-{
-	struct trace tr = {.ev = json_array(), .r = r};
-	json_t *o;
-
-	if (!tr.ev)
-		return NULL;
-	trace_windows(&tr);
-	trace_nodes(&tr);
-	o = json_pack("{s:o, s:s, s:o}", "traceEvents", tr.ev, "displayTimeUnit", "ns", "otherData",
-		      trace_other(r));
-	if (o && tr.rc) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
 int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len)
 {
-	return rm_write_json(path, "trace", trace_json(r), JSON_COMPACT, err, len);
+	struct trace tr = {.r = r};
+	struct rm_out out;
+	json_t *other;
+	char why[512];
+
+	if (rm_out_open(&out, path, "trace", err, len))
+		return -1;
+	tr.f = out.f;
+	fputs("{\"traceEvents\":[\n", tr.f);
+	trace_windows(&tr);
+	trace_nodes(&tr);
+	fputs("],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":", tr.f);
+	other = trace_other(r);
+	if (!other)
+		tr.err = tr.err ? tr.err : ENOMEM;
+	else if (!tr.err && json_dumpf(other, tr.f, JSON_COMPACT | JSON_PRESERVE_ORDER))
+		tr.err = errno ? errno : EIO;
+	json_decref(other);
+	fputs("}\n", tr.f);
+	if (tr.err)
+		return rm_out_abort(&out, tr.err, err, len);
+	if (rm_store_check(r->store, why, sizeof(why))) {
+		rm_out_abort(&out, EIO, err, len);
+		snprintf(err, len, "cannot write trace %s: %s", path, why);
+		return -1;
+	}
+	return rm_out_close(&out, err, len);
 }

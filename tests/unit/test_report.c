@@ -1115,6 +1115,138 @@ static void test_rm_write_timeline_long_title(void **state)
 	free(svg);
 }
 
+/* ---- the same run with its targets kept in a store (rank 0 at scale) ---- */
+
+/* The file at path, whole (what slurp reads), after writing it with fn. */
+static char *written(int (*fn)(const char *, const struct rm_run *, char *, size_t),
+		     const struct rm_run *r, const char *name)
+{
+	char err[512] = "";
+
+	assert_int_equal(fn(path_in_dir(name), r, err, sizeof(err)), 0);
+	return slurp(path_in_dir(name));
+}
+
+/* Every output of r, as text: summary, report, timeline, trace, dry run of its last window. */
+static void outputs(const struct rm_run *r, char *out[5])
+{
+	const struct rm_window *w = &r->w[r->n_w - 1];
+
+	out[0] = summary_of(r);
+	out[1] = written(rm_write_report, r, "store.json");
+	out[2] = written(rm_write_timeline, r, "store.svg");
+	out[3] = written(rm_write_trace, r, "store-trace.json");
+	out[4] = dry_run_of(w->nodes, w->n_nodes);
+}
+
+/*
+ * A copy of r whose nodes' targets are all in store s (t NULL), as rank 0
+ * keeps them; *bytes: what that takes there.
+ */
+static struct rm_run stored_copy(const struct rm_run *r, struct rm_store *s, size_t *bytes)
+{
+	struct rm_run c = *r;
+	struct rm_window *w = calloc(r->n_w, sizeof(*w));
+	char err[512] = "";
+
+	assert_non_null(w);
+	*bytes = 0;
+	for (size_t wi = 0; wi < r->n_w; wi++) {
+		w[wi] = r->w[wi];
+		w[wi].nodes = calloc(r->w[wi].n_nodes, sizeof(*w[wi].nodes));
+		assert_non_null(w[wi].nodes);
+		for (size_t ni = 0; ni < r->w[wi].n_nodes; ni++) {
+			struct rm_node *n = &w[wi].nodes[ni];
+
+			*n = r->w[wi].nodes[ni];
+			n->t = NULL;
+			if (n->n) {
+				n->t = malloc(n->n * sizeof(*n->t));
+				assert_non_null(n->t);
+				memcpy(n->t, r->w[wi].nodes[ni].t, n->n * sizeof(*n->t));
+			}
+			assert_int_equal(rm_store_put(s, n, err, sizeof(err)), 0);
+			assert_null(n->t);
+			assert_ptr_equal(n->store, n->n ? s : NULL);
+			*bytes += n->n * sizeof(struct rn_target);
+		}
+	}
+	c.w = w;
+	c.store = s;
+	return c;
+}
+
+static void free_copy(struct rm_run *c)
+{
+	for (size_t wi = 0; wi < c->n_w; wi++)
+		free(c->w[wi].nodes);
+	free(c->w);
+}
+
+/* Stored or in memory, every output is the same to the byte. */
+static void check_same_outputs(const struct rm_run *r)
+{
+	char err[512] = "", *mem[5], *kept[5];
+	struct rm_store *s = rm_store_open(dir, err, sizeof(err));
+	struct rm_run c;
+	size_t bytes;
+
+	assert_non_null(s);
+	outputs(r, mem);
+	c = stored_copy(r, s, &bytes);
+	assert_true(bytes > 0);
+	assert_int_equal(rm_store_bytes(s), bytes);
+	outputs(&c, kept);
+	for (int i = 0; i < 5; i++) {
+		assert_string_equal(kept[i], mem[i]);
+		free(mem[i]);
+		free(kept[i]);
+	}
+	assert_int_equal(rm_store_check(s, err, sizeof(err)), 0);
+	free_copy(&c);
+	rm_store_close(s);
+}
+
+static void test_store_same_outputs(void **state)
+{
+	(void)state;
+	check_same_outputs(&run);
+	build_lost_run();
+	check_same_outputs(&lost_run);
+}
+
+/* The store's file is unlinked from the start: nothing of it is left in its directory. */
+static void test_store_leaves_no_file(void **state)
+{
+	char err[512] = "", cmd[600];
+	struct rm_store *s;
+	size_t bytes;
+	struct rm_run c;
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/store-dir && mkdir '%s'/store-dir", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	s = rm_store_open(path_in_dir("store-dir"), err, sizeof(err));
+	assert_non_null(s);
+	c = stored_copy(&run, s, &bytes);
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s'/store-dir)\"", dir);
+	assert_int_equal(system(cmd), 0);
+	free_copy(&c);
+	rm_store_close(s);
+}
+
+static void test_store_open_missing_dir(void **state)
+{
+	char err[512] = "";
+
+	(void)state;
+	assert_null(rm_store_open("/nonexistent-rocattach-dir", err, sizeof(err)));
+	assert_non_null(strstr(err, "/nonexistent-rocattach-dir"));
+	assert_non_null(strstr(err, "No such file or directory"));
+	assert_non_null(strstr(err, "TMPDIR"));
+	assert_null(strchr(err, '\n'));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1144,6 +1276,9 @@ int main(void)
 	    cmocka_unit_test(test_rm_print_dry_run_lost_node),
 	    cmocka_unit_test(test_rm_write_report_any_string_length),
 	    cmocka_unit_test(test_rm_write_timeline_long_title),
+	    cmocka_unit_test(test_store_same_outputs),
+	    cmocka_unit_test(test_store_leaves_no_file),
+	    cmocka_unit_test(test_store_open_missing_dir),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
