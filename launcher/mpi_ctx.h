@@ -207,6 +207,12 @@ void rm_records_open(struct ctx *c);
 void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
 			uint64_t grace, const char *after);
 void rm_collect_ready(struct ctx *c, uint64_t deadline);
+/*
+ * Rank 0: the nodes of a window as rank 0 knows them now (each rank's last
+ * records; a lost node lost). unknown: every node is shown lost for that
+ * reason (its records not gathered yet), NULL: none.
+ */
+void rm_window_nodes(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, const char *unknown);
 void rm_free_nodes(struct rm_node *nodes, size_t n);
 
 /* mpi_window.c */

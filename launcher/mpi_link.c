@@ -465,7 +465,7 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			uint64_t grace, const char *after)
 {
 	uint64_t deadline = since + grace, next_scan = 0;
-	size_t missing = 0, asked = 0, k = 0;
+	size_t missing = 0, asked = 0;
 	int32_t window = (int32_t)c->run.n_w;
 	char *buf = NULL;
 	int cut = 0, next = 1;
@@ -530,6 +530,13 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9,
 				     after);
 	}
+	rm_window_nodes(c, nodes, n_nodes, NULL);
+}
+
+void rm_window_nodes(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, const char *unknown)
+{
+	size_t k = 0;
+
 	*nodes = calloc((size_t)c->size, sizeof(**nodes));
 	if (!*nodes)
 		out_of_memory();
@@ -540,9 +547,11 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			continue;
 		if (copy_node(&(*nodes)[k], &p->last))
 			out_of_memory();
-		(*nodes)[k].lost = p->lost;
-		(*nodes)[k].lost_reason = p->lost ? strdup(p->lost_reason) : NULL;
-		if (p->lost) {
+		(*nodes)[k].lost = p->lost || unknown;
+		(*nodes)[k].lost_reason = p->lost   ? strdup(p->lost_reason)
+					  : unknown ? strdup(unknown)
+						    : NULL;
+		if ((*nodes)[k].lost) {
 			/* Its last records' clock figures are an earlier window's: unknown now. */
 			(*nodes)[k].clock_known = false;
 			(*nodes)[k].clock_applied = false;

@@ -263,7 +263,52 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 	return true;
 }
 
-static void hold_root(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
+/*
+ * The job is being ended (SIGCONT or SIGTERM on rank 0: Open MPI sends them
+ * when a rank died, SIGKILL follows a second later): the report is written
+ * now, before anything that can block. A send to the dead rank waits inside
+ * Open MPI until the SIGKILL (docs/reliability.md), and which rank died is
+ * not known yet. This window's records are not gathered: every node shows
+ * its last known ones as lost for that reason. The final report replaces
+ * this one if rank 0 gets that far.
+ */
+static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const struct rm_halt *m)
+{
+	struct rm_window *win, *grown;
+	char err[512], why[160];
+
+	if (!c->o.report)
+		return;
+	grown = realloc(c->run.w, (c->run.n_w + 1) * sizeof(*grown));
+	if (!grown)
+		return;
+	c->run.w = grown;
+	snprintf(why, sizeof(why),
+		 "not gathered: the job was being ended (%s) when this report was written",
+		 m->reason);
+	win = &c->run.w[c->run.n_w++];
+	*win = (struct rm_window){
+	    .index = w, .start_ns = start_ns, .stop_ns = m->stop_ns, .stop_reason = m->reason};
+	rm_window_nodes(c, &win->nodes, &win->n_nodes, why);
+	c->run.exit_code = RM_EXIT_INTERRUPTED;
+	c->run.exit_reason = "interrupted";
+	c->run.stop_reason = "interrupted";
+	c->run.ended_ns = ra_realtime_ns();
+	c->run.provisional =
+	    "written when the job was being ended, before the last window's records were "
+	    "gathered: its nodes show their last known records; replaced by the final report "
+	    "if rank 0 got that far";
+	if (rm_write_report(c->o.report, &c->run, err, sizeof(err)))
+		rm_say(c, "%s", err);
+	else
+		rm_say(c, "provisional report written to %s (the job is being ended)", c->o.report);
+	rm_free_nodes(win->nodes, win->n_nodes);
+	c->run.n_w--;
+	c->run.provisional = NULL;
+	c->run.exit_reason = c->run.stop_reason = NULL;
+}
+
+static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m)
 {
 	uint64_t wake = 0;
 
@@ -276,6 +321,8 @@ static void hold_root(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 			break;
 		rm_wait_until(c, wake);
 	}
+	if (c->root_signalled)
+		write_provisional(c, w, start_ns, m);
 	for (int r = 1; r < c->size; r++)
 		if (!c->peers[r].lost)
 			rm_post(c, r, TAG_HALT, m, sizeof(*m));
@@ -338,7 +385,7 @@ void rm_run_windows(struct ctx *c)
 		c->peers[0].got_ready = true;
 		rm_collect_ready(c, when[0] + GRACE_READY_NS);
 		attach_outcome(c, w, when[1]);
-		hold_root(c, when[0], &m);
+		hold_root(c, w, when[0], &m);
 		detach_phase(c, m.stop_ns);
 		keep_window(c, w, when[0], &m);
 		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * RA_NS_PER_MS;

@@ -90,6 +90,11 @@ struct rm_run {
 	 * "interrupted" (a signal); NULL: not said.
 	 */
 	const char *stop_reason;
+	/*
+	 * Why this report may not be the run's last word (written early, the
+	 * job being ended: see rocattach-mpi's hold_root), NULL: it is.
+	 */
+	const char *provisional;
 };
 
 /*

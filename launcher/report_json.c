@@ -483,6 +483,7 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 	put(&o, "exit_code", json_integer(r->exit_code), false);
 	put(&o, "exit_reason", rm_jstr_or_null(r->exit_reason), false);
 	put(&o, "stop_reason", rm_jstr_or_null(r->stop_reason), false);
+	put(&o, "provisional", rm_jstr_or_null(r->provisional), false);
 	put(&o, "config", config_json(&r->cfg), false);
 	put(&o, "summary", summary_json(r), false);
 	fputs(",\n\"windows\": [\n", o.f);

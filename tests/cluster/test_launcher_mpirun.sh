@@ -195,8 +195,10 @@ echo "== 6b. the same under a plain mpirun: Open MPI ends the whole job"
 # after that (measured). Rank 0 takes the SIGCONT as the stop, but its send of
 # the stop to the dead rank blocks inside Open MPI (the TCP transport's
 # warning about the failed reconnect waits for mpirun, which is busy ending
-# the job), so no report: that is what --enable-recovery is for. Every target
-# is still detached: by the ranks at the SIGCONT's stop, or by the watchdogs.
+# the job): so it writes a provisional report first, every node's records the
+# last known ones ("not gathered"). Should rank 0 get through after all, the
+# final report replaces it, node2 lost. Every target is still detached: by
+# the ranks at the SIGCONT's stop, or by the watchdogs.
 launcher "$W/t6b" --mpi-job -t "$TOOL" -d 5000 --report "$W/r6b.json" >"$W/l6b.out" 2>&1 &
 L=$!
 for _ in $(seq 200); do grep -q "attached 6/6" "$W/l6b.out" && break; sleep 0.05; done
@@ -208,6 +210,20 @@ rc=$?
 vc_t_cmd "plain mpirun: the job ended (exit $rc) within 30 s ($(($(vc_ms) - t0)) ms)" [ "$rc" -ne 0 ]
 for _ in $(seq 60); do [ "$(cat "$W"/t6b/*.log | grep -c '^tool_detach ')" -ge 6 ] && break; sleep 0.1; done
 vc_t_eq "plain mpirun: every target detached" "$(cat "$W"/t6b/*.log | grep -c '^tool_detach ')" 6
+vc_t_cmd "plain mpirun: a report was written" jq -e . "$W/r6b.json"
+if [ "$(jq -r '.provisional' "$W/r6b.json")" != null ]; then
+	vc_t_cmd "plain mpirun: the provisional report says why it is one" \
+		grep -q "provisional report written to $W/r6b.json" "$W/l6b.out"
+	vc_t_eq "plain mpirun: window 1, stopped by the job's end" \
+		"$(jq -r '[(.windows | length), .windows[0].index, (.windows[0].stop_reason | test("^SIG(CONT|TERM) on rank 0$"))] | @tsv' "$W/r6b.json")" \
+		"$(printf '1\t1\ttrue')"
+	vc_t_eq "plain mpirun: 3 nodes, none counted as measured (records not gathered)" \
+		"$(jq -r '[(.windows[0].nodes | length), ([.windows[0].nodes[] | select(.state == "lost" and (.lost_reason | startswith("not gathered")))] | length), .windows[0].skew.targets, .exit_code] | @tsv' "$W/r6b.json")" \
+		"$(printf '3\t3\t0\t5')"
+else
+	vc_t_eq "plain mpirun: the final report, node2 lost" \
+		"$(jq -r '[.windows[-1].nodes[] | select(.state == "lost") | .host] | join(",")' "$W/r6b.json")" node2
+fi
 
 echo "== the MPI job ran on, untouched"
 kill -TERM "$JOB"
