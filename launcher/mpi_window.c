@@ -229,16 +229,20 @@ static int take_stop(struct ctx *c, int *from)
 	return sig;
 }
 
+/* The window's planned end: its start + the duration; 0 without one (until a stop). */
+static uint64_t planned_end(const struct ctx *c, uint64_t start_ns)
+{
+	return c->o.duration_ms >= 0 ? start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS : 0;
+}
+
 /* Has the window ended? Fills m when it has. */
 static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 {
-	uint64_t now = ra_realtime_ns(), planned = 0;
+	uint64_t now = ra_realtime_ns(), planned = planned_end(c, start_ns);
 	int sig, from = 0;
 
 	if (run_over(c, m))
 		return true;
-	if (c->o.duration_ms >= 0)
-		planned = start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS;
 	if (planned && now + STOP_MARGIN_NS >= planned) {
 		m->stop_ns = planned;
 		snprintf(m->reason, sizeof(m->reason), "duration");
@@ -310,10 +314,10 @@ static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const str
 
 static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m)
 {
-	uint64_t wake = 0;
+	uint64_t wake = planned_end(c, start_ns);
 
-	if (c->o.duration_ms >= 0)
-		wake = start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS - STOP_MARGIN_NS;
+	if (wake)
+		wake -= STOP_MARGIN_NS;
 	memset(m, 0, sizeof(*m));
 	for (;;) {
 		watch_job(c);
@@ -430,9 +434,11 @@ static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
  */
 static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
 {
-	long long ms = c->o.duration_ms >= 0 ? c->o.duration_ms : c->o.max_window_ms;
+	uint64_t end = planned_end(c, start_ns);
 
-	return start_ns + (uint64_t)ms * RA_NS_PER_MS + GRACE_LOST_ROOT_NS;
+	if (!end)
+		end = start_ns + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS;
+	return end + GRACE_LOST_ROOT_NS;
 }
 
 /*
@@ -443,10 +449,8 @@ static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
  */
 static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 {
-	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, start_ns), planned = 0;
-
-	if (c->o.duration_ms >= 0)
-		planned = start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS;
+	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, start_ns);
+	uint64_t planned = planned_end(c, start_ns);
 	for (;;) {
 		int flag = 0;
 		uint64_t now;

@@ -465,6 +465,17 @@ int rm_out_close(struct rm_out *o, char *err, size_t len)
 	return 0;
 }
 
+int rm_out_done(struct rm_out *o, const struct rm_store *s, char *err, size_t len)
+{
+	char why[512];
+
+	if (!rm_store_check(s, why, sizeof(why)))
+		return rm_out_close(o, err, len);
+	out_fail(o, EIO, err, len);
+	snprintf(err, len, "cannot write %s %s: %s", o->what, o->path, why);
+	return -1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* JSON files (the report, the trace). */
 

@@ -117,6 +117,11 @@ struct rm_out {
 /* 0, or -1 with "cannot write WHAT PATH: reason" in err. */
 int rm_out_open(struct rm_out *o, const char *path, const char *what, char *err, size_t len);
 int rm_out_close(struct rm_out *o, char *err, size_t len);
+/*
+ * rm_out_close, unless the records could not all be read back from s (see
+ * rm_store_check): then the file is given up, with that reason in err.
+ */
+int rm_out_done(struct rm_out *o, const struct rm_store *s, char *err, size_t len);
 /* Give up: the temporary file goes, PATH is untouched; -1 with the reason (errno e) in err. */
 int rm_out_abort(struct rm_out *o, int e, char *err, size_t len);
 

@@ -470,7 +470,6 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 {
 	struct json_out o = {0};
 	struct rm_out out;
-	char why[512];
 
 	if (rm_out_open(&out, path, "report", err, len))
 		return -1;
@@ -497,10 +496,5 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 	fputs("}\n", o.f);
 	if (o.err)
 		return rm_out_abort(&out, o.err, err, len);
-	if (rm_store_check(r->store, why, sizeof(why))) {
-		rm_out_abort(&out, EIO, err, len);
-		snprintf(err, len, "cannot write report %s: %s", path, why);
-		return -1;
-	}
-	return rm_out_close(&out, err, len);
+	return rm_out_done(&out, r->store, err, len);
 }

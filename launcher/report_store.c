@@ -12,6 +12,7 @@
  * it (O_TMPFILE, else a name unlinked at once).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,30 +81,13 @@ uint64_t rm_store_bytes(const struct rm_store *s)
 	return s ? s->end : 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len, uint64_t at)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t k = pwrite(fd, p, len, (off_t)at);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -1 : (errno = EIO, -1);
-		p += k;
-		len -= (size_t)k;
-		at += (uint64_t)k;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len, uint64_t at)
+/* All len bytes at offset at, written from or read into buf; 0, or -1 with errno. */
+static int transfer(int fd, void *buf, size_t len, uint64_t at, bool out)
 {
 	char *p = buf;
 
 	while (len) {
-		ssize_t k = pread(fd, p, len, (off_t)at);
+		ssize_t k = out ? pwrite(fd, p, len, (off_t)at) : pread(fd, p, len, (off_t)at);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -125,7 +109,7 @@ int rm_store_put(struct rm_store *s, struct rm_node *n, char *err, size_t len)
 		n->t = NULL;
 		return 0;
 	}
-	if (write_all(s->fd, n->t, bytes, s->end)) {
+	if (transfer(s->fd, n->t, bytes, s->end, true)) {
 		s->write_errno = errno;
 		snprintf(err, len, "cannot keep the records in %s: %s", s->dir, strerror(errno));
 		return -1;
@@ -154,7 +138,7 @@ const struct rn_target *rm_targets(const struct rm_node *n, struct rm_hold *h)
 		h->buf = b;
 		h->cap = n->n;
 	}
-	if (read_all(s->fd, h->buf, n->n * sizeof(*h->buf), n->at)) {
+	if (transfer(s->fd, h->buf, n->n * sizeof(*h->buf), n->at, false)) {
 		s->read_errno = errno ? errno : EIO;
 		return NULL;
 	}

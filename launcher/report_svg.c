@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The SVG timeline (--timeline): one lane per target, grouped by node, windows left to right. */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,16 +567,10 @@ int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_
 {
 	struct svg s = {.r = r};
 	struct rm_out o;
-	char why[512];
 
 	if (rm_out_open(&o, path, "timeline", err, len))
 		return -1;
 	s.f = o.f;
 	svg_write(&s);
-	if (rm_store_check(r->store, why, sizeof(why))) {
-		rm_out_abort(&o, EIO, err, len);
-		snprintf(err, len, "cannot write timeline %s: %s", path, why);
-		return -1;
-	}
-	return rm_out_close(&o, err, len);
+	return rm_out_done(&o, r->store, err, len);
 }

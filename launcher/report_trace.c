@@ -339,7 +339,6 @@ int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t l
 	struct trace tr = {.r = r};
 	struct rm_out out;
 	json_t *other;
-	char why[512];
 
 	if (rm_out_open(&out, path, "trace", err, len))
 		return -1;
@@ -357,10 +356,5 @@ int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t l
 	fputs("}\n", tr.f);
 	if (tr.err)
 		return rm_out_abort(&out, tr.err, err, len);
-	if (rm_store_check(r->store, why, sizeof(why))) {
-		rm_out_abort(&out, EIO, err, len);
-		snprintf(err, len, "cannot write trace %s: %s", path, why);
-		return -1;
-	}
-	return rm_out_close(&out, err, len);
+	return rm_out_done(&out, r->store, err, len);
 }
