@@ -3,7 +3,8 @@
  * 7. Rank 0 at scale, without a cluster: what its records path costs for
  * NODES x TARGETS synthetic targets, through the real wire format and the
  * real report code. Each node's records are packed (rn_pack, as a rank
- * sends them), unpacked (rn_unpack, as rank 0 takes them in) and put into
+ * sends them), taken in (rm_take_node: unpacked and turned into rank 0's
+ * clock, as rank 0 does with each node's message) and put into
  * the store (rm_store_put, as rank 0 keeps them: launcher/report_store.c),
  * as one window's nodes; then the report (JSON), the summary, the timeline
  * and the trace are written. The same-run baseline keeps every target in
@@ -106,7 +107,8 @@ static int measure(struct size_run *s, const char *dir, int fd)
 			return -1;
 		rn_pack(host, one, (size_t)s->targets, buf, len);
 		wire += (double)len;
-		if (rn_unpack(buf, len, w.nodes[n].host, &w.nodes[n].t, &w.nodes[n].n))
+		/* As rank 0 takes a node in, with a clock offset to correct (1.5 us). */
+		if (rm_take_node(buf, len, 1500, &w.nodes[n]))
 			return -1;
 		w.nodes[n].clock_known = true;
 		free(buf);

@@ -299,25 +299,6 @@ void rm_records_ready(struct ctx *c)
 	c->pull_pending = false;
 }
 
-/* A node's records, in rank 0's clock: every known time less the node's offset. */
-static void to_root_clock(struct rm_node *nd, const struct rm_clock *k)
-{
-	for (size_t i = 0; i < nd->n; i++) {
-		struct rn_target *t = &nd->t[i];
-		uint64_t *v[] = {&t->attach_start_ns, &t->attach_end_ns, &t->attach_tool_ns,
-				 &t->detach_start_ns, &t->detach_end_ns, &t->detach_tool_ns,
-				 &t->detach_call_ns};
-
-		for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
-			if (*v[j])
-				*v[j] = (uint64_t)((int64_t)*v[j] - k->applied_ns);
-	}
-	nd->clock_offset_ns = k->offset_ns;
-	nd->clock_applied = k->applied_ns != 0;
-	nd->clock_rtt_ns = k->rtt_ns;
-	nd->clock_known = k->known;
-}
-
 /* A window's copy of a node: its targets are shared where kept in the store. */
 static int copy_node(struct rm_node *dst, const struct rm_node *src)
 {
@@ -384,13 +365,15 @@ static void take_records(struct ctx *c, int r, const char *buf, size_t len)
 			c->worst_node_ns[i] = h.node_ns[i];
 	if (!h.worker)
 		return;
-	if (rn_unpack(buf + sizeof(h), len - sizeof(h), nd.host, &nd.t, &nd.n)) {
+	if (rm_take_node(buf + sizeof(h), len - sizeof(h), p->clock.applied_ns, &nd)) {
 		rm_mark_lost(c, r, "its records do not unpack (%zu bytes)", len);
 		return;
 	}
 	nd.error = h.error[0] ? strdup(h.error) : NULL;
 	nd.boot_offset_ns = h.boot_offset_ns;
-	to_root_clock(&nd, &p->clock);
+	nd.clock_offset_ns = p->clock.offset_ns;
+	nd.clock_rtt_ns = p->clock.rtt_ns;
+	nd.clock_known = p->clock.known;
 	p->detached = 0;
 	for (size_t i = 0; i < nd.n; i++)
 		p->detached += nd.t[i].state == RN_DETACHED;

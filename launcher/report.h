@@ -107,6 +107,13 @@ struct rm_store *rm_store_open(const char *dir, char *err, size_t len);
 void rm_store_close(struct rm_store *s);
 /* Bytes kept so far. */
 uint64_t rm_store_bytes(const struct rm_store *s);
+/*
+ * A node's records as its rank packed them (rn_pack) into n (zeroed first),
+ * every time turned into rank 0's clock (less applied_ns, the node's clock
+ * offset where it is applied; clock_applied set then); the other clock
+ * figures are the caller's. 0, or -1 if they do not unpack.
+ */
+int rm_take_node(const void *buf, size_t len, int64_t applied_ns, struct rm_node *n);
 /* Move n's targets (n->t, freed) into s; 0, or -1 with the reason in err (n unchanged). */
 int rm_store_put(struct rm_store *s, struct rm_node *n, char *err, size_t len);
 /* A read failed since s was opened: -1 with "cannot read the gathered records back ..." */

@@ -100,6 +100,29 @@ static int transfer(int fd, void *buf, size_t len, uint64_t at, bool out)
 	return 0;
 }
 
+/* Every known time of a target less the node's clock offset: rank 0's clock. */
+static void to_root_clock(struct rn_target *t, int64_t applied_ns)
+{
+	uint64_t *v[] = {&t->attach_start_ns, &t->attach_end_ns, &t->attach_tool_ns,
+			 &t->detach_start_ns, &t->detach_end_ns, &t->detach_tool_ns,
+			 &t->detach_call_ns};
+
+	for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
+		if (*v[j])
+			*v[j] = (uint64_t)((int64_t)*v[j] - applied_ns);
+}
+
+int rm_take_node(const void *buf, size_t len, int64_t applied_ns, struct rm_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	if (rn_unpack(buf, len, n->host, &n->t, &n->n))
+		return -1;
+	for (size_t i = 0; i < n->n; i++)
+		to_root_clock(&n->t[i], applied_ns);
+	n->clock_applied = applied_ns != 0;
+	return 0;
+}
+
 int rm_store_put(struct rm_store *s, struct rm_node *n, char *err, size_t len)
 {
 	size_t bytes = n->n * sizeof(*n->t);
