@@ -60,13 +60,14 @@ enum {
 #define CLOCK_RTT_GOOD_NS 100000ull
 #define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
 /*
- * Records are pulled: rank 0 asks at most PULL_MAX ranks at a time for
- * theirs, the next as each answers, so that what is in flight to it is
- * bounded whatever the number of ranks (PULL_MAX messages, ~86 KB each at
- * 128 targets a node). A rank asked after the deadline (the stop + the
- * grace: ranks before it held the slots) has PULL_ANSWER_NS to answer.
+ * Records are pulled: at most --gather-slots (o.gather_slots) ranks' are on
+ * their way to rank 0 at a time, whatever the number of ranks (a message
+ * each, ~86 KB at 128 targets a node). Ranks 1 to that number hold the
+ * first slots: they send theirs as soon as they are final, unasked; rank 0
+ * asks the next rank (TAG_PULL) as each answer comes. A rank asked after
+ * the deadline (the stop + the grace: ranks before it held the slots) has
+ * PULL_ANSWER_NS.
  */
-#define PULL_MAX 64
 #define PULL_ANSWER_NS 1000000000ull
 #define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
 
@@ -168,6 +169,7 @@ struct ctx {
 	uint64_t next_deadline; /* other ranks: rank 0's next order is due by then */
 	bool records_ready;	/* other ranks: this window's records are final (detached) */
 	bool pull_pending;	/* other ranks: rank 0 asked for them, not yet sent */
+	bool records_sent;	/* other ranks: sent for this window (or the survey) */
 	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */
 	uint64_t setup_at[4];
 	uint64_t node_ns[3];	   /* this node's selection, topology, side probes (ns) */

@@ -119,7 +119,8 @@ static void take_pull(struct ctx *c)
 
 	MPI_Recv(&w, 1, MPI_INT32_T, 0, TAG_PULL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	c->pull_pending = true;
-	rm_records_ready(c);
+	if (c->records_ready)
+		rm_records_ready(c);
 }
 
 /*
@@ -241,8 +242,8 @@ void rm_send_orders(struct ctx *c, const struct rm_order *o)
 
 /* ------------------------------------------------------------------------ */
 /*
- * Records: rank 0 asks each rank for its own, PULL_MAX at a time, and takes
- * them as they come.
+ * Records: rank 0 asks each rank for its own, --gather-slots at a time, and
+ * takes them as they come.
  */
 
 struct rm_rec_head {
@@ -282,21 +283,23 @@ static void *pack_records(struct ctx *c, size_t *len)
 
 void rm_records_open(struct ctx *c)
 {
-	c->records_ready = false;
+	c->records_ready = c->records_sent = false;
 }
 
+/* Sent once final, if asked or in the first slots (ranks 1 to --gather-slots: asked at once). */
 void rm_records_ready(struct ctx *c)
 {
 	size_t len;
 	void *buf;
 
 	c->records_ready = true;
-	if (!c->pull_pending)
+	if (c->records_sent || (!c->pull_pending && c->rank > c->o.gather_slots))
 		return;
 	buf = pack_records(c, &len);
 	rm_post(c, 0, TAG_RECORDS, buf, len);
 	free(buf);
 	c->pull_pending = false;
+	c->records_sent = true;
 }
 
 /* A window's copy of a node: its targets are shared where kept in the store. */
@@ -440,7 +443,7 @@ static int overdue(struct ctx *c, int r, uint64_t now, uint64_t deadline, int cu
 }
 
 /*
- * Ask ranks for their records, PULL_MAX at a time, and wait for what is
+ * Ask ranks for their records, --gather-slots at a time, and wait for what is
  * missing until the deadline (see overdue); who is still missing then is
  * lost. After a cut (the job is being ended) nobody more is asked.
  */
@@ -451,12 +454,19 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 	size_t missing = 0, asked = 0;
 	int32_t window = (int32_t)c->run.n_w;
 	char *buf = NULL;
-	int cut = 0, next = 1;
+	int cut = 0, next = c->size <= c->o.gather_slots ? c->size : c->o.gather_slots + 1;
 
 	for (int r = 0; r < c->size; r++) {
-		c->peers[r].got_records = false;
-		c->peers[r].pulled_ns = 0;
-		missing += r && !c->peers[r].lost;
+		struct rm_peer *p = &c->peers[r];
+
+		p->got_records = false;
+		p->pulled_ns = 0;
+		missing += r && !p->lost;
+		/* The first slots: asked from the start, they send unasked. */
+		if (r && r < next && !p->lost) {
+			p->pulled_ns = ra_realtime_ns();
+			asked++;
+		}
 	}
 	take_own_records(c);
 	while (missing) {
@@ -464,7 +474,7 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 		int flag = 0, len;
 		uint64_t now;
 
-		for (; !cut && asked < PULL_MAX && next < c->size; next++) {
+		for (; !cut && asked < (size_t)c->o.gather_slots && next < c->size; next++) {
 			if (c->peers[next].lost)
 				continue;
 			rm_post(c, next, TAG_PULL, &window, sizeof(window));

@@ -34,6 +34,7 @@ enum {
 	OPT_MAX_WINDOW,
 	OPT_START_LEAD,
 	OPT_JOBS,
+	OPT_GATHER_SLOTS,
 	OPT_INJECT,
 	OPT_DRY_RUN,
 	OPT_REPORT,
@@ -62,6 +63,7 @@ static const struct option long_opts[] = {
     {"max-window", required_argument, NULL, OPT_MAX_WINDOW},
     {"start-lead", required_argument, NULL, OPT_START_LEAD},
     {"jobs", required_argument, NULL, OPT_JOBS},
+    {"gather-slots", required_argument, NULL, OPT_GATHER_SLOTS},
     {"inject", no_argument, NULL, OPT_INJECT},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"report", required_argument, NULL, OPT_REPORT},
@@ -233,6 +235,12 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 				    &o->max_window_ms, err, len);
 	case OPT_START_LEAD:
 		return cli_parse_ms(optarg, 0, DAY_MS, "--start-lead", &o->start_lead_ms, err, len);
+	case OPT_GATHER_SLOTS:
+		if (cli_parse_ll(optarg, 1, 65536, &v))
+			return bad(err, len, "invalid --gather-slots '%s': give 1 to 65536",
+				   optarg);
+		o->gather_slots = (int)v;
+		return 0;
 	case OPT_JOBS:
 		if (cli_parse_ll(optarg, 1, 256, &v))
 			return bad(err, len, "invalid --jobs '%s': give 1 to 256", optarg);
@@ -283,6 +291,7 @@ static void defaults(struct rm_opts *o)
 	o->windows = 1;
 	o->max_window_ms = DAY_MS;
 	o->start_lead_ms = -1;
+	o->gather_slots = RM_GATHER_SLOTS;
 	v = getenv("ROCPROF_ATTACH_DURATION");
 	if (v && *v && !cli_parse_ll(v, 0, CLI_MAX_DURATION_MS, &d))
 		o->duration_ms = d;

@@ -21,6 +21,7 @@ enum rm_exit {
 };
 
 #define RM_MAX_PIDS 4096
+#define RM_GATHER_SLOTS 64 /* --gather-slots' default */
 
 struct rm_opts {
 	struct rn_selector sel;
@@ -35,6 +36,7 @@ struct rm_opts {
 	long long max_window_ms; /* upper bound of any window */
 	long long start_lead_ms; /* how far ahead rank 0 sets the start; -1 = automatic */
 	int jobs;		 /* 0 = automatic */
+	int gather_slots;	 /* ranks whose records may be on their way to rank 0 at once */
 	bool inject, dry_run, one_node_per_rank;
 	const char *report, *timeline, *trace;
 	int verbose;

@@ -171,8 +171,11 @@ echo "== 6. a launcher rank dies mid-window (SIGKILL on node2), mpirun --enable-
 # waits for node2's records until the stop + 5 s, reports node2 lost and ends
 # every rank itself. node2's targets are detached by their agents' watchdogs.
 # (Open MPI 4.1 then exits 0 whatever the ranks return: the report says 6.)
+# --gather-slots 1: the dead rank (rank 1) holds the one slot until the stop
+# + 5 s; only then is node3's rank asked for its records, and it answers.
 MPIRUN_EXTRA=(--enable-recovery)
-launcher "$W/t6" --mpi-job -t "$TOOL" -d 2000 --report "$W/r6.json" >"$W/l6.out" 2>&1 &
+launcher "$W/t6" --mpi-job -t "$TOOL" -d 2000 --gather-slots 1 --report "$W/r6.json" \
+	>"$W/l6.out" 2>&1 &
 L=$!
 for _ in $(seq 200); do grep -q "attached 6/6" "$W/l6.out" && break; sleep 0.05; done
 t0=$(vc_ms)

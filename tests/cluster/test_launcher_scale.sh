@@ -50,11 +50,11 @@ for _ in $(seq 100); do
 done
 vc_t_eq "a target on every node" "$up" "$N"
 
-echo "== one launcher rank per node, a 500 ms window"
+echo "== one launcher rank per node, a 500 ms window; rank 0 pulls the records 3 ranks at a time"
 t0=$(vc_ms)
 "$S/vc-head" mpirun --hostfile "$S/hostfile" -np "$N" --map-by ppr:1:node \
 	-x ROCPROF_OUTPUT_PATH="$W/t1" "$B/bin/rocattach-mpi" --exe rocattach-example-target \
-	-t "$TOOL" -d 500 --report "$W/r1.json" </dev/null >"$W/l1.out" 2>&1
+	-t "$TOOL" -d 500 --gather-slots 3 --report "$W/r1.json" </dev/null >"$W/l1.out" 2>&1
 rc=$?
 echo "launcher run: $(($(vc_ms) - t0)) ms"
 vc_t_eq "launcher exit code" "$rc" 0

@@ -49,6 +49,8 @@ static void test_plan_round_trip(void **state)
 			      "40",
 			      "--jobs",
 			      "4",
+			      "--gather-slots",
+			      "3",
 			      "--inject",
 			      "--report",
 			      "/tmp/r.json",
@@ -91,6 +93,7 @@ static void test_plan_round_trip(void **state)
 	assert_int_equal(b.max_window_ms, 5000);
 	assert_int_equal(b.start_lead_ms, 40);
 	assert_int_equal(b.jobs, 4);
+	assert_int_equal(b.gather_slots, 3);
 	assert_true(b.inject);
 	assert_false(b.dry_run);
 	assert_string_equal(b.report, "/tmp/r.json");
