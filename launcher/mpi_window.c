@@ -264,6 +264,13 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 		return false;
 	}
 	m->stop_ns = now + STOP_MARGIN_NS;
+	/*
+	 * Close to the planned end the ranks may be stopping there by
+	 * themselves already (STOP_MARGIN_NS ahead): a stop between would reach
+	 * them too late to agree. The planned end it is, for the same reason.
+	 */
+	if (planned && m->stop_ns + STOP_MARGIN_NS > planned)
+		m->stop_ns = planned;
 	return true;
 }
 
