@@ -190,28 +190,61 @@ static int comm_is(const char *procfs, pid_t pid, pid_t tid, const char *comm)
 	return r;
 }
 
+/* The same tids in the same order. */
+static bool same_tasks(const struct pidlist *a, const struct pidlist *b)
+{
+	return a->n == b->n && (!a->n || !memcmp(a->v, b->v, a->n * sizeof(*a->v)));
+}
+
+/* One look: 1 and *tid if a task is named comm, 0 if none, else -errno. */
+static int look_for_comm(const char *procfs, pid_t pid, const struct pidlist *tids,
+			 const char *comm, pid_t *tid)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < tids->n; i++) {
+		r = comm_is(procfs, pid, tids->v[i], comm);
+		if (r > 0) {
+			*tid = tids->v[i];
+			return 1;
+		}
+	}
+	return r < 0 ? r : 0;
+}
+
+/*
+ * A "none" is only believed when the task list was the same before and
+ * after the look: threads that start or end meanwhile (an injected loader
+ * thread exiting as the listener is sought) could make one look miss a
+ * thread that was there all along. Up to FIND_COMM_LOOKS looks.
+ */
+#define FIND_COMM_LOOKS 5
+
 int ra_find_thread_by_comm(const char *procfs, pid_t pid, const char *comm, pid_t *tid)
 {
-	struct pidlist tids = {0};
-	size_t i;
+	struct pidlist tids = {0}, again = {0};
 	int r;
 
 	if (pid <= 0 || !comm || !tid)
 		return -EINVAL;
 	r = list_tasks(procfs, pid, &tids);
-	for (i = 0; r >= 0 && i < tids.n; i++) {
-		r = comm_is(procfs, pid, tids.v[i], comm);
-		if (r > 0) {
-			*tid = tids.v[i];
-			r = 0;
-			goto out;
-		}
+	for (int look = 0; r >= 0 && look < FIND_COMM_LOOKS; look++) {
+		r = look_for_comm(procfs, pid, &tids, comm, tid);
+		if (r != 0)
+			break;
+		r = list_tasks(procfs, pid, &again);
+		if (r < 0 || same_tasks(&tids, &again))
+			break;
+		pl_free(&tids);
+		tids = again;
+		again = (struct pidlist){0};
 	}
-	/* All threads may have exited while we looked. */
-	if (r >= 0)
+	if (r > 0)
+		r = 0;
+	else if (r >= 0) /* All threads may have exited while we looked. */
 		r = ra_proc_gone_or(procfs, pid, -ENOENT);
-out:
 	pl_free(&tids);
+	pl_free(&again);
 	return r;
 }
 

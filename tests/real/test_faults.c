@@ -656,6 +656,31 @@ static int app_threads_parked(pid_t pid)
 }
 
 /*
+ * How a victim that is no longer alive ended (it is our child): its wait
+ * status, or its /proc state and threads if it is not reaped yet.
+ */
+static const char *how_it_ended(pid_t pid)
+{
+	static char why[512];
+	char cmd[160];
+	int st = 0;
+	pid_t w = waitpid(pid, &st, WNOHANG | __WALL);
+
+	if (w == pid && WIFSIGNALED(st))
+		snprintf(why, sizeof(why), "killed by SIG%s%s", sigabbrev_np(WTERMSIG(st)),
+			 WCOREDUMP(st) ? " (core dumped)" : "");
+	else if (w == pid && WIFEXITED(st))
+		snprintf(why, sizeof(why), "exited with %d", WEXITSTATUS(st));
+	else
+		snprintf(why, sizeof(why), "not reaped (waitpid %d): see its threads above",
+			 (int)w);
+	snprintf(cmd, sizeof(cmd), "grep -H . /proc/%d/stat /proc/%d/task/*/stat", pid, pid);
+	if (w != pid && system(cmd) < 0)
+		print_message("cannot list its threads\n");
+	return why;
+}
+
+/*
  * --inject's bootstrap (lib/inject.c): the attacher SIGKILLed at random
  * points while it borrows an application thread to create the loader
  * thread, while it drives the loader (dlopen, listener start), or after.
@@ -696,7 +721,9 @@ static void test_fault_attacher_killed_during_inject_bootstrap(void **state)
 		kill(a, SIGKILL);
 		waitpid(a, NULL, 0);
 		usleep(20 * 1000);
-		assert_true(proc_alive(v.pid));
+		if (!proc_alive(v.pid))
+			fail_msg("round %d: the target died after its attacher was killed: %s", i,
+				 how_it_ended(v.pid));
 		assert_int_equal(threads_free(v.pid), 0);
 		listener_up += proc_thread(v.pid, "rocp-bg-attach") > 0;
 		/*
