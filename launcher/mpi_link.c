@@ -416,6 +416,23 @@ static int cut_short(struct ctx *c, uint64_t *deadline)
 }
 
 /*
+ * Rank r sent no records: lost, and why. cut: the signal that cut the wait
+ * short (0: none); late: it was asked so late that it had PULL_ANSWER_NS.
+ */
+static void lose_silent(struct ctx *c, int r, int cut, bool late, uint64_t grace, const char *after)
+{
+	if (cut)
+		rm_mark_lost(c, r,
+			     "no records by the time the job was being ended (SIG%s on rank 0)%s",
+			     sigabbrev_np(cut), c->peers[r].pulled_ns ? "" : ": not asked");
+	else if (late)
+		rm_mark_lost(c, r, "no records within %.1f s of being asked (%.1f s %s)",
+			     (double)PULL_ANSWER_NS / 1e9, (double)grace / 1e9, after);
+	else
+		rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9, after);
+}
+
+/*
  * A rank asked, but silent past its deadline (the collection's, or
  * PULL_ANSWER_NS after it was asked if that is later; after a cut, the
  * cut's) is lost: 1 if r was, else 0.
@@ -430,15 +447,7 @@ static int overdue(struct ctx *c, int r, uint64_t now, uint64_t deadline, int cu
 		return 0;
 	if (now <= deadline || (!cut && late && now <= p->pulled_ns + PULL_ANSWER_NS))
 		return 0;
-	if (cut)
-		rm_mark_lost(c, r,
-			     "no records by the time the job was being ended (SIG%s on rank 0)",
-			     sigabbrev_np(cut));
-	else if (late)
-		rm_mark_lost(c, r, "no records within %.1f s of being asked (%.1f s %s)",
-			     (double)PULL_ANSWER_NS / 1e9, (double)grace / 1e9, after);
-	else
-		rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9, after);
+	lose_silent(c, r, cut, late, grace, after);
 	return 1;
 }
 
@@ -511,18 +520,10 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 		}
 		free(buf);
 	}
-	for (int r = 1; r < c->size; r++) {
-		if (c->peers[r].lost || c->peers[r].got_records)
-			continue;
-		if (cut)
-			rm_mark_lost(c, r,
-				     "no records by the time the job was being ended (SIG%s "
-				     "on rank 0)%s",
-				     sigabbrev_np(cut), c->peers[r].pulled_ns ? "" : ": not asked");
-		else /* not reached: every rank asked answers or is overdue */
-			rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9,
-				     after);
-	}
+	/* After a cut: who was asked and is silent, or was never asked. */
+	for (int r = 1; r < c->size; r++)
+		if (!c->peers[r].lost && !c->peers[r].got_records)
+			lose_silent(c, r, cut, false, grace, after);
 	rm_window_nodes(c, nodes, n_nodes, NULL);
 }
 

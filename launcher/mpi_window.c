@@ -285,38 +285,34 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
  */
 static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const struct rm_halt *m)
 {
-	struct rm_window *win, *grown;
+	struct rm_run r = c->run; /* the run so far, and this window: c->run stays as it is */
+	struct rm_window *win;
 	char err[512], why[160];
 
-	if (!c->o.report)
+	if (!c->o.report || !(r.w = calloc(c->run.n_w + 1, sizeof(*r.w))))
 		return;
-	grown = realloc(c->run.w, (c->run.n_w + 1) * sizeof(*grown));
-	if (!grown)
-		return;
-	c->run.w = grown;
+	if (c->run.n_w)
+		memcpy(r.w, c->run.w, c->run.n_w * sizeof(*r.w));
 	snprintf(why, sizeof(why),
 		 "not gathered: the job was being ended (%s) when this report was written",
 		 m->reason);
-	win = &c->run.w[c->run.n_w++];
+	win = &r.w[r.n_w++];
 	*win = (struct rm_window){
 	    .index = w, .start_ns = start_ns, .stop_ns = m->stop_ns, .stop_reason = m->reason};
 	rm_window_nodes(c, &win->nodes, &win->n_nodes, why);
-	c->run.exit_code = RM_EXIT_INTERRUPTED;
-	c->run.exit_reason = "interrupted";
-	c->run.stop_reason = "interrupted";
-	c->run.ended_ns = ra_realtime_ns();
-	c->run.provisional =
-	    "written when the job was being ended, before the last window's records were "
-	    "gathered: its nodes show their last known records; replaced by the final report "
-	    "if rank 0 got that far";
-	if (rm_write_report(c->o.report, &c->run, err, sizeof(err)))
+	r.exit_code = RM_EXIT_INTERRUPTED;
+	r.exit_reason = "interrupted";
+	r.stop_reason = "interrupted";
+	r.ended_ns = ra_realtime_ns();
+	r.provisional = "written when the job was being ended, before the last window's records "
+			"were gathered: its nodes show their last known records; replaced by the "
+			"final report if rank 0 got that far";
+	if (rm_write_report(c->o.report, &r, err, sizeof(err)))
 		rm_say(c, "%s", err);
 	else
 		rm_say(c, "provisional report written to %s (the job is being ended)", c->o.report);
 	rm_free_nodes(win->nodes, win->n_nodes);
-	c->run.n_w--;
-	c->run.provisional = NULL;
-	c->run.exit_reason = c->run.stop_reason = NULL;
+	free(r.w);
 }
 
 static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m)

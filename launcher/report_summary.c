@@ -115,8 +115,11 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 static void print_window_line(FILE *f, const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
-	size_t lost = rm_count_window(w).lost_nodes;
+	size_t lost = 0;
 	char start[40];
+
+	for (size_t i = 0; i < w->n_nodes; i++) /* flags only: no target need be read */
+		lost += w->nodes[i].lost;
 
 	rm_fmt_time(w->start_ns, start, sizeof(start));
 	fprintf(f, "window %d: start %s, ", w->index, start);
@@ -157,35 +160,41 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 static void print_no_watchdog(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
+	struct {
+		size_t node;
+		pid_t pid;
+	} first[16];
 	size_t i, k, n = 0, shown = 0;
 	const struct rn_target *t;
 	struct rm_hold h = {0};
 
-	for (i = 0; w && i < w->n_nodes; i++)
-		for (k = 0, t = rm_targets(&w->nodes[i], &h); t && k < w->nodes[i].n; k++)
-			n += t[k].side == ROCATTACH_SIDE_ROCM;
-	if (!n) {
-		rm_hold_free(&h);
-		return;
+	/* One read of each node: counted, and the first 16 kept to name. */
+	for (i = 0; w && i < w->n_nodes; i++) {
+		t = rm_targets(&w->nodes[i], &h);
+		for (k = 0; t && k < w->nodes[i].n; k++) {
+			if (t[k].side != ROCATTACH_SIDE_ROCM)
+				continue;
+			if (n < sizeof(first) / sizeof(first[0]))
+				first[n].node = i, first[n].pid = t[k].pid;
+			n++;
+		}
 	}
+	rm_hold_free(&h);
+	if (!n)
+		return;
 	fprintf(f,
 		"note: %zu target%s run%s ROCm's target side, which has no watchdog: if this "
 		"launcher is killed with SIGKILL, their tools stay attached until they exit "
 		"(every other signal detaches them):",
 		n, n == 1 ? "" : "s", n == 1 ? "s" : "");
-	for (i = 0; w && i < w->n_nodes && shown < 16; i++) {
-		t = rm_targets(&w->nodes[i], &h);
-		for (k = 0; t && k < w->nodes[i].n && shown < 16; k++) {
-			if (t[k].side != ROCATTACH_SIDE_ROCM)
-				continue;
-			fputc(' ', f);
-			put_text(f, w->nodes[i].host, sizeof(w->nodes[i].host));
-			fprintf(f, ":%d%s", (int)t[k].pid, w->nodes[i].lost ? " (last known)" : "");
-			shown++;
-		}
+	for (; shown < n && shown < sizeof(first) / sizeof(first[0]); shown++) {
+		const struct rm_node *nd = &w->nodes[first[shown].node];
+
+		fputc(' ', f);
+		put_text(f, nd->host, sizeof(nd->host));
+		fprintf(f, ":%d%s", (int)first[shown].pid, nd->lost ? " (last known)" : "");
 	}
 	fprintf(f, "%s\n", n > shown ? " ..." : "");
-	rm_hold_free(&h);
 }
 
 /* A target as "pid 12 rank 3 (exe)". */

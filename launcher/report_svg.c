@@ -508,7 +508,7 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 
 		at.wn = rm_find_node(&s->r->w[at.wi], ni, n->host);
 		/* The window before's targets are those read last time round, if any. */
-		at.p = pn && at.wi && !strncmp(pn->host, n->host, sizeof(n->host)) ? at.t : NULL;
+		at.p = pn ? at.t : NULL;
 		at.np = at.p ? pn->n : 0;
 		at.t = at.wn ? rm_targets(at.wn, &h[at.wi % 2]) : NULL;
 		for (k = 0; at.t && k < n->n; k++)
