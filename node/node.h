@@ -81,8 +81,13 @@ enum rn_state {
 	RN_ATTACH_FAILED,
 	RN_DETACHED, /* attached then detached: the full success */
 	RN_DETACH_FAILED,
-	RN_EXITED, /* the process exited during the window */
+	RN_EXITED, /* gone before its attach, or between windows */
+	RN_STOPPED,	  /* stopped (State T): not attached, or still attached and stopped */
+	RN_DIED_ATTACHED, /* ceased to exist with its tools in it (died_ns says when seen) */
 };
+
+/* Tool outcomes kept per target (enum rocattach_tool_outcome), one per library of the list. */
+#define RN_TOOLS_MAX ROCATTACH_TOOLS_MAX
 
 struct rn_target {
 	pid_t pid;   /* as this node's launcher sees it */
@@ -113,6 +118,12 @@ struct rn_target {
 	/* When the attach call was ready to go in: the steps before the call done (not sent). */
 	uint64_t attach_ready_ns;
 	char message[256]; /* the error, "" if none */
+	int signal;	   /* the signal that killed it during a call, 0 if none */
+	uint64_t died_ns;  /* RN_DIED_ATTACHED: CLOCK_REALTIME when it was seen gone */
+	bool watchdog;	   /* a watchdog would detach its tools if the launcher died */
+	bool timed_out;	   /* a remote call outlived --call-timeout */
+	uint8_t tool_n;	   /* libraries in the tool list with an outcome below, 0: unknown */
+	uint8_t tools[RN_TOOLS_MAX];
 };
 
 /*
@@ -222,6 +233,10 @@ bool rn_tool_failed(const struct rn_target *t);
  * start. 0 if it did not get both ends.
  */
 uint64_t rn_window_ns(const struct rn_target *t, bool *bound);
+/* "SIGSEGV" (or "signal 70"), written into buf. */
+const char *rn_signal_name(int sig, char *buf, size_t len);
+/* "loaded", "declined", "failed", "unknown" (enum rocattach_tool_outcome). */
+const char *rn_tool_outcome_name(int outcome);
 /* "agent", "rocm", or NULL for an unknown side. */
 const char *rn_side_name(int side);
 

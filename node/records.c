@@ -13,10 +13,15 @@
  *     uint64 attach_start_ns, attach_end_ns, detach_start_ns, detach_end_ns;
  *     uint64 attach_tool_ns, detach_tool_ns, detach_call_ns;
  *     int32 bounds (bit 0 attach, 1 detach);
- *     char message[256]
+ *     char message[256];
+ *     int32 signal; uint64 died_ns; int32 flags (bit 0 watchdog, 1 timed_out);
+ *     uint8 tool_n; uint8 tools[64]
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
  */
+
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,10 +32,11 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 3u
+#define REC_VERSION 4u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
-#define REC_ENTRY_SIZE (5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 256)
+#define REC_ENTRY_SIZE                                                                             \
+	(5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 256 + 4 + 8 + 4 + 1 + RN_TOOLS_MAX)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
@@ -46,6 +52,8 @@ static const char *const state_names[] = {
     [RN_DETACHED] = "detached",
     [RN_DETACH_FAILED] = "detach-failed",
     [RN_EXITED] = "exited",
+    [RN_STOPPED] = "stopped",
+    [RN_DIED_ATTACHED] = "died_attached",
 };
 
 const char *rn_state_name(enum rn_state s)
@@ -138,7 +146,12 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_u64(p, t->detach_tool_ns);
 	p = put_u64(p, t->detach_call_ns);
 	p = put_i32(p, t->attach_tool_bound | t->detach_tool_bound << 1);
-	return put_str(p, t->message, sizeof(t->message));
+	p = put_str(p, t->message, sizeof(t->message));
+	p = put_i32(p, t->signal);
+	p = put_u64(p, t->died_ns);
+	p = put_i32(p, t->watchdog | t->timed_out << 1);
+	p = put(p, &t->tool_n, 1);
+	return put(p, t->tools, sizeof(t->tools));
 }
 
 /* Returns 0 when n cannot be represented (count is 32 bits). */
@@ -194,7 +207,7 @@ static const unsigned char *unpack_ids(const unsigned char *p, struct rn_target 
 /* Enums and the bool must hold a value this version defines. */
 static int unpack_target(const unsigned char *p, struct rn_target *t)
 {
-	int32_t listener, side, n_cpus, state, status, agent, windows, bounds;
+	int32_t listener, side, n_cpus, state, status, agent, windows, bounds, sig, flags;
 
 	p = unpack_ids(p, t);
 	p = get_str(p, t->exe, sizeof(t->exe));
@@ -216,11 +229,23 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &t->detach_tool_ns, sizeof(uint64_t));
 	p = get(p, &t->detach_call_ns, sizeof(uint64_t));
 	p = get(p, &bounds, sizeof(bounds));
-	get_str(p, t->message, sizeof(t->message));
-	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_EXITED ||
+	p = get_str(p, t->message, sizeof(t->message));
+	p = get(p, &sig, sizeof(sig));
+	p = get(p, &t->died_ns, sizeof(uint64_t));
+	p = get(p, &flags, sizeof(flags));
+	p = get(p, &t->tool_n, 1);
+	get(p, t->tools, sizeof(t->tools));
+	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_DIED_ATTACHED ||
 	    status < 0 || status >= ROCATTACH_STATUS_LAST || side < ROCATTACH_SIDE_UNKNOWN ||
-	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3)
+	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3 || sig < 0 || sig >= 65 ||
+	    flags < 0 || flags > 3 || t->tool_n > RN_TOOLS_MAX)
 		return -1;
+	for (size_t i = 0; i < t->tool_n; i++)
+		if (t->tools[i] > ROCATTACH_TOOL_FAILED)
+			return -1;
+	t->signal = sig;
+	t->watchdog = flags & 1;
+	t->timed_out = flags >> 1;
 	t->listener = listener;
 	t->side = side;
 	t->attach_tool_bound = bounds & 1;
@@ -402,6 +427,54 @@ static json_t *window_json(const struct rn_target *t)
 			 bound ? "lower-bound" : "measured");
 }
 
+const char *rn_signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+static json_t *signal_json(int sig)
+{
+	char name[32];
+
+	return sig ? json_string(rn_signal_name(sig, name, sizeof(name))) : json_null();
+}
+
+const char *rn_tool_outcome_name(int outcome)
+{
+	static const char *const names[] = {
+	    [ROCATTACH_TOOL_UNKNOWN] = "unknown",
+	    [ROCATTACH_TOOL_LOADED] = "loaded",
+	    [ROCATTACH_TOOL_DECLINED] = "declined",
+	    [ROCATTACH_TOOL_FAILED] = "failed",
+	};
+
+	if (outcome < 0 || outcome > ROCATTACH_TOOL_FAILED)
+		return "unknown";
+	return names[outcome];
+}
+
+/* One outcome name per library of the list, in its order; null when not known. */
+static json_t *tools_json(const struct rn_target *t)
+{
+	json_t *a;
+
+	if (!t->tool_n)
+		return json_null();
+	a = json_array();
+	for (size_t i = 0; a && i < t->tool_n; i++)
+		if (json_array_append_new(a, json_string(rn_tool_outcome_name(t->tools[i]))) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
 static int set_results(json_t *o, const struct rn_target *t)
 {
 	const char *status = rocattach_get_status_name(t->status);
@@ -421,6 +494,12 @@ static int set_results(json_t *o, const struct rn_target *t)
 	rc |= json_object_set_new(o, "message",
 				  t->message[0] ? rn_json_str(t->message, sizeof(t->message))
 						: json_null());
+	rc |= json_object_set_new(o, "signal", signal_json(t->signal));
+	rc |= json_object_set_new(o, "died_ns",
+				  t->died_ns ? json_integer((json_int_t)t->died_ns) : json_null());
+	rc |= json_object_set_new(o, "timed_out", json_boolean(t->timed_out));
+	rc |= json_object_set_new(o, "watchdog", json_boolean(t->watchdog));
+	rc |= json_object_set_new(o, "tools", tools_json(t));
 	return rc;
 }
 

@@ -153,6 +153,13 @@ typedef struct rocattach_opts {
 	 */
 	uint64_t start_ns;
 	uint64_t stop_ns;
+	/*
+	 * Fields below were added later: read only when size covers them.
+	 * The longest a remote call into the target may take (ms; 0: 10000).
+	 * A call that has not returned by then fails the operation
+	 * (ROCATTACH_REPORT_TIMED_OUT), naming the call it was stuck in.
+	 */
+	uint32_t call_timeout_ms;
 } rocattach_opts_t;
 
 /* Which target side answered (rocattach_report_t.target_side). */
@@ -163,6 +170,22 @@ enum rocattach_target_side {
 };
 
 #define ROCATTACH_MESSAGE_MAX 512
+/* Tools of one list whose outcome a report carries (rocattach_report_t.tool_outcome). */
+#define ROCATTACH_TOOLS_MAX 64
+
+/* What became of one tool library of the list in one target. */
+enum rocattach_tool_outcome {
+	ROCATTACH_TOOL_UNKNOWN = 0,  /* not tried, or the target side does not tell */
+	ROCATTACH_TOOL_LOADED = 1,   /* loaded and configured: it takes part in the window */
+	ROCATTACH_TOOL_DECLINED = 2, /* its rocprofiler_configure returned NULL: inactive */
+	ROCATTACH_TOOL_FAILED = 3,   /* did not load, configure or initialize (see message) */
+};
+
+/* Flags for rocattach_report_t.flags. */
+#define ROCATTACH_REPORT_STOPPED 0x1u	/* the target was stopped (State T): not driven */
+#define ROCATTACH_REPORT_TIMED_OUT 0x2u /* a remote call outlived call_timeout_ms */
+#define ROCATTACH_REPORT_KILLED 0x4u	/* the target was killed by a signal (see signal) */
+#define ROCATTACH_REPORT_WATCHDOG 0x8u	/* a watchdog detaches the tools if the attacher dies */
 
 typedef struct rocattach_report {
 	size_t size; /* sizeof(rocattach_report_t), set by the caller */
@@ -184,6 +207,14 @@ typedef struct rocattach_report {
 	int target_side;		     /* enum rocattach_target_side */
 	int tool_ns_bound;		     /* 1: tool_ns is the bound described above */
 	uint64_t call_start_ns, call_end_ns; /* around the entry point's remote call, 0 if none */
+	unsigned int flags;		     /* ROCATTACH_REPORT_* */
+	int signal;			     /* the signal that killed the target, 0 if none */
+	/*
+	 * One outcome per library of the tool list, in its order
+	 * (enum rocattach_tool_outcome); tool_count 0 when not known.
+	 */
+	uint32_t tool_count;
+	uint8_t tool_outcome[ROCATTACH_TOOLS_MAX];
 } rocattach_report_t;
 
 /* rocattach_attach() with explicit options; report may be NULL. */

@@ -32,6 +32,20 @@
 #define RA_AGENT_LAST_ERROR "rocattach_agent_last_error"       /* const char *(void) */
 #define RA_AGENT_DETACH_AT "rocattach_agent_detach_at"	       /* int (uint64_t stop_ns) */
 #define RA_AGENT_ENABLE "rocattach_agent_enable"	       /* int (void), for --inject */
+/*
+ * char[RA_AGENT_CURRENT_MAX]: what the agent is running now on behalf of an
+ * entry point, "" when nothing ("<library>: rocprofiler_configure",
+ * "<library>: tool_attach", ...). Read by the attacher, without stopping the
+ * target, when a call outlives its deadline.
+ */
+#define RA_AGENT_CURRENT "rocattach_agent_current"
+#define RA_AGENT_CURRENT_MAX 256
+/*
+ * uint8_t[1 + RA_TOOLLIST_MAX]: [0] the number of libraries in the list the
+ * last attach was given, then one enum rocattach_tool_outcome each, in order.
+ * Written before the attach entry point returns.
+ */
+#define RA_AGENT_TOOL_OUTCOME "rocattach_agent_tool_outcome"
 
 /*
  * Variables the attacher adds to the environment buffer for our agent only

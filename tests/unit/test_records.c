@@ -15,7 +15,7 @@
 #include "node.h"
 
 #define HDR 272	  /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 672 /* see the wire layout in node/records.c */
+#define ENTRY 753 /* see the wire layout in node/records.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -38,7 +38,7 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->listener = i % 2;
 	t->side = (int)(i % 3);
 	t->topo.n_cpus = (int)i;
-	t->state = (enum rn_state)(i % (RN_EXITED + 1));
+	t->state = (enum rn_state)(i % (RN_DIED_ATTACHED + 1));
 	t->status = (rocattach_status_t)(i % ROCATTACH_STATUS_LAST);
 	t->agent_status = i % 4 == 0 ? -1 : (int)i;
 	t->windows = (int)(i * 2);
@@ -51,6 +51,13 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->detach_call_ns = t->detach_start_ns ? t->detach_start_ns + 1 : 0;
 	t->attach_tool_bound = t->side == ROCATTACH_SIDE_ROCM;
 	t->detach_tool_bound = t->side == ROCATTACH_SIDE_ROCM && i % 2;
+	t->signal = (int)(i % 65);
+	t->died_ns = i % 4 ? t->attach_end_ns + 11 : 0;
+	t->watchdog = i % 3 == 1;
+	t->timed_out = i % 5 == 2;
+	t->tool_n = (uint8_t)(i % (RN_TOOLS_MAX + 1));
+	for (size_t k = 0; k < t->tool_n; k++)
+		t->tools[k] = (uint8_t)((i + k) % (ROCATTACH_TOOL_FAILED + 1));
 	if (long_strings) {
 		fill_str(t->exe, sizeof(t->exe), "x\"\n\\\xc3\xa9", i);
 		fill_str(t->topo.cpus, sizeof(t->topo.cpus), "0-3,", i);
@@ -93,6 +100,12 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_true(a->detach_tool_ns == b->detach_tool_ns);
 	assert_true(a->detach_call_ns == b->detach_call_ns);
 	assert_string_equal(a->message, b->message);
+	assert_int_equal(a->signal, b->signal);
+	assert_true(a->died_ns == b->died_ns);
+	assert_int_equal(a->watchdog, b->watchdog);
+	assert_int_equal(a->timed_out, b->timed_out);
+	assert_int_equal(a->tool_n, b->tool_n);
+	assert_memory_equal(a->tools, b->tools, sizeof(a->tools));
 }
 
 static void round_trip(size_t n, bool long_strings)
@@ -230,7 +243,10 @@ static void test_rn_unpack_bad_header(void **state)
 	v = 2; /* the version before the target sides: refused, not misread */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 4;
+	v = 3; /* the version before the tool outcomes */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 5;
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -281,7 +297,7 @@ static void test_rn_unpack_bad_enum(void **state)
 	size_t bounds = st + 4 * 4 + 7 * 8;
 	int32_t bad[] = {-1, 2, 99, INT32_MIN};
 	int32_t badside[] = {-1, ROCATTACH_SIDE_ROCM + 1}, badbounds[] = {-1, 4};
-	int32_t badstate[] = {-1, RN_EXITED + 1, INT32_MAX};
+	int32_t badstate[] = {-1, RN_DIED_ATTACHED + 1, INT32_MAX};
 	int32_t badstatus[] = {-1, ROCATTACH_STATUS_LAST};
 	unsigned char save[12];
 	size_t i;
@@ -328,7 +344,7 @@ static void test_rn_unpack_forces_nul(void **state)
 	memset(buf + 16, 'h', 256);
 	memset(buf + HDR + 40, 'e', 64);
 	memset(buf + HDR + 40 + 64 + 4 + 4, 'c', 64 + 32 + 128);
-	memset(buf + size - 256, 'm', 256);
+	memset(buf + HDR + 416, 'm', 256); /* the message */
 	assert_int_equal(rn_unpack(buf, size, host, &t, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(strlen(host), 255);
@@ -361,6 +377,11 @@ enum {
 	E_TIMES = 356,
 	E_BOUNDS = 412,
 	E_MESSAGE = 416,
+	E_SIGNAL = 672,
+	E_DIED = 676,
+	E_FLAGS = 684,
+	E_TOOL_N = 688,
+	E_TOOLS = 689,
 };
 
 static int32_t i32_at(const unsigned char *p)
@@ -389,19 +410,29 @@ static bool entry_defined(const unsigned char *e)
 {
 	int32_t listener = i32_at(e + E_LISTENER), side = i32_at(e + E_SIDE);
 	int32_t st = i32_at(e + E_STATE), status = i32_at(e + E_STATUS), b = i32_at(e + E_BOUNDS);
+	int32_t sig = i32_at(e + E_SIGNAL), flags = i32_at(e + E_FLAGS);
+	bool tools_ok = e[E_TOOL_N] <= RN_TOOLS_MAX;
 
+	for (size_t k = 0; tools_ok && k < e[E_TOOL_N]; k++)
+		tools_ok = e[E_TOOLS + k] <= ROCATTACH_TOOL_FAILED;
 	return (listener == 0 || listener == 1) && side >= ROCATTACH_SIDE_UNKNOWN &&
-	       side <= ROCATTACH_SIDE_ROCM && st >= RN_FOUND && st <= RN_EXITED && status >= 0 &&
-	       status < ROCATTACH_STATUS_LAST && b >= 0 && b <= 3;
+	       side <= ROCATTACH_SIDE_ROCM && st >= RN_FOUND && st <= RN_DIED_ATTACHED &&
+	       status >= 0 && status < ROCATTACH_STATUS_LAST && b >= 0 && b <= 3 && sig >= 0 &&
+	       sig < 65 && flags >= 0 && flags <= 3 && tools_ok;
 }
 
 static void define_entry(unsigned char *e)
 {
 	put_i32_at(e + E_LISTENER, rand() % 2);
 	put_i32_at(e + E_SIDE, rand() % (ROCATTACH_SIDE_ROCM + 1));
-	put_i32_at(e + E_STATE, rand() % (RN_EXITED + 1));
+	put_i32_at(e + E_STATE, rand() % (RN_DIED_ATTACHED + 1));
 	put_i32_at(e + E_STATUS, rand() % ROCATTACH_STATUS_LAST);
 	put_i32_at(e + E_BOUNDS, rand() % 4);
+	put_i32_at(e + E_SIGNAL, rand() % 65);
+	put_i32_at(e + E_FLAGS, rand() % 4);
+	e[E_TOOL_N] = (unsigned char)(rand() % (RN_TOOLS_MAX + 1));
+	for (size_t k = 0; k < e[E_TOOL_N]; k++)
+		e[E_TOOLS + k] = (unsigned char)(rand() % (ROCATTACH_TOOL_FAILED + 1));
 }
 
 /* A wire string comes back up to its first NUL, at most width - 1 bytes, terminated. */
@@ -443,6 +474,12 @@ static void assert_entry(const struct rn_target *t, const unsigned char *e)
 	assert_int_equal(t->attach_tool_bound, bounds & 1);
 	assert_int_equal(t->detach_tool_bound, bounds >> 1);
 	assert_wire_str(t->message, e + E_MESSAGE, sizeof(t->message));
+	assert_int_equal(t->signal, i32_at(e + E_SIGNAL));
+	assert_true(t->died_ns == (uint64_t)i64_at(e + E_DIED));
+	assert_int_equal(t->watchdog, i32_at(e + E_FLAGS) & 1);
+	assert_int_equal(t->timed_out, i32_at(e + E_FLAGS) >> 1);
+	assert_int_equal(t->tool_n, e[E_TOOL_N]);
+	assert_memory_equal(t->tools, e + E_TOOLS, RN_TOOLS_MAX);
 }
 
 /*
@@ -499,7 +536,9 @@ static void test_rn_state_name_every_state(void **state)
 	assert_string_equal(rn_state_name(RN_DETACHED), "detached");
 	assert_string_equal(rn_state_name(RN_DETACH_FAILED), "detach-failed");
 	assert_string_equal(rn_state_name(RN_EXITED), "exited");
-	assert_string_equal(rn_state_name((enum rn_state)(RN_EXITED + 1)), "unknown");
+	assert_string_equal(rn_state_name(RN_STOPPED), "stopped");
+	assert_string_equal(rn_state_name(RN_DIED_ATTACHED), "died_attached");
+	assert_string_equal(rn_state_name((enum rn_state)(RN_DIED_ATTACHED + 1)), "unknown");
 	assert_string_equal(rn_state_name((enum rn_state) - 1), "unknown");
 }
 
@@ -526,7 +565,8 @@ static void test_rn_target_to_json_all_keys(void **state)
 	const char *keys[] = {"pid",	"nspid",	"rank",	       "uid",	   "ppid",
 			      "exe",	"listener",	"target_side", "topology", "state",
 			      "status", "agent_status", "windows",     "attach",   "detach",
-			      "window", "message"};
+			      "window", "message",	"signal",      "died_ns",  "timed_out",
+			      "watchdog", "tools"};
 	struct rn_target t;
 	json_t *j, *topo, *att;
 	size_t i;
@@ -558,6 +598,14 @@ static void test_rn_target_to_json_all_keys(void **state)
 		    (json_int_t)1700000000000000001ll);
 	assert_int_equal(json_integer_value(json_object_get(att, "duration_ns")), 1001);
 	assert_true(json_is_object(json_object_get(j, "detach")));
+	assert_string_equal(json_string_value(json_object_get(j, "signal")), "SIGHUP");
+	assert_true(json_integer_value(json_object_get(j, "died_ns")) ==
+		    (json_int_t)(t.attach_end_ns + 11));
+	assert_true(json_is_true(json_object_get(j, "watchdog")));
+	assert_true(json_is_false(json_object_get(j, "timed_out")));
+	assert_int_equal(json_array_size(json_object_get(j, "tools")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "tools"), 0)),
+			    "loaded");
 	json_decref(j);
 }
 
