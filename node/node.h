@@ -81,7 +81,7 @@ enum rn_state {
 	RN_ATTACH_FAILED,
 	RN_DETACHED, /* attached then detached: the full success */
 	RN_DETACH_FAILED,
-	RN_EXITED, /* gone before its attach, or between windows */
+	RN_EXITED,	  /* gone before its attach, or between windows */
 	RN_STOPPED,	  /* stopped (State T): not attached, or still attached and stopped */
 	RN_DIED_ATTACHED, /* ceased to exist with its tools in it (died_ns says when seen) */
 };

@@ -36,7 +36,8 @@
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
 #define REC_ENTRY_SIZE                                                                             \
-	(5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 256 + 4 + 8 + 4 + 1 + RN_TOOLS_MAX)
+	(5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 256 + 4 + 8 + 4 + 1 +        \
+	 RN_TOOLS_MAX)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");

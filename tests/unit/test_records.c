@@ -562,10 +562,10 @@ static json_t *through_text(const struct rn_target *t)
 
 static void test_rn_target_to_json_all_keys(void **state)
 {
-	const char *keys[] = {"pid",	"nspid",	"rank",	       "uid",	   "ppid",
-			      "exe",	"listener",	"target_side", "topology", "state",
-			      "status", "agent_status", "windows",     "attach",   "detach",
-			      "window", "message",	"signal",      "died_ns",  "timed_out",
+	const char *keys[] = {"pid",	  "nspid",	  "rank",	 "uid",	     "ppid",
+			      "exe",	  "listener",	  "target_side", "topology", "state",
+			      "status",	  "agent_status", "windows",	 "attach",   "detach",
+			      "window",	  "message",	  "signal",	 "died_ns",  "timed_out",
 			      "watchdog", "tools"};
 	struct rn_target t;
 	json_t *j, *topo, *att;
