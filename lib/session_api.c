@@ -43,6 +43,31 @@ void ra_op_step(struct op *op, enum rocattach_step step)
 	op->t_step = now;
 }
 
+/*
+ * Into the caller's report, as libbpf's OPTS_SET does: only the fields its
+ * size covers whole, and never size itself (an older, smaller struct keeps
+ * saying what it is, and nothing past its end is written).
+ */
+#define REPORT_END(field)                                                                          \
+	(offsetof(rocattach_report_t, field) + sizeof(((rocattach_report_t *)0)->field))
+
+static void report_copy(rocattach_report_t *out, const rocattach_report_t *rep)
+{
+	/* Where each version of the struct ended: the first had fields up to message. */
+	static const size_t ends[] = {
+	    REPORT_END(message),       REPORT_END(target_side), REPORT_END(tool_ns_bound),
+	    REPORT_END(call_start_ns), REPORT_END(call_end_ns), REPORT_END(flags),
+	    REPORT_END(signal),	       REPORT_END(tool_count),	REPORT_END(tool_outcome)};
+	size_t from = offsetof(rocattach_report_t, status), to = 0;
+
+	if (!out)
+		return;
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]) && ends[i] <= out->size; i++)
+		to = ends[i];
+	if (to)
+		memcpy((char *)out + from, (const char *)rep + from, to - from);
+}
+
 static rocattach_status_t op_finish(struct op *op, rocattach_report_t *out)
 {
 	op->rep.status = op->e.status;
@@ -52,8 +77,7 @@ static rocattach_status_t op_finish(struct op *op, rocattach_report_t *out)
 		snprintf(last_error, sizeof(last_error), "%s", op->e.msg);
 		ra_error("%s", op->e.msg);
 	}
-	if (out && out->size >= offsetof(rocattach_report_t, message))
-		memcpy(out, &op->rep, out->size < sizeof(op->rep) ? out->size : sizeof(op->rep));
+	report_copy(out, &op->rep);
 	return op->e.status;
 }
 

@@ -106,12 +106,96 @@ static void test_rocattach_detach_ex_older_opts_rest_reads_zero(void **state)
 	assert_non_null(strstr(rep.message, "stop time is"));
 }
 
+/*
+ * rocattach_report_t as the first header declared it (up to message), and as
+ * one release later (up to call_end_ns), each followed by a canary: the
+ * library writes the fields the caller's size covers, never size itself,
+ * and nothing past the end. The same struct reused keeps working.
+ */
+/* The first rocattach_report_t, as its header declared it. */
+struct report_v1 {
+	size_t size;
+	rocattach_status_t status;
+	int agent_status;
+	int tid;
+	uint64_t step_ns[ROCATTACH_STEP_COUNT];
+	uint64_t start_ns, end_ns;
+	uint64_t tool_ns;
+	char message[ROCATTACH_MESSAGE_MAX];
+};
+_Static_assert(sizeof(struct report_v1) == offsetof(rocattach_report_t, target_side),
+	       "the first report is a prefix of today's");
+
+/* The one before the flags, the signal and the tool outcomes. */
+struct report_v2 {
+	struct report_v1 v1;
+	int target_side;
+	int tool_ns_bound;
+	uint64_t call_start_ns, call_end_ns;
+};
+_Static_assert(sizeof(struct report_v2) == offsetof(rocattach_report_t, flags),
+	       "the second report is a prefix of today's");
+
+/* Twice into the same struct, each time with a canary right after it. */
+static void check_old_report(void *rep, struct report_v1 *v1, size_t size, unsigned char *canary)
+{
+	for (int round = 0; round < 2; round++) {
+		memset(canary, 0xa5, 64);
+		assert_int_equal(rocattach_attach_ex(gone, NULL, rep),
+				 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+		assert_int_equal(v1->size, size);
+		assert_int_equal(v1->status, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+		assert_non_null(strstr(v1->message, "does not exist"));
+		for (int i = 0; i < 64; i++)
+			assert_int_equal(canary[i], 0xa5);
+	}
+}
+
+static void test_rocattach_report_older_size_honoured(void **state)
+{
+	struct {
+		struct report_v1 r;
+		unsigned char canary[64];
+	} a;
+	struct {
+		struct report_v2 r;
+		unsigned char canary[64];
+	} b;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.r.size = sizeof(a.r);
+	check_old_report(&a.r, &a.r, sizeof(a.r), a.canary);
+	memset(&b, 0, sizeof(b));
+	b.r.v1.size = sizeof(b.r);
+	check_old_report(&b.r, &b.r.v1, sizeof(b.r), b.canary);
+	assert_int_equal(b.r.target_side, ROCATTACH_SIDE_UNKNOWN);
+}
+
+/* A size that ends inside a field gets that field not at all, and size is kept. */
+static void test_rocattach_report_partial_field_not_written(void **state)
+{
+	rocattach_report_t rep;
+	size_t size = offsetof(rocattach_report_t, call_start_ns) + 4;
+
+	(void)state;
+	memset(&rep, 0x5a, sizeof(rep));
+	rep.size = size;
+	assert_int_equal(rocattach_attach_ex(gone, NULL, &rep),
+			 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	assert_int_equal(rep.size, size);
+	assert_int_equal(rep.tool_ns_bound, 0);
+	assert_true(rep.call_start_ns == 0x5a5a5a5a5a5a5a5aull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rocattach_attach_ex_newer_opts_with_unknown_option_refused),
 	    cmocka_unit_test(test_rocattach_attach_ex_newer_opts_all_zero_taken),
 	    cmocka_unit_test(test_rocattach_detach_ex_older_opts_rest_reads_zero),
+	    cmocka_unit_test(test_rocattach_report_older_size_honoured),
+	    cmocka_unit_test(test_rocattach_report_partial_field_not_written),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
