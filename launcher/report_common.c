@@ -52,11 +52,14 @@ bool rm_attached_since(const struct rn_target *t, uint64_t since)
 
 /*
  * A target that exited (normally or by a signal: the launcher is not its
- * parent and cannot tell) is not a failure: its job ended under it.
+ * parent and cannot tell) is not a failure: its job ended under it. One
+ * where a library of the tool list failed while the others attached is:
+ * the user asked for that tool.
  */
 bool rm_failed(const struct rn_target *t)
 {
-	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED;
+	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED ||
+	       rn_some_tool_failed(t);
 }
 
 void rm_spread_add(struct rm_spread *s, uint64_t v)

@@ -73,6 +73,18 @@ void ra_err_clear(struct ra_err *e)
 	e->msg[0] = '\0';
 }
 
+void ra_err_note(struct ra_err *e, const char *fmt, ...)
+{
+	size_t len = strnlen(e->msg, sizeof(e->msg));
+	va_list ap;
+
+	if (len + 1 >= sizeof(e->msg))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(e->msg + len, sizeof(e->msg) - len, fmt, ap);
+	va_end(ap);
+}
+
 rocattach_status_t ra_status_from_ptrace_errno(int err)
 {
 	switch (err) {

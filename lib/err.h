@@ -30,6 +30,8 @@ rocattach_status_t ra_err_set(struct ra_err *e, rocattach_status_t status, const
 rocattach_status_t ra_err_reset(struct ra_err *e, rocattach_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ra_err_clear(struct ra_err *e);
+/* Add to the message as it is (printf format), status unchanged, as far as it fits. */
+void ra_err_note(struct ra_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* errno of a failed ptrace request -> status (EPERM 5, ESRCH 6, other 4). */
 rocattach_status_t ra_status_from_ptrace_errno(int err);

@@ -88,6 +88,87 @@ static void agent_failed(struct ra_remote *r, const struct entry *ep, const char
 		   v, register_error_name(v), why[0] ? ": " : "", why);
 }
 
+/* Is lib (a name or path of the tool list) the object at path (a maps line's)? */
+static bool same_object(const char *lib, const char *path)
+{
+	const char *base = strrchr(lib, '/');
+
+	if (base)
+		return !strcmp(lib, path);
+	base = strrchr(path, '/');
+	return base && !strcmp(base + 1, lib);
+}
+
+/*
+ * ROCm's side does not tell what became of each tool. What can be seen:
+ * a library of the list that is not mapped in the target did not load
+ * (failed); one that is mapped loaded, but whether it declined or took
+ * part is unknown. Paths are as the target sees them, so compare the
+ * maps' paths with the list's (a bare name by file name).
+ */
+static void rocm_tool_outcomes(pid_t pid, const struct ra_toollist *tl, rocattach_report_t *rep)
+{
+	struct ra_maps maps = {0};
+	size_t i, k;
+
+	if (ra_maps_read(RA_PROCFS, pid, &maps))
+		return;
+	for (i = 0; i < tl->n && i < ROCATTACH_TOOLS_MAX; i++) {
+		rep->tool_outcome[i] = ROCATTACH_TOOL_FAILED;
+		for (k = 0; k < maps.n; k++)
+			if (same_object(tl->v[i], maps.v[k].path)) {
+				rep->tool_outcome[i] = ROCATTACH_TOOL_UNKNOWN;
+				break;
+			}
+	}
+	rep->tool_count = (uint32_t)i;
+	ra_maps_free(&maps);
+}
+
+/* Our agent keeps what became of each tool of the list (RA_AGENT_TOOL_OUTCOME). */
+static void agent_tool_outcomes(struct ra_remote *r, const struct entry *ep,
+				rocattach_report_t *rep)
+{
+	uint8_t v[1 + ROCATTACH_TOOLS_MAX];
+	struct ra_err ignore = {0};
+
+	if (!ep->agent[AGENT_TOOL_OUTCOME] ||
+	    ra_mem_read(r->pid, ep->agent[AGENT_TOOL_OUTCOME], v, sizeof(v), &ignore) ||
+	    v[0] > ROCATTACH_TOOLS_MAX)
+		return;
+	rep->tool_count = v[0];
+	memcpy(rep->tool_outcome, v + 1, v[0]);
+}
+
+/*
+ * What became of each tool after an attach call. On our agent, a tool that
+ * failed while others attached leaves the attach a success: its reason
+ * ("attached; skipped: <lib>: <why>") goes into the report's message.
+ */
+static void tool_outcomes(struct ra_remote *r, const struct entry *ep, const struct ra_toollist *tl,
+			  struct op *op)
+{
+	unsigned int not_loaded = 0;
+	bool failed = false;
+
+	if (ep->side != ROCATTACH_SIDE_AGENT) {
+		rocm_tool_outcomes(r->pid, tl, &op->rep);
+		/* ROCm's side gives no reason: name what did not load. */
+		for (uint32_t i = 0; op->rep.agent_status && i < op->rep.tool_count; i++)
+			if (op->rep.tool_outcome[i] == ROCATTACH_TOOL_FAILED)
+				ra_err_note(&op->e,
+					    not_loaded++ ? ", %s"
+							 : "; not loaded in the target: %s",
+					    tl->v[i]);
+		return;
+	}
+	agent_tool_outcomes(r, ep, &op->rep);
+	for (uint32_t i = 0; i < op->rep.tool_count; i++)
+		failed |= op->rep.tool_outcome[i] == ROCATTACH_TOOL_FAILED;
+	if (failed && !op->rep.agent_status)
+		agent_message(r, ep, op->e.msg, sizeof(op->e.msg));
+}
+
 /*
  * The entry point's call, timed for the report. ROCm's side calls the
  * tools inside it and knows no start or stop time, so on that side the call
@@ -204,6 +285,7 @@ static void drive_attach(struct session *s, const rocattach_opts_t *o, struct pr
 		return;
 	if (call_entry(r, &s->ep, s->ep.fn_attach, o->start_ns, args, 2, op, 0))
 		return; /* the thread may be anywhere: leave the mapping */
+	tool_outcomes(r, &s->ep, &p->tools, op);
 	if (p->tool_path == ra_default_tool &&
 	    op->rep.agent_status == ROCATTACH_REGISTER_ROCPROFILER_ERROR)
 		default_tool_failed(s->pid, op);

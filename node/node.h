@@ -222,11 +222,14 @@ const char *rn_state_name(enum rn_state s);
  * Did this attach fail because of the tool, which no later window can
  * change? The target's entry point set up no tool (agent status 6,
  * ROCPROFILER_ERROR: a library that does not load, has no
- * rocprofiler_configure, declines, fails initialize), or the library's
+ * rocprofiler_configure, fails initialize; or 1, NO_TOOLS: every tool
+ * declined, or every tool finalized itself), or the library's
  * checks refused the tool path before any ptrace (missing, not a shared
  * object for this machine, replaceable by others, an empty list).
  */
 bool rn_tool_failed(const struct rn_target *t);
+/* Did a library of the tool list fail in this target (its tools[]), whatever its state? */
+bool rn_some_tool_failed(const struct rn_target *t);
 /*
  * The window a target's tools got, hand-over to hand-back; on ROCm's side
  * (*bound set) a lower bound: the attach call's end to the detach call's

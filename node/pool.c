@@ -87,6 +87,11 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = t->detach_call_ns = 0;
 	t->detach_tool_bound = false;
+	/* A reattach gives no news of the tools: the first attach's outcomes stand. */
+	if (rep.tool_count && rep.tool_count <= RN_TOOLS_MAX) {
+		t->tool_n = (uint8_t)rep.tool_count;
+		memcpy(t->tools, rep.tool_outcome, rep.tool_count);
+	}
 	copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_ATTACHED;

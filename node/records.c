@@ -76,12 +76,21 @@ bool rn_tool_failed(const struct rn_target *t)
 {
 	if (t->state != RN_ATTACH_FAILED)
 		return false;
-	if (t->agent_status == ROCATTACH_REGISTER_ROCPROFILER_ERROR)
+	if (t->agent_status == ROCATTACH_REGISTER_ROCPROFILER_ERROR ||
+	    t->agent_status == ROCATTACH_REGISTER_NO_TOOLS)
 		return true;
 	if (t->status != ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT || t->agent_status != -1)
 		return false;
 	for (size_t i = 0; i < sizeof(tool_check_prefixes) / sizeof(tool_check_prefixes[0]); i++)
 		if (!strncmp(t->message, tool_check_prefixes[i], strlen(tool_check_prefixes[i])))
+			return true;
+	return false;
+}
+
+bool rn_some_tool_failed(const struct rn_target *t)
+{
+	for (size_t i = 0; i < t->tool_n && i < RN_TOOLS_MAX; i++)
+		if (t->tools[i] == ROCATTACH_TOOL_FAILED)
 			return true;
 	return false;
 }

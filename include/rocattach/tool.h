@@ -2,10 +2,29 @@
 /*
  * What a tool library implements to be loaded by an attach.
  *
- * Layout-compatible with rocprofiler-sdk's registration types, so a tool
- * built against this header also loads under ROCm's rocprofiler-register, and
- * a rocprofiler-sdk tool loads under librocattach-agent. If rocprofiler-sdk's
- * <rocprofiler-sdk/registration.h> was included first, its definitions are used.
+ * The types are rocprofiler-sdk's, byte for byte, so a tool built against
+ * rocprofiler-sdk's own headers loads under librocattach-agent, and a tool
+ * built against this header loads under ROCm's rocprofiler-register. Read
+ * from ROCm/rocm-systems, projects/rocprofiler-sdk/source/include/:
+ *   rocprofiler-sdk/registration.h, commit 1803c2273abdb5c1bdb8617d06fd1650ee674e6a
+ *     (rocprofiler_client_id_t, the configure result and its callbacks);
+ *   rocprofiler-sdk/experimental/registration.h, commit 410f315dd17c897d67d9864b413d4630bb3cf85a
+ *     (the attach result, tool_attach and tool_detach);
+ *   rocprofiler-sdk/fwd.h, commit 04098322519e300d7f8462e9d21d8792a6cd4f50
+ *     (rocprofiler_context_id_t).
+ * tests/unit/test_tool_abi.c pins every size and offset to those files.
+ * If rocprofiler-sdk's headers were included first, theirs are used.
+ *
+ * How the loader uses them (projects/rocprofiler-sdk/source/lib/rocprofiler-sdk/
+ * registration.cpp, commit d379662d51e6d70c96ef4591be3f9796146a8a05):
+ *  - the client id a tool gets has size = sizeof(rocprofiler_client_id_t),
+ *    name = NULL and a handle of the loader's; the tool may set name; the
+ *    loader keeps its own copy of the handle and never trusts the tool's;
+ *  - priority is how many tools were configured before this one;
+ *  - a NULL result from rocprofiler_configure declines: that tool is not
+ *    activated, and that is not an error; rocprofiler_configure_attach is
+ *    asked only when rocprofiler_configure did not decline;
+ *  - the results are copied when they are returned.
  *
  * Lifecycle, run by the agent inside the target:
  *   first attach:  rocprofiler_configure -> rocprofiler_configure_attach
@@ -25,15 +44,17 @@
 extern "C" {
 #endif
 
-#ifndef ROCPROFILER_REGISTRATION_H_TYPES_DEFINED
+/* rocprofiler-sdk's headers use #pragma once: their defines.h macro tells they were read. */
+#if !defined(ROCPROFILER_REGISTRATION_H_TYPES_DEFINED) && !defined(ROCPROFILER_EXTERN_C_INIT)
 #define ROCPROFILER_REGISTRATION_H_TYPES_DEFINED
 
 typedef struct rocprofiler_client_id_t {
+	size_t size;	       /* sizeof(rocprofiler_client_id_t), set by the loader */
 	const char *name;      /* the tool may set it in rocprofiler_configure */
-	const uint32_t handle; /* set by the loader, read-only */
+	const uint32_t handle; /* set by the loader; a tool's write to it is never read */
 } rocprofiler_client_id_t;
 
-typedef struct rocprofiler_context_id_t {
+typedef struct {
 	uint64_t handle;
 } rocprofiler_context_id_t;
 
@@ -67,8 +88,9 @@ typedef struct rocprofiler_tool_configure_attach_result_t {
 
 /*
  * Exported by a tool (both with default visibility). version =
- * 10000*major + 100*minor + patch of the loader; priority = how many tools
- * were configured before this one. NULL declines.
+ * 10000*major + 100*minor + patch of the SDK the loader stands for
+ * (ROCATTACH_SDK_VERSION for our agent); priority = how many tools were
+ * configured before this one. NULL declines.
  */
 rocprofiler_tool_configure_result_t *rocprofiler_configure(uint32_t version,
 							   const char *runtime_version,

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rocattach/rocattach.h>
 #include <rocattach/tool.h>
 #include <rocattach/version.h>
 
@@ -198,11 +199,18 @@ static bool readable_string(const char *s)
 	return len && memchr(s, '\0', len);
 }
 
+/*
+ * What became of each library of the tool list at the first attach, for
+ * the attacher (RA_AGENT_TOOL_OUTCOME): [0] how many, then one enum
+ * rocattach_tool_outcome each. Written before the entry point returns.
+ */
+RA_EXPORT uint8_t rocattach_agent_tool_outcome[1 + RA_TOOLLIST_MAX];
+
 static int first_attach(const char *path)
 {
 	struct ra_toollist tl;
+	size_t i, declined;
 	char *copy;
-	size_t i;
 	int err;
 
 	copy = strdup(path);
@@ -216,11 +224,18 @@ static int first_attach(const char *path)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "tool_lib_path \"%s\": %s", path,
 			    err == -E2BIG ? "more than 64 libraries" : "names no library");
 	}
-	for (i = 0; i < tl.n; i++)
-		tool_load(tl.v[i]);
+	declined = 0;
+	for (i = 0; i < tl.n; i++) {
+		rocattach_agent_tool_outcome[1 + i] = (uint8_t)tool_load(tl.v[i]);
+		declined += rocattach_agent_tool_outcome[1 + i] == ROCATTACH_TOOL_DECLINED;
+	}
+	rocattach_agent_tool_outcome[0] = (uint8_t)tl.n;
 	ra_toollist_free(&tl);
 	if (!tools_usable()) {
 		free(copy);
+		/* Declining is no error, but with nothing left there is no tool to attach. */
+		if (declined == i)
+			return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool declined: %s", notes);
 		/* As ROCm: a tool that fails to load or configure is ROCPROFILER_ERROR. */
 		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "no tool can attach: %s", notes);
 	}

@@ -43,8 +43,11 @@ void thread_name(const char *name);
 int detach_locked(void);
 
 /* agent_tools.c */
-/* dlopen lib and make a tool of it, once per library; why it cannot attach goes to note(). */
-void tool_load(const char *lib);
+/*
+ * dlopen lib and make a tool of it, once per library; why it cannot attach
+ * goes to note(). Returns its enum rocattach_tool_outcome.
+ */
+int tool_load(const char *lib);
 unsigned int tools_usable(void);
 /* The window opens (tool_attach of every usable tool) and closes (tool_detach). */
 void tools_hand_over(void);

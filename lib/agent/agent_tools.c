@@ -7,7 +7,13 @@
  * Tools live in tools[], appended only, never freed: a tool may keep the
  * address of its client id, and its fini callback (agent_fini) may run on
  * any thread at any time, even inside one of our calls, so that path reads
- * tools[] without the lock.
+ * tools[] without the lock. A tool that declines (rocprofiler_configure
+ * returns NULL) is kept too, inactive: as in rocprofiler-sdk, its
+ * configure is never called again and it holds its place (priority).
+ *
+ * The client id a tool gets is rocprofiler-sdk's {size, name, handle}
+ * (include/rocattach/tool.h cites the SDK's files). The tool may write to
+ * it, so the agent never reads it back: the handle it goes by is t->idx.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -18,11 +24,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rocattach/rocattach.h>
 #include <rocattach/tool.h>
 #include <rocattach/version.h>
 
 #include "agent/agent.h"
 #include "common/clock.h"
+#include "common/protocol.h"
 #include "common/toollist.h"
 
 #define MAX_TOOLS RA_TOOLLIST_MAX
@@ -34,7 +42,9 @@ typedef rocprofiler_tool_configure_attach_result_t *(*configure_attach_fn)(
     uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
 
 struct tool {
-	rocprofiler_client_id_t id; /* handed to the tool: must never move */
+	rocprofiler_client_id_t id; /* handed to the tool: must never move, never read back */
+	unsigned int idx;	    /* its handle and place in tools[]: ours */
+	const char *lib;	    /* as the tool list names it */
 	void *handle;
 	rocprofiler_tool_initialize_t initialize;
 	rocprofiler_tool_finalize_t finalize;
@@ -42,7 +52,7 @@ struct tool {
 	rocprofiler_tool_attach_t attach;
 	rocprofiler_tool_detach_t detach;
 	void *attach_data;
-	struct tool *next_declined;
+	bool declined;	 /* rocprofiler_configure returned NULL */
 	const char *why; /* why it cannot attach, NULL if it can */
 	char whybuf[96];
 	bool attached;
@@ -54,7 +64,24 @@ static bool atexit_registered;
 static pid_t tools_pid; /* the process whose tools were initialized */
 static struct tool *tools[MAX_TOOLS];
 static atomic_uint n_tools;
-static struct tool *declined; /* kept: a tool may hold on to &t->id */
+
+/*
+ * The tool callback running now, for an attacher whose call outlived its
+ * deadline (RA_AGENT_CURRENT): "<library>: <callback>", "" when none. It
+ * reads it from our memory while we run: a torn read costs a word of text.
+ */
+RA_EXPORT char rocattach_agent_current[RA_AGENT_CURRENT_MAX];
+
+static void current_set(const struct tool *t, const char *what)
+{
+	snprintf(rocattach_agent_current, sizeof(rocattach_agent_current), "%s: %s",
+		 t ? t->lib : "?", what);
+}
+
+static void current_clear(void)
+{
+	rocattach_agent_current[0] = '\0';
+}
 
 /* Accept a symbol only from the object behind handle, not from its dependencies. */
 static void *own_symbol(void *handle, const char *name)
@@ -76,15 +103,18 @@ static void tool_finalize(struct tool *t)
 {
 	if (!atomic_load(&t->live) || atomic_exchange(&t->finalized, true))
 		return;
-	dbg("finalize tool %u", t->id.handle);
+	dbg("finalize tool %u", t->idx);
 	if (t->finalize)
-		t->finalize(t->data);
+		t->finalize(t->data); /* not marked current: it may run on any thread, at exit */
 }
 
-/* The fini callback handed to initialize: finalize one tool, once. */
+/*
+ * The fini callback handed to initialize: finalize one tool, once. The id
+ * is the tool's copy: its handle is only a key, checked against ours.
+ */
 static void agent_fini(rocprofiler_client_id_t id)
 {
-	if (id.handle < atomic_load(&n_tools))
+	if (id.handle < atomic_load(&n_tools) && tools[id.handle]->idx == id.handle)
 		tool_finalize(tools[id.handle]);
 }
 
@@ -99,22 +129,28 @@ static void agent_atexit(void)
 		tool_finalize(tools[i]);
 }
 
-static struct tool *tool_new(void *handle, unsigned int idx)
+static struct tool *tool_new(void *handle, const char *lib, unsigned int idx)
 {
-	const rocprofiler_client_id_t id = {.name = NULL, .handle = idx};
+	const rocprofiler_client_id_t id = {.size = sizeof(id), .name = NULL, .handle = idx};
 	struct tool *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
+	t->lib = strdup(lib);
+	if (!t->lib) {
+		free(t);
+		return NULL;
+	}
 	/* handle is const in the ABI: fill it by copy, into storage without a declared type. */
 	memcpy(&t->id, &id, sizeof(id));
+	t->idx = idx;
 	t->handle = handle;
 	return t;
 }
 
 static void tool_publish(struct tool *t)
 {
-	unsigned int idx = t->id.handle;
+	unsigned int idx = t->idx;
 
 	if (!atexit_registered && !atexit(agent_atexit))
 		atexit_registered = true;
@@ -143,7 +179,9 @@ static void tool_configure_attach(struct tool *t, configure_attach_fn fn)
 		t->why = "no rocprofiler_configure_attach";
 		return;
 	}
-	res = fn(ROCATTACH_SDK_VERSION, ROCATTACH_SDK_VERSION_STRING, t->id.handle, &t->id);
+	current_set(t, "rocprofiler_configure_attach");
+	res = fn(ROCATTACH_SDK_VERSION, ROCATTACH_SDK_VERSION_STRING, t->idx, &t->id);
+	current_clear();
 	if (!res) {
 		t->why = "no rocprofiler_configure_attach (returned NULL)";
 	} else if (res->size < need) {
@@ -169,7 +207,9 @@ static void tool_initialize(struct tool *t)
 	atomic_store(&t->live, true);
 	if (!t->initialize)
 		return;
+	current_set(t, "initialize");
 	r = t->initialize(agent_fini, t->data);
+	current_clear();
 	if (!r)
 		return;
 	atomic_store(&t->live, false);
@@ -197,17 +237,20 @@ static struct tool *tool_setup(void *handle, const char *lib)
 		return no_tool(lib, "rocprofiler_configure not exported by this library");
 	if (idx == MAX_TOOLS)
 		return no_tool(lib, "too many tool libraries");
-	t = tool_new(handle, idx);
+	t = tool_new(handle, lib, idx);
 	if (!t)
 		return no_tool(lib, "out of memory");
+	current_set(t, "rocprofiler_configure");
 	res = configure(ROCATTACH_SDK_VERSION, ROCATTACH_SDK_VERSION_STRING, idx, &t->id);
-	if (!res) {
-		/* Not freed: the tool may have kept &t->id. It is asked again next attach. */
-		t->next_declined = declined;
-		declined = t;
-		return no_tool(lib, "configure declined (returned NULL)");
-	}
+	current_clear();
 	tool_publish(t);
+	if (!res) {
+		/* As rocprofiler-sdk: inactive, not an error, never configured again. */
+		t->declined = true;
+		t->why = "declined (its rocprofiler_configure returned NULL)";
+		atomic_store(&t->finalized, true);
+		return t;
+	}
 	if (res->size < need) {
 		tool_set_why(t, "rocprofiler_configure result size %zu < %zu", res->size, need);
 		atomic_store(&t->finalized, true);
@@ -245,7 +288,7 @@ static const char *tool_unusable(const struct tool *t)
  * A library already configured by an earlier, failed attach is reused as it
  * is: no tool is configured or initialized twice. Libraries stay loaded.
  */
-void tool_load(const char *lib)
+int tool_load(const char *lib)
 {
 	struct tool *t;
 	void *handle;
@@ -260,14 +303,19 @@ void tool_load(const char *lib)
 		else if (!strncmp(why, lib, strlen(lib)) && !strncmp(why + strlen(lib), ": ", 2))
 			why += strlen(lib) + 2;
 		note(lib, why);
-		return;
+		return ROCATTACH_TOOL_FAILED;
 	}
 	t = tool_find(handle);
 	if (!t)
 		t = tool_setup(handle, lib);
-	why = t ? tool_unusable(t) : NULL;
+	if (!t)
+		return ROCATTACH_TOOL_FAILED;
+	why = tool_unusable(t);
 	if (why)
 		note(lib, why);
+	return t->declined ? ROCATTACH_TOOL_DECLINED
+	       : why	   ? ROCATTACH_TOOL_FAILED
+			   : ROCATTACH_TOOL_LOADED;
 }
 
 unsigned int tools_usable(void)
@@ -304,7 +352,9 @@ void tools_hand_over(void)
 		if (tool_unusable(tools[i]))
 			continue;
 		dbg("tool_attach tool %u", i);
+		current_set(tools[i], "tool_attach");
 		tools[i]->attach(NULL, NULL, 0, tools[i]->attach_data);
+		current_clear();
 		tools[i]->attached = true;
 	}
 }
@@ -321,7 +371,10 @@ void tools_hand_back(void)
 		if (!t->attached)
 			continue;
 		t->attached = false;
-		if (t->detach && !atomic_load(&t->finalized))
+		if (t->detach && !atomic_load(&t->finalized)) {
+			current_set(t, "tool_detach");
 			t->detach(t->attach_data);
+			current_clear();
+		}
 	}
 }

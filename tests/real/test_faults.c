@@ -503,7 +503,8 @@ static void test_fault_tool_configure_returns_null(void **state)
 {
 	(void)state;
 	tool_knob_fails("ROCPROF_EXAMPLE_TOOL_CONFIGURE_NULL",
-			"configure declined (returned NULL)");
+			"every tool declined: " RA_TOOL_PATH
+			": declined (its rocprofiler_configure returned NULL)");
 }
 
 static void test_fault_tool_initialize_fails(void **state)

@@ -10,10 +10,21 @@
  *  - rocprofiler_register_attach(env, path) applies every pair of the
  *    environment buffer with setenv and keeps them for the life of the
  *    process; the first attach loads the tool libraries (configure,
- *    configure_attach, initialize; SDK version 1.0.0) and a load or
- *    configure failure returns 6 (ROCPROFILER_ERROR); another path later
- *    returns 8 (INVALID_ARGUMENT); tool_attach runs at once, inside the
- *    call: no start time is understood;
+ *    configure_attach, initialize) and a load or configure failure returns
+ *    6 (ROCPROFILER_ERROR); another path later returns 8
+ *    (INVALID_ARGUMENT); tool_attach runs at once, inside the call: no
+ *    start time is understood;
+ *  - tools are configured as rocprofiler-sdk's loader does it
+ *    (projects/rocprofiler-sdk/source/lib/rocprofiler-sdk/registration.cpp
+ *    in ROCm/rocm-systems, commit d379662d51e6d70c96ef4591be3f9796146a8a05):
+ *    the client id is {size = sizeof, name = NULL, handle} and the loader
+ *    keeps its own handle apart from the copy the tool may write to;
+ *    priority is the number of tools before it; a NULL result from
+ *    rocprofiler_configure declines (that tool is inactive, not an error,
+ *    and rocprofiler_configure_attach is not asked); version 1.3.5, the
+ *    newest release in projects/rocprofiler-sdk/CHANGELOG.md (commit
+ *    0029a62d9e7ccac1224c103807d7b22a64acf421); with no tool left to
+ *    attach the attach fails (6);
  *  - rocprofiler_register_detach() runs tool_detach inside the call;
  *  - no watchdog: a tool stays attached when the attacher dies.
  *
@@ -29,21 +40,57 @@
 #include <string.h>
 #include <strings.h>
 
-#include <rocattach/tool.h>
+/*
+ * The SDK's types, written here from its headers (not from our tool.h), in
+ * ROCm/rocm-systems projects/rocprofiler-sdk/source/include/rocprofiler-sdk/:
+ * registration.h (commit 1803c2273abdb5c1bdb8617d06fd1650ee674e6a) and
+ * experimental/registration.h (commit 410f315dd17c897d67d9864b413d4630bb3cf85a).
+ * Only what a loader touches; callbacks as untyped where it never calls them.
+ */
+typedef struct {
+	size_t size;
+	const char *name;
+	const uint32_t handle;
+} sdk_client_id;
+
+typedef struct {
+	size_t size;
+	int (*initialize)(void (*fini)(sdk_client_id), void *tool_data);
+	void (*finalize)(void *tool_data);
+	void *tool_data;
+} sdk_configure_result;
+
+typedef struct {
+	size_t size;
+	int (*tool_attach)(void (*detach)(sdk_client_id), void *context_ids,
+			   uint64_t context_ids_length, void *tool_data);
+	void (*tool_detach)(void *tool_data);
+	void *tool_data;
+} sdk_configure_attach_result;
+
+/* rocprofiler-register's error codes, in its order (docs/protocol.md section 2). */
+enum {
+	REG_SUCCESS = 0,
+	REG_DEADLOCK = 2,
+	REG_ROCPROFILER_ERROR = 6,
+	REG_INVALID_ARGUMENT = 8,
+	REG_ATTACHMENT_NOT_AVAILABLE = 9,
+};
 
 #define EXPORT __attribute__((visibility("default")))
-#define SDK_VERSION 10000u /* rocprofiler-sdk 1.0.0 */
-#define SDK_VERSION_STRING "1.0.0"
+#define SDK_VERSION 10305u /* rocprofiler-sdk 1.3.5 */
+#define SDK_VERSION_STRING "1.3.5"
 #define MAX_TOOLS 16
 
-typedef rocprofiler_tool_configure_result_t *(*configure_fn)(uint32_t, const char *, uint32_t,
-							     rocprofiler_client_id_t *);
-typedef rocprofiler_tool_configure_attach_result_t *(*configure_attach_fn)(
-    uint32_t, const char *, uint32_t, rocprofiler_client_id_t *);
+typedef sdk_configure_result *(*configure_fn)(uint32_t, const char *, uint32_t, sdk_client_id *);
+typedef sdk_configure_attach_result *(*configure_attach_fn)(uint32_t, const char *, uint32_t,
+							    sdk_client_id *);
 
 struct client {
-	rocprofiler_client_id_t id;
-	rocprofiler_tool_configure_attach_result_t *attach;
+	sdk_client_id id; /* the tool's to write to */
+	uint32_t handle;  /* the loader's own */
+	sdk_configure_attach_result attach;
+	bool active;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,7 +100,7 @@ static pthread_cond_t named_cond = PTHREAD_COND_INITIALIZER;
 static bool enabled, attached, named;
 static char *first_path;
 static struct client clients[MAX_TOOLS];
-static unsigned int n_clients;
+static unsigned int n_clients, n_active;
 
 static void *listener(void *arg)
 {
@@ -91,7 +138,7 @@ static int load_one(const char *lib)
 	struct client *c = &clients[n_clients];
 	configure_attach_fn cfg_attach;
 	configure_fn cfg;
-	rocprofiler_tool_configure_result_t *res;
+	sdk_configure_result *res;
 	void *h;
 
 	if (n_clients == MAX_TOOLS)
@@ -103,15 +150,24 @@ static int load_one(const char *lib)
 	cfg_attach = (configure_attach_fn)dlsym(h, "rocprofiler_configure_attach");
 	if (!cfg)
 		return -1;
-	memcpy(&c->id, &(rocprofiler_client_id_t){.handle = n_clients}, sizeof(c->id));
-	res = cfg(SDK_VERSION, SDK_VERSION_STRING, n_clients, &c->id);
+	c->handle = n_clients;
+	memcpy(&c->id, &(sdk_client_id){.size = sizeof(c->id), .name = NULL, .handle = c->handle},
+	       sizeof(c->id));
+	n_clients++;
+	res = cfg(SDK_VERSION, SDK_VERSION_STRING, c->handle, &c->id);
 	if (!res)
-		return -1;
-	if (cfg_attach)
-		c->attach = cfg_attach(SDK_VERSION, SDK_VERSION_STRING, n_clients, &c->id);
+		return 0; /* declined: inactive, not an error */
+	if (cfg_attach) {
+		sdk_configure_attach_result *a =
+		    cfg_attach(SDK_VERSION, SDK_VERSION_STRING, c->handle, &c->id);
+
+		if (a)
+			c->attach = *a; /* the loader keeps a copy */
+	}
 	if (res->initialize && res->initialize(NULL, res->tool_data))
 		return -1;
-	n_clients++;
+	c->active = true;
+	n_active++;
 	return 0;
 }
 
@@ -121,30 +177,30 @@ static int load_tools(const char *path)
 	int ret = 0;
 
 	if (!list)
-		return ROCATTACH_REGISTER_ROCPROFILER_ERROR;
+		return REG_ROCPROFILER_ERROR;
 	for (lib = strtok_r(list, ":", &save); lib; lib = strtok_r(NULL, ":", &save))
 		if (load_one(lib))
-			ret = ROCATTACH_REGISTER_ROCPROFILER_ERROR;
+			ret = REG_ROCPROFILER_ERROR;
 	free(list);
-	if (!ret && !n_clients)
-		ret = ROCATTACH_REGISTER_NO_TOOLS;
+	if (!ret && !n_active)
+		ret = REG_ROCPROFILER_ERROR;
 	return ret;
 }
 
 EXPORT int rocprofiler_register_attach(const char *env, const char *path)
 {
-	int ret = ROCATTACH_REGISTER_SUCCESS;
+	int ret = REG_SUCCESS;
 
 	if (!path)
-		return ROCATTACH_REGISTER_INVALID_ARGUMENT;
+		return REG_INVALID_ARGUMENT;
 	if (pthread_mutex_trylock(&lock))
-		return ROCATTACH_REGISTER_DEADLOCK;
+		return REG_DEADLOCK;
 	if (!enabled) {
-		ret = ROCATTACH_REGISTER_ATTACHMENT_NOT_AVAILABLE;
+		ret = REG_ATTACHMENT_NOT_AVAILABLE;
 		goto out;
 	}
 	if (first_path && strcmp(first_path, path)) {
-		ret = ROCATTACH_REGISTER_INVALID_ARGUMENT;
+		ret = REG_INVALID_ARGUMENT;
 		goto out;
 	}
 	apply_env(env);
@@ -155,8 +211,8 @@ EXPORT int rocprofiler_register_attach(const char *env, const char *path)
 		first_path = strdup(path);
 	}
 	for (unsigned int i = 0; i < n_clients; i++)
-		if (clients[i].attach && clients[i].attach->tool_attach)
-			clients[i].attach->tool_attach(NULL, NULL, 0, clients[i].attach->tool_data);
+		if (clients[i].active && clients[i].attach.tool_attach)
+			clients[i].attach.tool_attach(NULL, NULL, 0, clients[i].attach.tool_data);
 	attached = true;
 out:
 	pthread_mutex_unlock(&lock);
@@ -165,17 +221,17 @@ out:
 
 EXPORT int rocprofiler_register_detach(void)
 {
-	int ret = ROCATTACH_REGISTER_SUCCESS;
+	int ret = REG_SUCCESS;
 
 	if (pthread_mutex_trylock(&lock))
-		return ROCATTACH_REGISTER_DEADLOCK;
+		return REG_DEADLOCK;
 	if (!attached) {
-		ret = ROCATTACH_REGISTER_INVALID_ARGUMENT;
+		ret = REG_INVALID_ARGUMENT;
 		goto out;
 	}
 	for (unsigned int i = 0; i < n_clients; i++)
-		if (clients[i].attach && clients[i].attach->tool_detach)
-			clients[i].attach->tool_detach(clients[i].attach->tool_data);
+		if (clients[i].active && clients[i].attach.tool_detach)
+			clients[i].attach.tool_detach(clients[i].attach.tool_data);
 	attached = false;
 out:
 	pthread_mutex_unlock(&lock);
