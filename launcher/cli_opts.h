@@ -13,7 +13,7 @@ enum cli_exit {
 	CLI_EXIT_ATTACH = 1,  /* the attach failed: nothing is attached */
 	CLI_EXIT_USAGE = 2,   /* bad command line or environment */
 	CLI_EXIT_DETACH = 3,  /* attached, but the detach failed */
-	CLI_EXIT_PARTIAL = 4, /* tree: the root attached, some descendants failed */
+	CLI_EXIT_PARTIAL = 4, /* attached, but a tool of the list or a descendant failed */
 };
 
 struct cli_opts {

@@ -242,6 +242,62 @@ static void print_lost(FILE *f, const struct rm_run *r)
 	rm_hold_free(&h);
 }
 
+/* The i-th library of a colon-separated list into buf ("" past its end). */
+static const char *list_item(const char *list, size_t i, char *buf, size_t len)
+{
+	const char *p = list ? list : "", *end;
+
+	for (; i && (p = strchr(p, ':')); i--)
+		p++;
+	if (!p) {
+		buf[0] = '\0';
+		return buf;
+	}
+	end = strchr(p, ':');
+	snprintf(buf, len, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
+	return buf;
+}
+
+/*
+ * One line for each library of the tool list that declined or failed on a
+ * target of the last window: on how many it loaded, declined, failed, or
+ * could not be told apart (ROCm's side tells no more than "loaded or
+ * declined").
+ */
+static void print_tool_outcomes(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = rm_last_window(r);
+	size_t count[RN_TOOLS_MAX][ROCATTACH_TOOL_FAILED + 1] = {{0}}, i, k, n_tools = 0;
+	const struct rn_target *t;
+	struct rm_hold h = {0};
+	char name[256];
+
+	for (i = 0; w && i < w->n_nodes; i++) {
+		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
+		for (k = 0; t && k < w->nodes[i].n; k++)
+			for (size_t j = 0; j < t[k].tool_n && j < RN_TOOLS_MAX; j++) {
+				count[j]
+				     [t[k].tools[j] <= ROCATTACH_TOOL_FAILED ? t[k].tools[j] : 0]++;
+				n_tools = j + 1 > n_tools ? j + 1 : n_tools;
+			}
+	}
+	rm_hold_free(&h);
+	for (i = 0; i < n_tools; i++) {
+		const size_t *c = count[i];
+
+		if (!c[ROCATTACH_TOOL_DECLINED] && !c[ROCATTACH_TOOL_FAILED])
+			continue;
+		fprintf(f, "tool %s: ", list_item(r->cfg.tools, i, name, sizeof(name)));
+		fprintf(f, "loaded on %zu, declined on %zu, failed on %zu",
+			c[ROCATTACH_TOOL_LOADED], c[ROCATTACH_TOOL_DECLINED],
+			c[ROCATTACH_TOOL_FAILED]);
+		if (c[ROCATTACH_TOOL_UNKNOWN])
+			fprintf(f, ", loaded or declined on %zu (ROCm's side does not tell)",
+				c[ROCATTACH_TOOL_UNKNOWN]);
+		fputs(" targets\n", f);
+	}
+}
+
 struct failure_out {
 	FILE *f;
 	bool windows; /* name the window: there was more than one */
@@ -262,7 +318,12 @@ static int print_failure(const struct rm_window *w, const struct rm_node *n,
 	put_target(o->f, t);
 	if (o->windows)
 		fprintf(o->f, ", window %d", w->index);
-	fprintf(o->f, ": %s: ", rn_state_name(t->state));
+	/* Attached, but a library of the list failed: the tool failed, not the attach. */
+	fprintf(o->f, ": %s: ",
+		t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED ||
+			!rn_some_tool_failed(t)
+		    ? rn_state_name(t->state)
+		    : "tool failed");
 	if (t->message[0])
 		put_text(o->f, t->message, sizeof(t->message));
 	else
@@ -297,6 +358,7 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 	for (i = 0; i < r->n_w; i++)
 		print_window_line(f, &r->w[i]);
 	print_no_watchdog(f, r);
+	print_tool_outcomes(f, r);
 	rm_for_each_failure(r, print_failure, &(struct failure_out){.f = f, .windows = r->n_w > 1});
 	if (rm_store_check(r->store, why, sizeof(why)))
 		fprintf(f, "this summary is incomplete: %s\n", why);

@@ -79,15 +79,30 @@ static int hold_window(int sfd, long long duration_ms)
 	}
 }
 
-/* --inject is the library's ROCATTACH_F_INJECT, for the root and every descendant. */
-static int attach(const struct cli_opts *o)
+/*
+ * --inject is the library's ROCATTACH_F_INJECT, for the root and every
+ * descendant. A library of the list that failed while the others attached
+ * is said in one line and makes *tool_failed true (exit 4).
+ */
+static int attach(const struct cli_opts *o, bool *tool_failed)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools};
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	int st;
 
 	if (o->inject)
 		ro.flags |= ROCATTACH_F_INJECT;
-	return o->children ? rocattach_attach_tree_ex(o->pid, &ro, NULL)
-			   : rocattach_attach_ex(o->pid, &ro, NULL);
+	st = o->children ? rocattach_attach_tree_ex(o->pid, &ro, &rep)
+			 : rocattach_attach_ex(o->pid, &ro, &rep);
+	*tool_failed = false;
+	for (uint32_t i = 0; st == ROCATTACH_STATUS_SUCCESS && i < rep.tool_count; i++)
+		*tool_failed |= rep.tool_outcome[i] == ROCATTACH_TOOL_FAILED;
+	if (*tool_failed)
+		fprintf(stderr,
+			"rocattach: error: process %d: a tool of the list failed, the others "
+			"attached: %s\n",
+			o->pid, rep.message);
+	return st;
 }
 
 static int detach(const struct cli_opts *o)
@@ -98,12 +113,15 @@ static int detach(const struct cli_opts *o)
 static int attach_hold_detach(const struct cli_opts *o)
 {
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
+	bool tool_failed;
 
 	if (sfd < 0) {
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
 		return CLI_EXIT_ATTACH;
 	}
-	st = attach(o);
+	st = attach(o, &tool_failed);
+	if (tool_failed)
+		code = CLI_EXIT_PARTIAL;
 	if (st != ROCATTACH_STATUS_SUCCESS) {
 		/*
 		 * The library has logged one line per failure. With children, a

@@ -116,7 +116,9 @@ static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 	t->detach_tool_ns = rep.tool_ns;
 	t->detach_tool_bound = rep.tool_ns_bound;
 	t->detach_call_ns = rep.call_start_ns;
-	copy_message(t, rep.message);
+	/* A clean detach keeps the attach's word on a tool of the list that failed. */
+	if (st != ROCATTACH_STATUS_SUCCESS || !rn_some_tool_failed(t))
+		copy_message(t, rep.message);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_DETACHED;
 		t->windows++;

@@ -99,5 +99,65 @@ check "report: our agent's times are measured" jq -e \
 	'[.windows[0].nodes[].targets[] | select(.target_side == "agent")] |
 	 all(.attach.tool_ns_kind == "measured" and .window.kind == "measured")' "$W/r4.json"
 
-rm -rf "$W"
+# 5. Tools written the way AMD's samples are (tests/tools/: C and C++, setting the
+#    client's name, checking the version), over the same mixed job: every rank attaches
+#    and detaches unharmed on both sides; then a library of the list that does not load
+#    is never skipped silently: exit 4, named in the summary and the report.
+#    Each run has a job of its own: a process keeps the tool list it was first given.
+SDK_C=$B/tests/tools/libsdk-tool-c.so
+SDK_CXX=$B/tests/tools/libsdk-tool-cxx.so
+kill "$JOB_PID" 2>/dev/null
+wait "$JOB_PID" 2>/dev/null
+start_mixed "$W/job5.out" "3:$AGENT" "3:$DOUBLE" || exit 1
+export ROCPROF_OUTPUT_PATH=$W/w5
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$SDK_C:$SDK_CXX" -d 300 \
+	--report "$W/r5.json" </dev/null >"$W/l5.out" 2>&1
+rc=$?
+check "SDK-style tools, both sides: exit 0 (got $rc)" test "$rc" -eq 0
+check "SDK-style tools: each tool attached and detached in all 6 ranks" test \
+	"$(cat "$W"/w5/sdk-tool.sdk-c.*.log "$W"/w5/sdk-tool.sdk-cxx.*.log |
+		grep -c '^tool_detach data_ok=1')" -eq 12
+check "SDK-style tools: each got the SDK's client id (size 24) and set its name" test \
+	"$(cat "$W"/w5/sdk-tool.*.log | grep -c 'id_size=24 name=sdk-c')" -eq 12
+check "report: our agent's targets say loaded, ROCm's unknown" jq -e \
+	'[.windows[0].nodes[].targets[]] | all(.state == "detached") and
+	 all(if .target_side == "agent" then .tools == ["loaded","loaded"]
+	     else .tools == ["unknown","unknown"] end)' "$W/r5.json"
+check "the job survived the SDK-style tools" test "$(job_ranks "$JOB_PID" | wc -l)" -eq 6
+kill "$JOB_PID" 2>/dev/null
+wait "$JOB_PID" 2>/dev/null
+start_mixed "$W/job6.out" "3:$AGENT" "3:$DOUBLE" || exit 1
+export ROCPROF_OUTPUT_PATH=$W/w6
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$SDK_C:libnotthere-rocattach.so" -d 300 \
+	--report "$W/r6.json" </dev/null >"$W/l6.out" 2>&1
+rc=$?
+check "a tool that does not load: exit 4 (got $rc)" test "$rc" -eq 4
+check "summary: the tool, failed on all 6" grep -q \
+	"tool libnotthere-rocattach.so: loaded on 0, declined on 0, failed on 6" "$W/l6.out"
+check "summary: our agent's targets failed for the tool, others attached" test \
+	"$(grep -c ': tool failed: attached; skipped: libnotthere-rocattach.so: ' "$W/l6.out")" -eq 3
+check "report: the tool failed on every target" jq -e \
+	'[.windows[0].nodes[].targets[].tools[1]] | length == 6 and all(. == "failed")' \
+	"$W/r6.json"
+check "the job survived the missing tool" test "$(job_ranks "$JOB_PID" | wc -l)" -eq 6
+kill "$JOB_PID" 2>/dev/null
+wait "$JOB_PID" 2>/dev/null
+
+# 6. The same tools with --inject into a job started without attach support.
+mpirun -np 3 "$MPI_TARGET" </dev/null >"$W/job7.out" 2>&1 &
+JOB_PID=$!
+CHILDREN+=("$JOB_PID")
+wait_ready "$W/job7.out" 3 || exit 1
+export ROCPROF_OUTPUT_PATH=$W/w7
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --inject -t "$SDK_C:$SDK_CXX" -d 300 \
+	--report "$W/r7.json" </dev/null >"$W/l7.out" 2>&1
+rc=$?
+check "SDK-style tools with --inject: exit 0 (got $rc)" test "$rc" -eq 0
+check "--inject: each tool attached and detached in all 3 ranks" test \
+	"$(cat "$W"/w7/sdk-tool.*.log | grep -c '^tool_detach data_ok=1')" -eq 6
+check "the injected job survived" test "$(job_ranks "$JOB_PID" | wc -l)" -eq 3
+kill "$JOB_PID" 2>/dev/null
+wait "$JOB_PID" 2>/dev/null
+
+[ "${KEEP:-0}" = 1 ] || rm -rf "$W"
 finish

@@ -279,6 +279,29 @@ static void test_sdk_missing_tool_inject(void **state)
 	one_missing(INJECT);
 }
 
+/* rocattach says it in one line and exits 4; the window still ran for the tool that loaded. */
+static void test_sdk_missing_tool_cli(void **state)
+{
+	char pid[16], err[4096];
+	struct victim v;
+	int rc;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &side_opts[AGENT]), 0);
+	snprintf(pid, sizeof(pid), "%d", v.pid);
+	const char *args[] = {"-p", pid, "-t", RA_SDK_TOOL_C ":" MISSING, "-d", "100", NULL};
+	rc = cli_run(args, 0, err, sizeof(err));
+	print_message("%s", err);
+	assert_int_equal(rc, 4);
+	assert_non_null(strstr(err, "rocattach: error: process "));
+	assert_non_null(strstr(err, ": a tool of the list failed, the others attached: attached; "
+				    "skipped: " MISSING ": "));
+	assert_int_equal(count_lines(err) - 2, 1); /* plus "attached to" and "detached from" */
+	assert_int_equal(count_of("sdk-c", v.pid, "tool_detach data_ok=1"), 1);
+	assert_unharmed(&v, true);
+	victim_stop(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +316,7 @@ int main(void)
 	    cmocka_unit_test(test_sdk_missing_tool_agent),
 	    cmocka_unit_test(test_sdk_missing_tool_rocm),
 	    cmocka_unit_test(test_sdk_missing_tool_inject),
+	    cmocka_unit_test(test_sdk_missing_tool_cli),
 	};
 
 	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);

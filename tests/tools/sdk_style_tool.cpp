@@ -5,6 +5,7 @@
 // name set in rocprofiler_configure, the version checked. Built against our
 // include/rocattach/tool.h. Records like sdk_style_tool.c, as "sdk-cxx".
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -29,6 +30,7 @@ void record(const std::string &line)
 	std::string path = std::string(dir && *dir ? dir : ".") + "/sdk-tool." + tool_name + "." +
 			   std::to_string(getpid()) + ".log";
 	std::string text = line + "\n";
+	mkdir(dir && *dir ? dir : ".", 0755); // its parent is the test's
 	int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
 	if (fd < 0)
