@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(gcc g++ make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
 	openmpi-bin libopenmpi-dev jq
-	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime
+	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime strace
 	man-db
 	clang libclang-rt-dev llvm clang-format)
 

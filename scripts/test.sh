@@ -23,23 +23,46 @@ log=$(mktemp /tmp/rocattach-test.XXXXXX)
 trap 'rm -f "$log"' EXIT
 passed=0
 failed=0
+skipped=0
 failed_steps=()
+# The skip contract (tests/skip.h): a test that cannot run its checks exits 77 and CTest
+# reports it "(Skipped)". In CI (CI=true) or as root, where every package is installed, a
+# skip fails the run unless tests/skips-allowed.txt lists it ("STEP TEST: reason").
+strict=0
+[ "${CI:-}" = true ] || [ "$(id -u)" -eq 0 ] && strict=1
+allowed() { # allowed STEP TEST
+	grep -q "^$1 $2: " tests/skips-allowed.txt 2>/dev/null
+}
 # step NAME COMMAND...: run it, count what its ctest or fuzz summary lines say.
 step() {
-	local name=$1 t0=$SECONDS rc=0 p f
+	local name=$1 t0=$SECONDS rc=0 p f s test bad=0
 	shift
 	echo "== $name"
 	"$@" 2>&1 | tee "$log" || rc=$?
-	# "100% tests passed, 0 tests failed out of 21" (ctest), "fuzz: 14 passed, 0 failed".
-	read -r p f < <(awk '/^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+$/ {
+	# "100% tests passed, 0 tests failed out of 21" (ctest, skipped tests among the
+	# passed), "  12 - unit.x (Skipped)", "fuzz: 14 passed, 0 failed".
+	read -r p f s < <(awk '/^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+$/ {
 			P += $NF - $4; F += $4 }
+		/^[ \t]+[0-9]+ - [^ ]+ \(Skipped\)$/ { S += 1 }
 		/^fuzz: [0-9]+ passed, [0-9]+ failed/ { P += $2; F += $4 }
 		/^format: [0-9]+ files formatted/ { P += 1 }
 		/^format: 0 passed, 1 failed/ { F += 1 }
-		END { print P + 0, F + 0 }' "$log")
+		END { print P - S, F + 0, S + 0 }' "$log")
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1 # failed before counting (a build)
+	for test in $(awk '/^[ \t]+[0-9]+ - [^ ]+ \(Skipped\)$/ { print $3 }' "$log"); do
+		if [ "$strict" = 1 ] && ! allowed "${name%% *}" "$test"; then
+			echo "== $name: $test was skipped: not in tests/skips-allowed.txt, so a failure here"
+			bad=$((bad + 1))
+		fi
+	done
+	if [ "$bad" -gt 0 ]; then
+		s=$((s - bad))
+		f=$((f + bad))
+		[ "$rc" -eq 0 ] && rc=1
+	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
+	skipped=$((skipped + s))
 	if [ "$rc" -eq 0 ]; then
 		echo "== $name: ok ($((SECONDS - t0)) s)"
 	else
@@ -54,5 +77,5 @@ step "ASan+UBSan suite" ./scripts/sanitize.sh address
 step "TSan suite" ./scripts/sanitize.sh thread
 step "fuzzing" ./fuzz/run.sh "${ROCATTACH_FUZZ_SECONDS:-5}"
 [ ${#failed_steps[@]} -eq 0 ] || echo "failed: ${failed_steps[*]}"
-echo "all: $passed passed, $failed failed"
+echo "all: $passed passed, $failed failed, $skipped skipped"
 [ ${#failed_steps[@]} -eq 0 ]

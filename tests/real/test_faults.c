@@ -24,6 +24,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../skip.h"
+
 #include <rocattach/rocattach.h>
 
 #include "testlib.h"
@@ -275,7 +277,8 @@ static void test_fault_target_already_traced(void **state)
 
 	(void)state;
 	if (access("/usr/bin/strace", X_OK))
-		skip();
+		RA_SKIP("no /usr/bin/strace: the traced-target check needs it (apt-get install "
+			"strace)");
 	assert_int_equal(victim_start(&v, &with_agent), 0);
 	tid = proc_thread(v.pid, "rocp-bg-attach");
 	s = start_strace(v.pid);
@@ -786,5 +789,5 @@ int main(void)
 	    cmocka_unit_test(test_fault_attacher_killed_during_inject_bootstrap),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return ra_test_exit(cmocka_run_group_tests(tests, setup, NULL));
 }

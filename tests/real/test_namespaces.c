@@ -29,6 +29,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../skip.h"
+
 #include <rocattach/rocattach.h>
 
 #include "testlib.h"
@@ -74,7 +76,7 @@ static int group_teardown(void **state)
 #define NEED_LOCK()                                                                                \
 	do {                                                                                       \
 		if (lock_fd < 0)                                                                   \
-			skip();                                                                    \
+			RA_SKIP("no /tmp/rocattach-heavy.lock within 600 s");                      \
 	} while (0)
 
 /*
@@ -217,5 +219,5 @@ int main(int argc, char **argv)
 
 	if (argc > 3 && !strcmp(argv[1], "--hide-dir"))
 		return hide_dir_exec(argv + 2);
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return ra_test_exit(cmocka_run_group_tests(tests, group_setup, group_teardown));
 }

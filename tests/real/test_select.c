@@ -26,6 +26,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../skip.h"
+
 #include "node.h"
 #include "victim.h"
 
@@ -543,7 +545,8 @@ static void run_case(void **state)
 	char step[64], err[RN_ERR_MAX];
 
 	if (c->need && !spawned(c->need))
-		skip();
+		RA_SKIP("%s: its fake process of another user could not start (needs root)",
+			c->name);
 	s.self = fakes[c->self].pid;
 	if (c->step) {
 		snprintf(step, sizeof(step), "%lu%s", job + c->job_off, c->step);
@@ -624,7 +627,7 @@ static void test_select_pid_namespace(void **state)
 
 	(void)state;
 	if (!spawned(NSK))
-		skip();
+		RA_SKIP("the fake process in a PID namespace could not start (needs root)");
 	s.pids = &pid;
 	s.n_pids = 1;
 	n = run(&s, &t);
@@ -726,7 +729,7 @@ static void test_select_slurm_step_from_real_cgroup(void **state)
 	(void)state;
 	if (geteuid() != 0 || cgroup_make(job + 2) < 0) {
 		cgroup_remove();
-		skip();
+		RA_SKIP("cannot make a cgroup v2 directory (needs root and a writable cgroup2)");
 	}
 	r = start_mover(&mover);
 	pid = mover;
@@ -797,5 +800,5 @@ int main(void)
 					       .initial_state = (void *)&cases[i]};
 	for (i = 0; i < ARRAY_SIZE(others); i++)
 		tests[ARRAY_SIZE(cases) + i] = others[i];
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return ra_test_exit(cmocka_run_group_tests(tests, setup, teardown));
 }

@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../skip.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -550,7 +552,8 @@ static void test_ra_symbols_find_deleted(void **state)
 	char obj[PATH_MAX], fake[64];
 
 	if (!have_map_files())
-		skip();
+		RA_SKIP("no /proc/PID/map_files here (needs CAP_SYS_ADMIN or "
+			"CONFIG_CHECKPOINT_RESTORE)");
 	assert_int_equal(unlink(c->path[0]), 0);
 	/* Through map_files, the deleted copy is still readable; obj loses " (deleted)". */
 	assert_int_equal(find_resolv(NULL, one, addrs, obj, sizeof(obj)), 0);
@@ -642,5 +645,5 @@ int main(void)
 					    copies_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return ra_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -21,6 +21,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../skip.h"
+
 #include "common/clock.h"
 #include "node.h"
 
@@ -173,8 +175,7 @@ static void test_rn_topology_no_gpus_here(void **state)
 
 	(void)state;
 	if (access("/sys/class/drm/card0", F_OK) == 0 || access("/dev/kfd", F_OK) == 0) {
-		print_message("this machine has a GPU: skipping the empty-gpus check\n");
-		skip();
+		RA_SKIP("this machine has a GPU: the empty-gpus check cannot run");
 	}
 	target_init(&t, getpid());
 	assert_int_equal(rn_topology(&t, 1, err, sizeof(err)), 0);
@@ -234,8 +235,7 @@ static void test_rn_bind_away_targets_on_cpu0(void **state)
 
 	(void)state;
 	if (!two_cpus()) {
-		print_message("only one CPU: nothing to bind away to, skipping\n");
-		skip();
+		RA_SKIP("only one CPU: nothing to bind away to");
 	}
 	target_init(&t[0], spawn_on(0));
 	target_init(&t[1], spawn_on(0));
@@ -405,5 +405,5 @@ int main(void)
 					    restore_affinity),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return ra_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }
