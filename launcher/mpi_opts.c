@@ -176,6 +176,12 @@ static int one_selector(int c, struct rm_opts *o, char *err, size_t len)
 		o->sel.mpirun_pid = (pid_t)v;
 		return 0;
 	case OPT_MPI_JOB:
+		/* --mpi-job alone: any MPI job but ours; --mpi-job= names nothing. */
+		if (optarg && !*optarg)
+			return bad(
+			    err, len,
+			    "--mpi-job= names no job: give --mpi-job=ID (its PMIX_NAMESPACE "
+			    "or Open MPI job id), or --mpi-job alone for every MPI job but ours");
 		o->sel.mpi_job = optarg ? optarg : "";
 		return 0;
 	case OPT_EXE:

@@ -34,10 +34,10 @@
  *
  * Filters, intersected, on source matches only:
  *  --exe NAME   basename of readlink(/proc/PID/exe) minus " (deleted)"; when the
- *               link is unreadable (another user's process), /proc/PID/comm,
- *               which the kernel cuts to 15 bytes: a 15-byte comm matches a
- *               longer NAME that starts with it. A NAME with '/' is cut to
- *               its basename.
+ *               link is unreadable (another user's process), the basename of
+ *               argv[0] (/proc/PID/cmdline). The whole name must be equal:
+ *               never a prefix, never the comm (cut to 15 bytes by the
+ *               kernel). A NAME with '/' is cut to its basename.
  *  --uid U      real uid.
  *  --ranks L    the process's rank is in L; no rank never matches.
  *
@@ -287,11 +287,7 @@ static int collect_sources(struct sel_ctx *c, struct pidset *src)
 /* comm is cut to 15 bytes: a full-length comm matches a longer name it starts. */
 static bool exe_matches(const struct sel_ctx *c, const struct sel_proc *p)
 {
-	size_t n = strlen(p->exe);
-
-	if (!strcmp(p->exe, c->exe))
-		return true;
-	return p->exe_from_comm && n == TASK_COMM_LEN - 1 && !strncmp(p->exe, c->exe, n);
+	return p->exe_known && !strcmp(p->exe, c->exe);
 }
 
 static bool passes_filters(const struct sel_ctx *c, struct sel_proc *p)

@@ -49,7 +49,8 @@ struct sel_proc {
 	size_t env_len;
 	bool env_read;
 	char exe[64];
-	bool exe_from_comm; /* exe is /proc/PID/comm (15 bytes at most) */
+	bool exe_known;	    /* exe is the executable's name (exe link, else argv[0]) */
+	bool exe_from_comm; /* exe is /proc/PID/comm: a name to show, never matched */
 	bool kthread;
 };
 

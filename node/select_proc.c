@@ -110,32 +110,54 @@ const char *rn_sel_proc_env(const struct sel_ctx *c, struct sel_proc *p, size_t 
 	return p->env;
 }
 
-static bool cmdline_empty(const struct sel_ctx *c, pid_t pid)
+/*
+ * The basename of argv[0] (the cmdline's first string) into buf: 1 if there
+ * is one, 0 for an empty cmdline (a kernel thread, a zombie), -1 unreadable.
+ */
+static int cmdline_arg0(const struct sel_ctx *c, pid_t pid, char *buf, size_t size)
 {
 	char *text;
 	size_t len;
 
 	if (ra_proc_read(c->procfs, pid, "cmdline", &text, &len) < 0)
-		return true;
+		return -1;
+	if (!len || !text[0]) {
+		free(text);
+		return 0;
+	}
+	/* ra_proc_read ends the text with a NUL: argv[0] is its first string. */
+	snprintf(buf, size, "%s", rn_sel_base_name(text));
 	free(text);
-	return len == 0;
+	return 1;
 }
 
-/* exe basename, else comm; a kernel thread has no exe and an empty cmdline. */
+/*
+ * exe basename; where the link is unreadable (another user's process),
+ * argv[0]'s basename; else (a kernel thread, no cmdline) comm, which only
+ * names the process: --exe never matches it (the kernel cuts it to 15 bytes).
+ */
 static void proc_exe(const struct sel_ctx *c, struct sel_proc *p)
 {
 	char link[PATH_MAX];
-	int r;
+	int r, a;
 
 	r = ra_proc_exe(c->procfs, p->pid, link, sizeof(link));
-	if (r < 0) {
-		p->kthread = r == -ENOENT && cmdline_empty(c, p->pid);
-		if (ra_proc_comm(c->procfs, p->pid, p->exe, sizeof(p->exe)) < 0)
-			snprintf(p->exe, sizeof(p->exe), "%s", p->st.name);
-		p->exe_from_comm = true;
+	if (r >= 0) {
+		snprintf(p->exe, sizeof(p->exe), "%.*s", (int)sizeof(p->exe) - 1,
+			 rn_sel_base_name(link));
+		p->exe_known = true;
 		return;
 	}
-	snprintf(p->exe, sizeof(p->exe), "%.*s", (int)sizeof(p->exe) - 1, rn_sel_base_name(link));
+	a = cmdline_arg0(c, p->pid, link, sizeof(link));
+	p->kthread = r == -ENOENT && a <= 0;
+	if (a > 0 && strlen(link) < sizeof(p->exe)) {
+		snprintf(p->exe, sizeof(p->exe), "%s", link);
+		p->exe_known = true;
+		return;
+	}
+	if (ra_proc_comm(c->procfs, p->pid, p->exe, sizeof(p->exe)) < 0)
+		snprintf(p->exe, sizeof(p->exe), "%s", p->st.name);
+	p->exe_from_comm = true;
 }
 
 int rn_sel_proc_load(const struct sel_ctx *c, pid_t pid, struct sel_proc *p)

@@ -57,6 +57,8 @@ static void test_rm_opts_parse_mpi_job_forms(void **state)
 	assert_string_equal(o.sel.mpi_job, "");
 	assert_int_equal(PARSE("--mpi-job=prterun-x-1234@1"), 0);
 	assert_string_equal(o.sel.mpi_job, "prterun-x-1234@1");
+	assert_int_equal(PARSE("--mpi-job="), -1);
+	assert_non_null(strstr(err, "--mpi-job= names no job: give --mpi-job=ID"));
 	assert_int_equal(PARSE("--mpirun-pid", "77", "--ranks", "0-3,8"), 0);
 	assert_int_equal(o.sel.mpirun_pid, 77);
 	assert_non_null(o.sel.ranks);

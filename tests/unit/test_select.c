@@ -603,17 +603,21 @@ static void test_rn_select_exe_deleted_and_comm(void **state)
 	size_t n;
 
 	(void)state;
-	/* 700: " (deleted)" dropped; 701: no exe, comm cut to 15 bytes matches the long name. */
+	/*
+	 * 700: " (deleted)" dropped; 701: no exe link, so argv[0]'s basename
+	 * ("./very_long_application_name"), not its comm (cut to 15 bytes).
+	 */
 	s.exe = "very_long_application_name";
 	n = run(&s, &t);
 	assert_pids(t, n, PIDS(700, 701));
 	assert_string_equal(find(t, n, 700)->exe, "very_long_application_name");
-	assert_string_equal(find(t, n, 701)->exe, "very_long_appli");
+	assert_string_equal(find(t, n, 701)->exe, "very_long_application_name");
 	free(t);
+	/* The whole name, never a prefix, never the comm. */
 	s.exe = "very_long_appli";
-	expect(&s, PIDS(701));
+	expect(&s, NONE);
 	s.exe = "very_long_application";
-	expect(&s, PIDS(701));
+	expect(&s, NONE);
 	s.exe = "python3";
 	expect(&s, PIDS(508));
 }
