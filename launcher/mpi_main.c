@@ -556,6 +556,25 @@ static void free_run(struct ctx *c)
 	rm_store_close(c->run.store);
 }
 
+/*
+ * rocattach-mpi --check-options OPTIONS...: parse them as a run would, with
+ * no MPI and nothing touched, and say what is wrong in one line (exit 2).
+ * rocattach-slurm asks this before it asks Slurm anything.
+ */
+static int check_options(int argc, char **argv)
+{
+	struct rm_opts o = {0};
+	char err[512];
+	int bad;
+
+	argv[1] = argv[0];
+	bad = rm_opts_parse(argc - 1, argv + 1, &o, err, sizeof(err));
+	if (bad)
+		fprintf(stderr, "rocattach-mpi: %s\n", err);
+	rm_opts_free(&o);
+	return bad ? RM_EXIT_USAGE : RM_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctx c = {.sfd = -1, .stdin_open = true};
@@ -563,6 +582,8 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int code;
 
+	if (argc > 1 && !strcmp(argv[1], "--check-options"))
+		return check_options(argc, argv);
 	c.setup_at[0] = ra_monotonic_ns();
 	/* Before MPI_Init: the threads it starts inherit the mask. */
 	block_signals(&set);

@@ -4,6 +4,12 @@
  * steps attachable: ROCP_TOOL_ATTACH=1 and our agent appended to LD_PRELOAD.
  *
  * plugstack.conf:  optional /path/rocattach-spank.so [default=on|off] [agent=PATH]
+ *
+ * Without agent=, the agent is found beside the plugin's own file as the
+ * installation lays them out (ROCATTACH_SPANK_AGENT_REL, from the plugin's
+ * directory), else in the plugin's own directory (a build tree), else at
+ * the path configured at build time: one plugstack line works for any
+ * installation prefix.
  * srun, sbatch, salloc:  --rocattach[=on|off]
  *
  * Slurm calls slurm_spank_init in every context (srun, sbatch/salloc,
@@ -27,7 +33,9 @@
  * Nothing here may fail a job: a wrong argument in plugstack.conf or on the
  * command line is one error line, and the plugin goes on with its defaults.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <libgen.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +49,9 @@
 
 #ifndef ROCATTACH_SPANK_AGENT
 #define ROCATTACH_SPANK_AGENT "/usr/local/lib/librocattach-agent.so.0"
+#endif
+#ifndef ROCATTACH_SPANK_AGENT_REL
+#define ROCATTACH_SPANK_AGENT_REL "../librocattach-agent.so.0"
 #endif
 #define PRELOAD_MAX (64 * 1024)
 
@@ -134,11 +145,44 @@ static void parse_arg(const char *arg)
 			    arg);
 }
 
+/* The agent beside our own file (see the top), if it is there. */
+static void agent_beside_us(void)
+{
+	const char *base = strrchr(ROCATTACH_SPANK_AGENT_REL, '/');
+	char self[4096], *dir, path[sizeof(agent)];
+	Dl_info info;
+
+	if (!dladdr((void *)agent_beside_us, &info) || !info.dli_fname ||
+	    snprintf(self, sizeof(self), "%s", info.dli_fname) >= (int)sizeof(self))
+		return;
+	dir = dirname(self);
+	if (dir[0] != '/')
+		return;
+	snprintf(path, sizeof(path), "%s/%s", dir, ROCATTACH_SPANK_AGENT_REL);
+	if (access(path, R_OK)) {
+		snprintf(path, sizeof(path), "%s/%s", dir,
+			 base ? base + 1 : ROCATTACH_SPANK_AGENT_REL);
+		if (access(path, R_OK))
+			return;
+	}
+	/* Its directory resolved ("lib/slurm/.." is "lib"), its name kept: the soname's link. */
+	snprintf(self, sizeof(self), "%s", path);
+	dir = realpath(dirname(self), NULL);
+	base = strrchr(path, '/');
+	if (dir && snprintf(agent, sizeof(agent), "%s%s", dir, base) < (int)sizeof(agent)) {
+		free(dir);
+		return;
+	}
+	free(dir);
+	snprintf(agent, sizeof(agent), "%s", path);
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	spank_context_t c = spank_context();
 	int i;
 
+	agent_beside_us();
 	for (i = 0; i < ac; i++)
 		parse_arg(av[i]);
 	snprintf(usage, sizeof(usage),

@@ -12,7 +12,11 @@
 #  4. srun --rocattach, salloc --rocattach; wrong arguments (plugstack.conf, --rocattach=maybe, a missing agent): one
 #     line from Slurm, the job runs;
 #  5. default=on: a plain job is attachable; --rocattach=off opts out, and
-#     rocattach-slurm says which tasks have no listener and how to fix it.
+#     rocattach-slurm says which tasks have no listener and how to fix it;
+#  6. installed under another prefix, the plugin without agent= finds the agent
+#     installed with it, and the installed rocattach-slurm attaches a job;
+#  7. rocattach-slurm checks its options before asking Slurm, and tells an
+#     unreachable Slurm apart from an unknown job.
 # Usage: test_spank_slurm.sh BUILD_DIR   (as root, under the heavy-test lock)
 # shellcheck disable=SC2016 # single-quoted scripts run in the tasks
 set -uo pipefail
@@ -201,4 +205,31 @@ vc_t_cmd "and says how to fix it" grep -q 'not attachable: start the job with --
 vc_t_eq "nothing attached" "$(events "$W/t6" tool_attach)" 0
 cat "$W/l6.out"
 "$SL" scancel "$J"
+
+echo "== 6. installed under another prefix: the plugin finds its agent with no agent= argument"
+P=$STAGE/prefix
+cmake --install "$BUILD" --prefix "$P" >/dev/null
+echo "optional $P/lib/slurm/rocattach-spank.so" >"$PS"
+vc_t_eq "srun --rocattach: the installed agent preloaded" \
+	"$("$SL" srun --rocattach -N1 -n1 -w node1 sh -c "$show" 2>/dev/null)" \
+	"node1 1 $P/lib/librocattach-agent.so.0"
+J=$(sbatch_job j7 --rocattach)
+vc_t_eq "sbatch --rocattach: one listener in each of the 6 tasks" "$(listeners "$J.0")" "1 1 1 1 1 1"
+ROCPROF_OUTPUT_PATH=$W/t7 "$SL" "$P/bin/rocattach-slurm" "$J.0" -t "$P/lib/librocattach-example-tool.so" \
+	-d 200 >"$W/l7.out" 2>&1
+vc_t_eq "the installed rocattach-slurm attaches them: exit code" "$?" 0
+vc_t_eq "tool: 6 attaches, 6 detaches" "$(events "$W/t7" tool_attach) $(events "$W/t7" tool_detach)" "6 6"
+"$SL" scancel "$J"
+
+echo "== 7. rocattach-slurm says what is wrong"
+out=$("$SL" "$RSLURM" 99999.0 --bogus 2>&1)
+vc_t_eq "a wrong option, checked before Slurm is asked: exit code 2" "$?" 2
+vc_t_eq "  in one line naming it" "$out" "rocattach-slurm: unknown option '--bogus': see rocattach-mpi --help"
+# A configuration whose controller refuses connections (port 1), short timeouts.
+printf '%s\n' ClusterName=unreach SlurmctldHost=localhost SlurmctldPort=1 AuthType=auth/munge \
+	TCPTimeout=1 MessageTimeout=1 'NodeName=localhost CPUs=1' 'PartitionName=p Nodes=localhost' \
+	>"$STAGE/unreach.conf"
+out=$(SLURM_CONF=$STAGE/unreach.conf "$RSLURM" 99999.0 -d 100 2>&1)
+vc_t_eq "Slurm not reachable: exit code 1" "$?" 1
+vc_t_cmd "  said as such, not as an unknown job" grep -q '^rocattach-slurm: Slurm is not reachable' <<<"$out"
 vc_t_done
