@@ -88,6 +88,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = t->detach_call_ns = 0;
 	t->detach_tool_bound = false;
 	copy_message(t, rep.message);
+	t->watchdog = st == ROCATTACH_STATUS_SUCCESS && (rep.flags & ROCATTACH_REPORT_WATCHDOG);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_ATTACHED;
 		t->listener = true;
