@@ -43,15 +43,15 @@
 #include "common/protocol.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define NAP_NS 5000000L			     /* between looks while the listener is driven */
-#define DEADLOCK_TRIES 6000		     /* ROCm busy: 30 s at NAP_NS, then give up */
+#define NAP_NS 5000000L	    /* between looks while the listener is driven */
+#define DEADLOCK_TRIES 6000 /* ROCm busy: 30 s at NAP_NS, then give up */
 typedef int (*attach_fn_t)(const char *, const char *);
 typedef int (*detach_fn_t)(void);
 
 /* Under wd_lock, but wake and the thread's own fd. */
 static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool armed;	      /* an attach of owner is open, not yet detached */
-static pid_t owner;	      /* the attacher of the last successful attach */
+static bool armed;  /* an attach of owner is open, not yet detached */
+static pid_t owner; /* the attacher of the last successful attach */
 static unsigned long long owner_start;
 static unsigned int gen;      /* every attach and detach call moves it on */
 static detach_fn_t detach_fn; /* ROCm's, from the last attach */
@@ -59,6 +59,8 @@ static pid_t listener;	      /* the thread our calls come on */
 static int wake = -1;	      /* eventfd: gen moved */
 static int watch_fd = -1;     /* the thread's pidfd on owner */
 static int start_err = -1;    /* 0: the thread runs; else errno */
+static bool named;	      /* the thread has its name: the loader may return */
+static pthread_cond_t named_cond = PTHREAD_COND_INITIALIZER;
 static bool debug;
 
 static void dbg(const char *fmt, ...)
@@ -172,6 +174,10 @@ static void *watchdog_main(void *arg)
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), RA_WATCHDOG_THREAD);
+	pthread_mutex_lock(&wd_lock);
+	named = true;
+	pthread_cond_signal(&named_cond);
+	pthread_mutex_unlock(&wd_lock);
 	for (;;) {
 		pthread_mutex_lock(&wd_lock);
 		g = gen;
@@ -270,7 +276,10 @@ static void atfork_child(void)
 	start_err = ENOENT;
 }
 
-/* Loaded on the listener: the thread starts now, ahead of any timed call. Every signal blocked. */
+/*
+ * Loaded on the listener: the thread starts now, ahead of any timed call,
+ * every signal blocked. It needs no loader lock, so waiting for it here is safe.
+ */
 __attribute__((constructor)) static void watchdog_init(void)
 {
 	const char *d = getenv("ROCP_AGENT_DEBUG");
@@ -294,5 +303,10 @@ __attribute__((constructor)) static void watchdog_init(void)
 	}
 	pthread_detach(th);
 	pthread_atfork(NULL, NULL, atfork_child);
+	/* Whoever loaded us finds the thread named (the attacher's tests look for it). */
+	pthread_mutex_lock(&wd_lock);
+	while (!named)
+		pthread_cond_wait(&named_cond, &wd_lock);
+	pthread_mutex_unlock(&wd_lock);
 	dbg("started");
 }
