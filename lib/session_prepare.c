@@ -472,11 +472,13 @@ static void find_watchdog(pid_t pid, const rocattach_opts_t *o, const struct tru
 			  struct prepared *p)
 {
 	static atomic_bool warned_missing;
+	const char *env = getenv("ROCATTACH_WATCHDOG");
 	struct ra_err e = {0};
 	char where[4096];
 
 	p->watchdog[0] = '\0';
-	if ((o->flags & ROCATTACH_F_NO_WATCHDOG) || !p->owner_ok)
+	/* ROCATTACH_WATCHDOG=off: the flag for programs (the launchers) that have no option. */
+	if ((o->flags & ROCATTACH_F_NO_WATCHDOG) || !p->owner_ok || (env && !strcmp(env, "off")))
 		return;
 	if (ra_own_lib_path(NULL, "ROCATTACH_WATCHDOG", RA_WATCHDOG_SONAME, p->watchdog,
 			    sizeof(p->watchdog), where, sizeof(where))) {
