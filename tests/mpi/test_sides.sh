@@ -94,6 +94,10 @@ done
 killed=$(date +%s%N)
 pkill -KILL -f "^$LAUNCHER --mpirun-pid $JOB_PID"
 wait "$mp"
+check "SIGKILL: the window was open (6 attached, none detached yet)" test \
+	"$(cat "$W"/w3b/*.log | grep -c '^tool_attach') $(awk -v k="$killed" \
+	'/^tool_detach/ { for (i = 1; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) < k) n++ }
+	END { print n + 0 }' "$W"/w3b/*.log)" = "6 0"
 for _ in $(seq 60); do
 	[ "$(cat "$W"/w3b/*.log | grep -c '^tool_detach')" -ge 6 ] && break
 	sleep 0.05
