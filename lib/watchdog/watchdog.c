@@ -40,6 +40,7 @@
 #include <rocattach/tool.h>
 
 #include "common/owner.h"
+#include "common/procfs.h"
 #include "common/protocol.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -83,38 +84,14 @@ static void nap(long ns)
 	nanosleep(&t, NULL);
 }
 
-/* A "Key:\tN" field of a /proc status file, or -1. */
-static long status_field(const char *path, const char *key)
-{
-	char line[256];
-	size_t k = strlen(key);
-	long v = -1;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, k) && sscanf(line + k, " %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 /* Is the listener traced by a live process other than the (dead) owner? */
 static bool driven_by_other(pid_t dead)
 {
-	char path[64];
-	long tracer, tgid;
+	struct ra_status st, tr;
 
-	if (!listener)
+	if (!listener || ra_status_read(RA_PROCFS, listener, &st) || st.tracer_pid <= 0)
 		return false;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)listener);
-	tracer = status_field(path, "TracerPid:");
-	if (tracer <= 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%ld/status", tracer);
-	tgid = status_field(path, "Tgid:");
-	return tgid > 0 && tgid != dead;
+	return !ra_status_read(RA_PROCFS, st.tracer_pid, &tr) && tr.tgid != dead;
 }
 
 static void gen_next(void)
