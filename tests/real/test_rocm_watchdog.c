@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -260,6 +261,42 @@ static void test_rocm_watchdog_next_attacher_right_after_death(void **state)
 	victim_stop(&v);
 }
 
+/*
+ * Another attacher that does not use the watchdog (here we, with ptrace,
+ * as rocprofv3 would) drives the listener when ours dies: the window is
+ * left to it, nothing is detached behind its back.
+ */
+static void test_rocm_watchdog_leaves_a_foreign_attacher_alone(void **state)
+{
+	unsigned long long killed;
+	struct answer ans;
+	struct victim v;
+	pid_t a, tid;
+	int st;
+
+	(void)state;
+	start_rocm_victim(&v);
+	a = attacher_child(v.pid, 0, false, &ans);
+	assert_int_equal(ans.status, ROCATTACH_STATUS_SUCCESS);
+	tid = proc_thread(v.pid, "rocp-bg-attach");
+	assert_true(tid > 0);
+	assert_int_equal(ptrace(PTRACE_SEIZE, tid, NULL, NULL), 0);
+	kill_child(a, &killed);
+	usleep(300 * 1000);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 0);
+	assert_int_equal(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), 0);
+	assert_int_equal(waitpid(tid, &st, __WALL), tid);
+	assert_int_equal(ptrace(PTRACE_DETACH, tid, NULL, NULL), 0);
+	usleep(300 * 1000);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 0);
+	/* Its window, closed by the next attacher as ROCm's side allows. */
+	assert_int_equal(rocattach_attach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_unharmed(&v, true);
+	victim_stop(&v);
+}
+
 /* Nothing of ours in the application's environment: ROCm's side keeps all it is sent. */
 static void test_rocm_watchdog_environment_untouched(void **state)
 {
@@ -357,6 +394,7 @@ int main(void)
 	    cmocka_unit_test(test_rocm_watchdog_failed_attach_never_fires),
 	    cmocka_unit_test(test_rocm_watchdog_attacher_killed_mid_attach),
 	    cmocka_unit_test(test_rocm_watchdog_next_attacher_right_after_death),
+	    cmocka_unit_test(test_rocm_watchdog_leaves_a_foreign_attacher_alone),
 	    cmocka_unit_test(test_rocm_watchdog_environment_untouched),
 	    cmocka_unit_test(test_rocm_watchdog_opt_out),
 	    cmocka_unit_test(test_rocm_watchdog_unloadable_attach_goes_on),
