@@ -154,8 +154,10 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 }
 
 /*
- * ROCm's side has no watchdog: said once per run, with the targets, since a
- * launcher killed by SIGKILL leaves their tools attached until they exit.
+ * ROCm's side has no watchdog of its own; a target that did not get ours
+ * (librocattach-watchdog missing or not loadable: warned at its attach) is
+ * said once per run, since a launcher killed by SIGKILL leaves its tools
+ * attached until it exits.
  */
 static void print_no_watchdog(FILE *f, const struct rm_run *r)
 {
@@ -172,7 +174,7 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 	for (i = 0; w && i < w->n_nodes; i++) {
 		t = rm_targets(&w->nodes[i], &h);
 		for (k = 0; t && k < w->nodes[i].n; k++) {
-			if (t[k].side != ROCATTACH_SIDE_ROCM)
+			if (t[k].side != ROCATTACH_SIDE_ROCM || t[k].watchdog)
 				continue;
 			if (n < sizeof(first) / sizeof(first[0]))
 				first[n].node = i, first[n].pid = t[k].pid;
@@ -183,7 +185,7 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 	if (!n)
 		return;
 	fprintf(f,
-		"note: %zu target%s run%s ROCm's target side, which has no watchdog: if this "
+		"note: %zu target%s run%s ROCm's target side without a watchdog: if this "
 		"launcher is killed with SIGKILL, their tools stay attached until they exit "
 		"(every other signal detaches them):",
 		n, n == 1 ? "" : "s", n == 1 ? "s" : "");

@@ -72,28 +72,45 @@ static int own_file(char *out)
 	return 0;
 }
 
-int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, struct ra_err *e)
+/*
+ * One of our libraries to load into a target: explicit, else $env, else
+ * beside the library (from a program's bin/: the installed or build lib dir).
+ * 0 and path, or -ENOENT; *where: the directory looked in.
+ */
+int ra_own_lib_path(const char *explicit_path, const char *env_name, const char *soname, char *path,
+		    size_t len, char *where, size_t wlen)
 {
-	/* Beside the library; from a program's bin/, the installed (or build) lib dir. */
 	static const char *const rel[] = {"", RA_BIN_TO_LIB, "../lib/", "../lib64/"};
-	const char *env = getenv("ROCATTACH_AGENT");
+	const char *env = getenv(env_name);
 	char dir[PATH_MAX], *slash = NULL;
 
+	snprintf(where, wlen, "librocattach");
 	if (explicit_path || (env && *env)) {
 		snprintf(path, len, "%s", explicit_path ? explicit_path : env);
 		return 0;
 	}
 	if (!own_file(dir) && (slash = strrchr(dir, '/'))) {
 		slash[1] = '\0';
+		snprintf(where, wlen, "%s", dir);
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(path, len, "%s%s%s", dir, rel[i], RA_AGENT_SONAME);
+			snprintf(path, len, "%s%s%s", dir, rel[i], soname);
 			if (exists_file(path))
 				return 0;
 		}
 	}
+	return -ENOENT;
+}
+
+int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, struct ra_err *e)
+{
+	char where[PATH_MAX];
+
+	if (!ra_own_lib_path(explicit_path, "ROCATTACH_AGENT", RA_AGENT_SONAME, path, len, where,
+			     sizeof(where)))
+		return 0;
 	ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
 		   "cannot find %s for --inject beside %s: set ROCATTACH_AGENT=/path/to/%s",
-		   RA_AGENT_SONAME, slash ? dir : "librocattach", RA_AGENT_SONAME);
+		   RA_AGENT_SONAME, where, RA_AGENT_SONAME);
 	return -ENOENT;
 }
 
@@ -304,14 +321,38 @@ static int start_loader(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_
 }
 
 /*
+ * dlopen(lib) on the thread r holds, the path on its stack (else in a
+ * temporary mapping). 0; -ENOEXEC when dlopen returned NULL (e says why,
+ * the thread is fine); else the thread could not be driven.
+ */
+static int dlopen_on(struct ra_remote *r, const struct libc_fns *f, const char *lib,
+		     struct ra_err *e)
+{
+	uint64_t a[2], handle = 0;
+	char why[256];
+	int err;
+
+	if (ra_remote_stack_push(r, lib, strlen(lib) + 1, &a[0]))
+		return remote_dlopen(r, f, lib, e); /* no room: in a temporary mapping */
+	a[1] = f->libc_mode ? RTLD_NOW_ | RTLD_DLOPEN_ : RTLD_NOW_;
+	err = ra_remote_call(r, f->dlopen, a, 2, &handle);
+	if (!err && !handle) {
+		remote_dlerror(r, f->dlerror, why, sizeof(why));
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "dlopen(%s) in process %d failed%s%s", lib,
+			   r->pid, why[0] ? ": " : "", why);
+		return -ENOEXEC;
+	}
+	return err;
+}
+
+/*
  * On the loader, stopped before its first instruction: detach it (it exits
  * on its own once released), dlopen the agent, start the listener.
  */
 static int loader_work(struct ra_remote *n, const struct libc_fns *f, const char *agent,
 		       struct ra_err *e)
 {
-	uint64_t self = 0, a[2], handle = 0, enable, ret = 0;
-	char why[256];
+	uint64_t self = 0, enable, ret = 0;
 	int err;
 
 	err = ra_remote_call(n, f->pthread_self, NULL, 0, &self);
@@ -319,18 +360,7 @@ static int loader_work(struct ra_remote *n, const struct libc_fns *f, const char
 		err = ra_remote_call(n, f->pthread_detach, &self, 1, &ret);
 	if (err)
 		return err;
-	if (ra_remote_stack_push(n, agent, strlen(agent) + 1, &a[0])) {
-		err = remote_dlopen(n, f, agent, e); /* no room: in a temporary mapping */
-	} else {
-		a[1] = RTLD_NOW_;
-		err = ra_remote_call(n, f->dlopen, a, 2, &handle);
-		if (!err && !handle) {
-			remote_dlerror(n, f->dlerror, why, sizeof(why));
-			return ra_err_set(e, ROCATTACH_STATUS_ERROR,
-					  "dlopen(%s) in process %d failed%s%s", agent, n->pid,
-					  why[0] ? ": " : "", why);
-		}
-	}
+	err = dlopen_on(n, f, agent, e);
 	if (!err)
 		err = find_enable(n->pid, &enable, e);
 	if (!err)
@@ -416,4 +446,13 @@ int ra_preload(struct ra_remote *r, const char *const *libs, size_t n)
 		ra_debug("process %d: preloaded %s: %s", r->pid, libs[i], handle ? "ok" : "failed");
 	}
 	return 0;
+}
+
+int ra_remote_dlopen(struct ra_remote *r, const char *lib, struct ra_err *e)
+{
+	struct libc_fns f;
+
+	if (find_dlopen(r->pid, &f, e))
+		return -ENOENT;
+	return dlopen_on(r, &f, lib, e);
 }

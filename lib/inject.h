@@ -13,6 +13,8 @@
  * The agent to load: explicit path, else $ROCATTACH_AGENT, else next to the
  * object this code is in. 0 and path, or -ENOENT with e set.
  */
+int ra_own_lib_path(const char *explicit_path, const char *env_name, const char *soname, char *path,
+		    size_t len, char *where, size_t wlen);
 int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, struct ra_err *e);
 
 /*
@@ -30,5 +32,13 @@ struct ra_remote;
  * thread could not be driven.
  */
 int ra_preload(struct ra_remote *r, const char *const *libs, size_t n) RA_MUST_CHECK;
+
+/*
+ * dlopen(lib, RTLD_NOW) on the thread r holds (a listener, parked holding no
+ * lock). 0; -ENOENT (no dlopen in the process) or -ENOEXEC (dlopen returned
+ * NULL) with e saying why, the thread still ours; other: it could not be
+ * driven (r's error set).
+ */
+int ra_remote_dlopen(struct ra_remote *r, const char *lib, struct ra_err *e) RA_MUST_CHECK;
 
 #endif

@@ -48,6 +48,8 @@ struct entry {
 	uint64_t fn_attach, fn_detach;
 	uint64_t agent[AGENT_SYMS]; /* our agent's symbols, all 0 on ROCm's side */
 	bool preloaded; /* ROCm's side: the tools were loaded ahead (see drive_attach) */
+	/* ROCm's side: librocattach-watchdog's calls, once it is loaded (0: not yet) */
+	uint64_t wd_attach, wd_detach;
 };
 
 struct session {
@@ -56,6 +58,7 @@ struct session {
 	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	bool busy;		     /* an attach or detach is running on it */
 	bool attached;
+	bool watched;	    /* attached through librocattach-watchdog: detach through it too */
 	uint64_t starttime; /* with pid, identifies the process */
 	pid_t tid;	    /* listener thread */
 	uint64_t tramp;	    /* AT_ENTRY */
@@ -78,6 +81,12 @@ struct prepared {
 	char *payload; /* env buffer, then the tool path */
 	size_t env_len, payload_len;
 	char object[512];
+	/* The attacher as the target sees it (owner_ok: the same pid and time namespace). */
+	bool owner_ok;
+	pid_t owner_pid;
+	unsigned long long owner_start;
+	/* ROCm's side: librocattach-watchdog to load, "" for none. */
+	char watchdog[4096];
 };
 
 /*
@@ -121,8 +130,8 @@ int ra_lookup(pid_t pid, uint64_t starttime, struct lookup *l, struct ra_err *e)
 int ra_find_target(struct session *s, struct prepared *p, struct ra_err *e);
 /* What a remote operation on s's listener learnt of its stack, kept for the next. */
 void ra_keep_stack(struct session *s, const struct ra_remote *r);
-/* ROCm's side of pid: its tools were loaded ahead. */
-void ra_lookup_mark_preloaded(pid_t pid, uint64_t starttime);
+/* ROCm's side of pid: what an attach learnt (tools loaded ahead, the watchdog's calls). */
+void ra_lookup_keep_entry(pid_t pid, uint64_t starttime, const struct entry *ep);
 
 /*
  * session_drive.c: one attach or detach of s, prepared and driven. 0, or

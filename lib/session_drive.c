@@ -13,9 +13,11 @@
 #include "inject.h"
 #include "log.h"
 #include "common/procfs.h"
+#include "common/protocol.h"
 #include "ptrace_util.h"
 #include "remote.h"
 #include "session.h"
+#include "symbols.h"
 
 /*
  * CLOCK_REALTIME when the target's agent called the tools (which 0: attach,
@@ -248,7 +250,7 @@ static int preload_tools(struct session *s, const rocattach_opts_t *o, struct pr
 	if (ra_preload(r, p->tools.v, p->tools.n))
 		return -1;
 	s->ep.preloaded = true;
-	ra_lookup_mark_preloaded(s->pid, s->starttime);
+	ra_lookup_keep_entry(s->pid, s->starttime, &s->ep);
 	return 0;
 }
 
@@ -270,12 +272,86 @@ static void default_tool_failed(pid_t pid, struct op *op)
 		     pid, RA_DEFAULT_TOOL, cause[0] ? ": " : "", cause, op->rep.agent_status);
 }
 
-/* Call the attach entry point with the payload in the target. */
+/*
+ * ROCm's side: librocattach-watchdog loaded on the listener we hold (once
+ * per process) and its calls found. false: no watchdog (warned): the entry
+ * point is called as it is.
+ */
+static bool load_watchdog(struct session *s, struct prepared *p, struct ra_remote *r)
+{
+	static const char *const names[] = {RA_WATCHDOG_ATTACH, RA_WATCHDOG_DETACH};
+	const char *slash = strrchr(p->watchdog, '/');
+	const char *only[] = {slash ? slash + 1 : p->watchdog, RA_WATCHDOG_PREFIX, NULL};
+	struct ra_maps maps = {0};
+	struct ra_err e = {0};
+	uint64_t a[2];
+	int ret;
+
+	if (!p->watchdog[0] || s->ep.wd_attach)
+		return p->watchdog[0] && s->ep.wd_attach;
+	ret = ra_remote_dlopen(r, p->watchdog, &e);
+	if (!ret)
+		ret = ra_maps_read(RA_PROCFS, s->pid, &maps);
+	if (!ret)
+		ret = ra_symbols_find_only(RA_PROCFS, s->pid, &maps, names, 2, 2, only, a, &e);
+	ra_maps_free(&maps);
+	if (ret) {
+		ra_warn("process %d: no watchdog: %s", s->pid,
+			e.msg[0] ? e.msg : "librocattach-watchdog's calls not found");
+		return false;
+	}
+	s->ep.wd_attach = a[0];
+	s->ep.wd_detach = a[1];
+	ra_lookup_keep_entry(s->pid, s->starttime, &s->ep);
+	return true;
+}
+
+/*
+ * The attach call through the watchdog: it calls the entry point with the
+ * same arguments and, if that succeeds, watches us. The call's argument
+ * goes onto the listener's stack; *args becomes its address. false: no
+ * room, call the entry point as it is.
+ */
+static bool watchdog_call(struct session *s, struct prepared *p, struct ra_remote *r,
+			  uint64_t *args, struct ra_watchdog_call *c)
+{
+	*c = (struct ra_watchdog_call){.env = args[0],
+				       .path = args[1],
+				       .attach_fn = s->ep.fn_attach,
+				       .detach_fn = s->ep.fn_detach,
+				       .owner_pid = (unsigned long long)p->owner_pid,
+				       .owner_start = p->owner_start};
+	if (!ra_remote_stack_push(r, c, sizeof(*c), &args[0]))
+		return true;
+	ra_warn("process %d: no watchdog: no room on its listener's stack", s->pid);
+	return false;
+}
+
+/* What the watchdog's attach said: armed (the report says so), or why not. */
+static void watchdog_armed(struct session *s, struct ra_remote *r, uint64_t addr, struct op *op)
+{
+	struct ra_watchdog_call c = {0};
+	struct ra_err ignore = {0};
+
+	if (op->rep.agent_status)
+		return;
+	s->watched = true;
+	if (ra_mem_read(r->pid, addr, &c, sizeof(c), &ignore))
+		c.err = EIO;
+	if (c.armed)
+		op->rep.flags |= ROCATTACH_REPORT_WATCHDOG;
+	else
+		ra_warn("process %d: its watchdog is not armed: %s", s->pid, strerror(c.err));
+}
+
+/* Call the attach entry point with the payload in the target (through the watchdog). */
 static void drive_attach(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 			 struct ra_remote *r, struct op *op)
 {
-	uint64_t addr = 0, args[2];
-	bool mapped;
+	uint64_t addr = 0, args[2], fn = s->ep.fn_attach;
+	struct ra_watchdog_call c;
+	bool mapped, wd;
+	int n = 2;
 
 	if (place_payload(p, r, op, &addr, &mapped))
 		goto unmap;
@@ -283,9 +359,16 @@ static void drive_attach(struct session *s, const rocattach_opts_t *o, struct pr
 	args[1] = addr + p->env_len;
 	if (preload_tools(s, o, p, r))
 		return;
-	if (call_entry(r, &s->ep, s->ep.fn_attach, o->start_ns, args, 2, op, 0))
+	wd = load_watchdog(s, p, r) && watchdog_call(s, p, r, args, &c);
+	if (wd) {
+		fn = s->ep.wd_attach;
+		n = 1;
+	}
+	if (call_entry(r, &s->ep, fn, o->start_ns, args, n, op, 0))
 		return; /* the thread may be anywhere: leave the mapping */
 	tool_outcomes(r, &s->ep, &p->tools, op);
+	if (wd)
+		watchdog_armed(s, r, args[0], op);
 	if (p->tool_path == ra_default_tool &&
 	    op->rep.agent_status == ROCATTACH_REGISTER_ROCPROFILER_ERROR)
 		default_tool_failed(s->pid, op);
@@ -307,6 +390,7 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 		goto out;
 	op->rep.tid = s->tid;
 	op->rep.target_side = s->ep.side;
+	s->watched = false;
 	ra_op_step(op, ROCATTACH_STEP_PREPARE);
 	ra_debug("attach %d: listener %d, entry points in %s (%s), tools %s", s->pid, s->tid,
 		 p.object, s->ep.side == ROCATTACH_SIDE_AGENT ? "our agent" : "ROCm's side",
@@ -320,6 +404,10 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	ra_keep_stack(s, &r);
 	ret = ra_remote_end(&r);
 	ra_op_step(op, ROCATTACH_STEP_RELEASE);
+	/* Our agent watches the attacher named in the buffer (ROCP_ATTACH_OWNER). */
+	if (!ret && op->e.status == ROCATTACH_STATUS_SUCCESS &&
+	    s->ep.side == ROCATTACH_SIDE_AGENT && p.owner_ok)
+		op->rep.flags |= ROCATTACH_REPORT_WATCHDOG;
 out:
 	ra_prepared_free(&p);
 	return ret || op->e.status != ROCATTACH_STATUS_SUCCESS ? -1 : 0;
@@ -349,7 +437,7 @@ static int still_there(struct session *s, struct ra_err *e)
  */
 static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *r, struct op *op)
 {
-	uint64_t fn = s->ep.fn_detach;
+	uint64_t fn = s->watched && s->ep.wd_detach ? s->ep.wd_detach : s->ep.fn_detach;
 
 	if (stop_ns && s->ep.side == ROCATTACH_SIDE_AGENT) {
 		call_entry(r, &s->ep, s->ep.agent[AGENT_DETACH_AT], 0, &stop_ns, 1, op, 1);

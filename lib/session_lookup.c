@@ -182,13 +182,17 @@ void ra_keep_stack(struct session *s, const struct ra_remote *r)
 	pthread_mutex_unlock(&lookups_lock);
 }
 
-void ra_lookup_mark_preloaded(pid_t pid, uint64_t starttime)
+/* What an attach learnt of pid's target side, kept for its next windows. */
+void ra_lookup_keep_entry(pid_t pid, uint64_t starttime, const struct entry *ep)
 {
 	struct lookup *l = &lookups[pid % LOOKUPS];
 
 	pthread_mutex_lock(&lookups_lock);
-	if (l->pid == pid && l->starttime == starttime)
-		l->ep.preloaded = true;
+	if (l->pid == pid && l->starttime == starttime) {
+		l->ep.preloaded = ep->preloaded;
+		l->ep.wd_attach = ep->wd_attach;
+		l->ep.wd_detach = ep->wd_detach;
+	}
 	pthread_mutex_unlock(&lookups_lock);
 }
 

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,27 +329,26 @@ static bool same_ns(pid_t pid, const struct self_ids *me, int i)
 }
 
 /*
- * "ROCP_ATTACH_OWNER=<our pid>:<our starttime>": our agent watches that
- * process and detaches the tools itself if we die during the window. Only
- * meaningful where the target sees our pid and our starttime as we do: the
- * same pid namespace, and the same time namespace (starttime is shifted by
- * its boot-time offset). Elsewhere we send nothing: no watchdog.
+ * We as a watchdog in pid sees us (ROCP_ATTACH_OWNER=<our pid>:<our
+ * starttime> for our agent, the same two for librocattach-watchdog on
+ * ROCm's side): it detaches the tools itself if we die during the window.
+ * Only meaningful where the target sees our pid and our starttime as we do:
+ * the same pid namespace, and the same time namespace (starttime is shifted
+ * by its boot-time offset). Elsewhere: no watchdog.
  */
-static int owner_entry(pid_t pid, char *buf, size_t len)
+static void owner_ids(pid_t pid, struct prepared *p)
 {
 	struct self_ids me;
 
 	self_ids(&me);
+	p->owner_ok = false;
 	if (!same_ns(pid, &me, 0) || !same_ns(pid, &me, 1)) {
-		ra_debug("process %d is in another pid or time namespace: no %s watchdog", pid,
-			 RA_ENV_OWNER);
-		return -1;
+		ra_debug("process %d is in another pid or time namespace: no watchdog", pid);
+		return;
 	}
-	if (!me.starttime_ok)
-		return -1;
-	snprintf(buf, len, "%s=%d:%llu", RA_ENV_OWNER, (int)me.pid,
-		 (unsigned long long)me.starttime);
-	return 0;
+	p->owner_ok = me.starttime_ok;
+	p->owner_pid = me.pid;
+	p->owner_start = (unsigned long long)me.starttime;
 }
 
 /* Ours to set, and only for our agent: a caller's private variable never crosses. */
@@ -364,8 +364,9 @@ static bool is_private_entry(const char *kv)
  * the application's environment for good, so it gets only the caller's.
  * The encoder drops every name that does not start with ROCP.
  */
-static int collect_env(pid_t pid, const rocattach_opts_t *o, int side, const char ***out, size_t *n,
-		       char *owner, size_t owner_len, char *start, size_t start_len)
+static int collect_env(const rocattach_opts_t *o, int side, const struct prepared *p,
+		       const char ***out, size_t *n, char *owner, size_t owner_len, char *start,
+		       size_t start_len)
 {
 	size_t n_env = 0, n_extra = 0, k = 0;
 	bool secure = getauxval(AT_SECURE);
@@ -384,8 +385,11 @@ static int collect_env(pid_t pid, const rocattach_opts_t *o, int side, const cha
 	for (size_t i = 0; i < n_extra; i++)
 		if (!is_private_entry(o->env[i]))
 			all[k++] = o->env[i];
-	if (side == ROCATTACH_SIDE_AGENT && !owner_entry(pid, owner, owner_len))
+	if (side == ROCATTACH_SIDE_AGENT && p->owner_ok) {
+		snprintf(owner, owner_len, "%s=%d:%llu", RA_ENV_OWNER, (int)p->owner_pid,
+			 p->owner_start);
 		all[k++] = owner;
+	}
 	if (side == ROCATTACH_SIDE_AGENT && o->start_ns) {
 		snprintf(start, start_len, "%s=%llu", RA_ENV_START_NS,
 			 (unsigned long long)o->start_ns);
@@ -396,8 +400,7 @@ static int collect_env(pid_t pid, const rocattach_opts_t *o, int side, const cha
 	return 0;
 }
 
-static int build_payload(pid_t pid, const rocattach_opts_t *o, int side, struct prepared *p,
-			 struct ra_err *e)
+static int build_payload(const rocattach_opts_t *o, int side, struct prepared *p, struct ra_err *e)
 {
 	char owner[96], start[64];
 	const char **all;
@@ -405,7 +408,7 @@ static int build_payload(pid_t pid, const rocattach_opts_t *o, int side, struct 
 	char *buf;
 	int ret;
 
-	ret = collect_env(pid, o, side, &all, &k, owner, sizeof(owner), start, sizeof(start));
+	ret = collect_env(o, side, p, &all, &k, owner, sizeof(owner), start, sizeof(start));
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
 	ret = ra_envbuf_encode(all, k, &buf, &p->env_len, NULL);
@@ -461,6 +464,38 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, const s
 	return 0;
 }
 
+/*
+ * ROCm's side has no watchdog of its own: librocattach-watchdog, if we can
+ * find one it may load, gets one. Without it the attach goes on (warned).
+ */
+static void find_watchdog(pid_t pid, const rocattach_opts_t *o, const struct trust *tr,
+			  struct prepared *p)
+{
+	static atomic_bool warned_missing;
+	const char *env = getenv("ROCATTACH_WATCHDOG");
+	struct ra_err e = {0};
+	char where[4096];
+
+	p->watchdog[0] = '\0';
+	/* ROCATTACH_WATCHDOG=off: the flag for programs (the launchers) that have no option. */
+	if ((o->flags & ROCATTACH_F_NO_WATCHDOG) || !p->owner_ok || (env && !strcmp(env, "off")))
+		return;
+	if (ra_own_lib_path(NULL, "ROCATTACH_WATCHDOG", RA_WATCHDOG_SONAME, p->watchdog,
+			    sizeof(p->watchdog), where, sizeof(where))) {
+		p->watchdog[0] = '\0';
+		if (!atomic_exchange(&warned_missing, true))
+			ra_warn("no watchdog for ROCm-side targets: cannot find %s beside %s (set "
+				"ROCATTACH_WATCHDOG=/path/to/%s): if this attacher dies during a "
+				"window, their tools stay attached",
+				RA_WATCHDOG_SONAME, where, RA_WATCHDOG_SONAME);
+		return;
+	}
+	if (check_one_tool(pid, p->watchdog, tr, &e)) {
+		ra_warn("process %d: no watchdog: %s", pid, e.msg);
+		p->watchdog[0] = '\0';
+	}
+}
+
 /* A time ahead: 0 (none) or within AHEAD_MAX_NS from now. */
 int ra_check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e)
 {
@@ -501,7 +536,10 @@ int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 		return -1;
 	if (ra_find_target(s, p, e))
 		return -1;
-	return build_payload(s->pid, o, s->ep.side, p, e);
+	owner_ids(s->pid, p);
+	if (s->ep.side == ROCATTACH_SIDE_ROCM)
+		find_watchdog(s->pid, o, &tr, p);
+	return build_payload(o, s->ep.side, p, e);
 }
 
 void ra_prepared_free(struct prepared *p)

@@ -93,6 +93,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 		memcpy(t->tools, rep.tool_outcome, rep.tool_count);
 	}
 	copy_message(t, rep.message);
+	t->watchdog = st == ROCATTACH_STATUS_SUCCESS && (rep.flags & ROCATTACH_REPORT_WATCHDOG);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_ATTACHED;
 		t->listener = true;

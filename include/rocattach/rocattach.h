@@ -121,6 +121,16 @@ enum rocattach_step {
  * the attacher dies during it, that thread stays blocked.
  */
 #define ROCATTACH_F_INJECT 0x2u
+/*
+ * A target whose listener is ROCm's (rocprofiler-register) has no watchdog of
+ * its own. By default such a target gets librocattach-watchdog loaded on its
+ * listener ($ROCATTACH_WATCHDOG, else beside this library, like the agent for
+ * ROCATTACH_F_INJECT): if the attacher dies before its detach, it calls that
+ * process's rocprofiler_register_detach (ROCATTACH_REPORT_WATCHDOG says it is
+ * armed). This flag loads nothing: then such a target keeps its tools attached
+ * if the attacher dies. Our agent's own watchdog is unaffected.
+ */
+#define ROCATTACH_F_NO_WATCHDOG 0x4u
 
 typedef struct rocattach_opts {
 	size_t size; /* sizeof(rocattach_opts_t) */

@@ -12,14 +12,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,12 +25,8 @@
 
 #include "agent/agent.h"
 #include "common/envbuf.h"
+#include "common/owner.h"
 #include "common/protocol.h"
-
-#define OWNER_POLL_MS 250 /* liveness poll where pidfd_open is missing (Linux < 5.3) */
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434 /* the same number on every architecture */
-#endif
 
 /*
  * The attacher of the current attach. owner_next is what the watchdog must
@@ -46,45 +40,10 @@ static int wd_wake = -1; /* eventfd: owner_next changed */
 static bool wd_started;
 static struct owner wd_cur = {.fd = -1}; /* the watchdog's own copy */
 
-/*
- * 1: pid runs and started at start (clock ticks since boot, /proc/PID/stat
- * field 22); 0: it is gone, a zombie, or another process now has its pid;
- * -1: cannot tell (no /proc in our root).
- */
-static int owner_alive_proc(pid_t pid, unsigned long long start)
-{
-	unsigned long long st;
-	char path[64], buf[1024], *p;
-	int fd, field;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT && !access("/proc/self/stat", F_OK) ? 0 : -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n == 0 || errno == ESRCH ? 0 : -1;
-	buf[n] = '\0';
-	/* comm may hold spaces and ')': count fields from the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return p ? 0 : -1;
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &st) != 1)
-		return -1;
-	return st == start;
-}
-
+/* Our agent's view of an attacher (agent.h) over the shared liveness checks. */
 static bool owner_alive(const struct owner *o)
 {
-	int r = owner_alive_proc(o->pid, o->start);
-
-	if (r >= 0)
-		return r;
-	return !(kill(o->pid, 0) && errno == ESRCH);
+	return ra_owner_alive(o->pid, o->start);
 }
 
 static int owner_match(const char *name, const char *value, void *arg)
@@ -114,11 +73,7 @@ void owner_from_env(const char *env, size_t envlen, struct owner *o)
 	}
 	o->pid = (pid_t)pid;
 	o->start = start;
-	o->fd = (int)syscall(SYS_pidfd_open, o->pid, 0);
-	if (o->fd < 0)
-		o->dead = errno == ESRCH || !owner_alive(o);
-	else if (owner_alive_proc(o->pid, start) == 0)
-		o->dead = true;
+	o->fd = ra_owner_open(o->pid, start, &o->dead);
 	dbg("attacher %d (start %llu)%s", (int)o->pid, start, o->dead ? " is already gone" : "");
 }
 
@@ -146,24 +101,7 @@ static unsigned int wd_adopt(unsigned int gen)
 /* Wait until the owner ends (true) or owner_set changes it (false). */
 static bool wd_wait(void)
 {
-	struct pollfd p[2] = {{wd_wake, POLLIN, 0}, {wd_cur.fd, POLLIN, 0}};
-	int timeout = wd_cur.pid && wd_cur.fd < 0 ? OWNER_POLL_MS : -1;
-	uint64_t v;
-	int n;
-
-	if (wd_cur.pid && wd_cur.dead)
-		return true;
-	n = poll(p, wd_cur.pid ? 2 : 1, timeout);
-	if (n < 0)
-		return false;
-	if (p[0].revents) {
-		if (read(wd_wake, &v, sizeof(v)) < 0)
-			dbg("watchdog: eventfd read: %s", strerror(errno));
-		return false;
-	}
-	if (p[1].revents)
-		return true;
-	return n == 0 && !owner_alive(&wd_cur);
+	return ra_owner_wait(wd_wake, wd_cur.pid, wd_cur.start, wd_cur.fd, wd_cur.dead) == 1;
 }
 
 /*

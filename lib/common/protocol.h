@@ -48,6 +48,33 @@
 #define RA_AGENT_TOOL_OUTCOME "rocattach_agent_tool_outcome"
 
 /*
+ * Ours: the watchdog for ROCm's target side (librocattach-watchdog), loaded
+ * into such a process on its listener by the attacher. Instead of ROCm's
+ * entry points the attacher calls these on the listener; they call ROCm's
+ * and watch the attacher meanwhile:
+ *   int RA_WATCHDOG_ATTACH(struct ra_watchdog_call *c): c->attach_fn(c->env,
+ *   c->path) and, if that returns 0, from then on watch the owner: when it
+ *   ends while armed, c->detach_fn() is called on the watchdog's thread;
+ *   int RA_WATCHDOG_DETACH(void): the detach_fn of the last attach, and the
+ *   watch ends.
+ * Both return the entry point's value unchanged.
+ */
+#define RA_WATCHDOG_PREFIX "librocattach-watchdog.so"
+#define RA_WATCHDOG_SONAME "librocattach-watchdog.so.0"
+#define RA_WATCHDOG_ATTACH "rocattach_watchdog_attach"
+#define RA_WATCHDOG_DETACH "rocattach_watchdog_detach"
+#define RA_WATCHDOG_THREAD "rocattach-wd" /* its thread's name */
+
+/* The attach call's argument, in the target's memory (written by the attacher). */
+struct ra_watchdog_call {
+	unsigned long long env, path;		   /* rocprofiler_register_attach's arguments */
+	unsigned long long attach_fn, detach_fn;   /* ROCm's entry points */
+	unsigned long long owner_pid, owner_start; /* the attacher (ROCP_ATTACH_OWNER's two) */
+	int armed;				   /* out: 1 if the owner is watched now */
+	int err; /* out: why not (errno), 0 if armed or the attach failed */
+};
+
+/*
  * Variables the attacher adds to the environment buffer for our agent only
  * (never sent to ROCm's side, which would keep them in the application's
  * environment); our agent reads them from the buffer and never sets them.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rocattach-mpi on both target sides under a real mpirun on this machine: ROCm's
 # (the test double tests/rocm/, librocprofiler-register.so.0: tool_attach inside the
-# attach call, no start time, no watchdog) and our agent, alone and mixed in one job.
+# attach call, no start time, no watchdog but ours, librocattach-watchdog) and our agent, alone and mixed in one job.
 # Windows open at the start time and close at the stop time by the tools' own clocks,
 # the report's times keep their promised order with the tools' records (tests/lib/windows.sh),
 # and no private variable reaches a target.
@@ -48,8 +48,9 @@ check "report: every target is ROCm's side, times are bounds" jq -e \
 	 and .attach.tool_ns_kind == "bound" and .detach.tool_ns_kind == "bound"
 	 and .window.kind == "lower-bound")' "$W/r1.json"
 check "report: skew basis is bounds" jq -e '.windows[0].skew.basis == "bounds"' "$W/r1.json"
-check "summary names the targets without a watchdog" grep -q \
-	"note: 6 targets run ROCm's target side, which has no watchdog" "$W/l1.out"
+check "report: every ROCm target had our watchdog" jq -e \
+	'[.windows[0].nodes[].targets[] | select(.watchdog)] | length == 6' "$W/r1.json"
+check "summary names no target without a watchdog" eval '! grep -q "without a watchdog" "$W/l1.out"'
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run </dev/null >"$W/d1.out" 2>&1
 check "dry-run shows the side" test "$(grep -cw rocm "$W/d1.out")" -eq 6
 
@@ -65,8 +66,8 @@ check "window 2's attach calls last less than 1 s" jq -e \
 check "window 2 starts 1.5 s after window 1's stop" jq -e \
 	'.windows[1].start_ns - .windows[0].stop_ns >= 1.5e9' "$W/r2.json"
 
-# 3. A signal the launcher can catch (SIGQUIT) mid-window: ROCm's side has no
-#    watchdog, so the launcher itself must detach every target before it exits.
+# 3. A signal the launcher can catch (SIGQUIT) mid-window: the launcher itself
+#    detaches every target before it exits.
 export ROCPROF_OUTPUT_PATH=$W/w3
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" --report "$W/r3.json" \
 	</dev/null >"$W/l3.out" 2>&1 &
@@ -80,6 +81,32 @@ wait "$mp"
 check "SIGQUIT: every ROCm target detached" test \
 	"$(cat "$W"/w3/*.log | grep -c '^tool_detach')" -eq 6
 check "SIGQUIT: report says interrupted (5)" jq -e '.exit_code == 5' "$W/r3.json"
+
+# 3b. The launcher killed with SIGKILL mid-window: the watchdogs we loaded into the
+#     ROCm-side targets (librocattach-watchdog) detach every one within 2 s.
+export ROCPROF_OUTPUT_PATH=$W/w3b
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" </dev/null >"$W/l3b.out" 2>&1 &
+mp=$!
+for _ in $(seq 200); do
+	[ "$(cat "$W"/w3b/*.log 2>/dev/null | grep -c '^tool_attach')" -ge 6 ] && break
+	sleep 0.05
+done
+killed=$(date +%s%N)
+pkill -KILL -f "^$LAUNCHER --mpirun-pid $JOB_PID"
+wait "$mp"
+check "SIGKILL: the window was open (6 attached, none detached yet)" test \
+	"$(cat "$W"/w3b/*.log | grep -c '^tool_attach') $(awk -v k="$killed" \
+	'/^tool_detach/ { for (i = 1; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) < k) n++ }
+	END { print n + 0 }' "$W"/w3b/*.log)" = "6 0"
+for _ in $(seq 60); do
+	[ "$(cat "$W"/w3b/*.log | grep -c '^tool_detach')" -ge 6 ] && break
+	sleep 0.05
+done
+check "SIGKILL: every ROCm target detached by its watchdog" test \
+	"$(cat "$W"/w3b/*.log | grep -c '^tool_detach')" -eq 6
+check "SIGKILL: each within 2 s of the kill" awk -v k="$killed" '/^tool_detach/ {
+	for (i = 1; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) - k > 2e9) bad = 1 }
+	END { exit bad }' "$W"/w3b/*.log
 kill "$JOB_PID" 2>/dev/null
 wait "$JOB_PID" 2>/dev/null
 

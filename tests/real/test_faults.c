@@ -560,6 +560,31 @@ static void maps_diff(pid_t pid)
 		fclose(f);
 }
 
+/*
+ * How a victim that is no longer alive ended (it is our child): its wait
+ * status, or its /proc state and threads if it is not reaped yet.
+ */
+static const char *how_it_ended(pid_t pid)
+{
+	static char why[512];
+	char cmd[160];
+	int st = 0;
+	pid_t w = waitpid(pid, &st, WNOHANG | __WALL);
+
+	if (w == pid && WIFSIGNALED(st))
+		snprintf(why, sizeof(why), "killed by SIG%s%s", sigabbrev_np(WTERMSIG(st)),
+			 WCOREDUMP(st) ? " (core dumped)" : "");
+	else if (w == pid && WIFEXITED(st))
+		snprintf(why, sizeof(why), "exited with %d", WEXITSTATUS(st));
+	else
+		snprintf(why, sizeof(why), "not reaped (waitpid %d): see its threads above",
+			 (int)w);
+	snprintf(cmd, sizeof(cmd), "grep -H . /proc/%d/stat /proc/%d/task/*/stat", pid, pid);
+	if (w != pid && system(cmd) < 0)
+		print_message("cannot list its threads\n");
+	return why;
+}
+
 static void test_fault_attacher_killed_at_random_points(void **state)
 {
 	const char *logtext;
@@ -590,7 +615,9 @@ static void test_fault_attacher_killed_at_random_points(void **state)
 		usleep(1000 + (useconds_t)(rand_r(&seed) % 20000));
 		kill(a, SIGKILL);
 		waitpid(a, NULL, 0);
-		assert_true(proc_alive(v.pid));
+		if (!proc_alive(v.pid))
+			fail_msg("round %d: the target died after its attacher was killed: %s", i,
+				 how_it_ended(v.pid));
 	}
 	/* The watchdog detaches what the last attacher left attached. */
 	usleep(300 * 1000);
@@ -657,31 +684,6 @@ static int app_parked(FILE *f, pid_t pid, const char *tid, void *arg)
 static int app_threads_parked(pid_t pid)
 {
 	return proc_each_task(pid, "comm", app_parked, NULL);
-}
-
-/*
- * How a victim that is no longer alive ended (it is our child): its wait
- * status, or its /proc state and threads if it is not reaped yet.
- */
-static const char *how_it_ended(pid_t pid)
-{
-	static char why[512];
-	char cmd[160];
-	int st = 0;
-	pid_t w = waitpid(pid, &st, WNOHANG | __WALL);
-
-	if (w == pid && WIFSIGNALED(st))
-		snprintf(why, sizeof(why), "killed by SIG%s%s", sigabbrev_np(WTERMSIG(st)),
-			 WCOREDUMP(st) ? " (core dumped)" : "");
-	else if (w == pid && WIFEXITED(st))
-		snprintf(why, sizeof(why), "exited with %d", WEXITSTATUS(st));
-	else
-		snprintf(why, sizeof(why), "not reaped (waitpid %d): see its threads above",
-			 (int)w);
-	snprintf(cmd, sizeof(cmd), "grep -H . /proc/%d/stat /proc/%d/task/*/stat", pid, pid);
-	if (w != pid && system(cmd) < 0)
-		print_message("cannot list its threads\n");
-	return why;
 }
 
 /*

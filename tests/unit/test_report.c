@@ -308,7 +308,7 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	buf = summary_of(&r);
 	assert_non_null(strstr(buf, "(2 targets, 1 from call bounds)"));
 	assert_non_null(strstr(buf, "OFF the planned length by more than 1% + 5 ms"));
-	assert_non_null(strstr(buf, "note: 1 target runs ROCm's target side, which has no "
+	assert_non_null(strstr(buf, "note: 1 target runs ROCm's target side without a "
 				    "watchdog"));
 	assert_non_null(strstr(buf, " n1:1\n"));
 	free(buf);
