@@ -37,6 +37,7 @@ enum {
 	AGENT_LAST_ERROR,
 	AGENT_FNS,
 	AGENT_TOOL_EVENT_NS = AGENT_FNS,
+	AGENT_CURRENT,
 	AGENT_SYMS
 };
 
@@ -54,9 +55,10 @@ struct session {
 	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	bool busy;		     /* an attach or detach is running on it */
 	bool attached;
-	uint64_t starttime; /* with pid, identifies the process */
-	pid_t tid;	    /* listener thread */
-	uint64_t tramp;	    /* AT_ENTRY */
+	uint64_t attached_ns; /* CLOCK_REALTIME when its attach returned */
+	uint64_t starttime;   /* with pid, identifies the process */
+	pid_t tid;	      /* listener thread */
+	uint64_t tramp;	      /* AT_ENTRY */
 	struct entry ep;
 	pid_t *tree; /* recorded by attach_tree on its root */
 	size_t tree_n;
@@ -68,7 +70,11 @@ struct op {
 	struct ra_err e;
 	rocattach_report_t rep;
 	uint64_t t_step;
+	uint64_t starttime; /* of the target, once known */
 };
+
+/* rocattach_opts_t.call_timeout_ms 0 means this. */
+#define RA_CALL_TIMEOUT_MS 10000u
 
 struct prepared {
 	struct ra_toollist tools;
@@ -91,6 +97,7 @@ struct lookup {
 	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	struct entry ep;
 	char object[512];
+	char stuck[160]; /* a call left running after its deadline, "" if none */
 };
 
 /* session_api.c: close the running step of op; its time goes to step_ns[step]. */
@@ -121,6 +128,16 @@ int ra_find_target(struct session *s, struct prepared *p, struct ra_err *e);
 void ra_keep_stack(struct session *s, const struct ra_remote *r);
 /* ROCm's side of pid: its tools were loaded ahead. */
 void ra_lookup_mark_preloaded(pid_t pid, uint64_t starttime);
+/*
+ * A call into pid's listener outlived its deadline and was left running
+ * (what: the call, as said in the error). Until the listener is seen back in
+ * the park, ra_check_stuck refuses it: non-zero with e set.
+ */
+void ra_lookup_mark_stuck(pid_t pid, uint64_t starttime, const char *what);
+int ra_check_stuck(const struct session *s, struct ra_err *e);
+/* Stopped (group-stop, State T)? Non-zero with e set; attaching: before it, else during the window.
+ */
+int ra_check_stopped(pid_t pid, const struct ra_stat *st, bool attaching, struct ra_err *e);
 
 /*
  * session_drive.c: one attach or detach of s, prepared and driven. 0, or
