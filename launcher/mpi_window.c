@@ -81,7 +81,9 @@ static void pick_start(struct ctx *c, uint64_t earliest, uint64_t when[2])
 
 static struct rn_pool_opts pool_opts(const struct ctx *c)
 {
-	struct rn_pool_opts p = {.tools = c->o.tools, .inject = c->o.inject};
+	struct rn_pool_opts p = {.tools = c->o.tools,
+				 .inject = c->o.inject,
+				 .call_timeout_ms = (unsigned)c->o.call_timeout_ms};
 
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
@@ -135,7 +137,7 @@ static void watch_job(struct ctx *c)
 {
 	int32_t one = 1;
 
-	if (!c->watch || c->gone_told || rn_watch_alive(c->watch))
+	if (!c->watch || c->gone_told || rn_watch_mark(c->watch, c->t, c->n))
 		return;
 	c->gone_told = true;
 	if (c->rank == 0) {

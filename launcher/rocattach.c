@@ -20,6 +20,7 @@
 
 #include "cli_opts.h"
 #include "common/clock.h"
+#include "common/procfs.h"
 
 static void log_to_stderr(int level, const char *msg, void *user)
 {
@@ -79,38 +80,88 @@ static int hold_window(int sfd, long long duration_ms)
 	}
 }
 
-/* --inject is the library's ROCATTACH_F_INJECT, for the root and every descendant. */
-static int attach(const struct cli_opts *o)
+/*
+ * --inject is the library's ROCATTACH_F_INJECT, for the root and every
+ * descendant. rep: the root's report.
+ */
+static int attach(const struct cli_opts *o, rocattach_report_t *rep)
 {
-	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools};
+	rocattach_opts_t ro = {.size = sizeof(ro),
+			       .tool_libraries = o->tools,
+			       .call_timeout_ms = (uint32_t)o->call_timeout_ms};
 
 	if (o->inject)
 		ro.flags |= ROCATTACH_F_INJECT;
-	return o->children ? rocattach_attach_tree_ex(o->pid, &ro, NULL)
-			   : rocattach_attach_ex(o->pid, &ro, NULL);
+	return o->children ? rocattach_attach_tree_ex(o->pid, &ro, rep)
+			   : rocattach_attach_ex(o->pid, &ro, rep);
 }
 
-static int detach(const struct cli_opts *o)
+/* What makes a failed call need seeing to (exit 4), beyond a plain failure. */
+#define HARM (ROCATTACH_REPORT_STOPPED | ROCATTACH_REPORT_TIMED_OUT | ROCATTACH_REPORT_KILLED)
+
+static bool stopped(pid_t pid)
 {
-	return o->children ? rocattach_detach_tree(o->pid) : rocattach_detach(o->pid);
+	struct ra_stat st;
+
+	return !ra_stat_read(NULL, pid, &st) && st.state == 'T';
+}
+
+/*
+ * A stopped root is detached once it resumes: waited for up to the call
+ * timeout (a signal ends the wait), then tried anyway, which fails saying
+ * its tools are still attached.
+ */
+static void wait_resumed(const struct cli_opts *o, int sfd)
+{
+	long long deadline = now_ms() + o->call_timeout_ms;
+	struct pollfd p = {sfd, POLLIN, 0};
+
+	if (!stopped(o->pid))
+		return;
+	fprintf(stderr,
+		"rocattach: process %d is stopped: waiting up to %.1f s for it to resume "
+		"(kill -CONT %d) to detach\n",
+		o->pid, (double)o->call_timeout_ms / 1e3, o->pid);
+	while (stopped(o->pid) && now_ms() < deadline)
+		if (poll(&p, 1, 20) > 0)
+			break;
+}
+
+/* The exit code of a detach that failed: the target needs seeing to, or it just failed. */
+static int detach(const struct cli_opts *o, int sfd)
+{
+	rocattach_opts_t ro = {.size = sizeof(ro), .call_timeout_ms = (uint32_t)o->call_timeout_ms};
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	int st;
+
+	wait_resumed(o, sfd);
+	if (o->children)
+		st = rocattach_detach_tree(o->pid);
+	else
+		st = rocattach_detach_ex(o->pid, &ro, &rep);
+	if (st == ROCATTACH_STATUS_SUCCESS)
+		return CLI_EXIT_OK;
+	return (rep.flags & HARM) || stopped(o->pid) ? CLI_EXIT_PARTIAL : CLI_EXIT_DETACH;
 }
 
 static int attach_hold_detach(const struct cli_opts *o)
 {
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
+	rocattach_report_t rep = {.size = sizeof(rep)};
 
 	if (sfd < 0) {
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
 		return CLI_EXIT_ATTACH;
 	}
-	st = attach(o);
+	st = attach(o, &rep);
 	if (st != ROCATTACH_STATUS_SUCCESS) {
 		/*
 		 * The library has logged one line per failure. With children, a
-		 * root that attached makes this a partial success.
+		 * root that attached makes this a partial success. A root that
+		 * was killed, stopped, or stuck in a call needs seeing to: 4.
 		 */
 		if (!rocattach_is_attached(o->pid))
-			return CLI_EXIT_ATTACH;
+			return (rep.flags & HARM) ? CLI_EXIT_PARTIAL : CLI_EXIT_ATTACH;
 		code = CLI_EXIT_PARTIAL;
 	}
 	fprintf(stderr, "rocattach: attached to process %d%s; %s\n", o->pid,
@@ -120,8 +171,9 @@ static int attach_hold_detach(const struct cli_opts *o)
 	sig = hold_window(sfd, o->duration_ms);
 	if (sig)
 		fprintf(stderr, "rocattach: %s received, detaching\n", strsignal(sig));
-	if (detach(o) != ROCATTACH_STATUS_SUCCESS)
-		return CLI_EXIT_DETACH;
+	st = detach(o, sfd);
+	if (st != CLI_EXIT_OK)
+		return st;
 	fprintf(stderr, "rocattach: detached from process %d\n", o->pid);
 	return code;
 }
