@@ -107,7 +107,8 @@ static void hang(int side, const char *mode, const char *tool_fn)
 	assert_true(took >= 500 * MS && took < 3000 * MS);
 	assert_true(rep.flags & ROCATTACH_REPORT_TIMED_OUT);
 	assert_non_null(strstr(rep.message, "did not return within 0.5 s"));
-	/* Our agent names the tool's function once it exports what it runs; else the entry point. */
+	/* Our agent names the tool's function once it exports what it runs; else the entry point.
+	 */
 	assert_true(strstr(rep.message, tool_fn) ||
 		    strstr(rep.message, "rocprofiler_register_attach"));
 	assert_int_equal(proc_tracer(v.pid), 0);
@@ -324,8 +325,8 @@ static void test_harm_cli_one_line_exit_4(void **state)
 	for (int side = 0; side < 2; side++) {
 		assert_int_equal(victim_start(&v, sides[side]), 0);
 		snprintf(pid, sizeof(pid), "%d", v.pid);
-		const char *args[] = {"-p", pid,	    "-t", RA_FAULT_TOOL,
-				      "-d", "1000", "--call-timeout", "500", NULL};
+		const char *args[] = {
+		    "-p", pid, "-t", RA_FAULT_TOOL, "-d", "1000", "--call-timeout", "500", NULL};
 		setenv("ROCP_FAULT_TOOL", "attach-hang", 1);
 		assert_int_equal(cli_run(args, 0, errbuf, sizeof(errbuf)), 4);
 		unsetenv("ROCP_FAULT_TOOL");
