@@ -334,8 +334,12 @@ int rm_take_signal(struct ctx *c)
 	struct signalfd_siginfo si;
 	uint64_t now = ra_monotonic_ns();
 	bool resumed = c->last_look_ns && now - c->last_look_ns > RESUME_GAP_NS;
+	int held = c->held_sig;
 
 	c->last_look_ns = now;
+	c->held_sig = 0;
+	if (held)
+		return held;
 	while (read(c->sfd, &si, sizeof(si)) == sizeof(si))
 		if (si.ssi_signo != SIGCONT || !resumed)
 			return (int)si.ssi_signo;

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,63 @@ static int detach(const struct cli_opts *o, int sfd)
 	return (rep.flags & HARM) || stopped(o->pid) ? CLI_EXIT_PARTIAL : CLI_EXIT_DETACH;
 }
 
+struct attach_job {
+	const struct cli_opts *o;
+	rocattach_report_t *rep;
+	int st;
+	int done[2];
+};
+
+static void *attach_job_run(void *arg)
+{
+	struct attach_job *j = arg;
+
+	j->st = attach(j->o, j->rep);
+	if (write(j->done[1], "x", 1) < 0) {
+		/* The joiner still joins. */
+	}
+	return NULL;
+}
+
+/*
+ * The attach runs on a helper thread while this one answers SIGINT/SIGTERM:
+ * every call has its deadline (--call-timeout), but a signal is said at
+ * once, and the window it ends is then skipped. *sig: that signal, or 0.
+ */
+static int attach_answering(const struct cli_opts *o, rocattach_report_t *rep, int sfd, int *sig)
+{
+	struct attach_job j = {o, rep, 0, {-1, -1}};
+	struct pollfd f[2] = {{-1, POLLIN, 0}, {sfd, POLLIN, 0}};
+	struct signalfd_siginfo si;
+	pthread_t th;
+	int nfds = 2;
+
+	*sig = 0;
+	if (pipe(j.done))
+		return attach(o, rep);
+	if (pthread_create(&th, NULL, attach_job_run, &j)) {
+		close(j.done[0]);
+		close(j.done[1]);
+		return attach(o, rep);
+	}
+	f[0].fd = j.done[0];
+	while (poll(f, (nfds_t)nfds, -1) >= 0 && !(f[0].revents & POLLIN)) {
+		if (nfds < 2 || !(f[1].revents & POLLIN) ||
+		    read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		*sig = (int)si.ssi_signo;
+		nfds = 1;
+		fprintf(stderr,
+			"rocattach: %s received during the attach: detaching as soon as it "
+			"returns (within --call-timeout %lld ms)\n",
+			strsignal(*sig), o->call_timeout_ms);
+	}
+	pthread_join(th, NULL);
+	close(j.done[0]);
+	close(j.done[1]);
+	return j.st;
+}
+
 static int attach_hold_detach(const struct cli_opts *o)
 {
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
@@ -153,7 +211,7 @@ static int attach_hold_detach(const struct cli_opts *o)
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
 		return CLI_EXIT_ATTACH;
 	}
-	st = attach(o, &rep);
+	st = attach_answering(o, &rep, sfd, &sig);
 	if (st != ROCATTACH_STATUS_SUCCESS) {
 		/*
 		 * The library has logged one line per failure. With children, a
@@ -168,7 +226,8 @@ static int attach_hold_detach(const struct cli_opts *o)
 		o->children ? " and its descendants" : "",
 		o->duration_ms >= 0 ? "detaching when the duration ends or on SIGINT/SIGTERM"
 				    : "press Enter (on a terminal) or Ctrl-C to detach");
-	sig = hold_window(sfd, o->duration_ms);
+	if (!sig)
+		sig = hold_window(sfd, o->duration_ms);
 	if (sig)
 		fprintf(stderr, "rocattach: %s received, detaching\n", strsignal(sig));
 	st = detach(o, sfd);

@@ -8,6 +8,7 @@
  * attached (died_attached in the node layer), and the CLI's one line and
  * exit 4. Every victim is a child of this test: nothing else is touched.
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,6 +363,52 @@ static void test_harm_cli_one_line_exit_4(void **state)
 	}
 }
 
+/*
+ * A signal during an attach that hangs is answered at once (one line), and
+ * the run ends when the call's deadline has passed: no wait without an end.
+ */
+static void test_harm_cli_answers_sigterm_during_attach(void **state)
+{
+	char pid[16], got[4096] = "";
+	unsigned long long t0;
+	struct victim v;
+	size_t len = 0;
+	int fd;
+
+	(void)state;
+	assert_int_equal(victim_start(&v, &agent_side), 0);
+	snprintf(pid, sizeof(pid), "%d", v.pid);
+	const char *args[] = {"-p", pid, "-t", RA_FAULT_TOOL, "--call-timeout", "3000", NULL};
+	setenv("ROCP_FAULT_TOOL", "attach-hang", 1);
+	pid_t cli = cli_spawn(args, 0, &fd);
+	unsetenv("ROCP_FAULT_TOOL");
+	usleep(500 * 1000);
+	t0 = realtime_ns();
+	kill(cli, SIGTERM);
+	while (!strstr(got, "received during the attach") && realtime_ns() - t0 < 1000 * MS) {
+		struct pollfd p = {fd, POLLIN, 0};
+		ssize_t n;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = read(fd, got + len, sizeof(got) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		got[len] = '\0';
+	}
+	print_message("after %.3f s: %s", (double)(realtime_ns() - t0) / 1e9, got);
+	assert_non_null(strstr(got, "received during the attach"));
+	assert_true(realtime_ns() - t0 < 1000 * MS);
+	assert_int_equal(cli_finish(cli, fd, errbuf, sizeof(errbuf)), 4);
+	print_message("%s", errbuf);
+	assert_true(realtime_ns() - t0 < 5000 * MS);
+	assert_non_null(strstr(errbuf, "did not return within 3.0 s"));
+	assert_int_equal(proc_tracer(v.pid), 0);
+	assert_unharmed(&v, true);
+	victim_stop(&v);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -381,6 +428,7 @@ int main(void)
 	    cmocka_unit_test(test_harm_stopped_in_window),
 	    cmocka_unit_test(test_harm_stopped_in_window_resumes),
 	    cmocka_unit_test(test_harm_cli_one_line_exit_4),
+	    cmocka_unit_test(test_harm_cli_answers_sigterm_during_attach),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
