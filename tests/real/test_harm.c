@@ -138,6 +138,73 @@ static void test_harm_tool_attach_never_returns(void **state)
 		hang(side, "attach-hang", "tool_attach");
 }
 
+/*
+ * A tool_detach that never returns: that target's detach fails after the
+ * deadline (timed_out), the other target is detached on time; both run on,
+ * untraced.
+ */
+static void test_harm_tool_detach_never_returns(void **state)
+{
+	struct rn_pool_opts o = {.call_timeout_ms = 500};
+	rocattach_report_t rep;
+	struct rn_target t[2];
+	struct victim v[2];
+	uint64_t t0, took;
+
+	(void)state;
+	for (int side = 0; side < 2; side++) {
+		memset(t, 0, sizeof(t));
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(victim_start(&v[i], sides[side]), 0);
+			assert_int_equal(attach_with(v[i].pid, i ? "" : "detach-hang", 5000, &rep),
+					 ROCATTACH_STATUS_SUCCESS);
+			t[i].pid = t[i].nspid = v[i].pid;
+			t[i].rank = -1;
+			t[i].state = RN_ATTACHED;
+		}
+		t0 = realtime_ns();
+		rn_detach_all(t, 2, &o);
+		took = realtime_ns() - t0;
+		print_message("%s side: %s (%.3f s)\n", side_names[side], t[0].message,
+			      (double)took / 1e9);
+		assert_int_equal(t[0].state, RN_DETACH_FAILED);
+		assert_true(t[0].timed_out);
+		assert_non_null(strstr(t[0].message, "did not return within 0.5 s"));
+		assert_true(took >= 500 * MS && took < 3000 * MS);
+		assert_int_equal(t[1].state, RN_DETACHED);
+		assert_true(t[1].detach_end_ns - t0 < 400 * MS);
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(proc_tracer(v[i].pid), 0);
+			assert_unharmed(&v[i], true);
+			victim_stop(&v[i]);
+		}
+	}
+}
+
+/* The wait for a start or stop time is not counted against the call's deadline. */
+static void test_harm_deadline_counts_from_the_start_time(void **state)
+{
+	rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = RA_FAULT_TOOL};
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	struct victim v;
+
+	(void)state;
+	for (int side = 0; side < 2; side++) {
+		assert_int_equal(victim_start(&v, sides[side]), 0);
+		o.call_timeout_ms = 300;
+		o.start_ns = realtime_ns() + 900 * MS;
+		o.stop_ns = 0;
+		assert_int_equal(rocattach_attach_ex(v.pid, &o, &rep), ROCATTACH_STATUS_SUCCESS);
+		assert_true(rep.end_ns >= o.start_ns);
+		o.start_ns = 0;
+		o.stop_ns = realtime_ns() + 900 * MS;
+		assert_int_equal(rocattach_detach_ex(v.pid, &o, &rep), ROCATTACH_STATUS_SUCCESS);
+		assert_true(rep.end_ns >= o.stop_ns);
+		assert_unharmed(&v, true);
+		victim_stop(&v);
+	}
+}
+
 static void stop_victim(pid_t pid)
 {
 	kill(pid, SIGSTOP);
@@ -422,6 +489,8 @@ int main(void)
 	    cmocka_unit_test(test_harm_tool_attach_segv),
 	    cmocka_unit_test(test_harm_configure_never_returns),
 	    cmocka_unit_test(test_harm_tool_attach_never_returns),
+	    cmocka_unit_test(test_harm_tool_detach_never_returns),
+	    cmocka_unit_test(test_harm_deadline_counts_from_the_start_time),
 	    cmocka_unit_test(test_harm_stopped_before_attach_refused),
 	    cmocka_unit_test(test_harm_killed_while_attached_died_attached),
 	    cmocka_unit_test(test_harm_watch_marks_died_attached),
