@@ -392,7 +392,7 @@ static int pass_stop(struct ra_remote *r, int status)
  * registers set). A timed call sleeps in the target until wake_ns: its
  * call starts then, and there is nothing to watch before.
  */
-static int start(struct ra_remote *r, bool sleep_until_wake)
+static int start(struct ra_remote *r)
 {
 	int ret;
 
@@ -402,8 +402,7 @@ static int start(struct ra_remote *r, bool sleep_until_wake)
 	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 	if (!ret && r->wake_ns > r->call_start_ns) {
 		/* A stop reported meanwhile (a signal) waits for us: the thread sleeps anyway. */
-		if (sleep_until_wake)
-			ra_sleep_until_realtime(r->wake_ns);
+		ra_sleep_until_realtime(r->wake_ns);
 		r->call_start_ns = r->wake_ns;
 	}
 	return ret;
@@ -531,7 +530,7 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 
 	if (syscall(SYS_tgkill, r->pid, r->tid, RA_PARK_SIG))
 		return errno == ESRCH ? gone(r, "during a remote call") : -errno;
-	ret = start(r, false);
+	ret = start(r);
 	while (!ret) {
 		ret = wait_until(r, &status, call_deadline(r), max_nap);
 		if (ret == 0)
@@ -578,7 +577,7 @@ static int run_to_park(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
 	err = ra_setregs(r->tid, regs, r->e);
 	if (!err && r->sigpark)
 		err = sigpark_wait(r, regs, &have_regs);
-	else if (!err && !(err = start(r, true)))
+	else if (!err && !(err = start(r)))
 		err = watch_park(r);
 	if (!err && !have_regs)
 		err = ra_getregs(r->tid, regs, r->e);
