@@ -244,6 +244,65 @@ static void test_harm_stopped_before_attach_refused(void **state)
 	}
 }
 
+/*
+ * Stopped during the attach (the check before it passed): the tool's
+ * threads freeze with the process. The attach either completes (the tool
+ * ran on the listener, which ptrace keeps running) or its deadline abandons
+ * it; either way within the deadline plus slack, nothing traced, the
+ * process still stopped, and fine once resumed.
+ */
+static void test_harm_stops_during_attach(void **state)
+{
+	const char *env[] = {"ROCPROF_EXAMPLE_TOOL_ATTACH_MS=400", NULL};
+	rocattach_opts_t o = {
+	    .size = sizeof(o), .tool_libraries = RA_TOOL_PATH, .env = env, .call_timeout_ms = 1000};
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	unsigned long long t0, took;
+	rocattach_status_t st;
+	struct victim v;
+	pid_t helper;
+
+	(void)state;
+	for (int run = 0; run < 4; run++) {
+		int side = run % 2;
+
+		/* Runs 2 and 3 with a start time: the hand-over waits in the target for it. */
+		o.start_ns = run >= 2 ? realtime_ns() + 300 * MS : 0;
+		assert_int_equal(victim_start(&v, sides[side]), 0);
+		helper = fork();
+		if (helper == 0) {
+			usleep(150 * 1000);
+			kill(v.pid, SIGSTOP);
+			_exit(0);
+		}
+		t0 = realtime_ns();
+		st = rocattach_attach_ex(v.pid, &o, &rep);
+		took = realtime_ns() - t0;
+		waitpid(helper, NULL, 0);
+		print_message("%s side: status %d flags %#x (%.3f s): %s\n", side_names[side], st,
+			      rep.flags, (double)took / 1e9, rep.message);
+		assert_true(took < 3000 * MS);
+		assert_true(st == ROCATTACH_STATUS_SUCCESS ||
+			    (rep.flags & ROCATTACH_REPORT_TIMED_OUT));
+		assert_int_equal(proc_tracer(v.pid), 0);
+		assert_int_equal(proc_state(v.pid), 'T');
+		kill(v.pid, SIGCONT);
+		/* Abandoned: once resumed the call ends in the park, and the target attaches again.
+		 */
+		for (int i = 0; i < 40 && st != ROCATTACH_STATUS_SUCCESS; i++) {
+			usleep(50 * 1000);
+			o.start_ns = 0;
+			st = rocattach_attach_ex(v.pid, &o, &rep);
+			print_message("  again: %d %s\n", st, rep.message);
+		}
+		assert_int_equal(st, ROCATTACH_STATUS_SUCCESS);
+		assert_int_equal(rocattach_detach(v.pid), ROCATTACH_STATUS_SUCCESS);
+		assert_int_equal(proc_tracer(v.pid), 0);
+		assert_unharmed(&v, true);
+		victim_stop(&v);
+	}
+}
+
 /* Two targets through the node layer, attached with the fault tool and no knob. */
 static void pool_attach_two(struct victim *v, struct rn_target *t, int side)
 {
@@ -492,6 +551,7 @@ int main(void)
 	    cmocka_unit_test(test_harm_tool_detach_never_returns),
 	    cmocka_unit_test(test_harm_deadline_counts_from_the_start_time),
 	    cmocka_unit_test(test_harm_stopped_before_attach_refused),
+	    cmocka_unit_test(test_harm_stops_during_attach),
 	    cmocka_unit_test(test_harm_killed_while_attached_died_attached),
 	    cmocka_unit_test(test_harm_watch_marks_died_attached),
 	    cmocka_unit_test(test_harm_stopped_in_window),
