@@ -4,7 +4,8 @@
 # stopped ranks are refused (exit 4) while the others' windows keep their length; a
 # rank stopped during the window is reported stopped with its tools attached, the
 # launcher ending on time; a tool that crashes its targets fails them with the signal
-# named. Every case names its own job by its mpirun.
+# named; a SIGTERM while every attach hangs in the tool is answered at once. Every case
+# names its own job by its mpirun.
 B=${1:?usage: test_harm.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-harm-test.XXXXXX)
@@ -91,6 +92,33 @@ check "crashing tool: a target attach-failed with the signal, none called exited
 	 and all(.state == "attach-failed")' "$W/r3.json"
 check "crashing tool: the summary says the signal in one line" grep -q \
 	"attach-failed: process [0-9]* was killed by SIGSEGV during the attach call" "$W/l3.out"
+wait "$JOB_PID" 2>/dev/null
+
+echo "== 4. SIGTERM while the attaches hang in the tool: answered at once, ended by the deadline"
+start_both "$W/job4.out" || exit 1
+export ROCPROF_OUTPUT_PATH=$W/w4
+# A singleton launcher (no mpirun of its own): the signal goes to it alone.
+ROCP_FAULT_TOOL=attach-hang "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$FAULT_TOOL" -d 5000 \
+	--call-timeout 3000 --report "$W/r4.json" </dev/null >"$W/l4.out" 2>&1 &
+L=$!
+CHILDREN+=("$L")
+sleep 1.5
+T0=$(now)
+kill -TERM "$L"
+for _ in $(seq 40); do grep -q "SIGTERM received during the attaches" "$W/l4.out" && break; sleep 0.05; done
+check "hung attaches: SIGTERM answered within 2 s" elapsed_below "$T0" 2
+check "hung attaches: the line says so" grep -q "SIGTERM received during the attaches" "$W/l4.out"
+wait "$L"
+rc=$?
+check "hung attaches: ended within the deadline and slack" elapsed_below "$T0" 8
+check "hung attaches: exit 5, interrupted (got $rc)" test "$rc" -eq 5
+check "hung attaches: every target failed, timed out" jq -e \
+	'[.windows[0].nodes[].targets[] | .state == "attach-failed" and .timed_out] == [true,true,true,true]' \
+	"$W/r4.json"
+for p in $(job_ranks "$JOB_PID"); do
+	check "hung attaches: rank $p alive, untraced" grep -q "TracerPid:	0" "/proc/$p/status"
+done
+kill -TERM "$JOB_PID"
 wait "$JOB_PID" 2>/dev/null
 rm -rf "$W"
 finish
