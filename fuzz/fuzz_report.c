@@ -70,7 +70,7 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	take_str(r, t->topo.numa, sizeof(t->topo.numa));
 	take_str(r, t->topo.gpus, sizeof(t->topo.gpus));
 	t->topo.n_cpus = (int)take(r, 4);
-	t->state = (enum rn_state)(take(r, 1) % (RN_EXITED + 1));
+	t->state = (enum rn_state)(take(r, 1) % (RN_DIED_ATTACHED + 1));
 	t->status = (rocattach_status_t)(take(r, 1) % ROCATTACH_STATUS_LAST);
 	t->agent_status = (int)take(r, 4);
 	t->windows = (int)take(r, 1);
@@ -84,6 +84,9 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	t->attach_tool_bound = t->detach_tool_bound = take(r, 1) & 1;
 	t->side = (int)take(r, 1) % (ROCATTACH_SIDE_ROCM + 1);
 	take_str(r, t->message, sizeof(t->message));
+	t->died_ns = take_time(r);
+	t->signal = (int)take(r, 1);
+	t->timed_out = take(r, 1) & 1;
 }
 
 struct world {

@@ -143,7 +143,7 @@ static int env_defaults(struct cli_opts *o, char *err, size_t len)
 	return 0;
 }
 
-enum { OPT_CHILDREN = 256, OPT_VERSION, OPT_INJECT };
+enum { OPT_CHILDREN = 256, OPT_VERSION, OPT_INJECT, OPT_CALL_TIMEOUT };
 
 static const struct option long_opts[] = {
     {"pid", required_argument, NULL, 'p'},
@@ -152,6 +152,7 @@ static const struct option long_opts[] = {
     {"attach-duration-msec", required_argument, NULL, 'd'},
     {"attach-children", required_argument, NULL, OPT_CHILDREN},
     {"inject", no_argument, NULL, OPT_INJECT},
+    {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -184,6 +185,9 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 	case OPT_INJECT:
 		o->inject = true;
 		return 0;
+	case OPT_CALL_TIMEOUT:
+		return cli_parse_ms(optarg, 1, CLI_MAX_CALL_TIMEOUT_MS, "--call-timeout",
+				    &o->call_timeout_ms, err, len);
 	}
 	return 1; /* '?' or ':': cli_bad_option says which */
 }
@@ -195,6 +199,7 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t 
 	memset(o, 0, sizeof(*o));
 	o->duration_ms = -1;
 	o->children = true;
+	o->call_timeout_ms = CLI_CALL_TIMEOUT_MS;
 	err[0] = '\0';
 	if (env_defaults(o, err, len))
 		return -1;

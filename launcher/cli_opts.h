@@ -9,11 +9,17 @@
 
 /* Exit codes of `rocattach`, documented in the README and --help. */
 enum cli_exit {
-	CLI_EXIT_OK = 0,      /* attached and detached */
-	CLI_EXIT_ATTACH = 1,  /* the attach failed: nothing is attached */
-	CLI_EXIT_USAGE = 2,   /* bad command line or environment */
-	CLI_EXIT_DETACH = 3,  /* attached, but the detach failed */
-	CLI_EXIT_PARTIAL = 4, /* attached, but a tool of the list or a descendant failed */
+	CLI_EXIT_OK = 0,     /* attached and detached */
+	CLI_EXIT_ATTACH = 1, /* the attach failed: nothing is attached */
+	CLI_EXIT_USAGE = 2,  /* bad command line or environment */
+	CLI_EXIT_DETACH = 3, /* attached, but the detach failed */
+	/*
+	 * Tree: the root attached, some descendants failed; a library of the
+	 * tool list failed while the others attached; or the target was
+	 * harmed or needs seeing to: killed by a signal during a call, stopped,
+	 * a call that did not return in time, died with its tools attached.
+	 */
+	CLI_EXIT_PARTIAL = 4,
 };
 
 struct cli_opts {
@@ -21,7 +27,8 @@ struct cli_opts {
 	const char *tools;     /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
 	long long duration_ms; /* -1: until Enter (on a terminal) or a signal */
 	bool children;
-	bool inject; /* --inject: load the agent into targets without a listener */
+	bool inject;		   /* --inject: load the agent into targets without a listener */
+	long long call_timeout_ms; /* --call-timeout: the longest one remote call may take */
 	int verbose;
 	bool help, version;
 };
@@ -44,6 +51,10 @@ int cli_parse_ll(const char *s, long long min, long long max, long long *out);
  * certainly a unit mistake (the unit is ms).
  */
 #define CLI_MAX_DURATION_MS (7LL * 24 * 3600 * 1000)
+
+/* --call-timeout of both programs: its default and its bounds (ms). */
+#define CLI_CALL_TIMEOUT_MS 10000LL
+#define CLI_MAX_CALL_TIMEOUT_MS (24LL * 3600 * 1000)
 
 /*
  * Whole milliseconds from min to max given by `from` (an option or a

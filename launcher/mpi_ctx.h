@@ -146,6 +146,7 @@ struct ctx {
 	int sfd;	       /* signalfd of the window-ending signals, -1 if it failed */
 	int sfd_errno;	       /* why it failed */
 	uint64_t last_look_ns; /* CLOCK_MONOTONIC of the last look at them (0: none yet) */
+	int held_sig; /* taken while the attaches or detaches ran: rm_take_signal gives it first */
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 (all along) */
 	int gones_sent;		/* GONE messages */

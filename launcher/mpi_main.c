@@ -334,8 +334,12 @@ int rm_take_signal(struct ctx *c)
 	struct signalfd_siginfo si;
 	uint64_t now = ra_monotonic_ns();
 	bool resumed = c->last_look_ns && now - c->last_look_ns > RESUME_GAP_NS;
+	int held = c->held_sig;
 
 	c->last_look_ns = now;
+	c->held_sig = 0;
+	if (held)
+		return held;
 	while (read(c->sfd, &si, sizeof(si)) == sizeof(si))
 		if (si.ssi_signo != SIGCONT || !resumed)
 			return (int)si.ssi_signo;
@@ -395,7 +399,8 @@ static bool first_tool_failure(const struct rm_run *r, struct rn_target *out)
 
 static int exit_code(struct ctx *c, char *reason, size_t len)
 {
-	size_t failed = rm_count_failures(&c->run);
+	size_t failed = rm_count_failures(&c->run), lived;
+	size_t died = rm_died_attached(&c->run, &lived, NULL, NULL);
 
 	c->run.stop_reason = c->run_stop      ? c->run_stop
 			     : c->interrupted ? "interrupted"
@@ -415,6 +420,12 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	}
 	if (failed) {
 		snprintf(reason, len, "%zu target%s failed", failed, failed == 1 ? "" : "s");
+		return RM_EXIT_FAILED;
+	}
+	/* Some died with a tool in them while others lived on: never "ok". */
+	if (died && lived) {
+		snprintf(reason, len, "%zu target%s died with %s tools attached", died,
+			 died == 1 ? "" : "s", died == 1 ? "its" : "their");
 		return RM_EXIT_FAILED;
 	}
 	snprintf(reason, len, "%s", c->run_stop ? c->run_stop : "ok");

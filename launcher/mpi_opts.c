@@ -33,6 +33,7 @@ enum {
 	OPT_WINDOWS,
 	OPT_MAX_WINDOW,
 	OPT_START_LEAD,
+	OPT_CALL_TIMEOUT,
 	OPT_JOBS,
 	OPT_GATHER_SLOTS,
 	OPT_INJECT,
@@ -62,6 +63,7 @@ static const struct option long_opts[] = {
     {"windows", required_argument, NULL, OPT_WINDOWS},
     {"max-window", required_argument, NULL, OPT_MAX_WINDOW},
     {"start-lead", required_argument, NULL, OPT_START_LEAD},
+    {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
     {"jobs", required_argument, NULL, OPT_JOBS},
     {"gather-slots", required_argument, NULL, OPT_GATHER_SLOTS},
     {"inject", no_argument, NULL, OPT_INJECT},
@@ -241,6 +243,9 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 				    &o->max_window_ms, err, len);
 	case OPT_START_LEAD:
 		return cli_parse_ms(optarg, 0, DAY_MS, "--start-lead", &o->start_lead_ms, err, len);
+	case OPT_CALL_TIMEOUT:
+		return cli_parse_ms(optarg, 1, CLI_MAX_CALL_TIMEOUT_MS, "--call-timeout",
+				    &o->call_timeout_ms, err, len);
 	case OPT_GATHER_SLOTS:
 		if (cli_parse_ll(optarg, 1, 65536, &v))
 			return bad(err, len, "invalid --gather-slots '%s': give 1 to 65536",
@@ -297,6 +302,7 @@ static void defaults(struct rm_opts *o)
 	o->windows = 1;
 	o->max_window_ms = DAY_MS;
 	o->start_lead_ms = -1;
+	o->call_timeout_ms = CLI_CALL_TIMEOUT_MS;
 	o->gather_slots = RM_GATHER_SLOTS;
 	v = getenv("ROCPROF_ATTACH_DURATION");
 	if (v && *v && !cli_parse_ll(v, 0, CLI_MAX_DURATION_MS, &d))

@@ -29,14 +29,15 @@ struct rm_opts {
 	pid_t trees[RM_MAX_PIDS];
 	struct rn_ranks ranks;
 	bool have_ranks;
-	const char *tools;	 /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
-	long long duration_ms;	 /* -1: until Enter / SIGINT on rank 0 */
-	long long delay_ms;	 /* --windows DELAY */
-	int windows;		 /* --windows COUNT, 1 without */
-	long long max_window_ms; /* upper bound of any window */
-	long long start_lead_ms; /* how far ahead rank 0 sets the start; -1 = automatic */
-	int jobs;		 /* 0 = automatic */
-	int gather_slots;	 /* ranks whose records may be on their way to rank 0 at once */
+	const char *tools;	   /* NULL: ROCPROF_ATTACH_TOOL_LIBRARY or the default */
+	long long duration_ms;	   /* -1: until Enter / SIGINT on rank 0 */
+	long long delay_ms;	   /* --windows DELAY */
+	int windows;		   /* --windows COUNT, 1 without */
+	long long max_window_ms;   /* upper bound of any window */
+	long long start_lead_ms;   /* how far ahead rank 0 sets the start; -1 = automatic */
+	int jobs;		   /* 0 = automatic */
+	long long call_timeout_ms; /* --call-timeout: the longest one remote call may take */
+	int gather_slots;	   /* ranks whose records may be on their way to rank 0 at once */
 	bool inject, dry_run, one_node_per_rank;
 	const char *report, *timeline, *trace;
 	int verbose;

@@ -21,10 +21,13 @@
  * the nodes that still have a live target and ends the window and the run
  * when none has.
  */
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "mpi_ctx.h"
@@ -81,11 +84,83 @@ static void pick_start(struct ctx *c, uint64_t earliest, uint64_t when[2])
 
 static struct rn_pool_opts pool_opts(const struct ctx *c)
 {
-	struct rn_pool_opts p = {.tools = c->o.tools, .inject = c->o.inject};
+	struct rn_pool_opts p = {.tools = c->o.tools,
+				 .inject = c->o.inject,
+				 .call_timeout_ms = (unsigned)c->o.call_timeout_ms};
 
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
 	return p;
+}
+
+/*
+ * The attaches or detaches run on a helper thread while this one answers
+ * signals: each call has its deadline (--call-timeout), but a signal is
+ * said at once and kept for the window loop (rm_take_signal gives it
+ * first), which then stops the window. The looks keep the SIGCONT gap
+ * logic right (last_look_ns). Without a thread, the pool runs here.
+ */
+struct pool_job {
+	struct ctx *c;
+	struct rn_pool_opts *p;
+	bool attach;
+	int done[2];
+};
+
+static void *pool_job_run(void *arg)
+{
+	struct pool_job *j = arg;
+
+	if (j->attach)
+		rn_attach_all(j->c->t, j->c->n, j->p);
+	else
+		rn_detach_all(j->c->t, j->c->n, j->p);
+	if (write(j->done[1], "x", 1) < 0) {
+		/* The joiner still joins: it only waits longer. */
+	}
+	return NULL;
+}
+
+static void pool_inline(struct ctx *c, struct rn_pool_opts *p, bool attach)
+{
+	if (attach)
+		rn_attach_all(c->t, c->n, p);
+	else
+		rn_detach_all(c->t, c->n, p);
+}
+
+static void pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
+{
+	struct pool_job j = {c, p, attach, {-1, -1}};
+	struct pollfd f[2];
+	int nfds = c->sfd >= 0 ? 2 : 1, sig;
+	pthread_t th;
+
+	if (pipe(j.done))
+		return pool_inline(c, p, attach);
+	if (pthread_create(&th, NULL, pool_job_run, &j)) {
+		close(j.done[0]);
+		close(j.done[1]);
+		return pool_inline(c, p, attach);
+	}
+	f[0] = (struct pollfd){j.done[0], POLLIN, 0};
+	f[1] = (struct pollfd){c->sfd, POLLIN, 0};
+	while (poll(f, (nfds_t)nfds, 25) >= 0 && !(f[0].revents & POLLIN)) {
+		c->last_look_ns = ra_monotonic_ns();
+		if (nfds < 2 || !(f[1].revents & POLLIN) || !(sig = rm_take_signal(c)))
+			continue;
+		/* One is enough: the window stops; later ones wait in the signalfd. */
+		c->held_sig = sig;
+		nfds = 1;
+		rm_say(c,
+		       "SIG%s received during the %s: the window ends as soon as they return "
+		       "(each within --call-timeout %lld ms)",
+		       sigabbrev_np(sig), attach ? "attaches" : "detaches",
+		       (long long)c->o.call_timeout_ms);
+	}
+	pthread_join(th, NULL);
+	close(j.done[0]);
+	close(j.done[1]);
 }
 
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
@@ -101,7 +176,7 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);
 	p.start_ns = when[0];
-	rn_attach_all(c->t, c->n, &p);
+	pool_answering(c, &p, true);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rn_target *t = &c->t[i];
 
@@ -124,7 +199,7 @@ static void detach_phase(struct ctx *c, uint64_t stop_ns)
 	}
 	p = pool_opts(c);
 	p.stop_ns = stop_ns;
-	rn_detach_all(c->t, c->n, &p);
+	pool_answering(c, &p, false);
 }
 
 /*
@@ -135,7 +210,7 @@ static void watch_job(struct ctx *c)
 {
 	int32_t one = 1;
 
-	if (!c->watch || c->gone_told || rn_watch_alive(c->watch))
+	if (!c->watch || c->gone_told || rn_watch_mark(c->watch, c->t, c->n))
 		return;
 	c->gone_told = true;
 	if (c->rank == 0) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "plan.h"
 
 extern char **environ;
@@ -85,7 +86,7 @@ char *rm_plan_encode(const struct rm_opts *o)
 		return NULL;
 	if (json_object_update_new(
 		j, json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:i, s:i, s:b, s:b, s:b, s:o, s:o, "
-			     "s:o, s:i, s:b, s:b, s:o}",
+			     "s:o, s:i, s:b, s:b, s:o, s:I}",
 			     "tools", str_or_null(o->tools), "duration_ms",
 			     (json_int_t)o->duration_ms, "delay_ms", (json_int_t)o->delay_ms,
 			     "windows", o->windows, "max_window_ms", (json_int_t)o->max_window_ms,
@@ -94,7 +95,8 @@ char *rm_plan_encode(const struct rm_opts *o)
 			     o->dry_run, "one_node_per_rank", o->one_node_per_rank, "report",
 			     str_or_null(o->report), "timeline", str_or_null(o->timeline), "trace",
 			     str_or_null(o->trace), "verbose", o->verbose, "help", o->help,
-			     "version", o->version, "env", env_json()))) {
+			     "version", o->version, "env", env_json(), "call_timeout_ms",
+			     (json_int_t)o->call_timeout_ms))) {
 		json_decref(j);
 		return NULL;
 	}
@@ -161,7 +163,7 @@ static int get_ranks(json_t *j, struct rm_opts *o)
 
 int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char *err, size_t len)
 {
-	json_int_t mpirun_pid, uid, duration, delay, max_window, lead;
+	json_int_t mpirun_pid, uid, duration, delay, max_window, lead, call_timeout;
 	json_error_t je;
 	json_t *j, *env;
 	int b[8];
@@ -176,13 +178,14 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	}
 	if (json_unpack_ex(j, &je, 0,
 			   "{s:I, s:I, s:b, s:b, s:I, s:I, s:i, s:I, s:I, s:i, s:i, s:b, s:b, s:b, "
-			   "s:i, s:b, s:b, s:o}",
+			   "s:i, s:b, s:b, s:o, s:I}",
 			   "mpirun_pid", &mpirun_pid, "uid", &uid, "children", &b[0], "all_users",
 			   &b[1], "duration_ms", &duration, "delay_ms", &delay, "windows",
 			   &o->windows, "max_window_ms", &max_window, "start_lead_ms", &lead,
 			   "jobs", &o->jobs, "gather_slots", &o->gather_slots, "inject", &b[2],
 			   "dry_run", &b[3], "one_node_per_rank", &b[4], "verbose", &o->verbose,
-			   "help", &b[5], "version", &b[6], "env", &env)) {
+			   "help", &b[5], "version", &b[6], "env", &env, "call_timeout_ms",
+			   &call_timeout)) {
 		snprintf(err, len, "rank 0's plan lacks a field: %s", je.text);
 		return -1;
 	}
@@ -204,6 +207,11 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	o->delay_ms = delay;
 	o->max_window_ms = max_window;
 	o->start_lead_ms = lead;
+	if (call_timeout < 1 || call_timeout > CLI_MAX_CALL_TIMEOUT_MS) {
+		snprintf(err, len, "rank 0's plan has a field of the wrong form");
+		return -1;
+	}
+	o->call_timeout_ms = call_timeout;
 	o->inject = b[2];
 	o->dry_run = b[3];
 	o->one_node_per_rank = b[4];

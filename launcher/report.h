@@ -180,6 +180,15 @@ void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);
 size_t rm_count_failures(const struct rm_run *r);
 
 /*
+ * Targets of the last window that died with their tools attached; *lived
+ * (if not NULL): those that neither died nor exited (a lost node's not
+ * counted). *first_ns / *last_ns (if not NULL): the earliest and latest
+ * time one was seen gone, 0 if unknown.
+ */
+size_t rm_died_attached(const struct rm_run *r, size_t *lived, uint64_t *first_ns,
+			uint64_t *last_ns);
+
+/*
  * Write the JSON report / SVG timeline / Chrome trace-event JSON (--trace:
  * a process per node, two tracks per target, times in us of CLOCK_REALTIME
  * since the epoch); 0, or -1 with a one-line reason in err.

@@ -59,7 +59,7 @@ bool rm_attached_since(const struct rn_target *t, uint64_t since)
 bool rm_failed(const struct rn_target *t)
 {
 	return t->state == RN_ATTACH_FAILED || t->state == RN_DETACH_FAILED ||
-	       rn_some_tool_failed(t);
+	       rn_some_tool_failed(t) || t->state == RN_STOPPED;
 }
 
 void rm_spread_add(struct rm_spread *s, uint64_t v)
@@ -221,12 +221,50 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 	for (k = 0; all && k < n->n; k++) {
 		t = &all[k];
 		if (t->windows > 0 || t->state == RN_ATTACHED || t->state == RN_DETACHED ||
-		    t->state == RN_DETACH_FAILED)
+		    t->state == RN_DETACH_FAILED || t->state == RN_DIED_ATTACHED)
 			c->attached++;
 		c->failed += rm_failed(t);
 		c->detached += t->state == RN_DETACHED;
 		c->exited += t->state == RN_EXITED;
+		c->died += t->state == RN_DIED_ATTACHED;
+		c->stopped += t->state == RN_STOPPED;
 	}
+}
+
+size_t rm_died_attached(const struct rm_run *r, size_t *lived, uint64_t *first_ns,
+			uint64_t *last_ns)
+{
+	const struct rm_window *w = rm_last_window(r);
+	const struct rn_target *t;
+	struct rm_hold h = {0};
+	size_t died = 0, alive = 0;
+	uint64_t lo = 0, hi = 0;
+
+	for (size_t i = 0; w && i < w->n_nodes; i++) {
+		if (w->nodes[i].lost || !(t = rm_targets(&w->nodes[i], &h)))
+			continue;
+		for (size_t k = 0; k < w->nodes[i].n; k++) {
+			if (t[k].state == RN_EXITED)
+				continue;
+			if (t[k].state != RN_DIED_ATTACHED) {
+				alive++;
+				continue;
+			}
+			died++;
+			if (t[k].died_ns && (!lo || t[k].died_ns < lo))
+				lo = t[k].died_ns;
+			if (t[k].died_ns > hi)
+				hi = t[k].died_ns;
+		}
+	}
+	rm_hold_free(&h);
+	if (lived)
+		*lived = alive;
+	if (first_ns)
+		*first_ns = lo;
+	if (last_ns)
+		*last_ns = hi;
+	return died;
 }
 
 struct rm_counts rm_count_window(const struct rm_window *w)

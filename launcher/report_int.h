@@ -31,7 +31,12 @@
 bool rm_attached(const struct rn_target *t);
 /* Attached in the window that started at since (0: any); see report_common.c. */
 bool rm_attached_since(const struct rn_target *t, uint64_t since);
-/* Its attach or detach failed; an exit is no failure (its job ended under it). */
+/*
+ * Its attach or detach failed (killed by a signal during a call, a call that
+ * did not return in time included), or it is stopped; an exit is no failure
+ * (its job ended under it), nor is a death with its tools attached (counted
+ * apart: see rm_died_attached).
+ */
 bool rm_failed(const struct rn_target *t);
 
 /* ---- figures ---- */
@@ -57,6 +62,8 @@ void rm_node_times(const struct rm_node *n, const struct rn_target *t, uint64_t 
 
 struct rm_counts {
 	size_t found, attached, failed, detached, exited;
+	size_t died;		 /* died with their tools attached (RN_DIED_ATTACHED) */
+	size_t stopped;		 /* RN_STOPPED (also in failed) */
 	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
 };
 

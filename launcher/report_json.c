@@ -70,6 +70,8 @@ static json_t *counts_json(json_t *o, const struct rm_counts *c, const char *fou
 	rc |= json_object_set_new(o, "attached", json_integer((json_int_t)c->attached));
 	rc |= json_object_set_new(o, "failed", json_integer((json_int_t)c->failed));
 	rc |= json_object_set_new(o, "exited", json_integer((json_int_t)c->exited));
+	rc |= json_object_set_new(o, "died_attached", json_integer((json_int_t)c->died));
+	rc |= json_object_set_new(o, "stopped", json_integer((json_int_t)c->stopped));
 	if (rc) {
 		json_decref(o);
 		return NULL;

@@ -57,7 +57,7 @@ static void print_headline(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
 	struct rm_counts c = rm_count_window(w);
-	size_t other = c.found - c.detached - c.failed - c.exited - c.lost;
+	size_t other = c.found - c.detached - c.failed - c.exited - c.died - c.lost;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -70,6 +70,8 @@ static void print_headline(FILE *f, const struct rm_run *r)
 		fprintf(f, ": %zu attached and detached, %zu failed", c.detached, c.failed);
 	if (c.exited)
 		fprintf(f, ", %zu exited", c.exited);
+	if (c.died)
+		fprintf(f, ", %zu died with tools attached", c.died);
 	if (c.lost_nodes)
 		fprintf(f, ", %zu node%s lost (%zu target%s, last known)", c.lost_nodes,
 			c.lost_nodes == 1 ? "" : "s", c.lost, c.lost == 1 ? "" : "s");
@@ -300,6 +302,71 @@ static void print_tool_outcomes(FILE *f, const struct rm_run *r)
 	}
 }
 
+/* The window in which a target seen gone at ns died: the last one begun by then. */
+static const struct rm_window *window_at(const struct rm_run *r, uint64_t ns)
+{
+	const struct rm_window *w = rm_last_window(r);
+
+	for (size_t i = 0; i < r->n_w; i++)
+		if (r->w[i].start_ns && r->w[i].start_ns <= ns)
+			w = &r->w[i];
+	return w;
+}
+
+static void put_after(FILE *f, const struct rm_run *r, uint64_t ns)
+{
+	const struct rm_window *w = window_at(r, ns);
+
+	if (ns && w && w->start_ns && ns >= w->start_ns)
+		fprintf(f, "%.1f s after the start of window %d", (double)(ns - w->start_ns) / 1e9,
+			w->index);
+	else
+		fputs("at an unknown time", f);
+}
+
+/*
+ * Targets that died with their tools in them (apart from the exits: their
+ * tools never got them back), each with when it was seen gone; and, when
+ * no target lived on, one plain line saying so.
+ */
+static void print_died(FILE *f, const struct rm_run *r)
+{
+	const struct rm_window *w = rm_last_window(r);
+	uint64_t first, last;
+	size_t lived, died = rm_died_attached(r, &lived, &first, &last);
+	const struct rn_target *t;
+	struct rm_hold h = {0};
+
+	if (!died)
+		return;
+	fputs("died with their tools attached:\n", f);
+	for (size_t i = 0; i < w->n_nodes; i++) {
+		if (w->nodes[i].lost || !(t = rm_targets(&w->nodes[i], &h)))
+			continue;
+		for (size_t k = 0; k < w->nodes[i].n; k++) {
+			if (t[k].state != RN_DIED_ATTACHED)
+				continue;
+			fputs("  ", f);
+			put_text(f, w->nodes[i].host, sizeof(w->nodes[i].host));
+			fputc(' ', f);
+			put_target(f, &t[k]);
+			fputs(": seen gone ", f);
+			put_after(f, r, t[k].died_ns);
+			fputc('\n', f);
+		}
+	}
+	rm_hold_free(&h);
+	if (lived)
+		return;
+	fprintf(f, "all %zu target%s died while attached: ", died, died == 1 ? "" : "s");
+	put_after(f, r, first);
+	if (last > first + 100000000u) {
+		fputs(" to ", f);
+		put_after(f, r, last);
+	}
+	fputc('\n', f);
+}
+
 struct failure_out {
 	FILE *f;
 	bool windows; /* name the window: there was more than one */
@@ -362,6 +429,7 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 	print_no_watchdog(f, r);
 	print_tool_outcomes(f, r);
 	rm_for_each_failure(r, print_failure, &(struct failure_out){.f = f, .windows = r->n_w > 1});
+	print_died(f, r);
 	if (rm_store_check(r->store, why, sizeof(why)))
 		fprintf(f, "this summary is incomplete: %s\n", why);
 	fflush(f);

@@ -299,6 +299,9 @@ static bool bar_span(const struct rm_window *w, const struct rn_target *t, uint6
 	if (rm_attached(t)) {
 		*from = t->attach_end_ns;
 		*to = t->detach_start_ns ? t->detach_start_ns : w->stop_ns;
+		/* Died with its tools in: drawn to when it was seen gone. */
+		if (t->state == RN_DIED_ATTACHED && t->died_ns && t->died_ns < *to)
+			*to = t->died_ns;
 	} else if (rm_failed(t)) {
 		*from = t->attach_start_ns ? t->attach_start_ns : w->start_ns;
 		*to = t->attach_end_ns;
@@ -369,7 +372,7 @@ static bool stale_exit(const struct svg_at *at, const struct rn_target *t, size_
 {
 	const struct rn_target *p;
 
-	if (t->state != RN_EXITED || at->wi == 0)
+	if ((t->state != RN_EXITED && t->state != RN_DIED_ATTACHED) || at->wi == 0)
 		return false;
 	p = rm_find_target(at->p, at->np, ti, t->pid);
 	return p && p->state == t->state && p->attach_start_ns == t->attach_start_ns;
@@ -404,9 +407,9 @@ static void svg_target(struct svg *s, const struct svg_at *at, const struct rm_n
 	fprintf(s->f,
 		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">", x1,
 		y + 4, x2 - x1,
-		rm_failed(t)		? SVG_FAIL
-		: t->state == RN_EXITED ? SVG_EXIT
-					: SVG_OK);
+		rm_failed(t)						? SVG_FAIL
+		: t->state == RN_EXITED || t->state == RN_DIED_ATTACHED ? SVG_EXIT
+									: SVG_OK);
 	svg_title(s, title ? title : "");
 	free(title);
 	fputs("</rect>\n", s->f);
@@ -537,7 +540,7 @@ static void svg_legend(struct svg *s)
 	svg_legend_item(s, 300, SVG_CALL, NULL, "attach / detach call");
 	svg_legend_item(s, 470, SVG_FAIL, NULL, "failed (hover for the message)");
 	svg_legend_item(s, 700, "#555", " stroke-dasharray=\"5 3\"", "window start / stop");
-	svg_legend_item(s, 880, SVG_EXIT, NULL, "exited while attached");
+	svg_legend_item(s, 880, SVG_EXIT, NULL, "died / exited while attached");
 }
 
 static void svg_write(struct svg *s)

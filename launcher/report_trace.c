@@ -183,8 +183,9 @@ static json_t *trace_call_args(const struct rn_target *t, int window)
 /*
  * The tools' window: from the hand-over to the hand-back as the report's
  * tool_ns give them; on ROCm's side both are bounds (each call's end), and
- * the args say so with the window's lower bound. A target that exited
- * attached has no hand-back: its span ends at the window's stop.
+ * the args say so with the window's lower bound. A target that died
+ * attached has no hand-back: its span ends when it was seen gone, else at
+ * the window's stop.
  */
 static void trace_tools(struct trace *tr, const struct rm_window *w, const struct rn_target *t,
 			int pid)
@@ -208,9 +209,15 @@ static void trace_tools(struct trace *tr, const struct rm_window *w, const struc
 			"(bounds); window_ns is a lower bound: the attach call's end to the "
 			"detach call's start"));
 	if (args && !to)
-		json_object_set_new(args, "end",
-				    json_string("no hand-back (the target exited): "
-						"drawn to the window's stop"));
+		json_object_set_new(
+		    args, "end",
+		    json_string(t->state == RN_DIED_ATTACHED && t->died_ns
+				    ? "no hand-back (the target died with its tools "
+				      "attached): drawn to when it was seen gone"
+				    : "no hand-back (the target exited): "
+				      "drawn to the window's stop"));
+	if (!to && t->state == RN_DIED_ATTACHED && t->died_ns > from)
+		to = t->died_ns;
 	if (!to)
 		to = w->stop_ns > from ? w->stop_ns : from;
 	trace_span(tr, bound ? "tools attached (bounds)" : "tools attached", "tools", pid, t->pid,
@@ -224,16 +231,23 @@ static void trace_mark(struct trace *tr, const struct rm_window *w, const struct
 	uint64_t at = t->state == RN_DETACH_FAILED || (t->state == RN_EXITED && t->detach_start_ns)
 			  ? (t->detach_end_ns ? t->detach_end_ns : t->detach_start_ns)
 			  : (t->attach_end_ns ? t->attach_end_ns : t->attach_start_ns);
+	const char *cat = rm_failed(t)			 ? "failure"
+			  : t->state == RN_DIED_ATTACHED ? "died_attached"
+							 : "exit";
+
+	/* A death with the tools in: when it was seen gone. */
+	if (t->state == RN_DIED_ATTACHED && t->died_ns)
+		at = t->died_ns;
 	json_t *args = trace_call_args(t, w->index);
 
-	if (!new_call || !at)
+	if ((!new_call && t->state != RN_DIED_ATTACHED) || !at)
 		at = w->start_ns; /* found gone before this window's attach */
 	if (args)
 		json_object_set_new(args, "message",
 				    t->message[0] ? rm_jstr(t->message, sizeof(t->message))
 						  : json_null());
-	trace_instant(tr, rn_state_name(t->state), rm_failed(t) ? "failure" : "exit", pid,
-		      (long long)t->pid + TRACE_CALLS_TID, at, args);
+	trace_instant(tr, rn_state_name(t->state), cat, pid, (long long)t->pid + TRACE_CALLS_TID,
+		      at, args);
 }
 
 /*
@@ -259,7 +273,7 @@ static void trace_target(struct trace *tr, const struct rm_window *w, const stru
 				   (long long)t->pid + TRACE_CALLS_TID, t->detach_start_ns,
 				   t->detach_end_ns, trace_call_args(t, w->index));
 	}
-	if (new_state && (rm_failed(t) || t->state == RN_EXITED))
+	if (new_state && (rm_failed(t) || t->state == RN_EXITED || t->state == RN_DIED_ATTACHED))
 		trace_mark(tr, w, t, pid, new_call);
 }
 

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "cli_opts.h"
 #include "common/clock.h"
+#include "common/procfs.h"
 
 static void log_to_stderr(int level, const char *msg, void *user)
 {
@@ -81,65 +83,176 @@ static int hold_window(int sfd, long long duration_ms)
 
 /*
  * --inject is the library's ROCATTACH_F_INJECT, for the root and every
- * descendant. A library of the list that failed while the others attached
- * is said in one line and makes *tool_failed true (exit 4).
+ * descendant. rep: the root's report.
  */
-static int attach(const struct cli_opts *o, bool *tool_failed)
+static int attach(const struct cli_opts *o, rocattach_report_t *rep)
 {
-	rocattach_opts_t ro = {.size = sizeof(ro), .tool_libraries = o->tools};
-	rocattach_report_t rep = {.size = sizeof(rep)};
-	int st;
+	rocattach_opts_t ro = {.size = sizeof(ro),
+			       .tool_libraries = o->tools,
+			       .call_timeout_ms = (uint32_t)o->call_timeout_ms};
 
 	if (o->inject)
 		ro.flags |= ROCATTACH_F_INJECT;
-	st = o->children ? rocattach_attach_tree_ex(o->pid, &ro, &rep)
-			 : rocattach_attach_ex(o->pid, &ro, &rep);
-	*tool_failed = false;
-	for (uint32_t i = 0; st == ROCATTACH_STATUS_SUCCESS && i < rep.tool_count; i++)
-		*tool_failed |= rep.tool_outcome[i] == ROCATTACH_TOOL_FAILED;
-	if (*tool_failed)
+	return o->children ? rocattach_attach_tree_ex(o->pid, &ro, rep)
+			   : rocattach_attach_ex(o->pid, &ro, rep);
+}
+
+/* What makes a failed call need seeing to (exit 4), beyond a plain failure. */
+#define HARM (ROCATTACH_REPORT_STOPPED | ROCATTACH_REPORT_TIMED_OUT | ROCATTACH_REPORT_KILLED)
+
+static bool stopped(pid_t pid)
+{
+	struct ra_stat st;
+
+	return !ra_stat_read(NULL, pid, &st) && st.state == 'T';
+}
+
+/*
+ * A stopped root is detached once it resumes: waited for up to the call
+ * timeout (a signal ends the wait), then tried anyway, which fails saying
+ * its tools are still attached.
+ */
+static void wait_resumed(const struct cli_opts *o, int sfd)
+{
+	long long deadline = now_ms() + o->call_timeout_ms;
+	struct pollfd p = {sfd, POLLIN, 0};
+
+	if (!stopped(o->pid))
+		return;
+	fprintf(stderr,
+		"rocattach: process %d is stopped: waiting up to %.1f s for it to resume "
+		"(kill -CONT %d) to detach\n",
+		o->pid, (double)o->call_timeout_ms / 1e3, o->pid);
+	while (stopped(o->pid) && now_ms() < deadline)
+		if (poll(&p, 1, 20) > 0)
+			break;
+}
+
+/* The exit code of a detach that failed: the target needs seeing to, or it just failed. */
+static int detach(const struct cli_opts *o, int sfd)
+{
+	rocattach_opts_t ro = {.size = sizeof(ro), .call_timeout_ms = (uint32_t)o->call_timeout_ms};
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	int st;
+
+	wait_resumed(o, sfd);
+	if (o->children)
+		st = rocattach_detach_tree(o->pid);
+	else
+		st = rocattach_detach_ex(o->pid, &ro, &rep);
+	if (st == ROCATTACH_STATUS_SUCCESS)
+		return CLI_EXIT_OK;
+	return (rep.flags & HARM) || stopped(o->pid) ? CLI_EXIT_PARTIAL : CLI_EXIT_DETACH;
+}
+
+struct attach_job {
+	const struct cli_opts *o;
+	rocattach_report_t *rep;
+	int st;
+	int done[2];
+};
+
+static void *attach_job_run(void *arg)
+{
+	struct attach_job *j = arg;
+
+	j->st = attach(j->o, j->rep);
+	if (write(j->done[1], "x", 1) < 0) {
+		/* The joiner still joins. */
+	}
+	return NULL;
+}
+
+/*
+ * The attach runs on a helper thread while this one answers SIGINT/SIGTERM:
+ * every call has its deadline (--call-timeout), but a signal is said at
+ * once, and the window it ends is then skipped. *sig: that signal, or 0.
+ */
+static int attach_answering(const struct cli_opts *o, rocattach_report_t *rep, int sfd, int *sig)
+{
+	struct attach_job j = {o, rep, 0, {-1, -1}};
+	struct pollfd f[2] = {{-1, POLLIN, 0}, {sfd, POLLIN, 0}};
+	struct signalfd_siginfo si;
+	pthread_t th;
+	int nfds = 2;
+
+	*sig = 0;
+	if (pipe(j.done))
+		return attach(o, rep);
+	if (pthread_create(&th, NULL, attach_job_run, &j)) {
+		close(j.done[0]);
+		close(j.done[1]);
+		return attach(o, rep);
+	}
+	f[0].fd = j.done[0];
+	while (poll(f, (nfds_t)nfds, -1) >= 0 && !(f[0].revents & POLLIN)) {
+		if (nfds < 2 || !(f[1].revents & POLLIN) ||
+		    read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		*sig = (int)si.ssi_signo;
+		nfds = 1;
+		fprintf(stderr,
+			"rocattach: %s received during the attach: detaching as soon as it "
+			"returns (within --call-timeout %lld ms)\n",
+			strsignal(*sig), o->call_timeout_ms);
+	}
+	pthread_join(th, NULL);
+	close(j.done[0]);
+	close(j.done[1]);
+	return j.st;
+}
+
+/*
+ * A library of the list that failed while the others attached: said in one
+ * line (the others hold the window), and the run exits 4.
+ */
+static bool tool_failed(const struct cli_opts *o, const rocattach_report_t *rep)
+{
+	bool failed = false;
+
+	for (uint32_t i = 0; i < rep->tool_count && i < ROCATTACH_TOOLS_MAX; i++)
+		failed |= rep->tool_outcome[i] == ROCATTACH_TOOL_FAILED;
+	if (failed)
 		fprintf(stderr,
 			"rocattach: error: process %d: a tool of the list failed, the others "
 			"attached: %s\n",
-			o->pid, rep.message);
-	return st;
-}
-
-static int detach(const struct cli_opts *o)
-{
-	return o->children ? rocattach_detach_tree(o->pid) : rocattach_detach(o->pid);
+			o->pid, rep->message);
+	return failed;
 }
 
 static int attach_hold_detach(const struct cli_opts *o)
 {
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
-	bool tool_failed;
+	rocattach_report_t rep = {.size = sizeof(rep)};
 
 	if (sfd < 0) {
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
 		return CLI_EXIT_ATTACH;
 	}
-	st = attach(o, &tool_failed);
-	if (tool_failed)
+	st = attach_answering(o, &rep, sfd, &sig);
+	if (st == ROCATTACH_STATUS_SUCCESS && tool_failed(o, &rep))
 		code = CLI_EXIT_PARTIAL;
 	if (st != ROCATTACH_STATUS_SUCCESS) {
 		/*
 		 * The library has logged one line per failure. With children, a
-		 * root that attached makes this a partial success.
+		 * root that attached makes this a partial success. A root that
+		 * was killed, stopped, or stuck in a call needs seeing to: 4.
 		 */
 		if (!rocattach_is_attached(o->pid))
-			return CLI_EXIT_ATTACH;
+			return (rep.flags & HARM) ? CLI_EXIT_PARTIAL : CLI_EXIT_ATTACH;
 		code = CLI_EXIT_PARTIAL;
 	}
 	fprintf(stderr, "rocattach: attached to process %d%s; %s\n", o->pid,
 		o->children ? " and its descendants" : "",
 		o->duration_ms >= 0 ? "detaching when the duration ends or on SIGINT/SIGTERM"
 				    : "press Enter (on a terminal) or Ctrl-C to detach");
-	sig = hold_window(sfd, o->duration_ms);
+	if (!sig)
+		sig = hold_window(sfd, o->duration_ms);
 	if (sig)
 		fprintf(stderr, "rocattach: %s received, detaching\n", strsignal(sig));
-	if (detach(o) != ROCATTACH_STATUS_SUCCESS)
-		return CLI_EXIT_DETACH;
+	st = detach(o, sfd);
+	if (st != CLI_EXIT_OK)
+		return st;
 	fprintf(stderr, "rocattach: detached from process %d\n", o->pid);
 	return code;
 }

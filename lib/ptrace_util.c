@@ -187,23 +187,6 @@ void ra_explain_eacces(pid_t pid, char *buf, size_t len)
 		explain_rest(pid, buf, len);
 }
 
-int ra_wait(pid_t tid, int *status, struct ra_err *e)
-{
-	pid_t ret;
-
-	do {
-		ret = waitpid(tid, status, __WALL);
-	} while (ret < 0 && errno == EINTR);
-	if (ret < 0) {
-		int err = errno;
-
-		ra_err_set(e, ra_status_from_ptrace_errno(err), "waitpid(%d): %s", tid,
-			   strerror(err));
-		return -err;
-	}
-	return 0;
-}
-
 int ra_getregs(pid_t tid, struct ra_regs *r, struct ra_err *e)
 {
 	struct iovec iov = {ra_arch_regs_data(r), ra_arch_regs_size()};

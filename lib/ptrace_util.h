@@ -34,9 +34,6 @@ void ra_explain_eperm(pid_t pid, pid_t tid, char *buf, size_t len);
  */
 void ra_explain_eacces(pid_t pid, char *buf, size_t len);
 
-/* waitpid(tid, __WALL), retried on EINTR. -errno on failure (e set). */
-int ra_wait(pid_t tid, int *status, struct ra_err *e) RA_MUST_CHECK;
-
 int ra_getregs(pid_t tid, struct ra_regs *r, struct ra_err *e) RA_MUST_CHECK;
 int ra_setregs(pid_t tid, struct ra_regs *r, struct ra_err *e) RA_MUST_CHECK;
 

@@ -21,15 +21,83 @@
 #define STACK_PUSH_MAX (64 * 1024) /* larger payloads go to a remote mmap */
 #define STACK_KEEP (256 * 1024)	   /* stack left to the remote code below the data */
 
-/* The thread exited under us: nothing left to restore or release. Said once. */
+/* How long a PTRACE_INTERRUPT may take to stop a thread before we give up on it. */
+#define INTERRUPT_WAIT_NS (2ull * 1000000000ull)
+
+/*
+ * The thread exited under us: nothing left to restore or release. Said once.
+ * After a signal that kills by default was forwarded to it, or when its
+ * exit status says so, the process was killed: a failure, not an exit.
+ */
 static int gone(struct ra_remote *r, const char *when)
 {
-	if (!r->gone)
+	const char *abbrev;
+
+	if (!r->killed_sig && r->fatal_sig)
+		r->killed_sig = r->fatal_sig;
+	abbrev = r->killed_sig ? sigabbrev_np(r->killed_sig) : NULL;
+	if (!r->gone && r->killed_sig)
+		ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "process %d was killed by SIG%s %s",
+			   r->pid, abbrev ? abbrev : "?", when);
+	else if (!r->gone)
 		ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
 			   "process %d exited %s", r->pid, when);
 	r->gone = true;
 	r->seized = false;
 	return -ESRCH;
+}
+
+/* The thread's end as waitpid reported it (not a stop). */
+static int ended(struct ra_remote *r, int status, const char *when)
+{
+	if (WIFSIGNALED(status))
+		r->killed_sig = WTERMSIG(status);
+	return gone(r, when);
+}
+
+/* What our agent says it is running now (RA_AGENT_CURRENT), kept in r->current. */
+static void read_current(struct ra_remote *r)
+{
+	struct ra_err ignore = {0};
+	char buf[RA_AGENT_CURRENT_MAX];
+
+	if (!r->current_addr || ra_mem_read(r->pid, r->current_addr, buf, sizeof(buf), &ignore))
+		return;
+	buf[sizeof(buf) - 1] = '\0';
+	if (buf[0])
+		memcpy(r->current, buf, sizeof(buf));
+}
+
+/* Does sig end a process by default (the signals a fault raises, and abort)? */
+static bool kills(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
+}
+
+/*
+ * waitpid on the thread without blocking: looks backing off from 20 us to
+ * max_nap until deadline (CLOCK_REALTIME; 0: none), so that no wait is
+ * without an end. 1 with *status, 0 when the deadline came first, -errno
+ * when there is nothing to wait for.
+ */
+static int wait_until(struct ra_remote *r, int *status, uint64_t deadline, long max_nap)
+{
+	struct timespec nap = {0, 20000};
+	pid_t w;
+
+	for (;;) {
+		w = waitpid(r->tid, status, __WALL | WNOHANG);
+		if (w == r->tid)
+			return 1;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (deadline && ra_realtime_ns() >= deadline)
+			return 0;
+		nanosleep(&nap, NULL);
+		if (nap.tv_nsec < max_nap)
+			nap.tv_nsec = nap.tv_nsec * 2 < max_nap ? nap.tv_nsec * 2 : max_nap;
+	}
 }
 
 /*
@@ -95,14 +163,22 @@ static int release(struct ra_remote *r)
  */
 static int wait_interrupt_stop(struct ra_remote *r)
 {
+	uint64_t deadline = ra_realtime_ns() + INTERRUPT_WAIT_NS;
 	int status, ret;
 
 	for (;;) {
-		ret = ra_wait(r->tid, &status, r->e);
-		if (ret)
-			return ret;
-		if (!WIFSTOPPED(status))
+		ret = wait_until(r, &status, deadline, 1000000);
+		if (ret == 0) {
+			ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
+				   "thread %d of process %d did not stop within %.1f s of "
+				   "PTRACE_INTERRUPT (uninterruptible sleep?)",
+				   r->tid, r->pid, (double)INTERRUPT_WAIT_NS / 1e9);
+			return -ETIMEDOUT;
+		}
+		if (ret < 0)
 			return gone(r, "while being stopped");
+		if (!WIFSTOPPED(status))
+			return ended(r, status, "while being stopped");
 		if (status >> 16 == PTRACE_EVENT_STOP)
 			return 0;
 		if (status >> 16 == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80)) {
@@ -195,6 +271,7 @@ int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tra
 	r->tid = tid;
 	r->tramp = tramp;
 	r->e = e;
+	r->timeout_ns = RA_CALL_TIMEOUT_NS;
 	ret = ra_ptrace_seize(pid, tid, options, e);
 	if (ret)
 		return (int)ret;
@@ -218,6 +295,7 @@ void ra_remote_adopt(struct ra_remote *n, struct ra_remote *r)
 	n->tid = r->clone_tid;
 	n->tramp = r->tramp;
 	n->e = r->e;
+	n->timeout_ns = r->timeout_ns;
 	/* Traced since its creation: ours to release, whatever happens. */
 	n->seized = n->tid > 0;
 	memcpy(n->orig_code, r->orig_code, sizeof(n->orig_code));
@@ -252,7 +330,7 @@ int ra_remote_adopted(struct ra_remote *n)
  * reads "running", or "NR ARG0..ARG5 SP PC" for a thread blocked in a syscall.
  * 1 parked, 0 not (yet), -ESRCH gone.
  */
-static int parked_now(struct ra_remote *r)
+int ra_remote_parked_at(pid_t pid, pid_t tid, uint64_t tramp)
 {
 	const struct ra_tramp *t = ra_arch_tramp();
 	unsigned long long pc;
@@ -261,7 +339,7 @@ static int parked_now(struct ra_remote *r)
 	long nr;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", r->pid, r->tid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -ESRCH;
@@ -272,7 +350,12 @@ static int parked_now(struct ra_remote *r)
 	buf[n] = '\0';
 	if (sscanf(buf, "%ld %*s %*s %*s %*s %*s %*s %*s %llx", &nr, &pc) != 2)
 		return 0;
-	return nr == t->park_nr && pc == r->tramp + t->park_pc_off;
+	return nr == t->park_nr && pc == tramp + t->park_pc_off;
+}
+
+static int parked_now(struct ra_remote *r)
+{
+	return ra_remote_parked_at(r->pid, r->tid, r->tramp);
 }
 
 /* A stop reported while the remote code runs: pass signals on, let it go on. */
@@ -281,10 +364,15 @@ static int pass_stop(struct ra_remote *r, int status)
 	int sig = 0;
 
 	if (!WIFSTOPPED(status))
-		return gone(r, "during a remote call");
+		return ended(r, status, "during a remote call");
 	if (status >> 16 == 0) {
 		sig = WSTOPSIG(status);
 		r->signals_forwarded++;
+		/* It may kill the process: learn now, while it lives, what ran. */
+		if (kills(sig)) {
+			r->fatal_sig = sig;
+			read_current(r);
+		}
 		ra_debug("pid %d: forwarding signal %d to thread %d", r->pid, sig, r->tid);
 	}
 	if (status >> 16 == PTRACE_EVENT_CLONE) {
@@ -304,7 +392,7 @@ static int pass_stop(struct ra_remote *r, int status)
  * registers set). A timed call sleeps in the target until wake_ns: its
  * call starts then, and there is nothing to watch before.
  */
-static int start(struct ra_remote *r, bool sleep_until_wake)
+static int start(struct ra_remote *r)
 {
 	int ret;
 
@@ -314,11 +402,72 @@ static int start(struct ra_remote *r, bool sleep_until_wake)
 	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 	if (!ret && r->wake_ns > r->call_start_ns) {
 		/* A stop reported meanwhile (a signal) waits for us: the thread sleeps anyway. */
-		if (sleep_until_wake)
-			ra_sleep_until_realtime(r->wake_ns);
+		ra_sleep_until_realtime(r->wake_ns);
 		r->call_start_ns = r->wake_ns;
 	}
 	return ret;
+}
+
+/* When the running call is late: timeout_ns after its start, or after not_before_ns. */
+static uint64_t call_deadline(const struct ra_remote *r)
+{
+	uint64_t from = r->call_start_ns > r->not_before_ns ? r->call_start_ns : r->not_before_ns;
+
+	return r->timeout_ns ? from + r->timeout_ns : 0;
+}
+
+/*
+ * The call outlived its deadline: leave the thread to finish it. It will
+ * return to the park and sleep there for good (a pending RA_PARK_SIG is
+ * discarded there, as when we die), so neither its registers nor the code
+ * are put back: that would pull it out of the tool's code. It is stopped
+ * only to be let go untraced; a signal met on the way goes with it.
+ */
+static int abandon(struct ra_remote *r)
+{
+	uint64_t deadline = ra_realtime_ns() + INTERRUPT_WAIT_NS;
+	double after = (double)r->timeout_ns / 1e9;
+	int status, sig = 0, ret;
+
+	read_current(r);
+	r->timed_out = true;
+	r->code_written = false;
+	r->saved_ok = false;
+	ret = lost(r, ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e));
+	while (!ret) {
+		ret = wait_until(r, &status, deadline, 1000000);
+		if (ret < 0)
+			return gone(r, "during a remote call");
+		if (ret == 0) {
+			/* Stays traced by us until we exit: the kernel lets it go then. */
+			ra_err_set(r->e, ROCATTACH_STATUS_ERROR,
+				   "process %d: a remote call did not return within %.1f s, and "
+				   "thread %d did not stop to be released",
+				   r->pid, after, r->tid);
+			return -ETIMEDOUT;
+		}
+		if (!WIFSTOPPED(status))
+			return ended(r, status, "during a remote call");
+		ret = 0;
+		if (status >> 16 == PTRACE_EVENT_STOP)
+			break;
+		if (status >> 16 == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+			sig = WSTOPSIG(status);
+			break;
+		}
+		ret = lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e));
+	}
+	if (!ret)
+		ret = lost(r, ra_ptrace(PTRACE_DETACH, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
+	if (ret)
+		return r->gone ? gone(r, "during a remote call") : ret;
+	r->seized = false;
+	r->parked = false;
+	ra_err_set(r->e, ROCATTACH_STATUS_ERROR,
+		   "process %d: a remote call did not return within %.1f s: thread %d was left "
+		   "running it, released",
+		   r->pid, after, r->tid);
+	return -ETIMEDOUT;
 }
 
 /*
@@ -330,6 +479,7 @@ static int watch_park(struct ra_remote *r)
 {
 	struct timespec nap = {0, 20000};
 	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
+	uint64_t deadline = call_deadline(r);
 	int status, ret = 0;
 	pid_t w;
 
@@ -346,6 +496,8 @@ static int watch_park(struct ra_remote *r)
 			return gone(r, "during a remote call");
 		if (ret)
 			break;
+		if (deadline && ra_realtime_ns() >= deadline)
+			return abandon(r);
 		nanosleep(&nap, NULL);
 		if (nap.tv_nsec < max_nap)
 			nap.tv_nsec = nap.tv_nsec * 2 < max_nap ? nap.tv_nsec * 2 : max_nap;
@@ -363,27 +515,31 @@ static int watch_park(struct ra_remote *r)
 /*
  * The kernel tells us: RA_PARK_SIG, sent now, waits blocked through the
  * remote code; the park's rt_sigsuspend lets it through, and its delivery
- * is a signal-delivery stop reported to us, the tracer (one blocking wait,
- * no looks, no naps). We leave that stop with no signal: it is discarded.
- * Had we died instead, the park would have discarded it (ignored by
- * default) and slept on. A delivery anywhere else means the remote code
- * let the signal through itself: swallowed, and we watch instead. *regs
- * receives the registers at the park.
+ * is a signal-delivery stop reported to us, the tracer (no looks at /proc).
+ * We leave that stop with no signal: it is discarded. Had we died instead,
+ * the park would have discarded it (ignored by default) and slept on. A
+ * delivery anywhere else means the remote code let the signal through
+ * itself: swallowed, and we watch instead. *regs receives the registers at
+ * the park. The wait has the call's deadline: it looks without blocking,
+ * backing off as watch_park does.
  */
 static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_regs)
 {
+	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
 	int status, ret;
-	pid_t w;
 
 	if (syscall(SYS_tgkill, r->pid, r->tid, RA_PARK_SIG))
 		return errno == ESRCH ? gone(r, "during a remote call") : -errno;
-	ret = start(r, false);
+	ret = start(r);
 	while (!ret) {
-		w = waitpid(r->tid, &status, __WALL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 || !WIFSTOPPED(status))
+		ret = wait_until(r, &status, call_deadline(r), max_nap);
+		if (ret == 0)
+			return abandon(r);
+		if (ret < 0)
 			return gone(r, "during a remote call");
+		ret = 0;
+		if (!WIFSTOPPED(status))
+			return ended(r, status, "during a remote call");
 		if (status >> 16 != 0 || WSTOPSIG(status) != RA_PARK_SIG) {
 			ret = pass_stop(r, status);
 			continue;
@@ -414,11 +570,14 @@ static int run_to_park(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
 	bool have_regs = false;
 	int err;
 
+	/* Abandoned, or gone: its error is said already. */
+	if (!r->seized)
+		return r->timed_out ? -ETIMEDOUT : -ESRCH;
 	ra_arch_set_park_mask(regs, r->park_mask);
 	err = ra_setregs(r->tid, regs, r->e);
 	if (!err && r->sigpark)
 		err = sigpark_wait(r, regs, &have_regs);
-	else if (!err && !(err = start(r, true)))
+	else if (!err && !(err = start(r)))
 		err = watch_park(r);
 	if (!err && !have_regs)
 		err = ra_getregs(r->tid, regs, r->e);

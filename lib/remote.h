@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "arch/arch.h"
+#include "common/protocol.h"
 #include "err.h"
 
 struct ra_remote {
@@ -53,8 +54,25 @@ struct ra_remote {
 	/* CLOCK_REALTIME of the last call or syscall: released, and seen parked. */
 	uint64_t call_start_ns, call_end_ns;
 	uint64_t wake_ns; /* a timed call: look for the park only from then on */
+	/*
+	 * The deadline of each remote call or syscall: timeout_ns after it
+	 * starts (RA_CALL_TIMEOUT_NS unless the caller sets it; 0: none), or
+	 * after not_before_ns when the code waits in the target until then (a
+	 * start or stop time our agent keeps itself). A call that outlives it is
+	 * abandoned (see abandon() in remote.c): timed_out.
+	 */
+	uint64_t timeout_ns, not_before_ns;
+	bool timed_out;
+	int fatal_sig;	/* a signal that kills by default, forwarded to the thread */
+	int killed_sig; /* the process was killed by this signal during remote code */
+	/* Our agent's RA_AGENT_CURRENT (0: none), and its value read at a fatal signal or deadline.
+	 */
+	uint64_t current_addr;
+	char current[RA_AGENT_CURRENT_MAX];
 	struct ra_err *e;
 };
+
+#define RA_CALL_TIMEOUT_NS (10ull * 1000000000ull)
 
 #define RA_TIGHT_NAP_NS 100000
 /*
@@ -128,6 +146,12 @@ int ra_remote_stack_push(struct ra_remote *r, const void *data, size_t len,
  */
 int ra_remote_mmap(struct ra_remote *r, size_t len, uint64_t *addr) RA_MUST_CHECK;
 int ra_remote_munmap(struct ra_remote *r, uint64_t addr, size_t len) RA_MUST_CHECK;
+
+/*
+ * Is tid of pid sitting in the park of a trampoline at tramp (a call left
+ * to run after its deadline has returned)? 1 yes, 0 no, -ESRCH gone.
+ */
+int ra_remote_parked_at(pid_t pid, pid_t tid, uint64_t tramp);
 
 /*
  * Restore code and registers, PTRACE_DETACH; every step is tried. Safe to

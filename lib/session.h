@@ -58,10 +58,11 @@ struct session {
 	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	bool busy;		     /* an attach or detach is running on it */
 	bool attached;
-	bool watched;	    /* attached through librocattach-watchdog: detach through it too */
-	uint64_t starttime; /* with pid, identifies the process */
-	pid_t tid;	    /* listener thread */
-	uint64_t tramp;	    /* AT_ENTRY */
+	bool watched;	      /* attached through librocattach-watchdog: detach through it too */
+	uint64_t attached_ns; /* CLOCK_REALTIME when its attach returned */
+	uint64_t starttime;   /* with pid, identifies the process */
+	pid_t tid;	      /* listener thread */
+	uint64_t tramp;	      /* AT_ENTRY */
 	struct entry ep;
 	pid_t *tree; /* recorded by attach_tree on its root */
 	size_t tree_n;
@@ -73,7 +74,11 @@ struct op {
 	struct ra_err e;
 	rocattach_report_t rep;
 	uint64_t t_step;
+	uint64_t starttime; /* of the target, once known */
 };
+
+/* rocattach_opts_t.call_timeout_ms 0 means this. */
+#define RA_CALL_TIMEOUT_MS 10000u
 
 struct prepared {
 	struct ra_toollist tools;
@@ -102,6 +107,7 @@ struct lookup {
 	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	struct entry ep;
 	char object[512];
+	char stuck[160]; /* a call left running after its deadline, "" if none */
 };
 
 /* session_api.c: close the running step of op; its time goes to step_ns[step]. */
@@ -132,6 +138,16 @@ int ra_find_target(struct session *s, struct prepared *p, struct ra_err *e);
 void ra_keep_stack(struct session *s, const struct ra_remote *r);
 /* ROCm's side of pid: what an attach learnt (tools loaded ahead, the watchdog's calls). */
 void ra_lookup_keep_entry(pid_t pid, uint64_t starttime, const struct entry *ep);
+/*
+ * A call into pid's listener outlived its deadline and was left running
+ * (what: the call, as said in the error). Until the listener is seen back in
+ * the park, ra_check_stuck refuses it: non-zero with e set.
+ */
+void ra_lookup_mark_stuck(pid_t pid, uint64_t starttime, const char *what);
+int ra_check_stuck(const struct session *s, struct ra_err *e);
+/* Stopped (group-stop, State T)? Non-zero with e set; attaching: before it, else during the window.
+ */
+int ra_check_stopped(pid_t pid, const struct ra_stat *st, bool attaching, struct ra_err *e);
 
 /*
  * session_drive.c: one attach or detach of s, prepared and driven. 0, or

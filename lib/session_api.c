@@ -210,8 +210,10 @@ static rocattach_status_t api_attach(int pid, const rocattach_opts_t *opts,
 		return op_finish(&op, report);
 	}
 	s = claim_new(pid, &op.e);
-	if (s)
+	if (s) {
+		s->attached_ns = ra_realtime_ns();
 		claim_end(s, ra_session_attach(s, &o, &op) == 0);
+	}
 	return op_finish(&op, report);
 }
 
@@ -231,8 +233,11 @@ static rocattach_status_t api_detach(int pid, const rocattach_opts_t *opts,
 	if (ra_check_ahead(pid, "stop", o.stop_ns, &op.e))
 		return op_finish(&op, report);
 	s = claim_existing(pid, &op.e);
-	if (s)
-		claim_end(s, ra_session_detach(s, &o, &op) == -EPERM);
+	if (s) {
+		int err = ra_session_detach(s, &o, &op);
+
+		claim_end(s, err == -EPERM || err == -EAGAIN);
+	}
 	return op_finish(&op, report);
 }
 

@@ -10,6 +10,7 @@
 
 #include <rocattach/tool.h>
 
+#include "common/clock.h"
 #include "inject.h"
 #include "log.h"
 #include "common/procfs.h"
@@ -171,6 +172,59 @@ static void tool_outcomes(struct ra_remote *r, const struct entry *ep, const str
 		agent_message(r, ep, op->e.msg, sizeof(op->e.msg));
 }
 
+/* "the tool's rocprofiler_configure", from our agent's "libx.so: rocprofiler_configure". */
+static const char *current_call(const struct ra_remote *r, const char *fallback, char *buf,
+				size_t len, const char **lib)
+{
+	const char *sep = strstr(r->current, ": ");
+
+	*lib = "";
+	if (!r->current[0])
+		return fallback;
+	if (!sep) {
+		snprintf(buf, len, "the tool's %s", r->current);
+		return buf;
+	}
+	snprintf(buf, len, "the tool's %s", sep + 2);
+	*lib = r->current;
+	return buf;
+}
+
+/*
+ * A call into the target that did not end in the park: the process was
+ * killed during it, or it outlived its deadline (left running, released).
+ * The message says which call, and which tool function our agent was in
+ * when it could tell. Other failures keep the remote layer's message.
+ */
+static void call_harmed(struct ra_remote *r, const char *fn, int which, struct op *op)
+{
+	static const char *const kind[2] = {"attach", "detach"};
+	const char *lib, *what;
+	char buf[RA_AGENT_CURRENT_MAX + 16];
+	int liblen;
+
+	what = current_call(r, fn, buf, sizeof(buf), &lib);
+	liblen = *lib ? (int)(strstr(lib, ": ") - lib) : 0;
+	if (r->timed_out) {
+		op->rep.flags |= ROCATTACH_REPORT_TIMED_OUT;
+		ra_err_reset(&op->e, ROCATTACH_STATUS_ERROR,
+			     "process %d: %s did not return within %.1f s%s%.*s%s; its attach "
+			     "listener (thread %d) is left in it, not traced: the %s failed",
+			     r->pid, what, (double)r->timeout_ns / 1e9, liblen ? " (" : "", liblen,
+			     lib, liblen ? ")" : "", r->tid, kind[which]);
+		ra_lookup_mark_stuck(r->pid, op->starttime, what);
+	} else if (r->killed_sig) {
+		const char *abbrev = sigabbrev_np(r->killed_sig);
+
+		op->rep.flags |= ROCATTACH_REPORT_KILLED;
+		op->rep.signal = r->killed_sig;
+		ra_err_reset(&op->e, ROCATTACH_STATUS_ERROR,
+			     "process %d was killed by SIG%s during the %s call, in %s%s%.*s%s",
+			     r->pid, abbrev ? abbrev : "?", kind[which], what, liblen ? " (" : "",
+			     liblen, lib, liblen ? ")" : "");
+	}
+}
+
 /*
  * The entry point's call, timed for the report. ROCm's side calls the
  * tools inside it and knows no start or stop time, so on that side the call
@@ -191,12 +245,24 @@ static int call_entry(struct ra_remote *r, const struct entry *ep, uint64_t fn, 
 	 * time: watching it closely would burn the CPUs the hand-over needs.
 	 */
 	r->tight = ep->side == ROCATTACH_SIDE_ROCM;
+	/* Our agent waits in the target for the time: the deadline counts from then. */
+	if (at > r->not_before_ns)
+		r->not_before_ns = at;
 	if (ep->side == ROCATTACH_SIDE_ROCM && at)
 		err = ra_remote_call_at(r, fn, args, n, at, &ret);
 	else
 		err = ra_remote_call(r, fn, args, n, &ret);
-	if (err)
+	r->not_before_ns = 0;
+	if (err) {
+		/* Only our agent's detach goes through another call (through the watchdog: its
+		 * own). */
+		call_harmed(r,
+			    ep->agent[AGENT_DETACH_AT] && fn == ep->agent[AGENT_DETACH_AT]
+				? RA_AGENT_DETACH_AT
+				: ra_entry_names[which],
+			    which, op);
 		return -1;
+	}
 	op->rep.call_start_ns = r->call_start_ns;
 	op->rep.call_end_ns = r->call_end_ns;
 	op->rep.agent_status = (int)(int32_t)ret;
@@ -379,6 +445,27 @@ unmap:
 		ra_op_step(op, ROCATTACH_STEP_MUNMAP);
 }
 
+/* Any other remote call (a preload, a munmap) the process was killed in, or that stuck. */
+static void harm_flags(const struct ra_remote *r, struct op *op)
+{
+	if (r->killed_sig) {
+		op->rep.flags |= ROCATTACH_REPORT_KILLED;
+		op->rep.signal = r->killed_sig;
+	}
+	if (r->timed_out && !(op->rep.flags & ROCATTACH_REPORT_TIMED_OUT)) {
+		op->rep.flags |= ROCATTACH_REPORT_TIMED_OUT;
+		ra_lookup_mark_stuck(r->pid, op->starttime, "a remote call");
+	}
+}
+
+/* Each remote call's deadline, and where our agent says what it runs. */
+static void drive_limits(struct ra_remote *r, const struct session *s, const rocattach_opts_t *o)
+{
+	r->timeout_ns =
+	    (uint64_t)(o->call_timeout_ms ? o->call_timeout_ms : RA_CALL_TIMEOUT_MS) * 1000000ull;
+	r->current_addr = s->ep.agent[AGENT_CURRENT];
+}
+
 /* 0 once attached, else -1 with op->e set. */
 int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
@@ -391,16 +478,21 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	op->rep.tid = s->tid;
 	op->rep.target_side = s->ep.side;
 	s->watched = false;
+	op->starttime = s->starttime;
+	if (ra_check_stuck(s, &op->e))
+		goto out;
 	ra_op_step(op, ROCATTACH_STEP_PREPARE);
 	ra_debug("attach %d: listener %d, entry points in %s (%s), tools %s", s->pid, s->tid,
 		 p.object, s->ep.side == ROCATTACH_SIDE_AGENT ? "our agent" : "ROCm's side",
 		 p.tool_path);
 	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
 		goto out;
+	drive_limits(&r, s, o);
 	r.stack_lo = s->stack_lo;
 	r.stack_hi = s->stack_hi;
 	ra_op_step(op, ROCATTACH_STEP_SEIZE);
 	drive_attach(s, o, &p, &r, op);
+	harm_flags(&r, op);
 	ra_keep_stack(s, &r);
 	ret = ra_remote_end(&r);
 	ra_op_step(op, ROCATTACH_STEP_RELEASE);
@@ -414,14 +506,21 @@ out:
 }
 
 /* Is s still the same process with the same listener thread? */
-static int still_there(struct session *s, struct ra_err *e)
+static int still_there(struct session *s, struct op *op)
 {
+	struct ra_err *e = &op->e;
 	struct ra_stat st;
 
 	if (ra_stat_read(RA_PROCFS, s->pid, &st) || st.starttime != s->starttime ||
 	    st.state == 'Z' || st.state == 'X')
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
-				  "process %d exited during the window", s->pid);
+				  "process %d exited during the window: it died with its tools "
+				  "attached, within %.1f s of the attach",
+				  s->pid, (double)(ra_realtime_ns() - s->attached_ns) / 1e9);
+	if (ra_check_stopped(s->pid, &st, false, e)) {
+		op->rep.flags |= ROCATTACH_REPORT_STOPPED;
+		return -EAGAIN;
+	}
 	/* The listener dies with an exec; a new image means new addresses. */
 	if (!ra_listener_lives(s->pid, s->tid))
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
@@ -440,6 +539,7 @@ static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *
 	uint64_t fn = s->watched && s->ep.wd_detach ? s->ep.wd_detach : s->ep.fn_detach;
 
 	if (stop_ns && s->ep.side == ROCATTACH_SIDE_AGENT) {
+		r->not_before_ns = stop_ns;
 		call_entry(r, &s->ep, s->ep.agent[AGENT_DETACH_AT], 0, &stop_ns, 1, op, 1);
 		return;
 	}
@@ -448,7 +548,9 @@ static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *
 
 /*
  * 0, or -errno with op->e set. -EPERM only when the listener could not be
- * seized (a debugger holds it, say): nothing was done, the caller may retry.
+ * seized (a debugger holds it, say), -EAGAIN when the process is stopped or
+ * its listener still in a call left running: nothing was done, the caller
+ * may retry.
  */
 int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
@@ -457,14 +559,20 @@ int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *o
 
 	op->rep.tid = s->tid;
 	op->rep.target_side = s->ep.side;
-	if (still_there(s, &op->e))
-		return -ESRCH;
+	op->starttime = s->starttime;
+	err = still_there(s, op);
+	if (err)
+		return err == -EAGAIN ? err : -ESRCH;
+	if (ra_check_stuck(s, &op->e))
+		return -EAGAIN;
 	ra_op_step(op, ROCATTACH_STEP_PREPARE);
 	err = ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e);
 	ra_op_step(op, ROCATTACH_STEP_SEIZE);
 	if (err)
 		return err;
+	drive_limits(&r, s, o);
 	drive_detach(s, o->stop_ns, &r, op);
+	harm_flags(&r, op);
 	ra_op_step(op, ROCATTACH_STEP_CALL);
 	err = ra_remote_end(&r) ? -EIO : 0;
 	ra_op_step(op, ROCATTACH_STEP_RELEASE);

@@ -127,6 +127,21 @@ int ra_check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e)
 			  "process %d is a zombie (exited, not yet reaped)", pid);
 }
 
+int ra_check_stopped(pid_t pid, const struct ra_stat *st, bool attaching, struct ra_err *e)
+{
+	if (st->state != 'T')
+		return 0;
+	if (attaching)
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d is stopped (SIGSTOP/SIGTSTP): not attached; resume "
+				  "it with kill -CONT",
+				  pid);
+	return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+			  "process %d is stopped (SIGSTOP/SIGTSTP) with its tools still attached: "
+			  "resume it with kill -CONT, then detach",
+			  pid);
+}
+
 /*
  * The kept lookups. An entry is used only for the same process (pid and
  * start time) while the same listener thread lives in it: an exec replaces
@@ -180,6 +195,43 @@ void ra_keep_stack(struct session *s, const struct ra_remote *r)
 		l->stack_hi = r->stack_hi;
 	}
 	pthread_mutex_unlock(&lookups_lock);
+}
+
+void ra_lookup_mark_stuck(pid_t pid, uint64_t starttime, const char *what)
+{
+	struct lookup *l = &lookups[pid % LOOKUPS];
+
+	pthread_mutex_lock(&lookups_lock);
+	if (l->pid == pid && l->starttime == starttime)
+		snprintf(l->stuck, sizeof(l->stuck), "%s", what);
+	pthread_mutex_unlock(&lookups_lock);
+}
+
+/*
+ * A listener left in a call that outlived its deadline is not driven again
+ * until it is back in the park: seizing it in the tool's code would run the
+ * entry point on top of the stuck call.
+ */
+int ra_check_stuck(const struct session *s, struct ra_err *e)
+{
+	struct lookup *l = &lookups[s->pid % LOOKUPS];
+	char what[sizeof(l->stuck)] = "";
+
+	pthread_mutex_lock(&lookups_lock);
+	if (l->pid == s->pid && l->starttime == s->starttime && l->tid == s->tid)
+		memcpy(what, l->stuck, sizeof(what));
+	pthread_mutex_unlock(&lookups_lock);
+	if (!what[0])
+		return 0;
+	if (ra_remote_parked_at(s->pid, s->tid, s->tramp) == 1) {
+		ra_lookup_mark_stuck(s->pid, s->starttime, "");
+		return 0;
+	}
+	return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+			  "process %d: its attach listener (thread %d) is still inside %s, an "
+			  "earlier call that did not return in time: not driven again until it "
+			  "returns (the process runs on)",
+			  s->pid, s->tid, what);
 }
 
 /* What an attach learnt of pid's target side, kept for its next windows. */

@@ -520,6 +520,10 @@ int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 	ret = ra_stat_read(RA_PROCFS, s->pid, &st);
 	if (ret)
 		return ra_no_process(s->pid, ret, e);
+	if (ra_check_stopped(s->pid, &st, true, e)) {
+		op->rep.flags |= ROCATTACH_REPORT_STOPPED;
+		return -1;
+	}
 	if (ra_check_alive(s->pid, &st, e) || ra_check_ahead(s->pid, "start", o->start_ns, e) ||
 	    check_access(s->pid, &tr, e))
 		return -1;

@@ -165,6 +165,12 @@ struct rn_pool_opts {
 	 */
 	uint64_t start_ns, stop_ns;
 	bool inject; /* load the agent into targets without a listener */
+	/*
+	 * The longest one remote call into a target may take (ms; 0: the
+	 * library's default, 10000). rn_detach_all also retries a stopped target
+	 * until it resumes, up to this long after stop_ns.
+	 */
+	unsigned call_timeout_ms;
 	/* Progress callback (done so far, total), from worker threads, may be NULL. */
 	void (*progress)(size_t done, size_t total, void *user);
 	void *user;
@@ -172,7 +178,12 @@ struct rn_pool_opts {
 
 /* Attach every target in state RN_FOUND (or RN_DETACHED for a next window). */
 void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
-/* Detach every target in state RN_ATTACHED. */
+/*
+ * Detach every target in state RN_ATTACHED. One found gone is
+ * RN_DIED_ATTACHED; one that is stopped is tried again (the others are not
+ * held up) until it resumes or until the call timeout after stop_ns, then
+ * left RN_STOPPED with its tools attached.
+ */
 void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
 /*
  * Fill in the side of each target with a listener (our agent or ROCm's), by
@@ -200,7 +211,8 @@ bool rn_watch_gone(const struct rn_watch *w, size_t i);
 /*
  * rn_watch_alive, and every gone target that is not attached (found, or
  * detached after a window) becomes RN_EXITED with a message, so that it is
- * not attached again. t is the array the watch was opened on.
+ * not attached again; an attached one becomes RN_DIED_ATTACHED, died_ns
+ * now. t is the array the watch was opened on.
  */
 size_t rn_watch_mark(struct rn_watch *w, struct rn_target *t, size_t n);
 

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "common/procfs.h"
 #include "node.h"
 
 /* The work is mostly waiting for targets to run the remote calls: oversubscribe. */
@@ -48,7 +50,9 @@ static bool wanted(const struct rn_target *t, bool attach)
 {
 	if (attach)
 		return t->state == RN_FOUND || t->state == RN_DETACHED;
-	return t->state == RN_ATTACHED;
+	/* One the watch saw die attached: its detach only drops the library's session. */
+	return t->state == RN_ATTACHED ||
+	       (t->state == RN_DIED_ATTACHED && rocattach_is_attached(t->pid));
 }
 
 /* Messages are cut to the record's size: the start names the step and the cause. */
@@ -57,10 +61,20 @@ static void copy_message(struct rn_target *t, const char *msg)
 	snprintf(t->message, sizeof(t->message), "%.*s", (int)sizeof(t->message) - 1, msg);
 }
 
+/* What the report says of harm: killed by a signal (never an exit), a call that stuck. */
+static void harm(struct rn_target *t, const rocattach_report_t *rep)
+{
+	t->signal = rep->flags & ROCATTACH_REPORT_KILLED ? rep->signal : 0;
+	t->timed_out = (rep->flags & ROCATTACH_REPORT_TIMED_OUT) != 0;
+}
+
 static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 {
-	rocattach_opts_t ro = {
-	    .size = sizeof(ro), .tool_libraries = o->tools, .env = o->env, .start_ns = o->start_ns};
+	rocattach_opts_t ro = {.size = sizeof(ro),
+			       .tool_libraries = o->tools,
+			       .env = o->env,
+			       .start_ns = o->start_ns,
+			       .call_timeout_ms = o->call_timeout_ms};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 
@@ -94,9 +108,12 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 	copy_message(t, rep.message);
 	t->watchdog = st == ROCATTACH_STATUS_SUCCESS && (rep.flags & ROCATTACH_REPORT_WATCHDOG);
+	harm(t, &rep);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_ATTACHED;
 		t->listener = true;
+	} else if (rep.flags & ROCATTACH_REPORT_STOPPED) {
+		t->state = RN_STOPPED;
 	} else {
 		t->state = st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND ? RN_EXITED
 										 : RN_ATTACH_FAILED;
@@ -105,10 +122,15 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 
 static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 {
-	rocattach_opts_t ro = {.size = sizeof(ro), .stop_ns = o->stop_ns};
+	rocattach_opts_t ro = {
+	    .size = sizeof(ro), .stop_ns = o->stop_ns, .call_timeout_ms = o->call_timeout_ms};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 
+	if (t->state == RN_DIED_ATTACHED) {
+		rocattach_detach_ex(t->pid, &ro, &rep);
+		return;
+	}
 	st = rocattach_detach_ex(t->pid, &ro, &rep);
 	t->status = st;
 	t->agent_status = rep.agent_status;
@@ -120,12 +142,21 @@ static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 	/* A clean detach keeps the attach's word on a tool of the list that failed. */
 	if (st != ROCATTACH_STATUS_SUCCESS || !rn_some_tool_failed(t))
 		copy_message(t, rep.message);
+	harm(t, &rep);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_DETACHED;
 		t->windows++;
+	} else if (rep.flags & ROCATTACH_REPORT_STOPPED) {
+		t->state = RN_STOPPED; /* still attached: rn_detach_all tries again */
+	} else if (st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND) {
+		/* Gone before its tools were handed back. */
+		t->state = RN_DIED_ATTACHED;
+		t->died_ns = rep.start_ns;
+		snprintf(t->message, sizeof(t->message),
+			 "process %d died with its tools attached (found gone at the detach)",
+			 (int)t->pid);
 	} else {
-		t->state = st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND ? RN_EXITED
-										 : RN_DETACH_FAILED;
+		t->state = RN_DETACH_FAILED;
 	}
 }
 
@@ -174,9 +205,49 @@ void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 	pool_run(t, n, o, true);
 }
 
+static bool still_stopped(pid_t pid)
+{
+	struct ra_stat st;
+
+	return !ra_stat_read(NULL, pid, &st) && st.state == 'T';
+}
+
+/* Stopped targets whose tools are still attached: back to RN_ATTACHED for another try. */
+static size_t retry_stopped(struct rn_target *t, size_t n, bool mark)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].state == RN_STOPPED && rocattach_is_attached(t[i].pid)) {
+			/* Tried again once it runs: the library would only say it is stopped. */
+			if (mark && !still_stopped(t[i].pid))
+				t[i].state = RN_ATTACHED;
+			k++;
+		}
+	}
+	return k;
+}
+
+/*
+ * The healthy targets are detached in the first pass, on time and in
+ * parallel; a stopped one (refused by the library before any ptrace, its
+ * session kept) is tried again every 20 ms until it resumes or until the
+ * call timeout after the stop time. Still stopped then: RN_STOPPED, its
+ * message saying its tools are still attached.
+ */
 void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 {
+	uint64_t ms = o && o->call_timeout_ms ? o->call_timeout_ms : 10000;
+	uint64_t from = o && o->stop_ns > ra_realtime_ns() ? o->stop_ns : ra_realtime_ns();
+	uint64_t deadline = from + ms * RA_NS_PER_MS;
+	struct timespec nap = {0, 20 * 1000000};
+
 	pool_run(t, n, o, false);
+	while (retry_stopped(t, n, false) && ra_realtime_ns() < deadline) {
+		nanosleep(&nap, NULL);
+		retry_stopped(t, n, true);
+		pool_run(t, n, o, false);
+	}
 }
 
 void rn_probe_sides(struct rn_target *t, size_t n)

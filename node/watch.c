@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/procfs.h"
 #include "node.h"
 
@@ -124,15 +125,31 @@ bool rn_watch_gone(const struct rn_watch *w, size_t i)
 }
 
 /*
+ * An attached target that is gone died with its tools in it: when it was
+ * seen gone is the closest we know of its death. Its session is dropped by
+ * the detach (rn_detach_all), which keeps this state.
+ */
+static void died_attached(struct rn_target *t)
+{
+	t->state = RN_DIED_ATTACHED;
+	t->status = ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND;
+	t->died_ns = ra_realtime_ns();
+	snprintf(t->message, sizeof(t->message), "process %d died with its tools attached",
+		 (int)t->pid);
+}
+
+/*
  * Targets that are gone and not attached (found, or detached after an
  * earlier window) are not attached again: they become RN_EXITED here. An
- * attached one stays so: its detach finds it gone and says so.
+ * attached one becomes RN_DIED_ATTACHED.
  */
 size_t rn_watch_mark(struct rn_watch *w, struct rn_target *t, size_t n)
 {
 	size_t alive = rn_watch_alive(w);
 
 	for (size_t i = 0; w && i < n && i < w->n; i++) {
+		if (w->gone[i] && t[i].state == RN_ATTACHED)
+			died_attached(&t[i]);
 		if (!w->gone[i] || (t[i].state != RN_FOUND && t[i].state != RN_DETACHED))
 			continue;
 		t[i].state = RN_EXITED;

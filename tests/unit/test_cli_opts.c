@@ -37,6 +37,25 @@ static void test_cli_opts_parse_defaults(void **state)
 	assert_null(o.tools);
 	assert_int_equal(o.duration_ms, -1);
 	assert_true(o.children);
+	assert_int_equal(o.call_timeout_ms, 10000);
+}
+
+static void test_cli_opts_parse_call_timeout(void **state)
+{
+	const char *ok[] = {"rocattach", "-p", "42", "--call-timeout", "500"};
+	const char *zero[] = {"rocattach", "-p", "42", "--call-timeout", "0"};
+	const char *big[] = {"rocattach", "-p", "42", "--call-timeout", "86400001"};
+	const char *junk[] = {"rocattach", "-p", "42", "--call-timeout", "5s"};
+	struct cli_opts o;
+
+	(void)state;
+	assert_int_equal(parse(&o, 5, ok), 0);
+	assert_int_equal(o.call_timeout_ms, 500);
+	assert_int_equal(parse(&o, 5, zero), -1);
+	assert_non_null(strstr(err, "--call-timeout"));
+	assert_int_equal(parse(&o, 5, big), -1);
+	assert_int_equal(parse(&o, 5, junk), -1);
+	assert_null(strchr(err, '\n'));
 }
 
 static void test_cli_opts_parse_long_forms(void **state)
@@ -217,6 +236,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_cli_opts_parse_defaults, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_call_timeout, clear_env),
 	    cmocka_unit_test_setup(test_cli_opts_parse_long_forms, clear_env),
 	    cmocka_unit_test_setup(test_cli_opts_parse_env_defaults_and_override, clear_env),
 	    cmocka_unit_test_setup(test_cli_opts_parse_rejects_bad_input, clear_env),

@@ -48,6 +48,9 @@ static void test_rm_opts_parse_selectors_and_window(void **state)
 	assert_int_equal(o.sel.pids[3], 9);
 	assert_int_equal(o.sel.n_trees, 1);
 	assert_int_equal(o.duration_ms, -1);
+	assert_int_equal(o.call_timeout_ms, 10000);
+	assert_int_equal(PARSE("--exe", "x", "--call-timeout", "250"), 0);
+	assert_int_equal(o.call_timeout_ms, 250);
 }
 
 static void test_rm_opts_parse_mpi_job_forms(void **state)
@@ -131,6 +134,8 @@ static void test_rm_opts_parse_rejects_bad_input(void **state)
 	assert_int_equal(PARSE("--exe", "x", "--jobs", "257"), -1);
 	assert_int_equal(PARSE("--exe", "x", "-d", "-1"), -1);
 	assert_int_equal(PARSE("--exe", "x", "-d", "86400001"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--call-timeout", "0"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--call-timeout", "86400001"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--windows", "1:0:2"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--windows", "1:2:100001"), -1);

@@ -47,6 +47,8 @@ static void test_plan_round_trip(void **state)
 			      "5000",
 			      "--start-lead",
 			      "40",
+			      "--call-timeout",
+			      "750",
 			      "--jobs",
 			      "4",
 			      "--gather-slots",
@@ -92,6 +94,7 @@ static void test_plan_round_trip(void **state)
 	assert_int_equal(b.windows, 3);
 	assert_int_equal(b.max_window_ms, 5000);
 	assert_int_equal(b.start_lead_ms, 40);
+	assert_int_equal(b.call_timeout_ms, 750);
 	assert_int_equal(b.jobs, 4);
 	assert_int_equal(b.gather_slots, 3);
 	assert_true(b.inject);

@@ -675,6 +675,67 @@ static void test_rm_write_report_huge_cpu_numbers(void **state)
 	json_decref(j);
 }
 
+/*
+ * Issue 21: a target that died with its tools attached is counted apart
+ * from exits, with when it was seen gone; a stopped one is a failure; when
+ * none lived on, one line says so plainly.
+ */
+static void test_rm_print_summary_died_attached_and_stopped(void **state)
+{
+	struct rn_target t[3];
+	struct rm_node node = {.host = "nodeA", .t = t, .n = 3};
+	struct rm_window w = {1, T1, S1, "duration", &node, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 4, .exit_reason = "1 target failed"};
+	size_t lived;
+	uint64_t first, last;
+	char *buf, why[256];
+	json_t *j;
+
+	(void)state;
+	t[0] = target(400, 0, "app", RN_DIED_ATTACHED);
+	times(&t[0], T1 - 10 * MS, T1 + MS, 0, 0);
+	t[0].died_ns = T1 + 2500 * MS;
+	t[1] = target(401, 1, "app", RN_STOPPED);
+	times(&t[1], T1 - 10 * MS, T1 + MS, S1, S1 + MS);
+	snprintf(t[1].message, sizeof(t[1].message), "process 401 is stopped");
+	t[2] = target(402, 2, "app", RN_DETACHED);
+	times(&t[2], T1 - 10 * MS, T1 + MS, S1, S1 + MS);
+	/* The stopped one is the one failure; the death is not one. */
+	assert_int_equal(rm_count_failures(&r), 1);
+	assert_int_equal(rm_died_attached(&r, &lived, &first, &last), 1);
+	assert_int_equal(lived, 2);
+	assert_true(first == T1 + 2500 * MS && last == first);
+	buf = summary_of(&r);
+	print_message("%s", buf);
+	assert_non_null(strstr(buf, ", 1 died with tools attached"));
+	assert_non_null(strstr(buf, "stopped: process 401 is stopped\n"));
+	assert_non_null(strstr(buf,
+			       "died with their tools attached:\n  nodeA pid 400 rank 0 (app): "
+			       "seen gone 2.5 s after the start of window 1\n"));
+	assert_null(strstr(buf, "all 1 target"));
+	free(buf);
+	assert_int_equal(rm_write_report(path_in_dir("died.json"), &r, why, sizeof(why)), 0);
+	j = json_load_file(path_in_dir("died.json"), 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(jint(j, "summary.died_attached"), 1);
+	assert_int_equal(jint(j, "summary.stopped"), 1);
+	json_decref(j);
+	/* Every target died with its tools in: the run ended, and the summary says so plainly. */
+	t[1] = t[0];
+	t[1].pid = 401;
+	t[1].died_ns = T1 + 2700 * MS;
+	node.n = 2;
+	r.exit_code = 0;
+	r.exit_reason = "job ended";
+	assert_int_equal(rm_died_attached(&r, &lived, NULL, NULL), 2);
+	assert_int_equal(lived, 0);
+	buf = summary_of(&r);
+	print_message("%s", buf);
+	assert_non_null(strstr(buf, "all 2 targets died while attached: 2.5 s after the start of "
+				    "window 1 to 2.7 s after the start of window 1\n"));
+	free(buf);
+}
+
 static json_t *write_trace(const struct rm_run *r, const char *name)
 {
 	char path[256], err[256] = "";
@@ -1256,6 +1317,7 @@ int main(void)
 	    cmocka_unit_test(test_rm_window_skew_bounds_and_length),
 	    cmocka_unit_test(test_rm_node_attach_times_median),
 	    cmocka_unit_test(test_rm_print_summary_rows_and_failures),
+	    cmocka_unit_test(test_rm_print_summary_died_attached_and_stopped),
 	    cmocka_unit_test(test_rm_print_summary_long_host),
 	    cmocka_unit_test(test_rm_print_dry_run_lists_targets),
 	    cmocka_unit_test(test_rm_write_report_top_and_config),

@@ -62,11 +62,13 @@ static void test_rn_watch_alive_zombie_is_gone(void **state)
 	assert_false(rn_watch_gone(w, 1));
 	assert_int_equal(t[0].state, RN_EXITED);
 	assert_non_null(strstr(t[0].message, "exited before its first window"));
-	/* Attached: its detach will find it gone and say so. */
+	/* Attached: it died with its tools in it, seen now (issue 21). */
 	kill(t[1].pid, SIGKILL);
 	wait_zombie(t[1].pid);
 	assert_int_equal(rn_watch_mark(w, t, 2), 0);
-	assert_int_equal(t[1].state, RN_ATTACHED);
+	assert_int_equal(t[1].state, RN_DIED_ATTACHED);
+	assert_true(t[1].died_ns > 0);
+	assert_non_null(strstr(t[1].message, "died with its tools attached"));
 	waitpid(t[0].pid, NULL, 0);
 	waitpid(t[1].pid, NULL, 0);
 	/* Gone stays gone, even if the pid were used again. */
