@@ -122,7 +122,7 @@ static int lost(struct ra_remote *r, long ret)
  */
 static int release(struct ra_remote *r)
 {
-	static const char *const step[] = {"restoring the code", "restoring the registers",
+	static const char *const step[] = {"restoring the registers", "restoring the code",
 					   "releasing"};
 	const struct ra_tramp *t = ra_arch_tramp();
 	struct ra_err why[3] = {{0}};
@@ -131,17 +131,24 @@ static int release(struct ra_remote *r)
 
 	if (!r->seized)
 		return r->gone ? -ESRCH : 0;
-	/* The thread is stopped and its pc is in the trampoline only while parked. */
-	if (r->code_written)
-		err[0] = ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, &why[0]);
-	r->code_written = false;
 	/*
-	 * Every stop we leave from is an interrupt stop, like the first one: with
-	 * the saved registers back, the kernel restarts an interrupted syscall
-	 * itself on the way out (the park's own pause() is forgotten with them).
+	 * Registers first, then the code. Every stop we leave from is an
+	 * interrupt stop, like the first one: with the saved registers back, the
+	 * kernel restarts an interrupted syscall itself on the way out (the
+	 * park's own pause() is forgotten with them). While its pc is in the
+	 * trampoline (parked), the code must stay: were we killed between the
+	 * two steps in the other order, the kernel would let the thread go at
+	 * the park with the program's own bytes back under its pc, and restart
+	 * the park's syscall into them (the target died of SIGSEGV). In this
+	 * order, a death between the steps leaves the trampoline at AT_ENTRY,
+	 * code that never runs again. Registers that could not be put back
+	 * leave the code too: the thread then sleeps in the park, unharmed.
 	 */
-	if (err[0] != -ESRCH && r->saved_ok)
-		err[1] = ra_setregs(r->tid, &regs, &why[1]);
+	if (r->saved_ok)
+		err[0] = ra_setregs(r->tid, &regs, &why[0]);
+	if (r->code_written && !err[0])
+		err[1] = ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, &why[1]);
+	r->code_written = false;
 	if (err[0] != -ESRCH && err[1] != -ESRCH)
 		err[2] = (int)ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, &why[2]);
 	r->seized = false;
