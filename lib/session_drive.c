@@ -466,6 +466,28 @@ static void drive_limits(struct ra_remote *r, const struct session *s, const roc
 	r->current_addr = s->ep.agent[AGENT_CURRENT];
 }
 
+/*
+ * Our agent's listener stopped inside an entry point: an earlier attacher
+ * died during its call and the thread is finishing it. A call on top of it
+ * would run inside that one (and, were we to die too, leave it unfinished
+ * for good, the agent's lock held): not now. Non-zero with op->e set.
+ */
+static int listener_busy(const struct session *s, const struct ra_remote *r, struct op *op)
+{
+	struct ra_err ignore = {0};
+	int32_t busy = 0;
+
+	if (s->ep.side != ROCATTACH_SIDE_AGENT || !s->ep.agent[AGENT_LISTENER_BUSY] ||
+	    ra_mem_read(r->pid, s->ep.agent[AGENT_LISTENER_BUSY], &busy, sizeof(busy), &ignore) ||
+	    !busy)
+		return 0;
+	return ra_err_set(&op->e, ROCATTACH_STATUS_ERROR,
+			  "process %d: its attach listener (thread %d) is still inside an earlier "
+			  "call (its attacher may have died during it): not driven until it "
+			  "returns; try again",
+			  s->pid, s->tid);
+}
+
 /* 0 once attached, else -1 with op->e set. */
 int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
@@ -491,7 +513,8 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	r.stack_lo = s->stack_lo;
 	r.stack_hi = s->stack_hi;
 	ra_op_step(op, ROCATTACH_STEP_SEIZE);
-	drive_attach(s, o, &p, &r, op);
+	if (!listener_busy(s, &r, op))
+		drive_attach(s, o, &p, &r, op);
 	harm_flags(&r, op);
 	ra_keep_stack(s, &r);
 	ret = ra_remote_end(&r);
@@ -571,6 +594,11 @@ int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *o
 	if (err)
 		return err;
 	drive_limits(&r, s, o);
+	if (listener_busy(s, &r, op)) {
+		err = ra_remote_end(&r) ? -EIO : -EAGAIN;
+		ra_op_step(op, ROCATTACH_STEP_RELEASE);
+		return err;
+	}
 	drive_detach(s, o->stop_ns, &r, op);
 	harm_flags(&r, op);
 	ra_op_step(op, ROCATTACH_STEP_CALL);

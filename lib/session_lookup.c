@@ -21,7 +21,7 @@ const char *const ra_entry_names[2] = {RA_ENTRY_ATTACH, RA_ENTRY_DETACH};
 static const char *const entry_objects[] = {RA_ROCM_REGISTER_PREFIX, RA_AGENT_PREFIX, NULL};
 static const char *const agent_names[AGENT_SYMS] = {
     RA_AGENT_MARKER,	    RA_AGENT_TOOL_NS,	   RA_AGENT_DETACH_AT, RA_AGENT_LAST_ERROR,
-    RA_AGENT_TOOL_EVENT_NS, RA_AGENT_TOOL_OUTCOME, RA_AGENT_CURRENT};
+    RA_AGENT_TOOL_EVENT_NS, RA_AGENT_TOOL_OUTCOME, RA_AGENT_CURRENT,   RA_AGENT_LISTENER_BUSY};
 
 rocattach_status_t ra_no_process(pid_t pid, int err, struct ra_err *e)
 {

@@ -130,16 +130,27 @@ void note(const char *lib, const char *why)
 	dbg("%s: %s", lib, why);
 }
 
+/*
+ * 1 while the listener runs one of our entry points (RA_AGENT_LISTENER_BUSY):
+ * an attacher killed during the call leaves the thread to finish it, and
+ * the next attacher, finding it stopped in here, must not call on top.
+ */
+RA_EXPORT _Atomic int rocattach_agent_listener_busy;
+
 static void agent_enter(void)
 {
 	pthread_mutex_lock(&agent_lock);
 	in_agent_set(true);
+	if (on_listener())
+		atomic_store(&rocattach_agent_listener_busy, 1);
 	err_text[0] = '\0';
 	notes[0] = '\0';
 }
 
 static void agent_leave(void)
 {
+	if (on_listener())
+		atomic_store(&rocattach_agent_listener_busy, 0);
 	in_agent_set(false);
 	pthread_mutex_unlock(&agent_lock);
 }

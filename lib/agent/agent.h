@@ -79,6 +79,8 @@ void watchdog_atfork_child(void);
 
 /* agent_listener.c */
 extern atomic_bool listening; /* set once the listener is parked */
+/* Is the calling thread our listener? */
+bool on_listener(void);
 /* Start the listener once: 0 if it runs (now or already), else -errno. */
 int agent_enable(void);
 

@@ -34,9 +34,19 @@ static bool parked;
  * thread holds no lock anyone else wants; a remote call may end the wait
  * early, hence the loop.
  */
+static pthread_t listener_thread;
+static atomic_bool listener_known;
+
+bool on_listener(void)
+{
+	return atomic_load(&listener_known) && pthread_equal(pthread_self(), listener_thread);
+}
+
 static void *listener_main(void *arg)
 {
 	(void)arg;
+	listener_thread = pthread_self();
+	atomic_store(&listener_known, true);
 	thread_name(RA_LISTENER_COMM);
 	pthread_mutex_lock(&park_lock);
 	parked = true;

@@ -46,6 +46,12 @@
  * Written before the attach entry point returns.
  */
 #define RA_AGENT_TOOL_OUTCOME "rocattach_agent_tool_outcome"
+/*
+ * int: 1 while the listener thread is inside one of our entry points, 0
+ * otherwise. An attacher that finds the listener stopped there (its
+ * attacher died during the call) must not run a call on top of it.
+ */
+#define RA_AGENT_LISTENER_BUSY "rocattach_agent_listener_busy"
 
 /*
  * Ours: the watchdog for ROCm's target side (librocattach-watchdog), loaded
