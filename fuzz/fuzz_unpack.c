@@ -54,7 +54,7 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	take(r, t->topo.cpus, 8);
 	take(r, t->topo.gpus, 24);
 	t->topo.n_cpus = (int)take_u64(r);
-	t->state = (enum rn_state)(take_u64(r) % 8);
+	t->state = (enum rn_state)(take_u64(r) % (RN_DIED_ATTACHED + 3));
 	t->status = (rocattach_status_t)(take_u64(r) % (ROCATTACH_STATUS_LAST + 2));
 	t->agent_status = (int)take_u64(r);
 	t->windows = (int)take_u64(r);
@@ -62,6 +62,12 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	t->attach_end_ns = take_u64(r);
 	t->detach_tool_ns = take_u64(r);
 	take(r, t->message, 40);
+	t->signal = (int)(take_u64(r) % 70);
+	t->died_ns = take_u64(r);
+	t->watchdog = take_u64(r) & 1;
+	t->timed_out = take_u64(r) & 1;
+	t->tool_n = (uint8_t)(take_u64(r) % (RN_TOOLS_MAX + 3));
+	take(r, t->tools, 8); /* outcomes past 3 are undefined: unpack must refuse them */
 }
 
 static void check_target(const struct rn_target *t)
@@ -86,7 +92,10 @@ static void check_target(const struct rn_target *t)
 static bool same(const struct rn_target *a, const struct rn_target *b)
 {
 	return a->pid == b->pid && a->rank == b->rank && a->state == b->state &&
-	       a->status == b->status && a->listener == b->listener &&
+	       a->status == b->status && a->listener == b->listener && a->signal == b->signal &&
+	       a->died_ns == b->died_ns && a->watchdog == b->watchdog &&
+	       a->timed_out == b->timed_out && a->tool_n == b->tool_n &&
+	       !memcmp(a->tools, b->tools, sizeof(a->tools)) &&
 	       a->attach_end_ns == b->attach_end_ns && a->detach_tool_ns == b->detach_tool_ns &&
 	       !strcmp(a->exe, b->exe) && !strcmp(a->message, b->message) &&
 	       !strcmp(a->topo.gpus, b->topo.gpus);
@@ -121,7 +130,12 @@ static int unpack_checked(const void *buf, size_t len)
 
 static bool valid(const struct rn_target *t)
 {
-	return t->state <= RN_EXITED && t->status < ROCATTACH_STATUS_LAST;
+	bool tools_ok = t->tool_n <= RN_TOOLS_MAX;
+
+	for (size_t i = 0; tools_ok && i < t->tool_n; i++)
+		tools_ok = t->tools[i] <= ROCATTACH_TOOL_FAILED;
+	return t->state <= RN_DIED_ATTACHED && t->status < ROCATTACH_STATUS_LAST &&
+	       t->signal >= 0 && t->signal < 65 && tools_ok;
 }
 
 static void recipe(const uint8_t *data, size_t size)
