@@ -41,8 +41,9 @@ enum {
  * GRACE_READY_NS after the start time, for its records GRACE_RECORDS_NS
  * after the stop (GRACE_SIGNALLED_NS when a signal ended the window on rank
  * 0: Open MPI sends SIGKILL 1 s after the SIGTERM with which it ends a
- * job), for its clock answers CLOCK_ANSWER_NS; a rank that misses one is
- * lost. The other ranks wait for rank 0's stop until the window's planned
+ * job), for each answer of the clock exchange CLOCK_ANSWER_NS (a rank that
+ * answers slowly gets fewer rounds within that budget, not lost); a rank
+ * that misses one is lost. The other ranks wait for rank 0's stop until the window's planned
  * end plus GRACE_LOST_ROOT_NS, and for its next order until the stop plus
  * the delay plus GRACE_NEXT_NS (and CLOCK_ANSWER_NS per rank, for the
  * clock exchanges rank 0 runs in turn); one that waits in vain detaches its

@@ -178,17 +178,18 @@ void rm_cut_off(struct ctx *c, const char *waiting_for)
  * reads t2), more (up to CLOCK_ROUNDS_MAX) while no round trip was shorter
  * than CLOCK_RTT_GOOD_NS (a busy node); the estimate with the shortest round
  * trip is kept: offset = t1 - (t0 + t2) / 2, within rtt / 2 of the truth. A
- * rank that does not answer within CLOCK_ANSWER_NS is lost.
+ * rank that leaves one ping unanswered for CLOCK_ANSWER_NS is lost.
  */
-static int ping_pong(struct ctx *c, int r, uint64_t deadline, struct rm_clock *best)
+static int ping_pong(struct ctx *c, int r, struct rm_clock *best)
 {
 	uint64_t t0 = ra_realtime_ns(), t1, t2, rtt;
+	uint64_t deadline = ra_monotonic_ns() + CLOCK_ANSWER_NS;
 	int flag = 0;
 
 	rm_post(c, r, TAG_CLOCK, &t0, sizeof(t0));
 	while (!flag) {
 		MPI_Iprobe(r, TAG_CLOCK, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-		if (!flag && ra_realtime_ns() > deadline)
+		if (!flag && ra_monotonic_ns() > deadline)
 			return -1;
 	}
 	MPI_Recv(&t1, 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -207,18 +208,26 @@ void rm_clock_exchange(struct ctx *c)
 	for (int r = 1; r < c->size; r++) {
 		struct rm_peer *p = &c->peers[r];
 		struct rm_clock best = {0, UINT64_MAX, 0, true};
-		uint64_t deadline = ra_realtime_ns() + CLOCK_ANSWER_NS;
+		uint64_t budget = ra_monotonic_ns() + CLOCK_ANSWER_NS;
 
 		if (p->lost)
 			continue;
+		/*
+		 * Each ping may take CLOCK_ANSWER_NS: only a rank that leaves one
+		 * unanswered that long is lost. A busy rank that answers slowly
+		 * gets fewer rounds (its clock's bound is then wider), not lost.
+		 */
 		for (int k = 0;
 		     k < CLOCK_ROUNDS || (k < CLOCK_ROUNDS_MAX && best.rtt_ns > CLOCK_RTT_GOOD_NS);
-		     k++)
-			if (ping_pong(c, r, deadline, &best)) {
+		     k++) {
+			if (k && ra_monotonic_ns() > budget)
+				break;
+			if (ping_pong(c, r, &best)) {
 				rm_mark_lost(c, r, "no answer to the clock exchange within %.1f s",
 					     (double)CLOCK_ANSWER_NS / 1e9);
 				break;
 			}
+		}
 		if (p->lost)
 			continue;
 		if ((uint64_t)llabs(best.offset_ns) > best.rtt_ns / 2)
