@@ -5,6 +5,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 AGENT=$B/lib/librocattach-agent.so.0
 TOOL=$B/lib/librocattach-example-tool.so
 MPI_TARGET=$B/bin/rocattach-example-mpi-target
+DOUBLE=$B/tests/rocm/librocprofiler-register.so.0 # ROCm's side (the test double)
 LAUNCHER=$B/bin/rocattach-mpi
 PASSED=0
 FAILED=0
@@ -40,6 +41,26 @@ start_job() {
 	CHILDREN+=("$JOB_PID")
 	wait_ready "$out" "$n"
 }
+
+# An MPMD job of 2 ranks with our agent and 2 with ROCm's side, output to $1; sets JOB_PID.
+start_both() {
+	mpirun -np 2 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$AGENT" "$MPI_TARGET" : \
+		-np 2 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$DOUBLE" "$MPI_TARGET" \
+		</dev/null >"$1" 2>&1 &
+	JOB_PID=$!
+	CHILDREN+=("$JOB_PID")
+	wait_ready "$1" 4
+}
+
+# End the job whose mpirun is JOB_PID.
+stop_job() {
+	kill "$JOB_PID" 2>/dev/null
+	wait "$JOB_PID" 2>/dev/null
+}
+
+# Seconds since the epoch, with ns; is now less than $2 seconds after $1?
+now() { date +%s.%N; }
+elapsed_below() { awk -v a="$1" -v b="$(now)" -v m="$2" 'BEGIN { exit !(b - a < m) }'; }
 
 # Wait until the job writing OUT has N ranks ready (15 s at most); 0, or 1 with its output.
 wait_ready() {

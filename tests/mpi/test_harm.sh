@@ -10,20 +10,9 @@ B=${1:?usage: test_harm.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-harm-test.XXXXXX)
 chmod 755 "$W"
-DOUBLE=$B/tests/rocm/librocprofiler-register.so.0
 FAULT_TOOL=$B/lib/libra_fault_tool.so
 [ -e "$FAULT_TOOL" ] || { echo "FAIL: no $FAULT_TOOL: build the tests"; exit 1; }
 
-start_both() {
-	mpirun -np 2 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$AGENT" "$MPI_TARGET" : \
-		-np 2 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$DOUBLE" "$MPI_TARGET" \
-		</dev/null >"$1" 2>&1 &
-	JOB_PID=$!
-	CHILDREN+=("$JOB_PID")
-	wait_ready "$1" 4
-}
-now() { date +%s.%N; }
-elapsed_below() { awk -v a="$1" -v b="$(now)" -v m="$2" 'BEGIN { exit !(b - a < m) }'; }
 state_of() { cat "/proc/$1/stat" 2>/dev/null | sed 's/.*) //' | cut -c1; }
 
 echo "== 1. two ranks stopped before the attach (one per side)"

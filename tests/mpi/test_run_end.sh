@@ -10,21 +10,6 @@ B=${1:?usage: test_run_end.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-end-test.XXXXXX)
 chmod 755 "$W"
-DOUBLE=$B/tests/rocm/librocprofiler-register.so.0
-
-# An MPMD job of 2 ranks with our agent and 2 with ROCm's side; sets JOB_PID (mpirun).
-start_both() {
-	mpirun -np 2 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$AGENT" "$MPI_TARGET" : \
-		-np 2 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$DOUBLE" "$MPI_TARGET" \
-		</dev/null >"$1" 2>&1 &
-	JOB_PID=$!
-	CHILDREN+=("$JOB_PID")
-	wait_ready "$1" 4
-}
-
-# Seconds since the epoch, with ns.
-now() { date +%s.%N; }
-elapsed_below() { awk -v a="$1" -v b="$(now)" -v m="$2" 'BEGIN { exit !(b - a < m) }'; }
 
 # 1. --trace beside --report in one window: the same times, both sides labelled.
 start_both "$W/job1.out" || exit 1

@@ -8,7 +8,6 @@
 B=${1:?usage: test_sides.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-sides-test.XXXXXX)
-DOUBLE=$B/tests/rocm/librocprofiler-register.so.0
 
 . "$(dirname "$0")/../lib/windows.sh"
 
@@ -107,8 +106,7 @@ check "SIGKILL: every ROCm target detached by its watchdog" test \
 check "SIGKILL: each within 2 s of the kill" awk -v k="$killed" '/^tool_detach/ {
 	for (i = 1; i <= NF; i++) if ($i ~ /^ns=/ && substr($i, 4) - k > 2e9) bad = 1 }
 	END { exit bad }' "$W"/w3b/*.log
-kill "$JOB_PID" 2>/dev/null
-wait "$JOB_PID" 2>/dev/null
+stop_job
 
 # 4. A job mixing both sides in one window.
 start_mixed "$W/job4.out" "3:$AGENT" "3:$DOUBLE" || exit 1
@@ -133,8 +131,7 @@ check "report: our agent's times are measured" jq -e \
 #    Each run has a job of its own: a process keeps the tool list it was first given.
 SDK_C=$B/tests/tools/libsdk-tool-c.so
 SDK_CXX=$B/tests/tools/libsdk-tool-cxx.so
-kill "$JOB_PID" 2>/dev/null
-wait "$JOB_PID" 2>/dev/null
+stop_job
 start_mixed "$W/job5.out" "3:$AGENT" "3:$DOUBLE" || exit 1
 export ROCPROF_OUTPUT_PATH=$W/w5
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$SDK_C:$SDK_CXX" -d 300 \
@@ -151,8 +148,7 @@ check "report: our agent's targets say loaded, ROCm's unknown" jq -e \
 	 all(if .target_side == "agent" then .tools == ["loaded","loaded"]
 	     else .tools == ["unknown","unknown"] end)' "$W/r5.json"
 check "the job survived the SDK-style tools" test "$(job_ranks "$JOB_PID" | wc -l)" -eq 6
-kill "$JOB_PID" 2>/dev/null
-wait "$JOB_PID" 2>/dev/null
+stop_job
 start_mixed "$W/job6.out" "3:$AGENT" "3:$DOUBLE" || exit 1
 export ROCPROF_OUTPUT_PATH=$W/w6
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$SDK_C:libnotthere-rocattach.so" -d 300 \
@@ -167,8 +163,7 @@ check "report: the tool failed on every target" jq -e \
 	'[.windows[0].nodes[].targets[].tools[1]] | length == 6 and all(. == "failed")' \
 	"$W/r6.json"
 check "the job survived the missing tool" test "$(job_ranks "$JOB_PID" | wc -l)" -eq 6
-kill "$JOB_PID" 2>/dev/null
-wait "$JOB_PID" 2>/dev/null
+stop_job
 
 # 6. The same tools with --inject into a job started without attach support.
 mpirun -np 3 "$MPI_TARGET" </dev/null >"$W/job7.out" 2>&1 &
@@ -183,8 +178,7 @@ check "SDK-style tools with --inject: exit 0 (got $rc)" test "$rc" -eq 0
 check "--inject: each tool attached and detached in all 3 ranks" test \
 	"$(cat "$W"/w7/sdk-tool.*.log | grep -c '^tool_detach data_ok=1')" -eq 6
 check "the injected job survived" test "$(job_ranks "$JOB_PID" | wc -l)" -eq 3
-kill "$JOB_PID" 2>/dev/null
-wait "$JOB_PID" 2>/dev/null
+stop_job
 
 [ "${KEEP:-0}" = 1 ] || rm -rf "$W"
 finish
