@@ -224,7 +224,8 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		    t->state == RN_DETACH_FAILED || t->state == RN_DIED_ATTACHED)
 			c->attached++;
 		c->failed += rm_failed(t);
-		c->detached += t->state == RN_DETACHED;
+		/* A target where a library of the list failed is in failed only: they partition. */
+		c->detached += t->state == RN_DETACHED && !rm_failed(t);
 		c->exited += t->state == RN_EXITED;
 		c->died += t->state == RN_DIED_ATTACHED;
 		c->stopped += t->state == RN_STOPPED;

@@ -61,8 +61,10 @@ void rm_node_times(const struct rm_node *n, const struct rn_target *t, uint64_t 
 		   uint64_t *p50, uint64_t *max);
 
 struct rm_counts {
-	size_t found, attached, failed, detached, exited;
-	size_t died;		 /* died with their tools attached (RN_DIED_ATTACHED) */
+	size_t found, attached, failed, exited;
+	size_t
+	    detached; /* detached with nothing failed (a tool of the list that failed: in failed) */
+	size_t died;  /* died with their tools attached (RN_DIED_ATTACHED) */
 	size_t stopped;		 /* RN_STOPPED (also in failed) */
 	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
 };

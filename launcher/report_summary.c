@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/toollist.h"
 #include "report_int.h"
 
 static void fmt_ms(uint64_t ns, bool known, char *buf, size_t len)
@@ -246,22 +247,6 @@ static void print_lost(FILE *f, const struct rm_run *r)
 	rm_hold_free(&h);
 }
 
-/* The i-th library of a colon-separated list into buf ("" past its end). */
-static const char *list_item(const char *list, size_t i, char *buf, size_t len)
-{
-	const char *p = list ? list : "", *end;
-
-	for (; i && (p = strchr(p, ':')); i--)
-		p++;
-	if (!p) {
-		buf[0] = '\0';
-		return buf;
-	}
-	end = strchr(p, ':');
-	snprintf(buf, len, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
-	return buf;
-}
-
 /*
  * One line for each library of the tool list that declined or failed on a
  * target of the last window: on how many it loaded, declined, failed, or
@@ -273,8 +258,8 @@ static void print_tool_outcomes(FILE *f, const struct rm_run *r)
 	const struct rm_window *w = rm_last_window(r);
 	size_t count[RN_TOOLS_MAX][ROCATTACH_TOOL_FAILED + 1] = {{0}}, i, k, n_tools = 0;
 	const struct rn_target *t;
+	struct ra_toollist tl = {0};
 	struct rm_hold h = {0};
-	char name[256];
 
 	for (i = 0; w && i < w->n_nodes; i++) {
 		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
@@ -286,12 +271,18 @@ static void print_tool_outcomes(FILE *f, const struct rm_run *r)
 			}
 	}
 	rm_hold_free(&h);
+	/* The outcomes follow the list as the agent split it: the same parser. */
+	if (n_tools && (!r->cfg.tools || ra_toollist_parse(r->cfg.tools, &tl)))
+		tl.n = 0;
 	for (i = 0; i < n_tools; i++) {
 		const size_t *c = count[i];
 
 		if (!c[ROCATTACH_TOOL_DECLINED] && !c[ROCATTACH_TOOL_FAILED])
 			continue;
-		fprintf(f, "tool %s: ", list_item(r->cfg.tools, i, name, sizeof(name)));
+		if (i < tl.n)
+			fprintf(f, "tool %s: ", tl.v[i]);
+		else
+			fprintf(f, "tool %zu of the list: ", i + 1);
 		fprintf(f, "loaded on %zu, declined on %zu, failed on %zu",
 			c[ROCATTACH_TOOL_LOADED], c[ROCATTACH_TOOL_DECLINED],
 			c[ROCATTACH_TOOL_FAILED]);
@@ -300,6 +291,7 @@ static void print_tool_outcomes(FILE *f, const struct rm_run *r)
 				c[ROCATTACH_TOOL_UNKNOWN]);
 		fputs(" targets\n", f);
 	}
+	ra_toollist_free(&tl);
 }
 
 /* The window in which a target seen gone at ns died: the last one begun by then. */

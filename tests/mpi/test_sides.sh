@@ -155,6 +155,8 @@ mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$SDK_C:libnotthere-rocattac
 	--report "$W/r6.json" </dev/null >"$W/l6.out" 2>&1
 rc=$?
 check "a tool that does not load: exit 4 (got $rc)" test "$rc" -eq 4
+check "summary: no figure left over (a target is failed or detached, not both)" \
+	bash -c '! grep -q "not completed" "$1"' _ "$W/l6.out"
 check "summary: the tool, failed on all 6" grep -q \
 	"tool libnotthere-rocattach.so: loaded on 0, declined on 0, failed on 6" "$W/l6.out"
 check "summary: our agent's targets failed for the tool, others attached" test \

@@ -680,6 +680,50 @@ static void test_rm_write_report_huge_cpu_numbers(void **state)
  * from exits, with when it was seen gone; a stopped one is a failure; when
  * none lived on, one line says so plainly.
  */
+/*
+ * A line for each library of the list that declined or failed somewhere,
+ * named as the agent split the list (empty entries dropped), and a target
+ * where one failed among the failures though it detached.
+ */
+static void test_rm_print_summary_tool_outcomes(void **state)
+{
+	struct rn_target t[2];
+	struct rm_node node = {.host = "nodeA", .t = t, .n = 2};
+	struct rm_window w = {1, T1, S1, "duration", &node, 1};
+	struct rm_run r = {.cfg = {.tools = "liba.so::libb.so:libc.so"},
+			   .w = &w,
+			   .n_w = 1,
+			   .exit_code = 4,
+			   .exit_reason = "1 target failed"};
+	char *buf;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		t[i] = target(500 + i, i, "app", RN_DETACHED);
+		times(&t[i], T1 - 10 * MS, T1 + MS, S1, S1 + MS);
+		t[i].tool_n = 3;
+		t[i].tools[0] = ROCATTACH_TOOL_LOADED;
+		t[i].tools[1] = ROCATTACH_TOOL_DECLINED;
+		t[i].tools[2] = ROCATTACH_TOOL_LOADED;
+	}
+	t[1].tools[2] = ROCATTACH_TOOL_FAILED;
+	snprintf(t[1].message, sizeof(t[1].message), "attached; skipped: libc.so: gone");
+	assert_int_equal(rm_count_failures(&r), 1);
+	buf = summary_of(&r);
+	print_message("%s", buf);
+	/* The two counts partition: no target is both, and none is left over. */
+	assert_non_null(strstr(buf, ": 1 attached and detached, 1 failed (exit 4"));
+	assert_null(strstr(buf, "not completed"));
+	assert_null(strstr(buf, "tool liba.so"));
+	assert_non_null(
+	    strstr(buf, "tool libb.so: loaded on 0, declined on 2, failed on 0 targets\n"));
+	assert_non_null(
+	    strstr(buf, "tool libc.so: loaded on 1, declined on 0, failed on 1 targets\n"));
+	assert_non_null(
+	    strstr(buf, "pid 501 rank 1 (app): tool failed: attached; skipped: libc.so: gone"));
+	free(buf);
+}
+
 static void test_rm_print_summary_died_attached_and_stopped(void **state)
 {
 	struct rn_target t[3];
@@ -1317,6 +1361,7 @@ int main(void)
 	    cmocka_unit_test(test_rm_window_skew_bounds_and_length),
 	    cmocka_unit_test(test_rm_node_attach_times_median),
 	    cmocka_unit_test(test_rm_print_summary_rows_and_failures),
+	    cmocka_unit_test(test_rm_print_summary_tool_outcomes),
 	    cmocka_unit_test(test_rm_print_summary_died_attached_and_stopped),
 	    cmocka_unit_test(test_rm_print_summary_long_host),
 	    cmocka_unit_test(test_rm_print_dry_run_lists_targets),
