@@ -2,7 +2,7 @@
 # A man page from a program's --help text (launcher/help/PROG.txt, the one source
 # of both) and the sections only the man page has (PROG.man.txt). Plain awk.
 #
-#   awk -v prog=NAME -v version=V -v agent=PATH -v out=FILE -f help2man.awk PROG.txt PROG.man.txt
+#   awk -v prog=NAME -v version=V -v agent=PATH -v docdir=DIR -v out=FILE -f help2man.awk PROG.txt PROG.man.txt
 #
 # The help text's shape:
 #   "Usage: ..." and the lines under it          SYNOPSIS
@@ -14,12 +14,14 @@
 #   other lines indented by two spaces           shown as they are (commands)
 # The second file has upper-case section names on their own lines (NAME, FILES,
 # NOTES, SEE ALSO...), the NAME line as "prog - summary".
-# "@AGENT@" stands for the agent's path (the script fills it in at run time).
+# "@AGENT@" stands for the agent's path (the script fills it in at run time),
+# "@DOCDIR@" for where the documents are installed.
 
 function esc(s) {
 	gsub(/\\/, "\\e", s)
 	gsub(/-/, "\\-", s)
 	gsub(/@AGENT@/, agent, s)
+	gsub(/@DOCDIR@/, docdir, s)
 	if (s ~ /^[.']/)
 		s = "\\&" s
 	return s
