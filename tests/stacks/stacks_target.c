@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A target for the stack tool's tests (test_stacks.sh). Its threads sit in
+ * known functions: "stuck" spins in stuck_here, two "waiter" threads block
+ * in read(2) in wait_in_read, and the main thread reads commands from stdin,
+ * one a line, answering one line each on stdout:
+ *   ticks     "ticks N handler=same|changed itimer=armed|off": SIGPROF ticks
+ *             (with --sigprof: ITIMER_PROF at 100 Hz and a SIGPROF handler)
+ *   spin      "spin N": how far stuck_here has counted
+ *   eintr     "eintr N": reads the waiters saw fail with EINTR
+ *   spawn MS  "spawned": a thread "short" spins in short_lived for MS ms, then ends
+ *   exit      exits at once, without an answer
+ * It prints "ready" once its threads run.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Atomic unsigned long spins, ticks, eintrs;
+static int block_pipe[2];
+
+static void on_prof(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&ticks, 1);
+}
+
+__attribute__((noinline)) void stuck_here(void)
+{
+	for (;;) {
+		atomic_fetch_add(&spins, 1);
+		__asm__ volatile("" ::: "memory");
+	}
+}
+
+static void *stuck_main(void *arg)
+{
+	(void)arg;
+	stuck_here();
+	return NULL;
+}
+
+__attribute__((noinline)) void wait_in_read(void)
+{
+	char c;
+
+	for (;;) {
+		if (read(block_pipe[0], &c, 1) < 0 && errno == EINTR)
+			atomic_fetch_add(&eintrs, 1);
+	}
+}
+
+static void *waiter_main(void *arg)
+{
+	(void)arg;
+	wait_in_read();
+	return NULL;
+}
+
+__attribute__((noinline)) void short_lived(long ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+static void *short_main(void *arg)
+{
+	short_lived((long)(intptr_t)arg);
+	return NULL;
+}
+
+static void start(const char *name, void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, arg)) {
+		fprintf(stderr, "stacks_target: pthread_create failed\n");
+		exit(1);
+	}
+	pthread_setname_np(t, name);
+	pthread_detach(t);
+}
+
+static void answer_ticks(void)
+{
+	struct sigaction sa;
+	struct itimerval it;
+
+	sigaction(SIGPROF, NULL, &sa);
+	getitimer(ITIMER_PROF, &it);
+	printf("ticks %lu handler=%s itimer=%s\n", atomic_load(&ticks),
+	       sa.sa_handler == on_prof ? "same" : "changed",
+	       it.it_interval.tv_usec || it.it_interval.tv_sec ? "armed" : "off");
+}
+
+static void sigprof_setup(void)
+{
+	struct sigaction sa = {0};
+	struct itimerval it = {{0, 10000}, {0, 10000}};
+
+	sa.sa_handler = on_prof;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGPROF, &sa, NULL);
+	setitimer(ITIMER_PROF, &it, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	char line[128];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (pipe(block_pipe))
+		return 1;
+	if (argc > 1 && !strcmp(argv[1], "--sigprof"))
+		sigprof_setup();
+	start("stuck", stuck_main, NULL);
+	start("waiter", waiter_main, NULL);
+	start("waiter", waiter_main, NULL);
+	printf("ready\n");
+	while (fgets(line, sizeof(line), stdin)) {
+		if (!strncmp(line, "ticks", 5))
+			answer_ticks();
+		else if (!strncmp(line, "spin", 4))
+			printf("spin %lu\n", atomic_load(&spins));
+		else if (!strncmp(line, "eintr", 5))
+			printf("eintr %lu\n", atomic_load(&eintrs));
+		else if (!strncmp(line, "spawn ", 6)) {
+			start("short", short_main, (void *)(intptr_t)atol(line + 6));
+			printf("spawned\n");
+		} else if (!strncmp(line, "exit", 4))
+			_exit(0);
+		else
+			printf("unknown\n");
+	}
+	return 0;
+}
