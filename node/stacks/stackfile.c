@@ -82,7 +82,7 @@ static int add_stack(struct reader *r, struct ra_stackfile *f, char *line, bool 
 static int add_thread(struct reader *r, struct ra_stackfile *f, const char *line)
 {
 	struct ra_stack_thread *grown, *t;
-	char state[8];
+	char state[8], cpu[24];
 	int tid, off = 0;
 
 	grown = grow(f->threads, f->n_threads, sizeof(*grown));
@@ -91,9 +91,10 @@ static int add_thread(struct reader *r, struct ra_stackfile *f, const char *line
 	f->threads = grown;
 	t = &f->threads[f->n_threads];
 	memset(t, 0, sizeof(*t));
-	if (sscanf(line, "thread %d %7s %n", &tid, state, &off) != 2 || !off)
+	if (sscanf(line, "thread %d %7s %23s %n", &tid, state, cpu, &off) != 3 || !off)
 		return fail(r, "bad thread line");
 	t->tid = tid;
+	t->cpu_ns = strcmp(cpu, "-") ? strtoll(cpu, NULL, 10) : -1;
 	t->ended = !strcmp(state, "ended");
 	snprintf(t->name, sizeof(t->name), "%.*s", (int)strcspn(line + off, "\n"), line + off);
 	f->n_threads++;
@@ -115,6 +116,8 @@ static int header_line(struct ra_stackfile *f, const char *line)
 		f->hz = (long)v;
 	else if (sscanf(line, "dropped %llu", &v) == 1)
 		f->dropped = (unsigned long)v;
+	else if (sscanf(line, "overruns %llu", &v) == 1)
+		f->overruns = (unsigned long)v;
 	else if (sscanf(line, "attach_ns %llu", &v) == 1)
 		f->attach_ns = v;
 	else if (sscanf(line, "detach_ns %llu", &v) == 1)

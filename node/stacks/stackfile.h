@@ -13,7 +13,8 @@
 
 struct ra_stack_thread {
 	pid_t tid;
-	bool ended; /* gone before the detach */
+	bool ended;	/* gone before the detach */
+	int64_t cpu_ns; /* CPU time while sampled, -1 if unknown */
 	char name[64];
 };
 
@@ -32,7 +33,7 @@ struct ra_stackfile {
 	char host[256];
 	int sig;
 	long hz;
-	unsigned long dropped;
+	unsigned long dropped, overruns;
 	uint64_t attach_ns, detach_ns;
 	char note[256];
 	struct ra_stack_thread *threads;

@@ -2,8 +2,8 @@
 /*
  * stacks_print FILE: a stack tool file (docs/stacks.md) symbolized on this
  * node, for test_stacks.sh. Prints
- *   process <pid> host <host> signal <n> hz <hz> dropped <n>
- *   thread <tid> <live|ended> <name>
+ *   process <pid> host <host> signal <n> hz <hz> overruns <n> dropped <n>
+ *   thread <tid> <live|ended> <cpu ns|-> <name>
  *   snapshot <tid> <status> <name>, then "  #<i> <frame>" lines
  *   samples <tid> <count> <name>, then "  in <count> <function>": how many of
  *     that thread's samples have the function in their stack
@@ -113,13 +113,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stacks_print: out of memory\n");
 		return 1;
 	}
-	printf("process %d host %s signal %d hz %ld dropped %lu\n", (int)f.pid, f.host, f.sig, f.hz,
-	       f.dropped);
+	printf("process %d host %s signal %d hz %ld overruns %lu dropped %lu\n", (int)f.pid, f.host,
+	       f.sig, f.hz, f.overruns, f.dropped);
 	if (f.note[0])
 		printf("note %s\n", f.note);
-	for (size_t i = 0; i < f.n_threads; i++)
-		printf("thread %d %s %s\n", (int)f.threads[i].tid,
-		       f.threads[i].ended ? "ended" : "live", f.threads[i].name);
+	for (size_t i = 0; i < f.n_threads; i++) {
+		char cpu[24] = "-";
+
+		if (f.threads[i].cpu_ns >= 0)
+			snprintf(cpu, sizeof(cpu), "%lld", (long long)f.threads[i].cpu_ns);
+		printf("thread %d %s %s %s\n", (int)f.threads[i].tid,
+		       f.threads[i].ended ? "ended" : "live", cpu, f.threads[i].name);
+	}
 	for (size_t i = 0; i < f.n_stacks; i++) {
 		if (!f.stacks[i].snapshot)
 			continue;

@@ -9,8 +9,12 @@
  *   spin      "spin N": how far stuck_here has counted
  *   eintr     "eintr N": reads the waiters saw fail with EINTR
  *   spawn MS  "spawned": a thread "short" spins in short_lived for MS ms, then ends
- *   exit      exits at once, without an answer
- * It prints "ready" once its threads run.
+ *   exit      exits (exit(3): atexit handlers run), without an answer
+ * It prints "ready" once its threads run. Options:
+ *   --sigprof      ITIMER_PROF at 100 Hz and a SIGPROF handler counting ticks
+ *   --own-signals  a handler on SIGRTMAX, a POSIX timer (never armed) naming
+ *                  SIGRTMAX-1, SIGRTMAX-2 blocked in every thread: the stack
+ *                  tool must take none of them
  */
 #include <errno.h>
 #include <pthread.h>
@@ -116,6 +120,31 @@ static void sigprof_setup(void)
 	setitimer(ITIMER_PROF, &it, NULL);
 }
 
+static void on_rt(int sig)
+{
+	(void)sig;
+}
+
+/* Signals the process uses in the three ways the tool must see. */
+static void own_signals_setup(void)
+{
+	struct sigaction sa = {0};
+	struct sigevent ev = {0};
+	timer_t timer;
+	sigset_t block;
+
+	sa.sa_handler = on_rt;
+	sigaction(SIGRTMAX, &sa, NULL);
+	ev.sigev_notify = SIGEV_SIGNAL;
+	ev.sigev_signo = SIGRTMAX - 1;
+	if (timer_create(CLOCK_MONOTONIC, &ev, &timer))
+		exit(1);
+	/* Before the threads start: they inherit the mask. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGRTMAX - 2);
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	char line[128];
@@ -123,8 +152,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (pipe(block_pipe))
 		return 1;
-	if (argc > 1 && !strcmp(argv[1], "--sigprof"))
-		sigprof_setup();
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--sigprof"))
+			sigprof_setup();
+		else if (!strcmp(argv[i], "--own-signals"))
+			own_signals_setup();
+	}
 	start("stuck", stuck_main, NULL);
 	start("waiter", waiter_main, NULL);
 	start("waiter", waiter_main, NULL);
@@ -140,7 +173,7 @@ int main(int argc, char **argv)
 			start("short", short_main, (void *)(intptr_t)atol(line + 6));
 			printf("spawned\n");
 		} else if (!strncmp(line, "exit", 4))
-			_exit(0);
+			exit(0);
 		else
 			printf("unknown\n");
 	}

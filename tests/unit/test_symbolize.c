@@ -304,8 +304,8 @@ static void test_stackfile_read_round_trip(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	write_text(path, "rocattach-stacks 1\npid 42\nhost h1\nsignal 64 SIGRTMIN+30\nhz 99\n"
-			 "max_frames 64\nattach_ns 10\ndetach_ns 20\ndropped 3\n"
-			 "future_key 1\nthread 43 live my thread\nthread 44 ended w\n"
+			 "max_frames 64\nattach_ns 10\ndetach_ns 20\ndropped 3\noverruns 4\n"
+			 "future_key 1\nthread 43 live 5000 my thread\nthread 44 ended - w\n"
 			 "snapshot 43 ok 11 4005 4006 ...\nsnapshot 44 noanswer 0\n"
 			 "sample 43 12 4005\nmaps\n00400000-00401000 r-xp 0 00:00 0 /x\nend\n");
 	assert_int_equal(ra_stackfile_read(path, &f, err, sizeof(err)), 0);
@@ -314,9 +314,12 @@ static void test_stackfile_read_round_trip(void **state)
 	assert_int_equal(f.sig, 64);
 	assert_int_equal(f.hz, 99);
 	assert_int_equal(f.dropped, 3);
+	assert_int_equal(f.overruns, 4);
 	assert_int_equal(f.n_threads, 2);
 	assert_string_equal(ra_stackfile_thread_name(&f, 43), "my thread");
 	assert_true(f.threads[1].ended);
+	assert_int_equal(f.threads[0].cpu_ns, 5000);
+	assert_int_equal(f.threads[1].cpu_ns, -1);
 	assert_int_equal(f.n_stacks, 3);
 	assert_true(f.stacks[0].snapshot && f.stacks[0].truncated);
 	assert_int_equal(f.stacks[0].n, 2);

@@ -13,8 +13,12 @@
  *   max_frames <n>
  *   attach_ns <ns> / detach_ns <ns>       CLOCK_REALTIME
  *   dropped <n>                           records lost to a full buffer
+ *   overruns <n>                          timer expiries that sent no signal (the
+ *                                         last one was still pending): not sampled
  *   note <text>                           optional: why something was not done
- *   thread <tid> live|ended <name>        every thread seen; name is the rest of the line
+ *   thread <tid> live|ended <cpu> <name>  every thread seen; cpu: its CPU time in ns
+ *                                         while sampled, "-" if not sampled or it
+ *                                         ended first; name is the rest of the line
  *   snapshot <tid> <status> <ns> [<hex address>...] [...]
  *   sample <tid> <ns> <hex address>...  [...]
  *   maps                                  then /proc/self/maps at detach, verbatim

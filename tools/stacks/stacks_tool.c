@@ -71,6 +71,8 @@ struct thread {
 	bool has_timer;
 	bool ended; /* gone from /proc/self/task during the window */
 	timer_t timer;
+	clockid_t clock;	/* its CPU-time clock */
+	long long cpu0, cpu_ns; /* CPU time at the timer's start; used while sampled, or -1 */
 	/* The snapshot: the state, then the record the handler filled. */
 	_Atomic int snap;
 	_Atomic long snap_record; /* index in the pool, -1 none */
@@ -86,6 +88,7 @@ struct stacks {
 	char *pool;
 	_Atomic size_t next_record;
 	_Atomic unsigned long dropped;
+	_Atomic unsigned long overruns; /* timer expiries while its signal was pending */
 	_Atomic int in_handler;
 	_Atomic int sampling; /* the handler takes samples only while set */
 	struct sigaction old_action;
@@ -98,6 +101,8 @@ struct stacks {
 	pid_t self_tid;
 	unsigned long long attach_ns, detach_ns;
 	unsigned attach_seq;
+	bool atexit_set;
+	pid_t pid;	/* a fork child inherits st: its exit is not ours to write */
 	char note[256]; /* why something did not happen, for the file */
 };
 
@@ -198,6 +203,8 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	if (si->si_code == SI_TIMER) {
 		if (!atomic_load(&st.sampling))
 			goto out;
+		if (si->si_overrun > 0)
+			atomic_fetch_add(&st.overruns, (unsigned long)si->si_overrun);
 		i = claim_record();
 		if (i < 0)
 			goto out;
@@ -285,16 +292,34 @@ static void each_task(int (*fn)(pid_t tid, void *arg), void *arg)
 	closedir(d);
 }
 
+/* The real-time signals, SIGRTMIN to SIGRTMAX, as a mask of /proc's kind. */
+static unsigned long long rt_mask(void)
+{
+	unsigned long long m = 0;
+
+	for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+		m |= 1ULL << (s - 1);
+	return m;
+}
+
+/*
+ * A thread that blocks every real-time signal (a helper thread that takes
+ * no signals: ROCm's, the agent's) says nothing about one signal; a thread
+ * that blocks some of them may wait for those (sigwait, signalfd).
+ */
 static int or_blocked(pid_t tid, void *arg)
 {
-	*(unsigned long long *)arg |= status_mask(tid, "SigBlk:");
+	unsigned long long blk = status_mask(tid, "SigBlk:"), rt = rt_mask();
+
+	if ((blk & rt) != rt)
+		*(unsigned long long *)arg |= blk;
 	return 0;
 }
 
 /*
- * The highest real-time signal with the default action, blocked in no
- * thread and named by no timer: programs that take one usually take the
- * lowest. 0 if none is free.
+ * The highest real-time signal with the default action, blocked by no
+ * thread that takes real-time signals, and named by no timer: programs that
+ * take one usually take the lowest. 0 if none is free.
  */
 static int pick_signal(void)
 {
@@ -339,6 +364,7 @@ static void arm_timer(struct thread *t)
 	struct sigevent ev = {0};
 	struct itimerspec its = {0};
 	long ns = 1000000000L / st.hz;
+	struct timespec ts;
 
 	ev.sigev_notify = SIGEV_THREAD_ID;
 	ev.sigev_signo = st.sig;
@@ -348,10 +374,12 @@ static void arm_timer(struct thread *t)
 	its.it_interval.tv_sec = ns / 1000000000L;
 	its.it_interval.tv_nsec = ns % 1000000000L;
 	its.it_value = its.it_interval;
-	if (timer_settime(t->timer, 0, &its, NULL)) {
+	if (clock_gettime(clk, &ts) || timer_settime(t->timer, 0, &its, NULL)) {
 		timer_delete(t->timer);
 		return;
 	}
+	t->clock = clk;
+	t->cpu0 = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	t->has_timer = true;
 }
 
@@ -365,6 +393,7 @@ static struct thread *add_thread(pid_t tid)
 	t = &st.threads[n];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
+	t->cpu_ns = -1;
 	atomic_store(&t->snap_record, -1);
 	read_name(t);
 	/* Published last: the handler reads the table without a lock. */
@@ -508,6 +537,7 @@ static int alloc_pool(void)
 	}
 	atomic_store(&st.next_record, 0);
 	atomic_store(&st.dropped, 0);
+	atomic_store(&st.overruns, 0);
 	return 0;
 }
 
@@ -550,6 +580,8 @@ static int start_poller(void)
 	return 0;
 }
 
+static void stacks_atexit(void);
+
 static int tool_attach(rocprofiler_client_detach_t detach_func,
 		       rocprofiler_context_id_t *context_ids, uint64_t n_contexts, void *data)
 {
@@ -560,6 +592,9 @@ static int tool_attach(rocprofiler_client_detach_t detach_func,
 	(void)n_contexts;
 	(void)data;
 	st.attach_seq++;
+	if (!st.atexit_set && !atexit(stacks_atexit))
+		st.atexit_set = true;
+	st.pid = getpid();
 	st.attach_ns = now_ns();
 	st.detach_ns = 0;
 	st.note[0] = '\0';
@@ -583,6 +618,16 @@ static int tool_attach(rocprofiler_client_detach_t detach_func,
 	return 0;
 }
 
+/* The CPU time of a thread while it was sampled; a thread that ended has no clock left. */
+static void cpu_used(struct thread *t)
+{
+	struct timespec ts;
+
+	if (clock_gettime(t->clock, &ts))
+		return;
+	t->cpu_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - t->cpu0;
+}
+
 /* Disarm, then put the old action back once no handler runs. */
 static void stop_all(void)
 {
@@ -592,14 +637,16 @@ static void stop_all(void)
 	if (st.poller_running)
 		pthread_join(st.poller, NULL);
 	st.poller_running = false;
+	mark_ended();
 	n = atomic_load(&st.n_threads);
 	for (int i = 0; i < n; i++)
 		if (st.threads[i].has_timer) {
 			timer_delete(st.threads[i].timer);
 			st.threads[i].has_timer = false;
+			if (!st.threads[i].ended)
+				cpu_used(&st.threads[i]);
 		}
 	atomic_store(&st.sampling, 0);
-	mark_ended();
 	if (!st.installed)
 		return;
 	/*
@@ -627,7 +674,8 @@ static void write_header(FILE *f)
 		fprintf(f, "signal 0 none\n");
 	fprintf(f, "hz %ld\nmax_frames %u\nattach_ns %llu\ndetach_ns %llu\n", st.hz, st.max_frames,
 		st.attach_ns, st.detach_ns);
-	fprintf(f, "dropped %lu\n", atomic_load(&st.dropped));
+	fprintf(f, "dropped %lu\noverruns %lu\n", atomic_load(&st.dropped),
+		atomic_load(&st.overruns));
 	if (st.note[0])
 		fprintf(f, "note %s\n", st.note);
 }
@@ -649,7 +697,11 @@ static void write_body(FILE *f)
 	for (int i = 0; i < n; i++) {
 		const struct thread *t = &st.threads[i];
 
-		fprintf(f, "thread %d %s %s\n", (int)t->tid, t->ended ? "ended" : "live", t->name);
+		fprintf(f, "thread %d %s ", (int)t->tid, t->ended ? "ended" : "live");
+		if (t->cpu_ns >= 0)
+			fprintf(f, "%lld %s\n", t->cpu_ns, t->name);
+		else
+			fprintf(f, "- %s\n", t->name);
 	}
 	for (int i = 0; i < n; i++) {
 		const struct thread *t = &st.threads[i];
@@ -763,6 +815,16 @@ static void tool_finalize(void *data)
 {
 	if (st.pool)
 		tool_detach(data);
+}
+
+/*
+ * Our own exit hook as well: finalize is the loader's to call, and a loader
+ * may not call it at exit. The tool is never unloaded (tools stay mapped).
+ */
+static void stacks_atexit(void)
+{
+	if (st.pool && getpid() == st.pid)
+		tool_detach(NULL);
 }
 
 static rocprofiler_tool_configure_result_t configure_result = {
