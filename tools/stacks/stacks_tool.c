@@ -45,7 +45,7 @@ _Static_assert(sizeof(unw_context_t) >= sizeof(ucontext_t), "libunwind's context
 #define MAX_THREADS 1024
 #define DEFAULT_FRAMES 64
 #define MAX_FRAMES 256
-#define DEFAULT_BUFFER_MB 32
+#define DEFAULT_BUFFER_MB 16
 #define DEFAULT_SNAPSHOT_MS 500
 #define MAX_HZ 10000
 
