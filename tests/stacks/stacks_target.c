@@ -9,6 +9,8 @@
  *   spin      "spin N": how far stuck_here has counted
  *   eintr     "eintr N": reads the waiters saw fail with EINTR
  *   spawn MS  "spawned": a thread "short" spins in short_lived for MS ms, then ends
+ *   fork      "child handlers N": a child counts the real-time signals it has a
+ *             handler for, answers, and exits
  *   exit      exits (exit(3): atexit handlers run), without an answer
  * It prints "ready" once its threads run. Options:
  *   --sigprof      ITIMER_PROF at 100 Hz and a SIGPROF handler counting ticks
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,6 +123,30 @@ static void sigprof_setup(void)
 	setitimer(ITIMER_PROF, &it, NULL);
 }
 
+static void fork_child(void)
+{
+	struct sigaction sa;
+	pid_t pid;
+	int n = 0;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		printf("fork failed\n");
+		return;
+	}
+	if (pid) {
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+		if (!sigaction(s, NULL, &sa) && sa.sa_handler != SIG_DFL)
+			n++;
+	printf("child handlers %d\n", n);
+	fflush(stdout);
+	_exit(0);
+}
+
 static void on_rt(int sig)
 {
 	(void)sig;
@@ -172,6 +199,8 @@ int main(int argc, char **argv)
 		else if (!strncmp(line, "spawn ", 6)) {
 			start("short", short_main, (void *)(intptr_t)atol(line + 6));
 			printf("spawned\n");
+		} else if (!strncmp(line, "fork", 4)) {
+			fork_child();
 		} else if (!strncmp(line, "exit", 4))
 			exit(0);
 		else

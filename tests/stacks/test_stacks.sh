@@ -253,7 +253,8 @@ check "own signals: snapshot of stuck" snap_has "$W/own.stacks" stuck stuck_here
 check "own signals: the target is unharmed" unharmed own "$TPID"
 
 # 5. A thread created in the window, which ends in it: listed as ended, sampled in
-#    short_lived; the threads of the start still sampled.
+#    short_lived; the threads of the start still sampled. A child forked in the window
+#    gets the signal's disposition back.
 start_target churn agent || exit 1
 ROCPROF_OUTPUT_PATH=$W/o_churn ROCPROF_STACKS_HZ=99 "$ROCATTACH" -p "$TPID" -t "$TOOL" -d 1500 \
 	>"$W/churn.rocattach" 2>&1 &
@@ -263,6 +264,7 @@ for _ in $(seq 250); do
 	sleep 0.02
 done
 ask churn "spawn 400" >/dev/null
+child=$(ask churn fork)
 wait "$rp"
 RC=$?
 symbolize churn
@@ -272,6 +274,8 @@ check "churn: the short thread is listed as ended" grep -q '^thread [0-9]* ended
 check "churn: it was sampled in short_lived" test "$(samples_in "$W/churn.stacks" short \
 	short_lived)" -ge 1
 check "churn: the stuck thread too" test "$(samples "$W/churn.stacks" stuck)" -ge 3
+check "churn: a child forked in the window has no handler of the tool ($child)" \
+	test "$child" = "child handlers 0"
 check "churn: the target is unharmed" unharmed churn "$TPID"
 
 # 6. The target exits in the window: the detach does not hang; it is reported as a

@@ -68,7 +68,7 @@ enum { RS_KIND_SNAPSHOT = 1, RS_KIND_SAMPLE = 2 };
 struct thread {
 	pid_t tid;
 	char name[16];
-	bool has_timer;
+	bool has_timer, timer_tried;
 	bool ended; /* gone from /proc/self/task during the window */
 	timer_t timer;
 	clockid_t clock;	/* its CPU-time clock */
@@ -102,6 +102,7 @@ struct stacks {
 	unsigned long long attach_ns, detach_ns;
 	unsigned attach_seq;
 	bool atexit_set;
+	bool too_many;	/* more than MAX_THREADS threads: the others are not seen */
 	pid_t pid;	/* a fork child inherits st: its exit is not ours to write */
 	char note[256]; /* why something did not happen, for the file */
 };
@@ -388,8 +389,10 @@ static struct thread *add_thread(pid_t tid)
 	int n = atomic_load(&st.n_threads);
 	struct thread *t;
 
-	if (n == MAX_THREADS)
+	if (n == MAX_THREADS) {
+		st.too_many = true;
 		return NULL;
+	}
 	t = &st.threads[n];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
@@ -408,7 +411,11 @@ static int see_task(pid_t tid, void *arg)
 	(void)arg;
 	if (!t)
 		t = add_thread(tid);
-	if (t && st.hz && !t->has_timer && !t->ended && !atomic_load(&st.stop_poller))
+	if (!t || !st.hz || t->timer_tried || t->ended || atomic_load(&st.stop_poller))
+		return 0;
+	/* Once: a thread that blocks the signal would only collect it pending. */
+	t->timer_tried = true;
+	if (!sig_in_mask(status_mask(tid, "SigBlk:"), st.sig))
 		arm_timer(t);
 	return 0;
 }
@@ -582,6 +589,22 @@ static int start_poller(void)
 
 static void stacks_atexit(void);
 
+/*
+ * A fork child inherits the handler and the buffer but no timer, no helper
+ * thread and no window: it gets its disposition back and the buffer goes.
+ */
+static void stacks_atfork_child(void)
+{
+	if (st.installed)
+		sigaction(st.sig, &st.old_action, NULL);
+	st.installed = false;
+	if (st.pool)
+		munmap(st.pool, st.n_records * st.record_size);
+	st.pool = NULL;
+	st.poller_running = false;
+	atomic_store(&st.n_threads, 0);
+}
+
 static int tool_attach(rocprofiler_client_detach_t detach_func,
 		       rocprofiler_context_id_t *context_ids, uint64_t n_contexts, void *data)
 {
@@ -592,8 +615,12 @@ static int tool_attach(rocprofiler_client_detach_t detach_func,
 	(void)n_contexts;
 	(void)data;
 	st.attach_seq++;
-	if (!st.atexit_set && !atexit(stacks_atexit))
+	if (!st.atexit_set) {
+		atexit(stacks_atexit);
+		pthread_atfork(NULL, NULL, stacks_atfork_child);
 		st.atexit_set = true;
+	}
+	st.too_many = false;
 	st.pid = getpid();
 	st.attach_ns = now_ns();
 	st.detach_ns = 0;
@@ -678,6 +705,8 @@ static void write_header(FILE *f)
 		atomic_load(&st.overruns));
 	if (st.note[0])
 		fprintf(f, "note %s\n", st.note);
+	if (st.too_many)
+		fprintf(f, "note more than %d threads: the others were not seen\n", MAX_THREADS);
 }
 
 static void write_record(FILE *f, const struct record *r)
