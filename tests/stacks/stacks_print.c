@@ -8,12 +8,18 @@
  *   samples <tid> <count> <name>, then "  in <count> <function>": how many of
  *     that thread's samples have the function in their stack
  * Exit 0, or 1 with one line on stderr if the file cannot be read.
+ *
+ * stacks_print --fold HOST RANK [--samples] FILE: its snapshots (or samples)
+ * as folded lines (stacks_tree.h). stacks_print --tree: folded lines from
+ * stdin merged into one tree, printed.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stackfile.h"
+#include "stacks_tree.h"
 #include "symbolize.h"
 
 #define MAX_FUNCS 512
@@ -94,12 +100,57 @@ static void print_samples(struct ra_symbolizer *s, const struct ra_stackfile *f,
 		printf("  in %u %s\n", c[i].n, c[i].name);
 }
 
+static int fold(const char *host, long rank, bool samples, const char *path)
+{
+	struct ra_stackfile f;
+	struct ra_symbolizer *s;
+	char err[512];
+	long n;
+
+	if (ra_stackfile_read(path, &f, err, sizeof(err))) {
+		fprintf(stderr, "stacks_print: %s\n", err);
+		return 1;
+	}
+	s = ra_symbolizer_new(NULL);
+	if (!s || ra_symbolizer_add_maps(s, f.maps)) {
+		fprintf(stderr, "stacks_print: out of memory\n");
+		return 1;
+	}
+	n = ra_stackfile_fold(&f, s, host, rank, samples, stdout);
+	ra_symbolizer_free(s);
+	ra_stackfile_free(&f);
+	return n < 0;
+}
+
+static int tree(void)
+{
+	struct ra_stack_tree *t = ra_stack_tree_new();
+	char line[65536], err[256];
+
+	if (!t)
+		return 1;
+	while (fgets(line, sizeof(line), stdin))
+		if (ra_stack_tree_add_folded(t, line, err, sizeof(err))) {
+			fprintf(stderr, "stacks_print: %s in: %s", err, line);
+			ra_stack_tree_free(t);
+			return 1;
+		}
+	ra_stack_tree_print(t, stdout);
+	ra_stack_tree_free(t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ra_stackfile f;
 	struct ra_symbolizer *s;
 	char err[512];
 
+	if (argc == 2 && !strcmp(argv[1], "--tree"))
+		return tree();
+	if (argc >= 5 && !strcmp(argv[1], "--fold"))
+		return fold(argv[2], atol(argv[3]), argc == 6 && !strcmp(argv[4], "--samples"),
+			    argv[argc - 1]);
 	if (argc != 2) {
 		fprintf(stderr, "usage: stacks_print FILE\n");
 		return 2;

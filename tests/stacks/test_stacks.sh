@@ -184,6 +184,21 @@ for side in agent rocm inject; do
 	fi
 done
 
+# The three snapshots above as ranks 0-2 of one job, merged into one tree on "rank 0":
+# one line per run that all three share, the stuck threads and the waiters apart.
+for i in 0 1 2; do
+	side=$(echo agent rocm inject | cut -d' ' -f$((i + 1)))
+	"$PRINT" --fold "host$i" "$i" "$(ls "$W"/o_snap_"$side"/*.txt)"
+done >"$W/job.folded"
+"$PRINT" --tree <"$W/job.folded" >"$W/job.tree"
+cat "$W/job.tree"
+check "tree: the stuck threads of ranks 0-2 in one line ending in stuck_here" \
+	grep -Eq '^ *\[0-2\] 3 threads: .*stuck_main > stuck_here$' "$W/job.tree"
+check "tree: the waiters of ranks 0-2 in one line ending in read" \
+	grep -Eq '^ *\[0-2\] 6 threads: .*waiter_main > wait_in_read > read$' "$W/job.tree"
+check "tree: the main threads in fgets" grep -Eq '^ *\[0-2\] 3 threads: .*main > fgets' \
+	"$W/job.tree"
+
 # 2. Sampling at 99 Hz through a 1 s window: 99 samples per second of the busy thread's
 #    CPU time while it was sampled (the tool measures it: the machine is shared, so
 #    wall time says little), within 10% + 2; none for the blocked ones.
@@ -256,15 +271,27 @@ check "own signals: the target is unharmed" unharmed own "$TPID"
 #    short_lived; the threads of the start still sampled. A child forked in the window
 #    gets the signal's disposition back.
 start_target churn agent || exit 1
-ROCPROF_OUTPUT_PATH=$W/o_churn ROCPROF_STACKS_HZ=99 "$ROCATTACH" -p "$TPID" -t "$TOOL" -d 1500 \
-	>"$W/churn.rocattach" 2>&1 &
+# No duration: the window ends on SIGINT, once the short thread has ended.
+ROCPROF_OUTPUT_PATH=$W/o_churn ROCPROF_STACKS_HZ=99 "$ROCATTACH" -p "$TPID" -t "$TOOL" \
+	</dev/null >"$W/churn.rocattach" 2>&1 &
 rp=$!
 for _ in $(seq 250); do
 	grep -q 'attached to process' "$W/churn.rocattach" && break
 	sleep 0.02
 done
-ask churn "spawn 400" >/dev/null
+ask churn "spawn 60" >/dev/null
 child=$(ask churn fork)
+# It is named just after it starts: see it, then see it gone (a bounded wait each).
+for _ in $(seq 100); do
+	[ -n "$(tid_of "$TPID" short)" ] && break
+	sleep 0.02
+done
+for _ in $(seq 1000); do
+	[ -n "$(tid_of "$TPID" short)" ] || break
+	sleep 0.02
+done
+sleep 0.1
+kill -INT "$rp"
 wait "$rp"
 RC=$?
 symbolize churn
