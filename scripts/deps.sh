@@ -3,7 +3,7 @@
 # As root: installs what is missing with apt-get. Otherwise: names them and fails.
 set -euo pipefail
 
-PACKAGES=(gcc g++ make cmake pkg-config libelf-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
+PACKAGES=(gcc g++ make cmake pkg-config libelf-dev libdw-dev libunwind-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
 	openmpi-bin libopenmpi-dev jq
 	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime strace
 	man-db

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A reader of the files librocattach-stacks.so writes (the format:
+ * tools/stacks/stacks_format.h and docs/stacks.md), for the node layer.
+ */
+#ifndef RA_STACKFILE_H
+#define RA_STACKFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ra_stack_thread {
+	pid_t tid;
+	bool ended;	/* gone before the detach */
+	int64_t cpu_ns; /* CPU time while sampled, -1 if unknown */
+	char name[64];
+};
+
+struct ra_stack {
+	pid_t tid;
+	bool snapshot;	  /* a snapshot, else a sample */
+	char status[16];  /* a snapshot's status (RS_SNAP_*); "" for a sample */
+	uint64_t ns;	  /* CLOCK_REALTIME; 0 when the snapshot has no answer */
+	bool truncated;	  /* deeper than the tool's max_frames */
+	size_t n;	  /* frames, innermost first */
+	uint64_t *frames; /* frame 0 exact, the others return addresses */
+};
+
+struct ra_stackfile {
+	pid_t pid;
+	char host[256];
+	int sig;
+	long hz;
+	unsigned long dropped, overruns;
+	uint64_t attach_ns, detach_ns;
+	char note[256];
+	struct ra_stack_thread *threads;
+	size_t n_threads;
+	struct ra_stack *stacks; /* the snapshots, then the samples, in the file's order */
+	size_t n_stacks;
+	char *maps; /* the /proc/PID/maps copy, for ra_symbolizer_add_maps */
+};
+
+/*
+ * Read path into f. 0, or -1 with a message in err naming the file, the
+ * line and what is wrong (a truncated file has no "end": it is refused).
+ */
+int ra_stackfile_read(const char *path, struct ra_stackfile *f, char *err, size_t errlen);
+void ra_stackfile_free(struct ra_stackfile *f);
+
+/* The name of tid in f, or "?" */
+const char *ra_stackfile_thread_name(const struct ra_stackfile *f, pid_t tid);
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The file librocattach-stacks.so writes at tool_detach, one per process and
+ * attach: $ROCPROF_OUTPUT_PATH/rocattach-stacks.<host>.<pid>.<n>.txt, n
+ * counting the attaches of that process from 1. Text, one item a line,
+ * written under a .tmp name and renamed when complete:
+ *
+ *   rocattach-stacks 1                    format and version, first line
+ *   pid <pid>
+ *   host <hostname>
+ *   signal <number> SIGRTMIN+<k>          the tool's signal ("signal 0 none": none free)
+ *   hz <rate>                             0: the snapshot only
+ *   max_frames <n>
+ *   attach_ns <ns> / detach_ns <ns>       CLOCK_REALTIME
+ *   dropped <n>                           records lost to a full buffer
+ *   overruns <n>                          timer expiries that sent no signal (the
+ *                                         last one was still pending): not sampled
+ *   note <text>                           optional: why something was not done
+ *   thread <tid> live|ended <cpu> <name>  every thread seen; cpu: its CPU time in ns
+ *                                         while sampled, "-" if not sampled or it
+ *                                         ended first; name is the rest of the line
+ *   snapshot <tid> <status> <ns> [<hex address>...] [...]
+ *   sample <tid> <ns> <hex address>...  [...]
+ *   maps                                  then /proc/self/maps at detach, verbatim
+ *   end                                   last line
+ *
+ * Addresses are hexadecimal without 0x, innermost first. The first is the
+ * interrupted instruction; the others are return addresses (a symbolizer
+ * looks up address - 1 for them). A trailing "..." means the stack was
+ * longer than max_frames. Snapshot statuses are the RS_SNAP_* words below;
+ * only "ok" and "self" carry addresses.
+ */
+#ifndef ROCATTACH_STACKS_FORMAT_H
+#define ROCATTACH_STACKS_FORMAT_H
+
+#define RS_MAGIC "rocattach-stacks 1"
+#define RS_FILE_PREFIX "rocattach-stacks."
+
+#define RS_SNAP_OK "ok"		    /* the thread unwound itself in the handler */
+#define RS_SNAP_SELF "self"	    /* the thread that ran tool_attach, unwound in place */
+#define RS_SNAP_NOANSWER "noanswer" /* signalled, no answer before the deadline */
+#define RS_SNAP_BLOCKED "blocked"   /* it blocks the tool's signal: not signalled */
+#define RS_SNAP_GONE "gone"	    /* it ended before it was signalled */
+#define RS_SNAP_NOROOM "noroom"	    /* answered, but the buffer was full */
+
+#endif
