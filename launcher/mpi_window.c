@@ -429,7 +429,7 @@ static int count_alive(const struct ctx *c)
 /* The window's records, kept for the report. */
 static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_halt *m)
 {
-	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS : GRACE_RECORDS_NS;
+	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS : rm_budget(c, GRACE_RECORDS_NS);
 	struct rm_window *win, *grown;
 	long long detached = 0;
 
@@ -465,7 +465,7 @@ void rm_run_windows(struct ctx *c)
 		rm_send_orders(c, &o);
 		c->peers[0].ready = attach_phase(c, when);
 		c->peers[0].got_ready = true;
-		rm_collect_ready(c, when[0] + GRACE_READY_NS);
+		rm_collect_ready(c, when[0]);
 		attach_outcome(c, w, when[1]);
 		hold_root(c, w, when[0], &m);
 		detach_phase(c, m.stop_ns);
@@ -516,7 +516,7 @@ static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
 
 	if (!end)
 		end = start_ns + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS;
-	return end + GRACE_LOST_ROOT_NS;
+	return end + rm_budget(c, GRACE_LOST_ROOT_NS);
 }
 
 /*
@@ -573,6 +573,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		rm_records_open(c);
 		/* From here on this rank's clock: rank 0's times turned into it. */
 		c->clock = o.clock;
+		c->rtt_worst_ns = o.rtt_worst_ns;
 		mine[0] = local_ns(c, o.start_ns);
 		mine[1] = local_ns(c, o.send_ns);
 		r = attach_phase(c, mine);
@@ -587,8 +588,10 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
 		rm_records_ready(c);
+		/* Rank 0's records wait with its retry, its wait for late clocks, and more. */
 		c->next_deadline = ra_realtime_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
-				   GRACE_RECORDS_NS + GRACE_NEXT_NS +
+				   rm_budget(c, GRACE_RECORDS_NS) + rm_budget(c, LATE_RETRY_NS) +
+				   rm_budget(c, CLOCK_LOST_NS) + rm_budget(c, GRACE_NEXT_NS) +
 				   (uint64_t)c->size * 2 * RA_NS_PER_MS;
 	}
 }
