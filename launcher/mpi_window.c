@@ -105,6 +105,7 @@ struct pool_job {
 	struct rn_pool_opts *p;
 	bool attach;
 	int done[2];
+	int short_by; /* workers that could not be created (rn_attach_all) */
 };
 
 static void *pool_job_run(void *arg)
@@ -112,7 +113,7 @@ static void *pool_job_run(void *arg)
 	struct pool_job *j = arg;
 
 	if (j->attach)
-		rn_attach_all(j->c->t, j->c->n, j->p);
+		j->short_by = rn_attach_all(j->c->t, j->c->n, j->p);
 	else
 		rn_detach_all(j->c->t, j->c->n, j->p);
 	if (write(j->done[1], "x", 1) < 0) {
@@ -121,17 +122,18 @@ static void *pool_job_run(void *arg)
 	return NULL;
 }
 
-static void pool_inline(struct ctx *c, struct rn_pool_opts *p, bool attach)
+static int pool_inline(struct ctx *c, struct rn_pool_opts *p, bool attach)
 {
 	if (attach)
-		rn_attach_all(c->t, c->n, p);
-	else
-		rn_detach_all(c->t, c->n, p);
+		return rn_attach_all(c->t, c->n, p);
+	rn_detach_all(c->t, c->n, p);
+	return 0;
 }
 
-static void pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
+/* Returns the attach workers that could not be created (0 for the detaches). */
+static int pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 {
-	struct pool_job j = {c, p, attach, {-1, -1}};
+	struct pool_job j = {c, p, attach, {-1, -1}, 0};
 	struct pollfd f[2];
 	int nfds = c->sfd >= 0 ? 2 : 1, sig;
 	pthread_t th;
@@ -161,6 +163,7 @@ static void pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 	pthread_join(th, NULL);
 	close(j.done[0]);
 	close(j.done[1]);
+	return j.short_by;
 }
 
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
@@ -168,6 +171,7 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 {
 	struct rm_ready r = {0, 0, 0};
 	struct rn_pool_opts p;
+	int short_by;
 
 	ra_sleep_until_realtime(when[1]);
 	if (!c->worker || !c->n)
@@ -176,7 +180,13 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);
 	p.start_ns = when[0];
-	pool_answering(c, &p, true);
+	short_by = pool_answering(c, &p, true);
+	if (short_by)
+		rm_rank_error(c,
+			      "warning: %d of %d attach threads could not be created (thread "
+			      "limits: ulimit -u, kernel.threads-max): fewer attaches were in "
+			      "flight at once, and some began after the start time",
+			      short_by, rn_pool_jobs(&p, c->n));
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rn_target *t = &c->t[i];
 
@@ -199,7 +209,7 @@ static void detach_phase(struct ctx *c, uint64_t stop_ns)
 	}
 	p = pool_opts(c);
 	p.stop_ns = stop_ns;
-	pool_answering(c, &p, false);
+	(void)pool_answering(c, &p, false);
 }
 
 /*
