@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A busy rank is not lost; a killed one is, on time. On 3 virtual nodes under
 # a real mpirun:
-#  1. busy: targets that spin on CPU on every node, and 4 CPU hogs on the
+#  1. busy: targets that work on CPU on every node, and 4 CPU hogs on the
 #     machine's cores: 20 short windows in one rocattach-mpi run. No node is
 #     lost, and in every window every target attached and detached (the
 #     report, and the tool's own records: 20 tool_attach and tool_detach each);
@@ -64,7 +64,7 @@ launcher() { # launcher OUTDIR ARGS...: one rank per node, from the head
 		-x ROCPROF_OUTPUT_PATH="$out" "$B/bin/rocattach-mpi" "$@" </dev/null
 }
 
-echo "== 2 busy targets on each of 3 nodes (each spins a worker thread)"
+echo "== 2 busy targets on each of 3 nodes (a worker thread each, hashing in 1 ms steps)"
 for h in "${HOSTS[@]}"; do
 	for _ in 1 2; do
 		"$S/vc-exec" "$h" sh -c "ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT setsid \
