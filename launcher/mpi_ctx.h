@@ -58,10 +58,10 @@ enum {
  *
  * The other ranks wait for rank 0's stop until the window's planned end plus
  * GRACE_LOST_ROOT_NS, and for its next order until the stop plus the delay
- * plus GRACE_RECORDS_NS + LATE_RETRY_NS + GRACE_NEXT_NS (and CLOCK_ANSWER_NS
- * per rank, for the clock exchanges rank 0 runs in turn), each scaled the
- * same way with rank 0's worst round trip (sent in every order); one that
- * waits in vain detaches its targets and ends.
+ * plus GRACE_RECORDS_NS + LATE_RETRY_NS + CLOCK_LOST_NS + GRACE_NEXT_NS
+ * (and 2 ms per rank, for the clock exchanges rank 0 runs in turn), each
+ * scaled the same way with rank 0's worst round trip (sent in every order);
+ * one that waits in vain detaches its targets and ends.
  */
 #define GRACE_READY_NS 10000000000ull
 #define GRACE_RECORDS_NS 5000000000ull

@@ -694,9 +694,8 @@ static bool no_ready(const struct rm_peer *p)
 /*
  * Rank 0: every live rank's READY until GRACE_READY_NS (rm_budget) after
  * the start (its own is already in peers[0]); a rank still silent then is
- * late and has LATE_RETRY_NS
- * (rm_budget) more before it is lost. A READY is not asked for: the retry
- * is the wait.
+ * late and has LATE_RETRY_NS (rm_budget) more before it is lost. A READY
+ * is not asked for: the retry is the wait.
  */
 void rm_collect_ready(struct ctx *c, uint64_t start_ns)
 {
