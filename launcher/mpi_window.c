@@ -182,11 +182,11 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	p.start_ns = when[0];
 	short_by = pool_answering(c, &p, true);
 	if (short_by)
-		rm_rank_error(c,
-			      "warning: %d of %d attach threads could not be created (thread "
-			      "limits: ulimit -u, kernel.threads-max): fewer attaches were in "
-			      "flight at once, and some began after the start time",
-			      short_by, rn_pool_jobs(&p, c->n));
+		fprintf(stderr,
+			"rocattach-mpi[%s:%d] warning: %d of the %d attach workers could not be "
+			"started (thread limits: ulimit -u, kernel.threads-max): fewer attaches "
+			"were in flight at once, and some may have begun after the start time\n",
+			c->host, c->rank, short_by, rn_pool_jobs(&p, c->n));
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rn_target *t = &c->t[i];
 

@@ -7,8 +7,11 @@
 # measured time) lies within 0 to 150 ms after the start: with fewer workers than
 # targets, the last calls would only begin once the first ones had returned,
 # after the start. Also says the launcher's threads and memory at the attach.
-# Usage: test_many.sh BUILD_DIR   (under the heavy-test lock)
-B=${1:?usage: test_many.sh BUILD_DIR}
+# With SHIM (tests/mpi/few_threads.c), attach threads past the 100th fail as at
+# a thread limit: the launcher says so, and still attaches every target.
+# Usage: test_many.sh BUILD_DIR [SHIM]   (under the heavy-test lock)
+B=${1:?usage: test_many.sh BUILD_DIR [SHIM]}
+SHIM=${2:-}
 . "$(dirname "$0")/lib.sh"
 N=${RA_MANY_TARGETS:-300}
 BOUND_MS=150
@@ -112,6 +115,18 @@ if [ "$N" -gt 256 ]; then
 		'[.windows[0].nodes[].targets[] | select(.attach.start_ns >= $s)] | length' "$W/r256.json")
 	check "control, --jobs 256: $late attach calls began after the start (the check can fail)" \
 		test "$late" -gt 0
+fi
+if [ -n "$SHIM" ]; then
+	echo "== attach threads past the 100th cannot be created (a thread limit)"
+	mpirun -np 1 -x LD_PRELOAD="$SHIM" -x RA_TEST_THREADS=100 "$LAUNCHER" --pid "$list" \
+		-t "$TOOL" -d 200 --report "$W/rlim.json" </dev/null >"$W/llim.out" 2>&1
+	check "thread limit: exit 0, every target still attached and detached" test \
+		"$? $(jq '[.windows[0].nodes[].targets[] | select(.state == "detached")] | length' \
+		"$W/rlim.json")" = "0 $N"
+	grep 'attach workers' "$W/llim.out"
+	check "thread limit: said, with the count and the limits to look at" grep -q \
+		"warning: $((N - 1 - 100)) of the $N attach workers could not be started (thread limits: ulimit -u" \
+		"$W/llim.out"
 fi
 check "no target traced afterwards" bash -c "for p in ${PIDS[*]}; do
 	grep TracerPid: /proc/\$p/status; done | awk '{ print \$2 }' | sort -u | grep -qx 0"
