@@ -41,13 +41,27 @@ enum {
  * GRACE_READY_NS after the start time, for its records GRACE_RECORDS_NS
  * after the stop (GRACE_SIGNALLED_NS when a signal ended the window on rank
  * 0: Open MPI sends SIGKILL 1 s after the SIGTERM with which it ends a
- * job), for each answer of the clock exchange CLOCK_ANSWER_NS (a rank that
- * answers slowly gets fewer rounds within that budget, not lost); a rank
- * that misses one is lost. The other ranks wait for rank 0's stop until the window's planned
- * end plus GRACE_LOST_ROOT_NS, and for its next order until the stop plus
- * the delay plus GRACE_NEXT_NS (and CLOCK_ANSWER_NS per rank, for the
- * clock exchanges rank 0 runs in turn); one that waits in vain detaches its
- * targets and ends.
+ * job), for each answer of the clock exchange CLOCK_ANSWER_NS. A rank that
+ * misses one of these is late, not lost: rank 0 takes what the others send
+ * and retries it, waiting LATE_RETRY_NS more for its READY or records (both
+ * come unasked, or were asked already: MPI loses no message, so asking
+ * again would only leave a stale request), and for a clock answer until
+ * CLOCK_LOST_NS after the ping, after the other ranks' exchanges. Only a
+ * rank still silent then is lost. A busy rank, sharing its CPUs with the
+ * job, answers in that time.
+ *
+ * Each of these is a floor: the deadline is the floor or RTT_BUDGET times
+ * the worst round trip of the last clock exchange (the longest of the
+ * ranks' round trips, each rank's being its shortest round), whichever is
+ * larger (rm_budget). Slow links and loaded nodes get longer
+ * deadlines; a killed rank is lost by the floor's deadline on a quick one.
+ *
+ * The other ranks wait for rank 0's stop until the window's planned end plus
+ * GRACE_LOST_ROOT_NS, and for its next order until the stop plus the delay
+ * plus GRACE_RECORDS_NS + LATE_RETRY_NS + CLOCK_LOST_NS + GRACE_NEXT_NS
+ * (and 2 ms per rank, for the clock exchanges rank 0 runs in turn), each
+ * scaled the same way with rank 0's worst round trip (sent in every order);
+ * one that waits in vain detaches its targets and ends.
  */
 #define GRACE_READY_NS 10000000000ull
 #define GRACE_RECORDS_NS 5000000000ull
@@ -56,6 +70,9 @@ enum {
 #define GRACE_LOST_ROOT_NS 10000000000ull
 #define GRACE_NEXT_NS 10000000000ull
 #define CLOCK_ANSWER_NS 1000000000ull
+#define CLOCK_LOST_NS 5000000000ull
+#define LATE_RETRY_NS 2000000000ull
+#define RTT_BUDGET 50
 #define CLOCK_ROUNDS 8	    /* ping-pongs per rank; the shortest round trip's is kept */
 #define CLOCK_ROUNDS_MAX 64 /* ... or more, while none was shorter than: */
 #define CLOCK_RTT_GOOD_NS 100000ull
@@ -94,6 +111,7 @@ struct rm_order {
 	int32_t end; /* the run is over: no window; leave with `code` */
 	int32_t code;
 	int32_t lost; /* a rank was lost: leave without MPI_Finalize (it would wait for it) */
+	uint64_t rtt_worst_ns; /* rank 0's worst measured round trip: what rm_budget scales with */
 };
 
 /* Rank 0 -> each rank: the window's stop. */
@@ -124,6 +142,8 @@ struct rm_peer {
 	struct rm_ready ready;
 	bool got_ready, got_records;
 	uint64_t pulled_ns; /* when rank 0 asked for its records, 0: not yet */
+	uint64_t ping_t0;   /* a late clock ping: its time (CLOCK_REALTIME), 0: none */
+	uint64_t ping_sent; /* ... and when it was sent (CLOCK_MONOTONIC) */
 };
 
 /* Sends in flight: each owns a copy of its data until MPI is done with it. */
@@ -177,6 +197,9 @@ struct ctx {
 	uint64_t node_ns[3];	   /* this node's selection, topology, side probes (ns) */
 	uint64_t worst_node_ns[3]; /* rank 0: the slowest node's */
 	size_t total_targets;	   /* on all nodes, rank 0 */
+	uint64_t rtt_worst_ns;	   /* rank 0: the longest of the ranks' round trips (each
+				    * rank's shortest) in the last clock exchange; others:
+				    * rank 0's, from its last order */
 };
 
 /* mpi_main.c */
@@ -193,6 +216,8 @@ void rm_wait_until(const struct ctx *c, uint64_t until_ns);
 void rm_post(struct ctx *c, int dest, int tag, const void *data, size_t len);
 void rm_outbox_reap(struct ctx *c, bool all);
 void rm_mark_lost(struct ctx *c, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A deadline's length: floor_ns, or RTT_BUDGET times the worst round trip measured, if longer. */
+uint64_t rm_budget(const struct ctx *c, uint64_t floor_ns);
 /* Other ranks: the next message of `tag` from rank 0 into buf; 0, or -1 once deadline passed. */
 int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline);
 /* Other ranks: rank 0 is gone or cut off: detach this node's targets, say why, end. */
@@ -210,7 +235,8 @@ void rm_records_open(struct ctx *c);
  */
 void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
 			uint64_t grace, const char *after);
-void rm_collect_ready(struct ctx *c, uint64_t deadline);
+/* Rank 0: every live rank's READY, late ones retried (see the deadlines above). */
+void rm_collect_ready(struct ctx *c, uint64_t start_ns);
 /*
  * Rank 0: the nodes of a window as rank 0 knows them now (each rank's last
  * records; a lost node lost). unknown: every node is shown lost for that

@@ -171,27 +171,31 @@ void rm_cut_off(struct ctx *c, const char *waiting_for)
 	_exit(RM_EXIT_LOST);
 }
 
+uint64_t rm_budget(const struct ctx *c, uint64_t floor_ns)
+{
+	uint64_t scaled = c->rtt_worst_ns * RTT_BUDGET;
+
+	return scaled > floor_ns ? scaled : floor_ns;
+}
+
 /* ------------------------------------------------------------------------ */
 /*
  * Clocks (rank 0): each live rank in turn exchanges CLOCK_ROUNDS ping-pongs
  * with rank 0 (rank 0 sends its time t0, the rank answers its own t1, rank 0
  * reads t2), more (up to CLOCK_ROUNDS_MAX) while no round trip was shorter
  * than CLOCK_RTT_GOOD_NS (a busy node); the estimate with the shortest round
- * trip is kept: offset = t1 - (t0 + t2) / 2, within rtt / 2 of the truth. A
- * rank that leaves one ping unanswered for CLOCK_ANSWER_NS is lost.
+ * trip is kept: offset = t1 - (t0 + t2) / 2, within rtt / 2 of the truth.
+ *
+ * A rank that leaves a ping unanswered for CLOCK_ANSWER_NS (rm_budget) is
+ * late: rank 0 goes on with the other ranks, then waits for the late ranks'
+ * answers together, each until CLOCK_LOST_NS (rm_budget) after its ping.
+ * One that answers is not lost: its late round counts (t0 <= t1 <= t2 still
+ * holds, the bound is only wider). One that does not is lost.
  */
-static int ping_pong(struct ctx *c, int r, struct rm_clock *best)
+static void take_answer(int r, uint64_t t0, struct rm_clock *best)
 {
-	uint64_t t0 = ra_realtime_ns(), t1, t2, rtt;
-	uint64_t deadline = ra_monotonic_ns() + CLOCK_ANSWER_NS;
-	int flag = 0;
+	uint64_t t1, t2, rtt;
 
-	rm_post(c, r, TAG_CLOCK, &t0, sizeof(t0));
-	while (!flag) {
-		MPI_Iprobe(r, TAG_CLOCK, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-		if (!flag && ra_monotonic_ns() > deadline)
-			return -1;
-	}
 	MPI_Recv(&t1, 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	t2 = ra_realtime_ns();
 	rtt = t2 - t0;
@@ -199,41 +203,118 @@ static int ping_pong(struct ctx *c, int r, struct rm_clock *best)
 		best->rtt_ns = rtt;
 		best->offset_ns = (int64_t)(t1 - t0) - (int64_t)(rtt / 2);
 	}
+}
+
+/* One round: 0, or -1 if r is late (its ping's times kept for the retry). */
+static int ping_pong(struct ctx *c, int r, struct rm_clock *best)
+{
+	struct rm_peer *p = &c->peers[r];
+	uint64_t t0 = ra_realtime_ns(), sent = ra_monotonic_ns();
+	uint64_t deadline = sent + rm_budget(c, CLOCK_ANSWER_NS);
+	int flag = 0;
+
+	rm_post(c, r, TAG_CLOCK, &t0, sizeof(t0));
+	while (!flag) {
+		MPI_Iprobe(r, TAG_CLOCK, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		if (!flag && ra_monotonic_ns() > deadline) {
+			p->ping_t0 = t0;
+			p->ping_sent = sent;
+			return -1;
+		}
+	}
+	take_answer(r, t0, best);
 	return 0;
+}
+
+/* The estimate is applied only when it shows the clocks differ (struct rm_clock). */
+static void settle_clock(struct rm_peer *p, struct rm_clock best)
+{
+	best.applied_ns = (uint64_t)llabs(best.offset_ns) > best.rtt_ns / 2 ? best.offset_ns : 0;
+	p->clock = best;
+}
+
+static const char *host_of(const struct rm_peer *p)
+{
+	return p->last.host[0] ? p->last.host : "a node";
+}
+
+/* The late ranks' answers, each until CLOCK_LOST_NS (rm_budget) after its ping. */
+static void wait_late_clocks(struct ctx *c, size_t late)
+{
+	uint64_t lost_after = rm_budget(c, CLOCK_LOST_NS);
+
+	while (late) {
+		uint64_t now = ra_monotonic_ns();
+
+		for (int r = 1; r < c->size; r++) {
+			struct rm_peer *p = &c->peers[r];
+			int flag = 0;
+
+			if (!p->ping_t0)
+				continue;
+			MPI_Iprobe(r, TAG_CLOCK, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+			if (flag) {
+				take_answer(r, p->ping_t0, &p->clock);
+				settle_clock(p, p->clock);
+				if (c->o.verbose)
+					rm_say(c,
+					       "%s (rank %d) answered its clock ping after %.1f s: "
+					       "busy, not lost",
+					       host_of(p), r, (double)(now - p->ping_sent) / 1e9);
+			} else if (now - p->ping_sent > lost_after) {
+				rm_mark_lost(c, r, "no answer to a clock ping within %.1f s",
+					     (double)lost_after / 1e9);
+			} else {
+				continue;
+			}
+			p->ping_t0 = 0;
+			late--;
+		}
+		if (late)
+			usleep(200);
+	}
 }
 
 void rm_clock_exchange(struct ctx *c)
 {
+	uint64_t worst = 0;
+	size_t late = 0;
+
 	c->peers[0].clock = (struct rm_clock){0, 0, 0, true}; /* the reference */
 	for (int r = 1; r < c->size; r++) {
 		struct rm_peer *p = &c->peers[r];
 		struct rm_clock best = {0, UINT64_MAX, 0, true};
-		uint64_t budget = ra_monotonic_ns() + CLOCK_ANSWER_NS;
+		uint64_t budget = ra_monotonic_ns() + rm_budget(c, CLOCK_ANSWER_NS);
 
 		if (p->lost)
 			continue;
-		/*
-		 * Each ping may take CLOCK_ANSWER_NS: only a rank that leaves one
-		 * unanswered that long is lost. A busy rank that answers slowly
-		 * gets fewer rounds (its clock's bound is then wider), not lost.
-		 */
+		/* A rank that answers slowly gets fewer rounds (a wider bound). */
 		for (int k = 0;
 		     k < CLOCK_ROUNDS || (k < CLOCK_ROUNDS_MAX && best.rtt_ns > CLOCK_RTT_GOOD_NS);
 		     k++) {
 			if (k && ra_monotonic_ns() > budget)
 				break;
-			if (ping_pong(c, r, &best)) {
-				rm_mark_lost(c, r, "no answer to the clock exchange within %.1f s",
-					     (double)CLOCK_ANSWER_NS / 1e9);
+			if (ping_pong(c, r, &best))
 				break;
-			}
 		}
-		if (p->lost)
-			continue;
-		if ((uint64_t)llabs(best.offset_ns) > best.rtt_ns / 2)
-			best.applied_ns = best.offset_ns;
 		p->clock = best;
+		if (p->ping_t0) {
+			late++;
+			if (c->o.verbose)
+				rm_say(
+				    c,
+				    "%s (rank %d) late: no answer to a clock ping within %.1f s; "
+				    "waiting up to %.1f s",
+				    host_of(p), r, (double)rm_budget(c, CLOCK_ANSWER_NS) / 1e9,
+				    (double)rm_budget(c, CLOCK_LOST_NS) / 1e9);
+			continue;
+		}
+		settle_clock(p, best);
+		worst = best.rtt_ns > worst ? best.rtt_ns : worst;
 	}
+	wait_late_clocks(c, late);
+	/* Late answers' round trips are rank 0's own wait too: not a measure of the link. */
+	c->rtt_worst_ns = worst;
 }
 
 /* Rank 0: the order to every live rank, each with its own clock. */
@@ -245,6 +326,7 @@ void rm_send_orders(struct ctx *c, const struct rm_order *o)
 		if (c->peers[r].lost)
 			continue;
 		mine.clock = c->peers[r].clock;
+		mine.rtt_worst_ns = c->rtt_worst_ns;
 		rm_post(c, r, TAG_ORDER, &mine, sizeof(mine));
 	}
 }
@@ -424,21 +506,47 @@ static int cut_short(struct ctx *c, uint64_t *deadline)
 	return sig;
 }
 
+/* Ranks silent at a deadline, said (verbose). How many. */
+static size_t mark_late(struct ctx *c, bool (*silent)(const struct rm_peer *), const char *what,
+			uint64_t retry)
+{
+	size_t n = 0;
+
+	for (int r = 1; r < c->size; r++) {
+		struct rm_peer *p = &c->peers[r];
+
+		if (p->lost || !silent(p))
+			continue;
+		n++;
+		if (c->o.verbose)
+			rm_say(c, "%s (rank %d) late: no %s yet; retrying for %.1f s", host_of(p),
+			       r, what, (double)retry / 1e9);
+	}
+	return n;
+}
+
 /*
  * Rank r sent no records: lost, and why. cut: the signal that cut the wait
- * short (0: none); late: it was asked so late that it had PULL_ANSWER_NS.
+ * short (0: none); late: it was asked so late that it had PULL_ANSWER_NS;
+ * retry: how long it was retried past the grace (0: not).
  */
-static void lose_silent(struct ctx *c, int r, int cut, bool late, uint64_t grace, const char *after)
+static void lose_silent(struct ctx *c, int r, int cut, bool late, uint64_t grace, uint64_t retry,
+			const char *after)
 {
+	char more[48] = "";
+
+	if (retry)
+		snprintf(more, sizeof(more), " (retried for %.1f s)", (double)retry / 1e9);
 	if (cut)
 		rm_mark_lost(c, r,
 			     "no records by the time the job was being ended (SIG%s on rank 0)%s",
 			     sigabbrev_np(cut), c->peers[r].pulled_ns ? "" : ": not asked");
 	else if (late)
-		rm_mark_lost(c, r, "no records within %.1f s of being asked (%.1f s %s)",
-			     (double)PULL_ANSWER_NS / 1e9, (double)grace / 1e9, after);
+		rm_mark_lost(c, r, "no records within %.1f s of being asked (%.1f s %s)%s",
+			     (double)PULL_ANSWER_NS / 1e9, (double)grace / 1e9, after, more);
 	else
-		rm_mark_lost(c, r, "no records within %.1f s %s", (double)grace / 1e9, after);
+		rm_mark_lost(c, r, "no records within %.1f s %s%s", (double)grace / 1e9, after,
+			     more);
 }
 
 /*
@@ -447,7 +555,7 @@ static void lose_silent(struct ctx *c, int r, int cut, bool late, uint64_t grace
  * cut's) is lost: 1 if r was, else 0.
  */
 static int overdue(struct ctx *c, int r, uint64_t now, uint64_t deadline, int cut, uint64_t grace,
-		   const char *after)
+		   uint64_t retry, const char *after)
 {
 	struct rm_peer *p = &c->peers[r];
 	bool late = p->pulled_ns + PULL_ANSWER_NS > deadline;
@@ -456,19 +564,26 @@ static int overdue(struct ctx *c, int r, uint64_t now, uint64_t deadline, int cu
 		return 0;
 	if (now <= deadline || (!cut && late && now <= p->pulled_ns + PULL_ANSWER_NS))
 		return 0;
-	lose_silent(c, r, cut, late, grace, after);
+	lose_silent(c, r, cut, late, grace, retry, after);
 	return 1;
+}
+
+static bool no_records(const struct rm_peer *p)
+{
+	return p->pulled_ns && !p->got_records;
 }
 
 /*
  * Ask ranks for their records, --gather-slots at a time, and wait for what is
- * missing until the deadline (see overdue); who is still missing then is
- * lost. After a cut (the job is being ended) nobody more is asked.
+ * missing until the deadline (see overdue); a rank asked and silent then is
+ * late: every such rank is retried once, LATE_RETRY_NS (rm_budget) more,
+ * unless a signal cut the wait. Who is still missing then is lost. After a
+ * cut (the job is being ended) nobody more is asked.
  */
 void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
 			uint64_t grace, const char *after)
 {
-	uint64_t deadline = since + grace, next_scan = 0;
+	uint64_t deadline = since + grace, next_scan = 0, retry = 0;
 	size_t missing = 0, asked = 0;
 	int32_t window = (int32_t)c->run.n_w;
 	char *buf = NULL;
@@ -504,9 +619,15 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			now = ra_realtime_ns();
 			if (!cut)
 				cut = cut_short(c, &deadline);
+			if (now > deadline && !cut && !retry &&
+			    mark_late(c, no_records, "records", rm_budget(c, LATE_RETRY_NS))) {
+				retry = rm_budget(c, LATE_RETRY_NS);
+				deadline += retry;
+				continue;
+			}
 			if (now > deadline && now >= next_scan) {
 				for (int r = 1; r < next; r++)
-					if (overdue(c, r, now, deadline, cut, grace, after))
+					if (overdue(c, r, now, deadline, cut, grace, retry, after))
 						missing--, asked--;
 				next_scan = now + RA_NS_PER_MS;
 			}
@@ -532,7 +653,7 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 	/* After a cut: who was asked and is silent, or was never asked. */
 	for (int r = 1; r < c->size; r++)
 		if (!c->peers[r].lost && !c->peers[r].got_records)
-			lose_silent(c, r, cut, false, grace, after);
+			lose_silent(c, r, cut, false, grace, retry, after);
 	rm_window_nodes(c, nodes, n_nodes, NULL);
 }
 
@@ -565,10 +686,23 @@ void rm_window_nodes(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, con
 	*n_nodes = k;
 }
 
-/* Rank 0: every live rank's READY until deadline (its own is already in peers[0]). */
-void rm_collect_ready(struct ctx *c, uint64_t deadline)
+static bool no_ready(const struct rm_peer *p)
 {
+	return !p->got_ready;
+}
+
+/*
+ * Rank 0: every live rank's READY until GRACE_READY_NS (rm_budget) after
+ * the start (its own is already in peers[0]); a rank still silent then is
+ * late and has LATE_RETRY_NS (rm_budget) more before it is lost. A READY
+ * is not asked for: the retry is the wait.
+ */
+void rm_collect_ready(struct ctx *c, uint64_t start_ns)
+{
+	uint64_t retry = rm_budget(c, LATE_RETRY_NS), grace = rm_budget(c, GRACE_READY_NS);
+	uint64_t deadline = start_ns + grace;
 	size_t missing = 0;
+	bool retried = false;
 
 	for (int r = 1; r < c->size; r++) {
 		c->peers[r].got_ready = false;
@@ -581,8 +715,13 @@ void rm_collect_ready(struct ctx *c, uint64_t deadline)
 
 		MPI_Iprobe(MPI_ANY_SOURCE, TAG_READY, MPI_COMM_WORLD, &flag, &st);
 		if (!flag) {
-			if (ra_realtime_ns() > deadline)
+			if (ra_realtime_ns() > deadline && retried)
 				break;
+			if (ra_realtime_ns() > deadline) {
+				mark_late(c, no_ready, "word of its attaches", retry);
+				deadline += retry;
+				retried = true;
+			}
 			usleep(100);
 			continue;
 		}
@@ -596,8 +735,10 @@ void rm_collect_ready(struct ctx *c, uint64_t deadline)
 	}
 	for (int r = 1; r < c->size; r++)
 		if (!c->peers[r].lost && !c->peers[r].got_ready)
-			rm_mark_lost(c, r, "its attaches not done within %.1f s after the start",
-				     (double)GRACE_READY_NS / 1e9);
+			rm_mark_lost(c, r,
+				     "its attaches not done within %.1f s after the start "
+				     "(retried for %.1f s)",
+				     (double)grace / 1e9, (double)retry / 1e9);
 }
 
 void rm_free_nodes(struct rm_node *nodes, size_t n)

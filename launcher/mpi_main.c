@@ -637,7 +637,8 @@ int main(int argc, char **argv)
 		lost = c.lost_count > 0;
 	} else {
 		rm_records_ready(&c);
-		c.next_deadline = ra_realtime_ns() + GRACE_SURVEY_NS + GRACE_NEXT_NS +
+		c.next_deadline = ra_realtime_ns() + GRACE_SURVEY_NS + LATE_RETRY_NS +
+				  CLOCK_LOST_NS + GRACE_NEXT_NS +
 				  (uint64_t)c.size * 2 * RA_NS_PER_MS;
 		code = rm_follow_windows(&c, &lost);
 	}

@@ -253,8 +253,8 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		o->gather_slots = (int)v;
 		return 0;
 	case OPT_JOBS:
-		if (cli_parse_ll(optarg, 1, 256, &v))
-			return bad(err, len, "invalid --jobs '%s': give 1 to 256", optarg);
+		if (cli_parse_ll(optarg, 1, 65536, &v))
+			return bad(err, len, "invalid --jobs '%s': give 1 to 65536", optarg);
 		o->jobs = (int)v;
 		return 0;
 	case OPT_INJECT:

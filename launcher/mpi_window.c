@@ -105,6 +105,7 @@ struct pool_job {
 	struct rn_pool_opts *p;
 	bool attach;
 	int done[2];
+	int short_by; /* workers that could not be created (rn_attach_all) */
 };
 
 static void *pool_job_run(void *arg)
@@ -112,7 +113,7 @@ static void *pool_job_run(void *arg)
 	struct pool_job *j = arg;
 
 	if (j->attach)
-		rn_attach_all(j->c->t, j->c->n, j->p);
+		j->short_by = rn_attach_all(j->c->t, j->c->n, j->p);
 	else
 		rn_detach_all(j->c->t, j->c->n, j->p);
 	if (write(j->done[1], "x", 1) < 0) {
@@ -121,17 +122,18 @@ static void *pool_job_run(void *arg)
 	return NULL;
 }
 
-static void pool_inline(struct ctx *c, struct rn_pool_opts *p, bool attach)
+static int pool_inline(struct ctx *c, struct rn_pool_opts *p, bool attach)
 {
 	if (attach)
-		rn_attach_all(c->t, c->n, p);
-	else
-		rn_detach_all(c->t, c->n, p);
+		return rn_attach_all(c->t, c->n, p);
+	rn_detach_all(c->t, c->n, p);
+	return 0;
 }
 
-static void pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
+/* Returns the attach workers that could not be created (0 for the detaches). */
+static int pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 {
-	struct pool_job j = {c, p, attach, {-1, -1}};
+	struct pool_job j = {c, p, attach, {-1, -1}, 0};
 	struct pollfd f[2];
 	int nfds = c->sfd >= 0 ? 2 : 1, sig;
 	pthread_t th;
@@ -161,6 +163,7 @@ static void pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 	pthread_join(th, NULL);
 	close(j.done[0]);
 	close(j.done[1]);
+	return j.short_by;
 }
 
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
@@ -168,6 +171,7 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 {
 	struct rm_ready r = {0, 0, 0};
 	struct rn_pool_opts p;
+	int short_by;
 
 	ra_sleep_until_realtime(when[1]);
 	if (!c->worker || !c->n)
@@ -176,7 +180,13 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);
 	p.start_ns = when[0];
-	pool_answering(c, &p, true);
+	short_by = pool_answering(c, &p, true);
+	if (short_by)
+		fprintf(stderr,
+			"rocattach-mpi[%s:%d] warning: %d of the %d attach workers could not be "
+			"started (thread limits: ulimit -u, kernel.threads-max): fewer attaches "
+			"were in flight at once, and some may have begun after the start time\n",
+			c->host, c->rank, short_by, rn_pool_jobs(&p, c->n));
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rn_target *t = &c->t[i];
 
@@ -199,7 +209,7 @@ static void detach_phase(struct ctx *c, uint64_t stop_ns)
 	}
 	p = pool_opts(c);
 	p.stop_ns = stop_ns;
-	pool_answering(c, &p, false);
+	(void)pool_answering(c, &p, false);
 }
 
 /*
@@ -429,7 +439,7 @@ static int count_alive(const struct ctx *c)
 /* The window's records, kept for the report. */
 static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_halt *m)
 {
-	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS : GRACE_RECORDS_NS;
+	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS : rm_budget(c, GRACE_RECORDS_NS);
 	struct rm_window *win, *grown;
 	long long detached = 0;
 
@@ -465,7 +475,7 @@ void rm_run_windows(struct ctx *c)
 		rm_send_orders(c, &o);
 		c->peers[0].ready = attach_phase(c, when);
 		c->peers[0].got_ready = true;
-		rm_collect_ready(c, when[0] + GRACE_READY_NS);
+		rm_collect_ready(c, when[0]);
 		attach_outcome(c, w, when[1]);
 		hold_root(c, w, when[0], &m);
 		detach_phase(c, m.stop_ns);
@@ -516,7 +526,7 @@ static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
 
 	if (!end)
 		end = start_ns + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS;
-	return end + GRACE_LOST_ROOT_NS;
+	return end + rm_budget(c, GRACE_LOST_ROOT_NS);
 }
 
 /*
@@ -573,6 +583,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		rm_records_open(c);
 		/* From here on this rank's clock: rank 0's times turned into it. */
 		c->clock = o.clock;
+		c->rtt_worst_ns = o.rtt_worst_ns;
 		mine[0] = local_ns(c, o.start_ns);
 		mine[1] = local_ns(c, o.send_ns);
 		r = attach_phase(c, mine);
@@ -587,8 +598,10 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
 		rm_records_ready(c);
+		/* Rank 0's records wait with its retry, its wait for late clocks, and more. */
 		c->next_deadline = ra_realtime_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
-				   GRACE_RECORDS_NS + GRACE_NEXT_NS +
+				   rm_budget(c, GRACE_RECORDS_NS) + rm_budget(c, LATE_RETRY_NS) +
+				   rm_budget(c, CLOCK_LOST_NS) + rm_budget(c, GRACE_NEXT_NS) +
 				   (uint64_t)c->size * 2 * RA_NS_PER_MS;
 	}
 }

@@ -176,8 +176,12 @@ struct rn_pool_opts {
 	void *user;
 };
 
-/* Attach every target in state RN_FOUND (or RN_DETACHED for a next window). */
-void rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
+/*
+ * Attach every target in state RN_FOUND (or RN_DETACHED for a next window).
+ * Returns how many of the workers wanted could not be created (thread
+ * limits): that many fewer attaches were in flight at once. 0: all were.
+ */
+int rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
 /*
  * Detach every target in state RN_ATTACHED. One found gone is
  * RN_DIED_ATTACHED; one that is stopped is tried again (the others are not

@@ -169,11 +169,11 @@ lost_node2_checks() {
 
 echo "== 6. a launcher rank dies mid-window (SIGKILL on node2), mpirun --enable-recovery"
 # Open MPI keeps the other ranks running: rank 0 ends the window as planned,
-# waits for node2's records until the stop + 5 s, reports node2 lost and ends
+# waits for node2's records until the stop + 5 s + 2 s (retried), reports node2 lost and ends
 # every rank itself. node2's targets are detached by their agents' watchdogs.
 # (Open MPI 4.1 then exits 0 whatever the ranks return: the report says 6.)
 # --gather-slots 1: the dead rank (rank 1) holds the one slot until the stop
-# + 5 s; only then is node3's rank asked for its records, and it answers.
+# + 7 s; only then is node3's rank asked for its records, and it answers.
 MPIRUN_EXTRA=(--enable-recovery)
 launcher "$W/t6" --mpi-job -t "$TOOL" -d 2000 --gather-slots 1 --report "$W/r6.json" \
 	>"$W/l6.out" 2>&1 &
@@ -323,7 +323,7 @@ else
 fi
 
 echo "== 7. the network fails mid-window (node2's link down; after the MPI job, which it would break)"
-# Rank 0 waits for node2's records until the stop + 5 s, reports it lost and
+# Rank 0 waits for node2's records until the stop + 5 s + 2 s (retried), reports it lost and
 # ends. node2 hears nothing: it detaches its targets on its own at the
 # window's planned end + 10 s and ends. mpirun notices the lost daemon
 # through its TCP keepalive (the settings README gives) about 5 s after the

@@ -114,7 +114,7 @@ vc_t_eq "term: the report says interrupted" "$(jq '.exit_code' "$W/r3term.json" 
 
 echo "== 6. a launcher rank SIGKILLed mid-window (node2), under srun"
 # Slurm lets the step's other tasks run on (KillOnBadExit=0, the default): rank 0
-# ends the window as planned, waits for node2's records until the stop + 5 s,
+# ends the window as planned, waits for node2's records until the stop + 5 s + 2 s (retried),
 # reports node2 lost and ends. node2's targets are detached by their watchdogs.
 out=$W/t6
 t0=$(vc_ms)

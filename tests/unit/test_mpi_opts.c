@@ -131,7 +131,7 @@ static void test_rm_opts_parse_rejects_bad_input(void **state)
 	assert_int_equal(PARSE("--uid", "no-such-user-here"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--ranks", "3-1"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--jobs", "0"), -1);
-	assert_int_equal(PARSE("--exe", "x", "--jobs", "257"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--jobs", "65537"), -1);
 	assert_int_equal(PARSE("--exe", "x", "-d", "-1"), -1);
 	assert_int_equal(PARSE("--exe", "x", "-d", "86400001"), -1);
 	assert_int_equal(PARSE("--exe", "x", "--call-timeout", "0"), -1);
