@@ -432,20 +432,82 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	return RM_EXIT_OK;
 }
 
-/* One file: 0, or the exit code of a write error (said on rank 0's stream). */
-static int write_out(struct ctx *c, const char *path, const char *what,
-		     int (*fn)(const char *, const struct rm_run *, char *, size_t))
-{
+/* The outputs, each written whole or not at all (report_common.c). */
+struct output {
+	const char *path, *what;
+	int (*fn)(const char *, const struct rm_run *, char *, size_t);
+	bool written;
 	char err[512];
+};
 
-	if (!path)
-		return 0;
-	if (fn(path, &c->run, err, sizeof(err))) {
-		rm_say(c, "%s", err);
-		return RM_EXIT_ERROR;
+/*
+ * The reason the summary and the files give, with the outputs that failed:
+ * "ok" becomes "the report was not written" (exit 1); another reason keeps
+ * its code, with the same words added.
+ */
+static void failed_outputs(struct ctx *c, const struct output *out, size_t n, int code,
+			   const char *reason, char *buf, size_t len)
+{
+	size_t k = 0, failed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!out[i].path || out[i].written)
+			continue;
+		k += (size_t)snprintf(buf + k, k < len ? len - k : 0, "%sthe %s",
+				      failed ? " and " : "", out[i].what);
+		failed++;
 	}
-	rm_say(c, "%s written to %s", what, path);
-	return 0;
+	if (!failed)
+		return;
+	snprintf(buf + k, k < len ? len - k : 0, " %s not written", failed == 1 ? "was" : "were");
+	if (code) {
+		char *done = NULL;
+
+		if (asprintf(&done, "%s; %s", reason, buf) >= 0) {
+			snprintf(buf, len, "%s", done);
+			free(done);
+		}
+	}
+	c->run.exit_code = code ? code : RM_EXIT_ERROR;
+	c->run.exit_reason = buf;
+}
+
+/*
+ * The trace and the timeline, then the report, each stating the run's exit
+ * code: one that fails changes that code (exit 1 unless it was already an
+ * error), so the ones written before it are written again with the final
+ * code. The report goes last: it says what became of the others. Returns the
+ * final code; what failed is said on rank 0's stream.
+ */
+static int write_outputs(struct ctx *c, int code, const char *reason)
+{
+	static char why[512];
+	struct output out[] = {
+	    {c->o.trace, "trace", rm_write_trace, false, ""},
+	    {c->o.timeline, "timeline", rm_write_timeline, false, ""},
+	    {c->o.report, "report", rm_write_report, false, ""},
+	};
+	size_t n = sizeof(out) / sizeof(out[0]), failed = 0, before;
+
+	do {
+		before = failed;
+		failed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (!out[i].path || (out[i].err[0] && !out[i].written))
+				continue;
+			out[i].written =
+			    !out[i].fn(out[i].path, &c->run, out[i].err, sizeof(out[i].err));
+			if (!out[i].written)
+				rm_say(c, "%s", out[i].err);
+		}
+		for (size_t i = 0; i < n; i++)
+			failed += out[i].path && !out[i].written;
+		failed_outputs(c, out, n, code, reason, why, sizeof(why));
+	} while (failed != before);
+	for (size_t i = 0; i < n; i++)
+		if (out[i].written)
+			rm_say(c, "%s written to %s", out[i].what, out[i].path);
+	return c->run.exit_code;
 }
 
 /* Rank 0: the end of the run to every live rank, with the exit code. */
@@ -461,7 +523,7 @@ static int finish(struct ctx *c)
 {
 	struct rn_target t;
 	char reason[64];
-	int code, e;
+	int code;
 
 	code = exit_code(c, reason, sizeof(reason));
 	send_end(c, code);
@@ -474,10 +536,7 @@ static int finish(struct ctx *c)
 		       "window can profile: stopped at the first attach: %.*s",
 		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t.message),
 		       t.message);
-	e = write_out(c, c->o.report, "report", rm_write_report);
-	e |= write_out(c, c->o.timeline, "timeline", rm_write_timeline);
-	e |= write_out(c, c->o.trace, "trace", rm_write_trace);
-	code = code ? code : e;
+	code = write_outputs(c, code, reason);
 	fflush(stderr);
 	rm_print_summary(stdout, &c->run);
 	fflush(stdout);
