@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "common/clock.h"
 #include "report.h"
 
 #define NS_PER_MS 1e6

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/toollist.h"
 #include "report_int.h"
 
@@ -16,6 +17,43 @@ static void fmt_ms(uint64_t ns, bool known, char *buf, size_t len)
 		snprintf(buf, len, "%.3fms", (double)ns / NS_PER_MS);
 	else
 		snprintf(buf, len, "-");
+}
+
+/* Counts are sums of counts: never negative, and never printed so. */
+static long long count_of(long long n)
+{
+	return n < 0 ? 0 : n;
+}
+
+void rm_progress_attached(char *buf, size_t len, int w, long long attached, size_t total,
+			  uint64_t since, uint64_t now)
+{
+	int64_t d = ra_ns_span(now, since, (uint64_t)INT64_MAX);
+	int k = snprintf(buf, len, "window %d: attached %lld/%zu targets", w, count_of(attached),
+			 total);
+
+	if (k < 0 || (size_t)k >= len)
+		return;
+	if (ra_ns_known(d))
+		snprintf(buf + k, len - (size_t)k, " (%.1f ms)", (double)d / NS_PER_MS);
+	else
+		snprintf(buf + k, len - (size_t)k, " (time unknown)");
+}
+
+void rm_progress_detached(char *buf, size_t len, int w, long long detached, size_t total,
+			  uint64_t stop_ns, uint64_t now)
+{
+	int64_t d = ra_ns_diff(now, stop_ns);
+	int k = snprintf(buf, len, "window %d: detached %lld/%zu targets", w, count_of(detached),
+			 total);
+
+	if (k < 0 || (size_t)k >= len)
+		return;
+	if (!ra_ns_known(d))
+		snprintf(buf + k, len - (size_t)k, " (time unknown)");
+	else
+		snprintf(buf + k, len - (size_t)k, " (%.1f ms %s the stop)",
+			 (double)(d < 0 ? -d : d) / NS_PER_MS, d < 0 ? "before" : "after");
 }
 
 /* Text from other hosts and processes on a terminal: no control characters. */
@@ -115,6 +153,17 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 		p50s, maxs, skews);
 }
 
+/* A window's length, or in words why there is none. */
+static void put_length(FILE *f, const struct rm_window *w)
+{
+	int64_t d = rm_window_length_ns(w);
+
+	if (ra_ns_known(d))
+		fprintf(f, "%.1f ms", (double)d / NS_PER_MS);
+	else
+		fprintf(f, "length %s", rm_window_length_why(w));
+}
+
 static void print_window_line(FILE *f, const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
@@ -126,10 +175,7 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 
 	rm_fmt_time(w->start_ns, start, sizeof(start));
 	fprintf(f, "window %d: start %s, ", w->index, start);
-	if (w->stop_ns >= w->start_ns && w->start_ns)
-		fprintf(f, "%.1f ms", (double)(w->stop_ns - w->start_ns) / NS_PER_MS);
-	else
-		fprintf(f, "? ms");
+	put_length(f, w);
 	fprintf(f, ", stop reason %s, ", w->stop_reason ? w->stop_reason : "-");
 	if (!s.n) {
 		fprintf(f, "no target attached");
