@@ -379,8 +379,15 @@ void rm_wait_until(const struct ctx *c, uint64_t until_ns)
 /* ------------------------------------------------------------------------ */
 /* The end: summary, files, one exit code for all. */
 
-/* The first tool failure of the last window into *out, for the line that ends the run. */
-static bool first_tool_failure(const struct rm_run *r, struct rn_target *out)
+/* A target whose attach failed for want of a listener (no --inject). */
+static bool no_listener(const struct rn_target *t)
+{
+	return t->state == RN_ATTACH_FAILED && !t->listener;
+}
+
+/* The first failure of the last window into *out, for the line that ends the run. */
+static bool first_failure(const struct rm_run *r, bool (*fails)(const struct rn_target *),
+			  struct rn_target *out)
 {
 	const struct rm_window *w = r->n_w ? &r->w[r->n_w - 1] : NULL;
 	const struct rn_target *t;
@@ -390,7 +397,7 @@ static bool first_tool_failure(const struct rm_run *r, struct rn_target *out)
 	for (size_t i = 0; w && i < w->n_nodes && !found; i++) {
 		t = rm_targets(&w->nodes[i], &h);
 		for (size_t k = 0; t && k < w->nodes[i].n && !found; k++)
-			if ((found = rn_tool_failed(&t[k])))
+			if ((found = fails(&t[k])))
 				*out = t[k];
 	}
 	rm_hold_free(&h);
@@ -416,6 +423,10 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	}
 	if (c->run_stop && !strcmp(c->run_stop, "tool failed")) {
 		snprintf(reason, len, "the tool failed: nothing attached");
+		return RM_EXIT_FAILED;
+	}
+	if (c->run_stop && !strcmp(c->run_stop, "nothing attachable")) {
+		snprintf(reason, len, "nothing attachable: no target has a listener");
 		return RM_EXIT_FAILED;
 	}
 	if (failed) {
@@ -530,12 +541,19 @@ static int finish(struct ctx *c)
 	c->run.exit_code = code;
 	c->run.exit_reason = reason;
 	c->run.ended_ns = ra_realtime_ns();
-	if (c->run_stop && !strcmp(c->run_stop, "tool failed") && first_tool_failure(&c->run, &t))
+	if (c->run_stop && !strcmp(c->run_stop, "tool failed") &&
+	    first_failure(&c->run, rn_tool_failed, &t))
 		rm_say(c,
 		       "error: the tool (%s) could not be attached to any target, so no "
 		       "window can profile: stopped at the first attach: %.*s",
 		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t.message),
 		       t.message);
+	if (c->run_stop && !strcmp(c->run_stop, "nothing attachable") &&
+	    first_failure(&c->run, no_listener, &t))
+		rm_say(c,
+		       "error: no target has an attach listener and --inject was not given, so "
+		       "no window can profile: stopped after the first attach: %.*s",
+		       (int)sizeof(t.message), t.message);
 	code = write_outputs(c, code, reason);
 	fflush(stderr);
 	rm_print_summary(stdout, &c->run);

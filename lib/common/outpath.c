@@ -89,14 +89,13 @@ static int check_dir(const char *path, const char *opt, const char *dir, char *e
 		return bad(err, len, opt, path,
 			   "a part of '%s' is a file, not a directory: choose a directory", dir);
 	if (e)
-		return bad(err, len, opt, path, "directory '%s': %s: choose another directory",
-			   dir, strerror(e));
+		return bad(err, len, opt, path, "directory '%s': %s: choose another directory", dir,
+			   strerror(e));
 	if (!S_ISDIR(st.st_mode))
-		return bad(err, len, opt, path, "'%s' is not a directory: choose a directory",
-			   dir);
+		return bad(err, len, opt, path, "'%s' is not a directory: choose a directory", dir);
 	if (!realpath(dir, real))
-		return bad(err, len, opt, path, "directory '%s': %s: choose another directory",
-			   dir, strerror(errno));
+		return bad(err, len, opt, path, "directory '%s': %s: choose another directory", dir,
+			   strerror(errno));
 	kfs = kernel_fs(real, true);
 	if (kfs)
 		goto kernel;
@@ -107,9 +106,9 @@ static int check_dir(const char *path, const char *opt, const char *dir, char *e
 	return 0;
 kernel:
 	return bad(err, len, opt, path,
-			   "it is in %s, which takes no files: write it to a plain directory "
-			   "(e.g. the current one)",
-			   kfs);
+		   "it is in %s, which takes no files: write it to a plain directory "
+		   "(e.g. the current one)",
+		   kfs);
 }
 
 int ra_outpath_check(const char *path, const char *opt, char *err, size_t len)
