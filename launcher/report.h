@@ -185,7 +185,8 @@ void rm_print_summary(FILE *f, const struct rm_run *r);
  * "window W: attached A/T targets (X ms)", X from since (the attaches sent)
  * to now; "window W: detached D/T targets (X ms after the stop)", or
  * "before the stop" when the records were in before it. A time that is not
- * known says so in words, never as a number. buf: about 96 bytes.
+ * known (missing, or a span longer than any window) says so in words, never
+ * as a number. buf: about 96 bytes.
  */
 void rm_progress_attached(char *buf, size_t len, int w, long long attached, size_t total,
 			  uint64_t since, uint64_t now);

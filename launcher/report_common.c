@@ -110,12 +110,9 @@ static void node_spreads(const struct rm_node *n, const struct rn_target *v, uin
 	}
 }
 
-/* Longer than any window: --max-window is at most 7 days. */
-#define LONGEST_WINDOW_NS (7ull * 24 * 3600 * RA_NS_PER_SEC)
-
 int64_t rm_window_length_ns(const struct rm_window *w)
 {
-	return ra_ns_span(w->stop_ns, w->start_ns, LONGEST_WINDOW_NS);
+	return ra_ns_span(w->stop_ns, w->start_ns, RM_LONGEST_WINDOW_NS);
 }
 
 const char *rm_window_length_why(const struct rm_window *w)
