@@ -385,6 +385,26 @@ static bool no_listener(const struct rn_target *t)
 	return t->state == RN_ATTACH_FAILED && !t->listener;
 }
 
+/* Targets of the last window for which fails holds; *all (if not NULL): every target. */
+static size_t count_last(const struct rm_run *r, bool (*fails)(const struct rn_target *),
+			 size_t *all)
+{
+	const struct rm_window *w = r->n_w ? &r->w[r->n_w - 1] : NULL;
+	const struct rn_target *t;
+	struct rm_hold h = {0};
+	size_t n = 0, total = 0;
+
+	for (size_t i = 0; w && i < w->n_nodes; i++) {
+		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
+		for (size_t k = 0; t && k < w->nodes[i].n; k++, total++)
+			n += fails(&t[k]);
+	}
+	rm_hold_free(&h);
+	if (all)
+		*all = total;
+	return n;
+}
+
 /* The first failure of the last window into *out, for the line that ends the run. */
 static bool first_failure(const struct rm_run *r, bool (*fails)(const struct rn_target *),
 			  struct rn_target *out)
@@ -426,7 +446,13 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 		return RM_EXIT_FAILED;
 	}
 	if (c->run_stop && !strcmp(c->run_stop, "nothing attachable")) {
-		snprintf(reason, len, "nothing attachable: no target has a listener");
+		size_t all, none = count_last(&c->run, no_listener, &all);
+
+		if (none == all)
+			snprintf(reason, len, "nothing attachable: no target has a listener");
+		else
+			snprintf(reason, len, "nothing attachable: %zu of %zu without a listener",
+				 none, all);
 		return RM_EXIT_FAILED;
 	}
 	if (failed) {
@@ -529,11 +555,38 @@ static void send_end(struct ctx *c, int code)
 	rm_send_orders(c, &o);
 }
 
+/* The line that says why the run stopped at its first attach, if it did. */
+static void say_run_stop(struct ctx *c)
+{
+	const char *stop = c->run_stop ? c->run_stop : "";
+	struct rn_target t;
+	size_t all, none;
+
+	if (!strcmp(stop, "tool failed") && first_failure(&c->run, rn_tool_failed, &t))
+		rm_say(c,
+		       "error: the tool (%s) could not be attached to any target, so no "
+		       "window can profile: stopped at the first attach: %.*s",
+		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t.message),
+		       t.message);
+	if (strcmp(stop, "nothing attachable") || !first_failure(&c->run, no_listener, &t))
+		return;
+	none = count_last(&c->run, no_listener, &all);
+	if (none < all)
+		rm_say(c,
+		       "error: nothing attached, and %zu of %zu targets have no attach listener "
+		       "and --inject was not given: stopped after the first attach: %.*s",
+		       none, all, (int)sizeof(t.message), t.message);
+	else
+		rm_say(c,
+		       "error: no target has an attach listener and --inject was not given, so "
+		       "no window can profile: stopped after the first attach: %.*s",
+		       (int)sizeof(t.message), t.message);
+}
+
 /* Rank 0: the end order, the files, then the summary: it is the last thing printed. */
 static int finish(struct ctx *c)
 {
-	struct rn_target t;
-	char reason[64];
+	char reason[128];
 	int code;
 
 	code = exit_code(c, reason, sizeof(reason));
@@ -541,19 +594,7 @@ static int finish(struct ctx *c)
 	c->run.exit_code = code;
 	c->run.exit_reason = reason;
 	c->run.ended_ns = ra_realtime_ns();
-	if (c->run_stop && !strcmp(c->run_stop, "tool failed") &&
-	    first_failure(&c->run, rn_tool_failed, &t))
-		rm_say(c,
-		       "error: the tool (%s) could not be attached to any target, so no "
-		       "window can profile: stopped at the first attach: %.*s",
-		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t.message),
-		       t.message);
-	if (c->run_stop && !strcmp(c->run_stop, "nothing attachable") &&
-	    first_failure(&c->run, no_listener, &t))
-		rm_say(c,
-		       "error: no target has an attach listener and --inject was not given, so "
-		       "no window can profile: stopped after the first attach: %.*s",
-		       (int)sizeof(t.message), t.message);
+	say_run_stop(c);
 	code = write_outputs(c, code, reason);
 	fflush(stderr);
 	rm_print_summary(stdout, &c->run);

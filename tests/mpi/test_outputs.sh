@@ -141,6 +141,34 @@ for np in 1 2; do
 done
 stop_job
 
+# 3b. Nothing attached, one rank without a listener and one with our agent but stopped
+#     (refused before any ptrace): the run still ends at once, and says how many lack one.
+mpirun -np 1 env ROCP_TOOL_ATTACH=1 LD_PRELOAD="$AGENT" "$MPI_TARGET" : -np 1 "$MPI_TARGET" \
+	</dev/null >"$W/job4.out" 2>&1 &
+JOB_PID=$!
+CHILDREN+=("$JOB_PID")
+wait_ready "$W/job4.out" 2 || exit 1
+stopped=$(for p in $(job_ranks "$JOB_PID"); do
+	grep -q LD_PRELOAD "/proc/$p/environ" && echo "$p"
+done)
+kill -STOP $stopped
+t0=$(now)
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 10000 --report "$W/mixed.json" \
+	</dev/null >"$W/mixed.out" 2>&1
+rc=$?
+kill -CONT $stopped
+check "mixed: exit 4 (got $rc)" test "$rc" -eq 4
+check "mixed: ended in a few seconds, not after -d 10000" elapsed_below "$t0" 6
+check "mixed: one line, 1 of 2 without a listener" test "$(grep -c \
+	"^rocattach-mpi: error: nothing attached, and 1 of 2 targets have no attach listener" \
+	"$W/mixed.out")" -eq 1
+check "mixed: the summary's reason" grep -q \
+	"(exit 4: nothing attachable: 1 of 2 without a listener)" "$W/mixed.out"
+check "mixed: the report says stopped and attach-failed" jq -e \
+	'[.windows[0].nodes[].targets[].state] | sort == ["attach-failed","stopped"]' "$W/mixed.json"
+untouched "mixed"
+stop_job
+
 if [ -n "$SKIPPED" ] && [ "$FAILED" -eq 0 ]; then
 	echo "$PASSED passed, 0 failed"
 	echo "SKIP: $SKIPPED"
