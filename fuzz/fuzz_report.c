@@ -10,7 +10,15 @@
  * (--trace) is valid JSON in the trace-event form: a traceEvents array of
  * objects, each with a phase M, X or i and integer pid and tid, and a
  * numeric ts (X: and a dur >= 0) for X and i.
+ *
+ * Empty, partial and lost windows (mode bit 128: no window at all, nodes
+ * without targets, times missing or a stop before its start) drive the
+ * summary and rank 0's progress lines too, and no figure there may be
+ * absurd: no wrapped subtraction ("18446744..."), no negative count in the
+ * headline or a progress line, no time in ms above a day (above the longest
+ * window, 7 days, when the times are raw 64-bit values: mode bit 1).
  */
+#include <ctype.h>
 #include <jansson.h>
 #include <unistd.h>
 
@@ -20,6 +28,8 @@
 #define WINDOWS_MAX 2
 #define NODES_MAX 3
 #define TARGETS_MAX 4
+#define DAY_MS 86400000.0
+#define WEEK_MS (7 * DAY_MS)
 
 struct reader {
 	const uint8_t *p, *end;
@@ -36,7 +46,11 @@ static uint64_t take(struct reader *r, size_t n)
 	return v;
 }
 
-/* A string of at most width - 1 bytes, its length from the input. */
+/*
+ * A string of at most width - 1 bytes, its length from the input. Digits
+ * become '#': the figures checked in the text are the program's own, not
+ * numbers inside a host name or a message.
+ */
 static void take_str(struct reader *r, char *s, size_t width)
 {
 	size_t len = (size_t)take(r, 1) % width, have = (size_t)(r->end - r->p);
@@ -46,6 +60,9 @@ static void take_str(struct reader *r, char *s, size_t width)
 	memcpy(s, r->p, len);
 	s[len] = '\0';
 	r->p += len;
+	for (size_t i = 0; i < len; i++)
+		if (isdigit((unsigned char)s[i]))
+			s[i] = '#';
 }
 
 /* A time: 0 (unknown), near the run's base, or (raw mode) anything. */
@@ -125,7 +142,8 @@ static void fill(struct reader *r, struct world *x)
 	x->run.exit_reason = "fuzzed";
 	x->run.stop_reason = (mode & 64) ? "job ended" : NULL;
 	x->run.w = x->w;
-	x->run.n_w = 1 + (mode >> 3) % WINDOWS_MAX;
+	/* Bit 128: empty and partial runs (no window, nodes without targets). */
+	x->run.n_w = (mode & 128) ? (mode >> 3) % (WINDOWS_MAX + 1) : 1 + (mode >> 3) % WINDOWS_MAX;
 	for (wi = 0; wi < x->run.n_w; wi++) {
 		struct rm_window *w = &x->w[wi];
 
@@ -134,7 +152,8 @@ static void fill(struct reader *r, struct world *x)
 		w->stop_ns = take_time(r);
 		w->stop_reason = (mode & 32) ? "SIGINT" : "duration";
 		w->nodes = x->nodes[wi];
-		w->n_nodes = 1 + (size_t)take(r, 1) % NODES_MAX;
+		w->n_nodes = (mode & 128) ? (size_t)take(r, 1) % (NODES_MAX + 1)
+					  : 1 + (size_t)take(r, 1) % NODES_MAX;
 		for (ni = 0; ni < w->n_nodes; ni++) {
 			struct rm_node *n = &w->nodes[ni];
 
@@ -211,6 +230,80 @@ static void check_trace(json_t *j)
 	}
 }
 
+/*
+ * No absurd figure in text meant for people: no "18446744" (a wrapped
+ * subtraction), no number before "ms" above max_ms, and (counts) no '-'
+ * before a digit when counts is set.
+ */
+static void check_figures(const char *s, double max_ms, bool counts)
+{
+	const char *p = s;
+
+	if (strstr(s, "18446744"))
+		fprintf(stderr, "wrapped figure in: %s\n", s);
+	FUZZ_CHECK(!strstr(s, "18446744"));
+	for (; *p; p++) {
+		char *end;
+		double v;
+
+		if (!isdigit((unsigned char)*p) ||
+		    (p > s && (isdigit((unsigned char)p[-1]) || p[-1] == '.')))
+			continue;
+		if (counts)
+			FUZZ_CHECK(p == s || p[-1] != '-');
+		v = strtod(p, &end);
+		while (*end == ' ')
+			end++;
+		if (!strncmp(end, "ms", 2)) {
+			if (v > max_ms)
+				fprintf(stderr, "absurd figure: %.40s\n", p);
+			FUZZ_CHECK(v <= max_ms);
+		}
+	}
+}
+
+/* The summary's headline (its first line) and the rest, each checked. */
+static void check_summary(const struct rm_run *run, double max_ms)
+{
+	char *buf = NULL, *nl;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	FUZZ_CHECK(f);
+	rm_print_summary(f, run);
+	FUZZ_CHECK(fclose(f) == 0);
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = '\0';
+	check_figures(buf, max_ms, true);
+	if (nl)
+		check_figures(nl + 1, max_ms, false);
+	free(buf);
+}
+
+/* Rank 0's progress lines, on the run's windows and on times from the input. */
+static void check_progress(struct reader *r, const struct rm_run *run, double max_ms)
+{
+	char line[128];
+	long long n = (long long)(int64_t)take(r, 8);
+	size_t total = (size_t)take(r, 4); /* a count of targets: 32 bits are plenty */
+	uint64_t a = take_time(r), b = take_time(r);
+
+	rm_progress_attached(line, sizeof(line), 1, n, total, a, b);
+	check_figures(line, max_ms, true);
+	rm_progress_detached(line, sizeof(line), 1, n, total, a, b);
+	check_figures(line, max_ms, true);
+	for (size_t i = 0; i < run->n_w; i++) {
+		const struct rm_window *w = &run->w[i];
+
+		rm_progress_attached(line, sizeof(line), w->index, (long long)w->n_nodes, total,
+				     w->start_ns, w->stop_ns);
+		check_figures(line, max_ms, true);
+		rm_progress_detached(line, sizeof(line), w->index, 0, 0, w->stop_ns, w->start_ns);
+		check_figures(line, max_ms, true);
+	}
+}
+
 static char json_path[64], svg_path[64], trace_path[64];
 static FILE *devnull;
 static struct world x;
@@ -234,7 +327,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(devnull);
 	fill(&r, &x);
-	rm_print_summary(devnull, &x.run);
+	check_summary(&x.run, r.raw_times ? WEEK_MS : DAY_MS);
+	check_progress(&r, &x.run, r.raw_times ? WEEK_MS : DAY_MS);
 	rm_print_dry_run(devnull, x.w[0].nodes, x.w[0].n_nodes);
 	FUZZ_CHECK(rm_write_report(json_path, &x.run, err, sizeof(err)) == 0);
 	j = json_load_file(json_path, 0, &je);

@@ -127,6 +127,7 @@ struct rm_ready {
 	uint64_t ready_ns;   /* slowest target's attach ready, after the attaches were sent */
 	int64_t attached;    /* targets attached now */
 	int64_t tool_failed; /* this window's attaches that failed in the tool */
+	int64_t no_listener; /* this window's attaches that failed: no listener, no --inject */
 };
 
 /* Rank 0's view of each rank. */
@@ -178,6 +179,7 @@ struct ctx {
 	bool last;		/* no window after this one (job ended, tool failed) */
 	int nodes_alive;	/* rank 0: nodes with a target not known gone, not lost */
 	bool tool_stop;		/* rank 0: nothing attached, the tool failed */
+	bool listener_stop;	/* rank 0: nothing attached, no target has a listener */
 	const char *run_stop;	/* rank 0: why the run stopped early, NULL if it did not */
 	struct rm_run run;	/* rank 0 */
 	bool store_full;	/* rank 0: run.store could not take more: keep in memory */

@@ -195,11 +195,14 @@ uint64_t rm_budget(const struct ctx *c, uint64_t floor_ns)
 static void take_answer(int r, uint64_t t0, struct rm_clock *best)
 {
 	uint64_t t1, t2, rtt;
+	int64_t d;
 
 	MPI_Recv(&t1, 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	t2 = ra_realtime_ns();
-	rtt = t2 - t0;
-	if (rtt < best->rtt_ns) {
+	d = ra_ns_diff(t2, t0);
+	/* A clock step back during the round trip gives no estimate (it wrapped to a huge rtt). */
+	if (ra_ns_known(d) && d >= 0 && (uint64_t)d < best->rtt_ns) {
+		rtt = (uint64_t)d;
 		best->rtt_ns = rtt;
 		best->offset_ns = (int64_t)(t1 - t0) - (int64_t)(rtt / 2);
 	}

@@ -379,8 +379,35 @@ void rm_wait_until(const struct ctx *c, uint64_t until_ns)
 /* ------------------------------------------------------------------------ */
 /* The end: summary, files, one exit code for all. */
 
-/* The first tool failure of the last window into *out, for the line that ends the run. */
-static bool first_tool_failure(const struct rm_run *r, struct rn_target *out)
+/* A target whose attach failed for want of a listener (no --inject). */
+static bool no_listener(const struct rn_target *t)
+{
+	return t->state == RN_ATTACH_FAILED && !t->listener;
+}
+
+/* Targets of the last window for which fails holds; *all (if not NULL): every target. */
+static size_t count_last(const struct rm_run *r, bool (*fails)(const struct rn_target *),
+			 size_t *all)
+{
+	const struct rm_window *w = r->n_w ? &r->w[r->n_w - 1] : NULL;
+	const struct rn_target *t;
+	struct rm_hold h = {0};
+	size_t n = 0, total = 0;
+
+	for (size_t i = 0; w && i < w->n_nodes; i++) {
+		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
+		for (size_t k = 0; t && k < w->nodes[i].n; k++, total++)
+			n += fails(&t[k]);
+	}
+	rm_hold_free(&h);
+	if (all)
+		*all = total;
+	return n;
+}
+
+/* The first failure of the last window into *out, for the line that ends the run. */
+static bool first_failure(const struct rm_run *r, bool (*fails)(const struct rn_target *),
+			  struct rn_target *out)
 {
 	const struct rm_window *w = r->n_w ? &r->w[r->n_w - 1] : NULL;
 	const struct rn_target *t;
@@ -390,7 +417,7 @@ static bool first_tool_failure(const struct rm_run *r, struct rn_target *out)
 	for (size_t i = 0; w && i < w->n_nodes && !found; i++) {
 		t = rm_targets(&w->nodes[i], &h);
 		for (size_t k = 0; t && k < w->nodes[i].n && !found; k++)
-			if ((found = rn_tool_failed(&t[k])))
+			if ((found = fails(&t[k])))
 				*out = t[k];
 	}
 	rm_hold_free(&h);
@@ -418,6 +445,16 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 		snprintf(reason, len, "the tool failed: nothing attached");
 		return RM_EXIT_FAILED;
 	}
+	if (c->run_stop && !strcmp(c->run_stop, "nothing attachable")) {
+		size_t all, none = count_last(&c->run, no_listener, &all);
+
+		if (none == all)
+			snprintf(reason, len, "nothing attachable: no target has a listener");
+		else
+			snprintf(reason, len, "nothing attachable: %zu of %zu without a listener",
+				 none, all);
+		return RM_EXIT_FAILED;
+	}
 	if (failed) {
 		snprintf(reason, len, "%zu target%s failed", failed, failed == 1 ? "" : "s");
 		return RM_EXIT_FAILED;
@@ -432,20 +469,82 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	return RM_EXIT_OK;
 }
 
-/* One file: 0, or the exit code of a write error (said on rank 0's stream). */
-static int write_out(struct ctx *c, const char *path, const char *what,
-		     int (*fn)(const char *, const struct rm_run *, char *, size_t))
-{
+/* The outputs, each written whole or not at all (report_common.c). */
+struct output {
+	const char *path, *what;
+	int (*fn)(const char *, const struct rm_run *, char *, size_t);
+	bool written;
 	char err[512];
+};
 
-	if (!path)
-		return 0;
-	if (fn(path, &c->run, err, sizeof(err))) {
-		rm_say(c, "%s", err);
-		return RM_EXIT_ERROR;
+/*
+ * The reason the summary and the files give, with the outputs that failed:
+ * "ok" becomes "the report was not written" (exit 1); another reason keeps
+ * its code, with the same words added.
+ */
+static void failed_outputs(struct ctx *c, const struct output *out, size_t n, int code,
+			   const char *reason, char *buf, size_t len)
+{
+	size_t k = 0, failed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!out[i].path || out[i].written)
+			continue;
+		k += (size_t)snprintf(buf + k, k < len ? len - k : 0, "%sthe %s",
+				      failed ? " and " : "", out[i].what);
+		failed++;
 	}
-	rm_say(c, "%s written to %s", what, path);
-	return 0;
+	if (!failed)
+		return;
+	snprintf(buf + k, k < len ? len - k : 0, " %s not written", failed == 1 ? "was" : "were");
+	if (code) {
+		char *done = NULL;
+
+		if (asprintf(&done, "%s; %s", reason, buf) >= 0) {
+			snprintf(buf, len, "%s", done);
+			free(done);
+		}
+	}
+	c->run.exit_code = code ? code : RM_EXIT_ERROR;
+	c->run.exit_reason = buf;
+}
+
+/*
+ * The trace and the timeline, then the report, each stating the run's exit
+ * code: one that fails changes that code (exit 1 unless it was already an
+ * error), so the ones written before it are written again with the final
+ * code. The report goes last: it says what became of the others. Returns the
+ * final code; what failed is said on rank 0's stream.
+ */
+static int write_outputs(struct ctx *c, int code, const char *reason)
+{
+	static char why[512];
+	struct output out[] = {
+	    {c->o.trace, "trace", rm_write_trace, false, ""},
+	    {c->o.timeline, "timeline", rm_write_timeline, false, ""},
+	    {c->o.report, "report", rm_write_report, false, ""},
+	};
+	size_t n = sizeof(out) / sizeof(out[0]), failed = 0, before;
+
+	do {
+		before = failed;
+		failed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (!out[i].path || (out[i].err[0] && !out[i].written))
+				continue;
+			out[i].written =
+			    !out[i].fn(out[i].path, &c->run, out[i].err, sizeof(out[i].err));
+			if (!out[i].written)
+				rm_say(c, "%s", out[i].err);
+		}
+		for (size_t i = 0; i < n; i++)
+			failed += out[i].path && !out[i].written;
+		failed_outputs(c, out, n, code, reason, why, sizeof(why));
+	} while (failed != before);
+	for (size_t i = 0; i < n; i++)
+		if (out[i].written)
+			rm_say(c, "%s written to %s", out[i].what, out[i].path);
+	return c->run.exit_code;
 }
 
 /* Rank 0: the end of the run to every live rank, with the exit code. */
@@ -456,28 +555,47 @@ static void send_end(struct ctx *c, int code)
 	rm_send_orders(c, &o);
 }
 
+/* The line that says why the run stopped at its first attach, if it did. */
+static void say_run_stop(struct ctx *c)
+{
+	const char *stop = c->run_stop ? c->run_stop : "";
+	struct rn_target t;
+	size_t all, none;
+
+	if (!strcmp(stop, "tool failed") && first_failure(&c->run, rn_tool_failed, &t))
+		rm_say(c,
+		       "error: the tool (%s) could not be attached to any target, so no "
+		       "window can profile: stopped at the first attach: %.*s",
+		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t.message),
+		       t.message);
+	if (strcmp(stop, "nothing attachable") || !first_failure(&c->run, no_listener, &t))
+		return;
+	none = count_last(&c->run, no_listener, &all);
+	if (none < all)
+		rm_say(c,
+		       "error: nothing attached, and %zu of %zu targets have no attach listener "
+		       "and --inject was not given: stopped after the first attach: %.*s",
+		       none, all, (int)sizeof(t.message), t.message);
+	else
+		rm_say(c,
+		       "error: no target has an attach listener and --inject was not given, so "
+		       "no window can profile: stopped after the first attach: %.*s",
+		       (int)sizeof(t.message), t.message);
+}
+
 /* Rank 0: the end order, the files, then the summary: it is the last thing printed. */
 static int finish(struct ctx *c)
 {
-	struct rn_target t;
-	char reason[64];
-	int code, e;
+	char reason[128];
+	int code;
 
 	code = exit_code(c, reason, sizeof(reason));
 	send_end(c, code);
 	c->run.exit_code = code;
 	c->run.exit_reason = reason;
 	c->run.ended_ns = ra_realtime_ns();
-	if (c->run_stop && !strcmp(c->run_stop, "tool failed") && first_tool_failure(&c->run, &t))
-		rm_say(c,
-		       "error: the tool (%s) could not be attached to any target, so no "
-		       "window can profile: stopped at the first attach: %.*s",
-		       c->run.cfg.tools ? c->run.cfg.tools : "default", (int)sizeof(t.message),
-		       t.message);
-	e = write_out(c, c->o.report, "report", rm_write_report);
-	e |= write_out(c, c->o.timeline, "timeline", rm_write_timeline);
-	e |= write_out(c, c->o.trace, "trace", rm_write_trace);
-	code = code ? code : e;
+	say_run_stop(c);
+	code = write_outputs(c, code, reason);
 	fflush(stderr);
 	rm_print_summary(stdout, &c->run);
 	fflush(stdout);

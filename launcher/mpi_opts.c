@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli_opts.h"
+#include "common/outpath.h"
 #include "mpi_opts.h"
 #include "launcher_help/rocattach-mpi.h"
 
@@ -309,29 +310,6 @@ static void defaults(struct rm_opts *o)
 		o->duration_ms = d;
 }
 
-/* An output file must be creatable: say so before any target is touched. */
-static int check_output(const char *path, const char *opt, char *err, size_t len)
-{
-	char dir[4096], *slash;
-
-	if (!path)
-		return 0;
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
-	if (!*path || access(dir, W_OK)) {
-		snprintf(err, len, "cannot write %s '%s': directory '%s' %s", opt, path, dir,
-			 *path ? strerror(errno) : "is not given");
-		return -1;
-	}
-	return 0;
-}
-
 /* JOBID or JOBID.STEP, STEP a number or one of Slurm's named steps. */
 static bool valid_step(const char *s)
 {
@@ -382,9 +360,9 @@ static int validate(struct rm_opts *o, char *err, size_t len)
 
 int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len)
 {
-	if (check_output(o->report, "--report", err, len) ||
-	    check_output(o->timeline, "--timeline", err, len) ||
-	    check_output(o->trace, "--trace", err, len))
+	if (ra_outpath_check(o->report, "--report", err, len) ||
+	    ra_outpath_check(o->timeline, "--timeline", err, len) ||
+	    ra_outpath_check(o->trace, "--trace", err, len))
 		return -1;
 	return 0;
 }

@@ -47,7 +47,10 @@ struct rm_opts {
 /* Parse; 0, or -1 with a one-line reason (cause and fix) in err. */
 int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t len);
 void rm_opts_free(struct rm_opts *o);
-/* --report / --timeline can be written (rank 0 only: the paths are rank 0's). */
+/*
+ * Every output (--report, --timeline, --trace) can be written (ra_outpath_check):
+ * rank 0 only, before any target is touched (the paths are rank 0's).
+ */
 int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len);
 
 extern const char rm_usage[];

@@ -169,7 +169,7 @@ static int pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
 static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 {
-	struct rm_ready r = {0, 0, 0};
+	struct rm_ready r = {0, 0, 0, 0};
 	struct rn_pool_opts p;
 	int short_by;
 
@@ -194,6 +194,9 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 			r.ready_ns = t->attach_ready_ns - when[1];
 		r.attached += t->state == RN_ATTACHED;
 		r.tool_failed += t->attach_start_ns >= when[1] && rn_tool_failed(t);
+		/* Without --inject a target without a listener can never attach. */
+		r.no_listener += t->attach_start_ns >= when[1] && t->state == RN_ATTACH_FAILED &&
+				 !t->listener && !c->o.inject;
 	}
 	return r;
 }
@@ -237,8 +240,9 @@ static void watch_job(struct ctx *c)
 /* The attaches of the window: counts, the tool's verdict, the next lead. */
 static void attach_outcome(struct ctx *c, int w, uint64_t since)
 {
-	long long attached = 0, tool_failed = 0;
+	long long attached = 0, tool_failed = 0, no_listener = 0;
 	uint64_t worst = 0;
+	char line[128];
 
 	for (int r = 0; r < c->size; r++) {
 		const struct rm_peer *p = &c->peers[r];
@@ -247,11 +251,14 @@ static void attach_outcome(struct ctx *c, int w, uint64_t since)
 			continue;
 		attached += p->ready.attached;
 		tool_failed += p->ready.tool_failed;
+		no_listener += p->ready.no_listener;
 		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
 	}
 	c->tool_stop = !attached && tool_failed;
-	rm_say(c, "window %d: attached %lld/%zu targets (%.1f ms)", w, attached, c->total_targets,
-	       (double)(ra_realtime_ns() - since) / 1e6);
+	c->listener_stop = !attached && !tool_failed && no_listener;
+	rm_progress_attached(line, sizeof(line), w, attached, c->total_targets, since,
+			     ra_realtime_ns());
+	rm_say(c, "%s", line);
 	if (!worst)
 		return;
 	c->ready_ns = worst;
@@ -281,19 +288,21 @@ static void take_gones(struct ctx *c)
 
 /*
  * A stop that ends the run, not only the window: nothing left to profile,
- * or nothing could attach the tool. Nothing runs on any target then, so the
- * stop is now.
+ * nothing could attach the tool, or no target has a listener (and no
+ * --inject brings one). Nothing runs on any target then, so the stop is now.
  */
 static bool run_over(struct ctx *c, struct rm_halt *m)
 {
 	take_gones(c);
 	if (c->tool_stop)
-		snprintf(m->reason, sizeof(m->reason), "tool failed");
+		c->run_stop = "tool failed";
+	else if (c->listener_stop)
+		c->run_stop = "nothing attachable";
 	else if (c->nodes_alive <= 0)
-		snprintf(m->reason, sizeof(m->reason), "job ended");
+		c->run_stop = "job ended";
 	else
 		return false;
-	c->run_stop = c->tool_stop ? "tool failed" : "job ended";
+	snprintf(m->reason, sizeof(m->reason), "%s", c->run_stop);
 	m->last = 1;
 	m->stop_ns = ra_realtime_ns();
 	return true;
@@ -442,6 +451,7 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_ha
 	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS : rm_budget(c, GRACE_RECORDS_NS);
 	struct rm_window *win, *grown;
 	long long detached = 0;
+	char line[128];
 
 	grown = realloc(c->run.w, (c->run.n_w + 1) * sizeof(*grown));
 	if (!grown)
@@ -456,8 +466,9 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_ha
 	rm_collect_records(c, &win->nodes, &win->n_nodes, m->stop_ns, grace, "after the stop");
 	for (int r = 0; r < c->size; r++)
 		detached += c->peers[r].lost ? 0 : c->peers[r].detached;
-	rm_say(c, "window %d: detached %lld/%zu targets (%.1f ms after the stop)", w, detached,
-	       c->total_targets, (double)(ra_realtime_ns() - m->stop_ns) / 1e6);
+	rm_progress_detached(line, sizeof(line), w, detached, c->total_targets, m->stop_ns,
+			     ra_realtime_ns());
+	rm_say(c, "%s", line);
 }
 
 void rm_run_windows(struct ctx *c)

@@ -150,6 +150,16 @@ struct rm_skew {
 };
 struct rm_skew rm_window_skew(const struct rm_window *w);
 
+/*
+ * A window's planned length, start to stop, in ns (signed, checked:
+ * common/clock.h), or RA_NS_UNKNOWN; then why it is unknown, in words:
+ * "unknown: no start time", "unknown: no stop time", "unknown: stopped
+ * before its start" (the run ended before the window opened), "unknown:
+ * longer than any window can be".
+ */
+int64_t rm_window_length_ns(const struct rm_window *w);
+const char *rm_window_length_why(const struct rm_window *w);
+
 /* Allowed difference between a target's window and the planned one: 1% + 5 ms. */
 uint64_t rm_length_tolerance_ns(uint64_t planned_ns);
 
@@ -169,6 +179,19 @@ void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
  * every failure with its message.
  */
 void rm_print_summary(FILE *f, const struct rm_run *r);
+
+/*
+ * rank 0's progress lines, made here so that the fuzz harness drives them:
+ * "window W: attached A/T targets (X ms)", X from since (the attaches sent)
+ * to now; "window W: detached D/T targets (X ms after the stop)", or
+ * "before the stop" when the records were in before it. A time that is not
+ * known (missing, or a span longer than any window) says so in words, never
+ * as a number. buf: about 96 bytes.
+ */
+void rm_progress_attached(char *buf, size_t len, int w, long long attached, size_t total,
+			  uint64_t since, uint64_t now);
+void rm_progress_detached(char *buf, size_t len, int w, long long detached, size_t total,
+			  uint64_t stop_ns, uint64_t now);
 
 /* --dry-run: per node, the processes that would be attached (a lost node's: last known). */
 void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);

@@ -110,6 +110,24 @@ static void node_spreads(const struct rm_node *n, const struct rn_target *v, uin
 	}
 }
 
+int64_t rm_window_length_ns(const struct rm_window *w)
+{
+	return ra_ns_span(w->stop_ns, w->start_ns, RM_LONGEST_WINDOW_NS);
+}
+
+const char *rm_window_length_why(const struct rm_window *w)
+{
+	if (!w->start_ns)
+		return "unknown: no start time";
+	if (!w->stop_ns)
+		return "unknown: no stop time";
+	if (w->stop_ns < w->start_ns)
+		return "unknown: stopped before its start";
+	if (!ra_ns_known(rm_window_length_ns(w)))
+		return "unknown: longer than any window can be";
+	return NULL;
+}
+
 uint64_t rm_length_tolerance_ns(uint64_t planned_ns)
 {
 	return planned_ns / 100 + 5000000u;
@@ -118,7 +136,8 @@ uint64_t rm_length_tolerance_ns(uint64_t planned_ns)
 struct rm_skew rm_window_skew(const struct rm_window *w)
 {
 	struct rm_spread a = {0}, d = {0}, len = {0};
-	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
+	int64_t length = rm_window_length_ns(w);
+	uint64_t planned = ra_ns_known(length) ? (uint64_t)length : 0;
 	struct rm_skew s = {0};
 	struct rm_hold h = {0};
 	size_t i;

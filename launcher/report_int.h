@@ -18,7 +18,15 @@
 
 #include <jansson.h>
 
+#include "common/clock.h"
 #include "report.h"
+
+/*
+ * Longer than any window (--max-window is at most 7 days) or any call in it
+ * (--call-timeout at most 1 day): a span above it comes from a clock gone
+ * wrong, and is not a duration.
+ */
+#define RM_LONGEST_WINDOW_NS (7ull * 24 * 3600 * RA_NS_PER_SEC)
 
 #define NS_PER_MS 1e6
 

@@ -345,19 +345,21 @@ static json_t *skew_json(const struct rm_skew s)
 /* The tools' windows of the targets against the planned one. */
 static json_t *length_json(const struct rm_window *w, const struct rm_skew s)
 {
-	uint64_t planned = w->stop_ns > w->start_ns ? w->stop_ns - w->start_ns : 0;
+	int64_t length = rm_window_length_ns(w);
+	uint64_t planned = ra_ns_known(length) ? (uint64_t)length : 0;
 	json_t *o = json_object();
 	int rc = 0;
 
 	if (!o)
 		return NULL;
-	rc |= json_object_set_new(o, "planned_ns", jint_or_null(planned, planned));
+	rc |= json_object_set_new(o, "planned_ns", jint_or_null(planned, ra_ns_known(length)));
+	rc |= json_object_set_new(o, "planned_unknown", rm_jstr_or_null(rm_window_length_why(w)));
 	rc |= json_object_set_new(o, "min_ns", jint_or_null(s.len_min_ns, s.n_len));
 	rc |= json_object_set_new(o, "max_ns", jint_or_null(s.len_max_ns, s.n_len));
 	rc |= json_object_set_new(
 	    o, "kind", !s.n_len ? json_null() : json_string(s.bounds ? "lower-bound" : "measured"));
-	rc |= json_object_set_new(o, "tolerance_ns",
-				  jint_or_null(rm_length_tolerance_ns(planned), planned));
+	rc |= json_object_set_new(
+	    o, "tolerance_ns", jint_or_null(rm_length_tolerance_ns(planned), ra_ns_known(length)));
 	rc |= json_object_set_new(o, "off",
 				  s.n_len && planned ? json_boolean(s.len_off) : json_null());
 	if (rc) {

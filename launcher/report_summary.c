@@ -7,15 +7,68 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/toollist.h"
 #include "report_int.h"
 
+/* "-": nothing measured; "unknown": a span no window can have (a clock gone wrong). */
 static void fmt_ms(uint64_t ns, bool known, char *buf, size_t len)
 {
-	if (known)
-		snprintf(buf, len, "%.3fms", (double)ns / NS_PER_MS);
-	else
+	if (!known)
 		snprintf(buf, len, "-");
+	else if (ns > RM_LONGEST_WINDOW_NS)
+		snprintf(buf, len, "unknown");
+	else
+		snprintf(buf, len, "%.3fms", (double)ns / NS_PER_MS);
+}
+
+/* A span in ms with prec decimals, or "unknown" (see fmt_ms). */
+static void put_ms(FILE *f, uint64_t ns, int prec)
+{
+	if (ns > RM_LONGEST_WINDOW_NS)
+		fputs("unknown", f);
+	else
+		fprintf(f, "%.*f ms", prec, (double)ns / NS_PER_MS);
+}
+
+/* Counts are sums of counts: never negative, and never printed so. */
+static long long count_of(long long n)
+{
+	return n < 0 ? 0 : n;
+}
+
+void rm_progress_attached(char *buf, size_t len, int w, long long attached, size_t total,
+			  uint64_t since, uint64_t now)
+{
+	int64_t d = ra_ns_span(now, since, RM_LONGEST_WINDOW_NS);
+	int k = snprintf(buf, len, "window %d: attached %lld/%zu targets", w, count_of(attached),
+			 total);
+
+	if (k < 0 || (size_t)k >= len)
+		return;
+	if (ra_ns_known(d))
+		snprintf(buf + k, len - (size_t)k, " (%.1f ms)", (double)d / NS_PER_MS);
+	else
+		snprintf(buf + k, len - (size_t)k, " (time unknown)");
+}
+
+void rm_progress_detached(char *buf, size_t len, int w, long long detached, size_t total,
+			  uint64_t stop_ns, uint64_t now)
+{
+	int64_t d = ra_ns_diff(now, stop_ns);
+
+	if (ra_ns_known(d) && (d < 0 ? -(uint64_t)d : (uint64_t)d) > RM_LONGEST_WINDOW_NS)
+		d = RA_NS_UNKNOWN;
+	int k = snprintf(buf, len, "window %d: detached %lld/%zu targets", w, count_of(detached),
+			 total);
+
+	if (k < 0 || (size_t)k >= len)
+		return;
+	if (!ra_ns_known(d))
+		snprintf(buf + k, len - (size_t)k, " (time unknown)");
+	else
+		snprintf(buf + k, len - (size_t)k, " (%.1f ms %s the stop)",
+			 (double)(d < 0 ? -d : d) / NS_PER_MS, d < 0 ? "before" : "after");
 }
 
 /* Text from other hosts and processes on a terminal: no control characters. */
@@ -115,6 +168,17 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 		p50s, maxs, skews);
 }
 
+/* A window's length, or in words why there is none. */
+static void put_length(FILE *f, const struct rm_window *w)
+{
+	int64_t d = rm_window_length_ns(w);
+
+	if (ra_ns_known(d))
+		fprintf(f, "%.1f ms", (double)d / NS_PER_MS);
+	else
+		fprintf(f, "length %s", rm_window_length_why(w));
+}
+
 static void print_window_line(FILE *f, const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
@@ -126,10 +190,7 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 
 	rm_fmt_time(w->start_ns, start, sizeof(start));
 	fprintf(f, "window %d: start %s, ", w->index, start);
-	if (w->stop_ns >= w->start_ns && w->start_ns)
-		fprintf(f, "%.1f ms", (double)(w->stop_ns - w->start_ns) / NS_PER_MS);
-	else
-		fprintf(f, "? ms");
+	put_length(f, w);
 	fprintf(f, ", stop reason %s, ", w->stop_reason ? w->stop_reason : "-");
 	if (!s.n) {
 		fprintf(f, "no target attached");
@@ -138,9 +199,11 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 		fputc('\n', f);
 		return;
 	}
-	fprintf(f, "attach skew %.3f ms, detach skew ", (double)s.attach_ns / NS_PER_MS);
+	fputs("attach skew ", f);
+	put_ms(f, s.attach_ns, 3);
+	fputs(", detach skew ", f);
 	if (s.n_detach)
-		fprintf(f, "%.3f ms", (double)s.detach_ns / NS_PER_MS);
+		put_ms(f, s.detach_ns, 3);
 	else
 		fputs("-", f);
 	fprintf(f, " (%zu target%s", s.n, s.n == 1 ? "" : "s");
@@ -149,11 +212,15 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	if (lost)
 		fprintf(f, ", %zu node%s lost", lost, lost == 1 ? "" : "s");
 	fputs(")\n", f);
-	if (s.n_len)
-		fprintf(f, "  tools' window %.1f-%.1f ms%s%s\n", (double)s.len_min_ns / NS_PER_MS,
-			(double)s.len_max_ns / NS_PER_MS,
-			s.bounds ? " (at least, where bounds)" : "",
-			s.len_off ? ": OFF the planned length by more than 1% + 5 ms" : "");
+	if (!s.n_len)
+		return;
+	if (s.len_max_ns > RM_LONGEST_WINDOW_NS)
+		fputs("  tools' window unknown", f);
+	else
+		fprintf(f, "  tools' window %.1f-%.1f ms", (double)s.len_min_ns / NS_PER_MS,
+			(double)s.len_max_ns / NS_PER_MS);
+	fprintf(f, "%s%s\n", s.bounds ? " (at least, where bounds)" : "",
+		s.len_off ? ": OFF the planned length by more than 1% + 5 ms" : "");
 }
 
 /*

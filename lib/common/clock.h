@@ -8,6 +8,7 @@
 #define RA_COMMON_CLOCK_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -32,6 +33,45 @@ static inline uint64_t ra_clock_ns(clockid_t id)
 
 	clock_gettime(id, &ts);
 	return ra_ns_of(&ts);
+}
+
+/*
+ * Differences of times, signed and checked: never an unsigned wrap (a stop
+ * before its start printed as 18446744073610.7 ms). RA_NS_UNKNOWN stands for
+ * a difference that is not known: a time is missing (0) or the difference
+ * does not fit. Say it as a plain word ("unknown"), or null with a reason
+ * in JSON, never as a number.
+ */
+#define RA_NS_UNKNOWN INT64_MIN
+
+static inline bool ra_ns_known(int64_t d)
+{
+	return d != RA_NS_UNKNOWN;
+}
+
+/* later - earlier in ns (negative if later is earlier), or RA_NS_UNKNOWN. */
+static inline int64_t ra_ns_diff(uint64_t later, uint64_t earlier)
+{
+	uint64_t d;
+
+	if (!later || !earlier)
+		return RA_NS_UNKNOWN;
+	d = later >= earlier ? later - earlier : earlier - later;
+	if (d > (uint64_t)INT64_MAX)
+		return RA_NS_UNKNOWN;
+	return later >= earlier ? (int64_t)d : -(int64_t)d;
+}
+
+/*
+ * A duration from earlier to later: 0 to max ns, else RA_NS_UNKNOWN (a time
+ * missing, the end before the start, or longer than anything measured can
+ * be: max, e.g. the longest window, 7 days).
+ */
+static inline int64_t ra_ns_span(uint64_t later, uint64_t earlier, uint64_t max)
+{
+	int64_t d = ra_ns_diff(later, earlier);
+
+	return ra_ns_known(d) && d >= 0 && (uint64_t)d <= max ? d : RA_NS_UNKNOWN;
 }
 
 /* Wall-clock time, the clock of every time that leaves this process. */

@@ -22,6 +22,7 @@
 
 #include <rocattach/version.h>
 
+#include "common/clock.h"
 #include "report.h"
 
 #define MS 1000000ull
@@ -1352,9 +1353,82 @@ static void test_store_open_missing_dir(void **state)
 	assert_null(strchr(err, '\n'));
 }
 
+/* Differences of times: signed, checked, unknown when a time is missing. */
+static void test_ra_ns_diff_signed_and_checked(void **state)
+{
+	(void)state;
+	assert_int_equal(ra_ns_diff(S1, T1), 1000 * MS);
+	assert_int_equal(ra_ns_diff(T1, S1), -(int64_t)(1000 * MS));
+	assert_false(ra_ns_known(ra_ns_diff(0, T1)));
+	assert_false(ra_ns_known(ra_ns_diff(T1, 0)));
+	assert_false(ra_ns_known(ra_ns_diff(UINT64_MAX, 1)));
+	assert_int_equal(ra_ns_span(S1, T1, 2000 * MS), 1000 * MS);
+	assert_false(ra_ns_known(ra_ns_span(T1, S1, 2000 * MS)));
+	assert_false(ra_ns_known(ra_ns_span(S1, T1, 999 * MS)));
+}
+
+/* The progress lines: a stop after the records is "before the stop", never a wrapped figure. */
+static void test_rm_progress_lines(void **state)
+{
+	char buf[128];
+
+	(void)state;
+	rm_progress_attached(buf, sizeof(buf), 1, 2, 2, T1, T1 + 1200000);
+	assert_string_equal(buf, "window 1: attached 2/2 targets (1.2 ms)");
+	rm_progress_detached(buf, sizeof(buf), 1, 2, 2, S1, S1 + 50400000);
+	assert_string_equal(buf, "window 1: detached 2/2 targets (50.4 ms after the stop)");
+	rm_progress_detached(buf, sizeof(buf), 1, 0, 2, S1, S1 - 99300000);
+	assert_string_equal(buf, "window 1: detached 0/2 targets (99.3 ms before the stop)");
+	rm_progress_detached(buf, sizeof(buf), 2, 0, 0, 0, S1);
+	assert_string_equal(buf, "window 2: detached 0/0 targets (time unknown)");
+	rm_progress_attached(buf, sizeof(buf), 3, -1, 0, 0, T1);
+	assert_string_equal(buf, "window 3: attached 0/0 targets (time unknown)");
+}
+
+/* A window stopped before its start (nothing attachable): its length in words, null in JSON. */
+static void test_rm_window_length_unknown(void **state)
+{
+	struct rm_window w = {.index = 1, .start_ns = S1, .stop_ns = T1, .stop_reason = "x"};
+	struct rm_run r = {.exit_code = 4, .exit_reason = "nothing attachable", .w = &w, .n_w = 1};
+	char path[] = "/tmp/test_report_length.XXXXXX", err[256], *buf;
+	json_t *j, *len;
+	int fd;
+
+	(void)state;
+	assert_false(ra_ns_known(rm_window_length_ns(&w)));
+	assert_string_equal(rm_window_length_why(&w), "unknown: stopped before its start");
+	buf = summary_of(&r);
+	assert_non_null(strstr(buf, "length unknown: stopped before its start"));
+	assert_null(strstr(buf, "? ms"));
+	assert_null(strstr(buf, "18446744"));
+	free(buf);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(rm_write_report(path, &r, err, sizeof(err)), 0);
+	j = json_load_file(path, 0, NULL);
+	unlink(path);
+	assert_non_null(j);
+	len = json_object_get(json_array_get(json_object_get(j, "windows"), 0), "length");
+	assert_true(json_is_null(json_object_get(len, "planned_ns")));
+	assert_string_equal(json_string_value(json_object_get(len, "planned_unknown")),
+			    "unknown: stopped before its start");
+	json_decref(j);
+	w.stop_ns = 0;
+	assert_string_equal(rm_window_length_why(&w), "unknown: no stop time");
+	w.stop_ns = S1 + 8 * 24 * 3600 * 1000 * MS;
+	assert_string_equal(rm_window_length_why(&w), "unknown: longer than any window can be");
+	w.stop_ns = S1;
+	assert_int_equal(rm_window_length_ns(&w), 0);
+	assert_null(rm_window_length_why(&w));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ra_ns_diff_signed_and_checked),
+	    cmocka_unit_test(test_rm_progress_lines),
+	    cmocka_unit_test(test_rm_window_length_unknown),
 	    cmocka_unit_test(test_rm_window_skew_attached_targets),
 	    cmocka_unit_test(test_rm_window_skew_exited_during_attach),
 	    cmocka_unit_test(test_rm_window_skew_ignores_earlier_windows),
