@@ -405,6 +405,7 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 {
 	size_t failed = rm_count_failures(&c->run), lived;
 	size_t died = rm_died_attached(&c->run, &lived, NULL, NULL);
+	char store_err[600];
 
 	c->run.stop_reason = c->run_stop      ? c->run_stop
 			     : c->interrupted ? "interrupted"
@@ -420,6 +421,11 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	}
 	if (c->run_stop && !strcmp(c->run_stop, "tool failed")) {
 		snprintf(reason, len, "the tool failed: nothing attached");
+		return RM_EXIT_FAILED;
+	}
+	if (failed && rm_store_check(c->run.store, store_err, sizeof(store_err))) {
+		/* Nodes whose records cannot be read back count as failed (rm_for_each_failure). */
+		snprintf(reason, len, "%zu failed: records unreadable", failed);
 		return RM_EXIT_FAILED;
 	}
 	if (failed) {
