@@ -81,14 +81,26 @@ rocattach_status_t rocattach_attach(int pid) ROCATTACH_API;
 /*
  * Attach to pid and every descendant (snapshot, breadth-first). The root must
  * attach or nothing else is tried. Descendants without a listener are skipped
- * with a warning; other failures are logged and the last one is returned.
+ * with a warning; other failures are logged, and the call goes on with the
+ * rest.
+ *
+ * Calls over many processes (this one, rocattach_detach_tree and
+ * rocattach_detach(0)) return the worst status of any process: SUCCESS only
+ * if every one succeeded; else, from mildest to worst, PROCESS_NOT_FOUND,
+ * NOT_SUPPORTED, INVALID_ARGUMENT, PTRACE_OPERATION_NOT_PERMITTED,
+ * PTRACE_ERROR, ERROR. rocattach_last_error() then gives the first failure's
+ * message; when more than one failed, as "K of N processes failed to attach
+ * (detach); the first: <message>" (every failure is also logged).
  */
 rocattach_status_t rocattach_attach_tree(int pid) ROCATTACH_API;
 
-/* Detach exactly the PIDs recorded by rocattach_attach_tree(pid). */
+/* Detach exactly the PIDs recorded by rocattach_attach_tree(pid); the worst status (above). */
 rocattach_status_t rocattach_detach_tree(int pid) ROCATTACH_API;
 
-/* Detach one process; pid 0 detaches every session and returns SUCCESS. */
+/*
+ * Detach one process; pid 0 detaches every session and returns the worst
+ * status (see rocattach_attach_tree; SUCCESS when there was none).
+ */
 rocattach_status_t rocattach_detach(int pid) ROCATTACH_API;
 
 /* Enum identifier / message of a status; NULL for an unknown value. */
