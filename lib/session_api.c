@@ -321,8 +321,8 @@ static rocattach_status_t many_end(const struct many *m, const char *verb)
 		snprintf(last_error, sizeof(last_error), "%s", m->first);
 	else if (m->failed > 1)
 		snprintf(last_error, sizeof(last_error),
-			 "%zu of %zu processes failed to %s; the first: %s", m->failed, m->total,
-			 verb, m->first);
+			 "%zu of %zu processes failed to %s; the first: %.400s", m->failed,
+			 m->total, verb, m->first);
 	else
 		last_error[0] = '\0';
 	return m->worst;

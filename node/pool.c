@@ -128,7 +128,11 @@ static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 	rocattach_status_t st;
 
 	if (t->state == RN_DIED_ATTACHED) {
-		rocattach_detach_ex(t->pid, &ro, &rep);
+		/* Only its session goes: the process is gone, as the library says (NOT_FOUND). */
+		st = rocattach_detach_ex(t->pid, &ro, &rep);
+		if (st != ROCATTACH_STATUS_SUCCESS &&
+		    st != ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND)
+			copy_message(t, rep.message);
 		return;
 	}
 	st = rocattach_detach_ex(t->pid, &ro, &rep);

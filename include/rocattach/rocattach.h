@@ -43,6 +43,11 @@
 #define ROCATTACH_API
 #endif
 #define ROCATTACH_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+/*
+ * On the _ex entry points: their status says whether the target is attached
+ * (or detached) as asked; a caller that ignores it gets a compiler warning.
+ */
+#define ROCATTACH_MUST_CHECK __attribute__((warn_unused_result))
 
 ROCATTACH_EXTERN_C_INIT
 
@@ -240,19 +245,22 @@ typedef struct rocattach_report {
 } rocattach_report_t;
 
 /* rocattach_attach() with explicit options; report may be NULL. */
-rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
-				       rocattach_report_t *report) ROCATTACH_API;
+rocattach_status_t
+rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
+		    rocattach_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
 /*
  * rocattach_attach_tree() with explicit options; report (may be NULL) is the
  * root's. With ROCATTACH_F_INJECT, descendants without a listener get the
  * agent like the root instead of being skipped. rocattach_detach_tree(pid)
  * detaches what it attached.
  */
-rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
-					    rocattach_report_t *report) ROCATTACH_API;
+rocattach_status_t
+rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
+			 rocattach_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
 /* rocattach_detach() of one pid (> 0) with options (stop_ns; the rest is ignored) and a report. */
-rocattach_status_t rocattach_detach_ex(int pid, const rocattach_opts_t *opts,
-				       rocattach_report_t *report) ROCATTACH_API;
+rocattach_status_t
+rocattach_detach_ex(int pid, const rocattach_opts_t *opts,
+		    rocattach_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
 
 /*
  * The target side of pid's listener (enum rocattach_target_side), read from
