@@ -134,7 +134,7 @@ struct rm_ready {
 struct rm_peer {
 	bool worker; /* sends a node's records */
 	bool lost;
-	char lost_reason[96];
+	char lost_reason[320];
 	int stops, gones;      /* STOP and GONE messages received from it */
 	bool all_gone;	       /* its node's targets are all gone (as of its last records) */
 	struct rm_node last;   /* its last records (host, targets): what a lost node shows */
@@ -142,7 +142,7 @@ struct rm_peer {
 	struct rm_clock clock; /* this window's estimate */
 	struct rm_ready ready;
 	bool got_ready, got_records;
-	uint64_t pulled_ns; /* when rank 0 asked for its records, 0: not yet */
+	uint64_t pulled_ns; /* when rank 0 asked for its records (monotonic), 0: not yet */
 	uint64_t ping_t0;   /* a late clock ping: its time (CLOCK_REALTIME), 0: none */
 	uint64_t ping_sent; /* ... and when it was sent (CLOCK_MONOTONIC) */
 };
@@ -151,6 +151,7 @@ struct rm_peer {
 struct rm_outbox {
 	MPI_Request *req;
 	void **buf;
+	int *dest;
 	size_t n, cap;
 };
 
@@ -190,10 +191,19 @@ struct ctx {
 	size_t max_targets;	/* on the busiest node, rank 0 */
 	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
 				 * they were sent, on the slowest node (0: not measured) */
-	uint64_t next_deadline; /* other ranks: rank 0's next order is due by then */
-	bool records_ready;	/* other ranks: this window's records are final (detached) */
-	bool pull_pending;	/* other ranks: rank 0 asked for them, not yet sent */
-	bool records_sent;	/* other ranks: sent for this window (or the survey) */
+	uint64_t next_deadline; /* other ranks: rank 0's next order is due by then (monotonic) */
+	/*
+	 * The window's frame: its start as CLOCK_REALTIME (rank 0's pick, or
+	 * the order's start in this rank's clock) and as CLOCK_MONOTONIC, taken
+	 * once when the start is set. Every wait of the window runs on
+	 * CLOCK_MONOTONIC through it (mpi_window.c), so a step of this node's
+	 * wall clock moves none; the library still gets the CLOCK_REALTIME
+	 * times, which the targets read.
+	 */
+	uint64_t frame_rt, frame_mono;
+	bool records_ready; /* other ranks: this window's records are final (detached) */
+	bool pull_pending;  /* other ranks: rank 0 asked for them, not yet sent */
+	bool records_sent;  /* other ranks: sent for this window (or the survey) */
 	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */
 	uint64_t setup_at[4];
 	uint64_t node_ns[3];	   /* this node's selection, topology, side probes (ns) */
@@ -202,6 +212,7 @@ struct ctx {
 	uint64_t rtt_worst_ns;	   /* rank 0: the longest of the ranks' round trips (each
 				    * rank's shortest) in the last clock exchange; others:
 				    * rank 0's, from its last order */
+	bool mpi_any_said;	   /* rank 0: a failed look at any rank was said once */
 };
 
 /* mpi_main.c */
@@ -211,16 +222,34 @@ void rm_rank_error(const struct ctx *c, const char *fmt, ...) __attribute__((for
 /* A pending window-ending signal, or 0 (a SIGCONT that resumed a stopped launcher is not one). */
 int rm_take_signal(struct ctx *c);
 bool rm_took_enter(struct ctx *c);
-/* Up to POLL_MS for a signal, less if until_ns (CLOCK_REALTIME, 0: none) comes sooner. */
+/* Up to POLL_MS for a signal, less if until_ns (CLOCK_MONOTONIC, 0: none) comes sooner. */
 void rm_wait_until(const struct ctx *c, uint64_t until_ns);
 
 /* mpi_link.c */
+/*
+ * Every MPI call goes through RM_MPI, which names the call and the peer
+ * when it fails ("MPI_Recv from rank 3 failed: <MPI's text>") and handles
+ * it: 0 when the call succeeded, else -1 and nothing it returned may be
+ * used. peer is a rank, RM_ANY (any rank) or RM_ALL (a collective). On
+ * rank 0 a failure with rank r marks r lost; on another rank a failure
+ * with rank 0 detaches this node's targets and ends it (exit 6, as when
+ * rank 0 falls silent); a collective's (start-up only, before any target
+ * is touched) ends every rank (exit 1); a look at any rank that fails is
+ * said once and taken as nothing there: the deadlines then act on whoever
+ * stays silent.
+ */
+enum { RM_ANY = -1, RM_ALL = -2 };
+#define RM_MPI(c, peer, dir, fn, ...) rm_mpi_check((c), fn(__VA_ARGS__), #fn, (dir), (peer))
+int rm_mpi_check(struct ctx *c, int ret, const char *call, const char *dir, int peer);
 void rm_post(struct ctx *c, int dest, int tag, const void *data, size_t len);
 void rm_outbox_reap(struct ctx *c, bool all);
 void rm_mark_lost(struct ctx *c, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A deadline's length: floor_ns, or RTT_BUDGET times the worst round trip measured, if longer. */
 uint64_t rm_budget(const struct ctx *c, uint64_t floor_ns);
-/* Other ranks: the next message of `tag` from rank 0 into buf; 0, or -1 once deadline passed. */
+/*
+ * Other ranks: the next message of `tag` from rank 0 into buf; 0, or -1 once
+ * deadline (CLOCK_MONOTONIC) passed.
+ */
 int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline);
 /* Other ranks: rank 0 is gone or cut off: detach this node's targets, say why, end. */
 __attribute__((noreturn)) void rm_cut_off(struct ctx *c, const char *waiting_for);
@@ -231,14 +260,17 @@ void rm_records_ready(struct ctx *c);
 /* Other ranks: a window starts: the records are not final until its detach. */
 void rm_records_open(struct ctx *c);
 /*
- * Rank 0: every live rank's records until since + grace, as the nodes of a
+ * Rank 0: every live rank's records until since + grace (CLOCK_MONOTONIC), as the nodes of a
  * window (by rank; a lost node with its last known records). after: what
  * the lost reason says the wait came after ("after the stop").
  */
 void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
 			uint64_t grace, const char *after);
-/* Rank 0: every live rank's READY, late ones retried (see the deadlines above). */
-void rm_collect_ready(struct ctx *c, uint64_t start_ns);
+/*
+ * Rank 0: every live rank's READY, late ones retried (see the deadlines
+ * above); start_mono: the start time on CLOCK_MONOTONIC.
+ */
+void rm_collect_ready(struct ctx *c, uint64_t start_mono);
 /*
  * Rank 0: the nodes of a window as rank 0 knows them now (each rank's last
  * records; a lost node lost). unknown: every node is shown lost for that

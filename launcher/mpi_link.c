@@ -16,6 +16,52 @@
 #include "mpi_ctx.h"
 
 /* ------------------------------------------------------------------------ */
+/* Checked MPI calls (RM_MPI, mpi_ctx.h). */
+
+/* Another rank lost its link to rank 0: as if rank 0 fell silent, with the cause. */
+__attribute__((noreturn)) static void link_broken(struct ctx *c, const char *msg)
+{
+	rn_detach_all(c->t, c->n, NULL);
+	rm_rank_error(c, "%s: detached this node's targets, ending (exit %d)", msg, RM_EXIT_LOST);
+	fflush(NULL);
+	_exit(RM_EXIT_LOST);
+}
+
+int rm_mpi_check(struct ctx *c, int ret, const char *call, const char *dir, int peer)
+{
+	char text[MPI_MAX_ERROR_STRING], msg[MPI_MAX_ERROR_STRING + 64];
+	int len = 0;
+
+	if (ret == MPI_SUCCESS)
+		return 0;
+	if (MPI_Error_string(ret, text, &len) != MPI_SUCCESS || len <= 0)
+		snprintf(text, sizeof(text), "MPI error %d", ret);
+	if (peer >= 0)
+		snprintf(msg, sizeof(msg), "%s %s rank %d failed: %s", call, dir, peer, text);
+	else if (peer == RM_ANY)
+		snprintf(msg, sizeof(msg), "%s %s any rank failed: %s", call, dir, text);
+	else
+		snprintf(msg, sizeof(msg), "%s failed: %s", call, text);
+	if (c->rank == 0 && peer > 0 && c->peers) {
+		rm_mark_lost(c, peer, "%s", msg);
+		return -1;
+	}
+	if (c->rank != 0 && peer == 0)
+		link_broken(c, msg);
+	if (peer == RM_ALL) {
+		/* Only the start-up uses collectives: no target is touched yet. */
+		rm_rank_error(c, "%s: stopping every rank (exit %d)", msg, RM_EXIT_ERROR);
+		fflush(NULL);
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+		_exit(RM_EXIT_ERROR);
+	}
+	if (!c->mpi_any_said)
+		rm_rank_error(c, "%s (said once; ranks that stay silent are lost)", msg);
+	c->mpi_any_said = true;
+	return -1;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Sends: a copy of the data lives until MPI has sent it. */
 
 static void out_of_memory(void)
@@ -38,20 +84,25 @@ void rm_post(struct ctx *c, int dest, int tag, const void *data, size_t len)
 			o->req = req;
 		void **buf = req ? realloc(o->buf, cap * sizeof(*buf)) : NULL;
 
-		if (!buf)
+		if (buf)
+			o->buf = buf;
+		int *to = buf ? realloc(o->dest, cap * sizeof(*to)) : NULL;
+
+		if (!to)
 			out_of_memory();
-		o->buf = buf;
+		o->dest = to;
 		o->cap = cap;
 	}
 	copy = malloc(len ? len : 1);
 	if (!copy || len > INT32_MAX)
 		out_of_memory();
 	memcpy(copy, data, len);
-	if (MPI_Isend(copy, (int)len, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &o->req[o->n]) !=
-	    MPI_SUCCESS) {
+	if (RM_MPI(c, dest, "to", MPI_Isend, copy, (int)len, MPI_BYTE, dest, tag, MPI_COMM_WORLD,
+		   &o->req[o->n])) {
 		free(copy);
-		return; /* the peer's silence will tell (a deadline) */
+		return; /* dest is lost */
 	}
+	o->dest[o->n] = dest;
 	o->buf[o->n++] = copy;
 }
 
@@ -65,15 +116,17 @@ void rm_outbox_reap(struct ctx *c, bool all)
 	size_t k = 0;
 
 	for (size_t i = 0; i < o->n; i++) {
-		int done = 0;
+		int done = 0, d = o->dest[i];
 
-		MPI_Test(&o->req[i], &done, MPI_STATUS_IGNORE);
-		if (done) {
+		if (RM_MPI(c, d, "to", MPI_Test, &o->req[i], &done, MPI_STATUS_IGNORE)) {
+			/* The send failed (its peer lost): MPI may still hold the copy. */
+		} else if (done) {
 			free(o->buf[i]);
 		} else if (all) {
-			MPI_Request_free(&o->req[i]);
+			RM_MPI(c, d, "to", MPI_Request_free, &o->req[i]);
 		} else {
 			o->req[k] = o->req[i];
+			o->dest[k] = d;
 			o->buf[k++] = o->buf[i];
 		}
 	}
@@ -107,7 +160,9 @@ static void answer_ping(struct ctx *c)
 {
 	uint64_t t;
 
-	MPI_Recv(&t, 1, MPI_UINT64_T, 0, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	/* RM_MPI with rank 0 returns only on success here. */
+	RM_MPI(c, 0, "from", MPI_Recv, &t, 1, MPI_UINT64_T, 0, TAG_CLOCK, MPI_COMM_WORLD,
+	       MPI_STATUS_IGNORE);
 	t = ra_realtime_ns();
 	rm_post(c, 0, TAG_CLOCK, &t, sizeof(t));
 }
@@ -117,7 +172,8 @@ static void take_pull(struct ctx *c)
 {
 	int32_t w;
 
-	MPI_Recv(&w, 1, MPI_INT32_T, 0, TAG_PULL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	RM_MPI(c, 0, "from", MPI_Recv, &w, 1, MPI_INT32_T, 0, TAG_PULL, MPI_COMM_WORLD,
+	       MPI_STATUS_IGNORE);
 	c->pull_pending = true;
 	if (c->records_ready)
 		rm_records_ready(c);
@@ -138,7 +194,7 @@ int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadli
 		MPI_Status st;
 		int flag = 0;
 
-		MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+		RM_MPI(c, 0, "from", MPI_Iprobe, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
 		if (flag && st.MPI_TAG == TAG_CLOCK) {
 			answer_ping(c);
 			awake_until = ra_monotonic_ns() + 50 * RA_NS_PER_MS;
@@ -149,11 +205,11 @@ int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadli
 			continue;
 		}
 		if (flag && st.MPI_TAG == tag) {
-			MPI_Recv(buf, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD,
-				 MPI_STATUS_IGNORE);
+			RM_MPI(c, 0, "from", MPI_Recv, buf, (int)len, MPI_BYTE, 0, tag,
+			       MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 			return 0;
 		}
-		if (ra_realtime_ns() > deadline)
+		if (ra_monotonic_ns() > deadline)
 			return -1;
 		if (ra_monotonic_ns() > awake_until)
 			usleep(500);
@@ -192,20 +248,21 @@ uint64_t rm_budget(const struct ctx *c, uint64_t floor_ns)
  * One that answers is not lost: its late round counts (t0 <= t1 <= t2 still
  * holds, the bound is only wider). One that does not is lost.
  */
-static void take_answer(int r, uint64_t t0, struct rm_clock *best)
+static int take_answer(struct ctx *c, int r, uint64_t t0, uint64_t sent, struct rm_clock *best)
 {
-	uint64_t t1, t2, rtt;
-	int64_t d;
+	uint64_t t1, rtt;
 
-	MPI_Recv(&t1, 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	t2 = ra_realtime_ns();
-	d = ra_ns_diff(t2, t0);
-	/* A clock step back during the round trip gives no estimate (it wrapped to a huge rtt). */
-	if (ra_ns_known(d) && d >= 0 && (uint64_t)d < best->rtt_ns) {
-		rtt = (uint64_t)d;
+	if (RM_MPI(c, r, "from", MPI_Recv, &t1, 1, MPI_UINT64_T, r, TAG_CLOCK, MPI_COMM_WORLD,
+		   MPI_STATUS_IGNORE))
+		return -1;
+	/* The round trip on CLOCK_MONOTONIC (sent: when the ping went): a step of rank 0's
+	 * wall clock meanwhile does not make it absurd. */
+	rtt = ra_monotonic_ns() - sent;
+	if (rtt < best->rtt_ns) {
 		best->rtt_ns = rtt;
 		best->offset_ns = (int64_t)(t1 - t0) - (int64_t)(rtt / 2);
 	}
+	return 0;
 }
 
 /* One round: 0, or -1 if r is late (its ping's times kept for the retry). */
@@ -218,14 +275,17 @@ static int ping_pong(struct ctx *c, int r, struct rm_clock *best)
 
 	rm_post(c, r, TAG_CLOCK, &t0, sizeof(t0));
 	while (!flag) {
-		MPI_Iprobe(r, TAG_CLOCK, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		if (RM_MPI(c, r, "from", MPI_Iprobe, r, TAG_CLOCK, MPI_COMM_WORLD, &flag,
+			   MPI_STATUS_IGNORE))
+			return -1;
 		if (!flag && ra_monotonic_ns() > deadline) {
 			p->ping_t0 = t0;
 			p->ping_sent = sent;
 			return -1;
 		}
 	}
-	take_answer(r, t0, best);
+	if (take_answer(c, r, t0, sent, best))
+		return -1;
 	return 0;
 }
 
@@ -255,9 +315,11 @@ static void wait_late_clocks(struct ctx *c, size_t late)
 
 			if (!p->ping_t0)
 				continue;
-			MPI_Iprobe(r, TAG_CLOCK, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-			if (flag) {
-				take_answer(r, p->ping_t0, &p->clock);
+			if (RM_MPI(c, r, "from", MPI_Iprobe, r, TAG_CLOCK, MPI_COMM_WORLD, &flag,
+				   MPI_STATUS_IGNORE) ||
+			    (flag && take_answer(c, r, p->ping_t0, p->ping_sent, &p->clock))) {
+				/* The failed call lost it (RM_MPI said why). */
+			} else if (flag) {
 				settle_clock(p, p->clock);
 				if (c->o.verbose)
 					rm_say(c,
@@ -419,10 +481,12 @@ static void drain_from(struct ctx *c, int r, const struct rm_rec_head *h)
 	struct rm_peer *p = &c->peers[r];
 	int v;
 
-	for (; p->stops < h->stops_sent; p->stops++)
-		MPI_Recv(&v, 1, MPI_INT, r, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	for (; p->gones < h->gones_sent; p->gones++)
-		MPI_Recv(&v, 1, MPI_INT, r, TAG_GONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	for (; p->stops < h->stops_sent && !p->lost; p->stops++)
+		RM_MPI(c, r, "from", MPI_Recv, &v, 1, MPI_INT, r, TAG_STOP, MPI_COMM_WORLD,
+		       MPI_STATUS_IGNORE);
+	for (; p->gones < h->gones_sent && !p->lost; p->gones++)
+		RM_MPI(c, r, "from", MPI_Recv, &v, 1, MPI_INT, r, TAG_GONE, MPI_COMM_WORLD,
+		       MPI_STATUS_IGNORE);
 }
 
 /*
@@ -455,6 +519,8 @@ static void take_records(struct ctx *c, int r, const char *buf, size_t len)
 	h.error[sizeof(h.error) - 1] = '\0';
 	if (r != 0)
 		drain_from(c, r, &h);
+	if (p->lost)
+		return;
 	p->worker = h.worker;
 	p->all_gone = h.all_gone;
 	for (int i = 0; i < 3; i++)
@@ -498,7 +564,7 @@ static void take_own_records(struct ctx *c)
 static int cut_short(struct ctx *c, uint64_t *deadline)
 {
 	int sig = rm_take_signal(c);
-	uint64_t soon = ra_realtime_ns() + GRACE_SIGNALLED_NS;
+	uint64_t soon = ra_monotonic_ns() + GRACE_SIGNALLED_NS;
 
 	if (!sig)
 		return 0;
@@ -576,6 +642,23 @@ static bool no_records(const struct rm_peer *p)
 	return p->pulled_ns && !p->got_records;
 }
 
+/* Ranks that still owe their records; *asked: of which asked. */
+static size_t owed(const struct ctx *c, size_t *asked)
+{
+	size_t n = 0;
+
+	*asked = 0;
+	for (int r = 1; r < c->size; r++) {
+		const struct rm_peer *p = &c->peers[r];
+
+		if (p->lost || p->got_records)
+			continue;
+		n++;
+		*asked += p->pulled_ns != 0;
+	}
+	return n;
+}
+
 /*
  * Ask ranks for their records, --gather-slots at a time, and wait for what is
  * missing until the deadline (see overdue); a rank asked and silent then is
@@ -587,7 +670,7 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			uint64_t grace, const char *after)
 {
 	uint64_t deadline = since + grace, next_scan = 0, retry = 0;
-	size_t missing = 0, asked = 0;
+	size_t missing = 0, asked = 0, lost_seen;
 	int32_t window = (int32_t)c->run.n_w;
 	char *buf = NULL;
 	int cut = 0, next = c->size <= c->o.gather_slots ? c->size : c->o.gather_slots + 1;
@@ -600,26 +683,36 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 		missing += r && !p->lost;
 		/* The first slots: asked from the start, they send unasked. */
 		if (r && r < next && !p->lost) {
-			p->pulled_ns = ra_realtime_ns();
+			p->pulled_ns = ra_monotonic_ns();
 			asked++;
 		}
 	}
 	take_own_records(c);
+	lost_seen = c->lost_count;
 	while (missing) {
 		MPI_Status st;
 		int flag = 0, len;
 		uint64_t now;
+		bool owes;
 
+		if (c->lost_count != lost_seen) {
+			/* Lost meanwhile (a failed call): owes nothing now. */
+			lost_seen = c->lost_count;
+			missing = owed(c, &asked);
+			continue;
+		}
 		for (; !cut && asked < (size_t)c->o.gather_slots && next < c->size; next++) {
 			if (c->peers[next].lost)
 				continue;
 			rm_post(c, next, TAG_PULL, &window, sizeof(window));
-			c->peers[next].pulled_ns = ra_realtime_ns();
+			c->peers[next].pulled_ns = ra_monotonic_ns();
 			asked++;
 		}
-		MPI_Iprobe(MPI_ANY_SOURCE, TAG_RECORDS, MPI_COMM_WORLD, &flag, &st);
+		if (RM_MPI(c, RM_ANY, "from", MPI_Iprobe, MPI_ANY_SOURCE, TAG_RECORDS,
+			   MPI_COMM_WORLD, &flag, &st))
+			flag = 0;
 		if (!flag) {
-			now = ra_realtime_ns();
+			now = ra_monotonic_ns();
 			if (!cut)
 				cut = cut_short(c, &deadline);
 			if (now > deadline && !cut && !retry &&
@@ -639,14 +732,19 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			usleep(100);
 			continue;
 		}
-		MPI_Get_count(&st, MPI_BYTE, &len);
+		owes = !c->peers[st.MPI_SOURCE].lost && !c->peers[st.MPI_SOURCE].got_records &&
+		       c->peers[st.MPI_SOURCE].pulled_ns;
+		if (RM_MPI(c, st.MPI_SOURCE, "from", MPI_Get_count, &st, MPI_BYTE, &len))
+			continue;
 		buf = malloc(len > 0 ? (size_t)len : 1);
 		if (!buf)
 			out_of_memory();
-		MPI_Recv(buf, len, MPI_BYTE, st.MPI_SOURCE, TAG_RECORDS, MPI_COMM_WORLD,
-			 MPI_STATUS_IGNORE);
-		if (!c->peers[st.MPI_SOURCE].lost && !c->peers[st.MPI_SOURCE].got_records &&
-		    c->peers[st.MPI_SOURCE].pulled_ns) {
+		if (RM_MPI(c, st.MPI_SOURCE, "from", MPI_Recv, buf, len, MPI_BYTE, st.MPI_SOURCE,
+			   TAG_RECORDS, MPI_COMM_WORLD, MPI_STATUS_IGNORE)) {
+			free(buf);
+			continue;
+		}
+		if (owes) {
 			take_records(c, st.MPI_SOURCE, buf, (size_t)len);
 			missing--;
 			asked--;
@@ -679,7 +777,8 @@ void rm_window_nodes(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, con
 					  : unknown ? strdup(unknown)
 						    : NULL;
 		if ((*nodes)[k].lost) {
-			/* Its last records' clock figures are an earlier window's: unknown now. */
+			/* Its last records' clock figures are an earlier window's: unknown
+			 * now. */
 			(*nodes)[k].clock_known = false;
 			(*nodes)[k].clock_applied = false;
 			(*nodes)[k].boot_offset_ns = 0;
@@ -696,14 +795,14 @@ static bool no_ready(const struct rm_peer *p)
 
 /*
  * Rank 0: every live rank's READY until GRACE_READY_NS (rm_budget) after
- * the start (its own is already in peers[0]); a rank still silent then is
- * late and has LATE_RETRY_NS (rm_budget) more before it is lost. A READY
- * is not asked for: the retry is the wait.
+ * the start, start_mono on CLOCK_MONOTONIC (its own is already in peers[0]);
+ * a rank still silent then is late and has LATE_RETRY_NS (rm_budget) more
+ * before it is lost. A READY is not asked for: the retry is the wait.
  */
-void rm_collect_ready(struct ctx *c, uint64_t start_ns)
+void rm_collect_ready(struct ctx *c, uint64_t start_mono)
 {
 	uint64_t retry = rm_budget(c, LATE_RETRY_NS), grace = rm_budget(c, GRACE_READY_NS);
-	uint64_t deadline = start_ns + grace;
+	uint64_t deadline = start_mono + grace;
 	size_t missing = 0;
 	bool retried = false;
 
@@ -715,12 +814,15 @@ void rm_collect_ready(struct ctx *c, uint64_t start_ns)
 		MPI_Status st;
 		struct rm_ready m;
 		int flag = 0;
+		bool owes;
 
-		MPI_Iprobe(MPI_ANY_SOURCE, TAG_READY, MPI_COMM_WORLD, &flag, &st);
+		if (RM_MPI(c, RM_ANY, "from", MPI_Iprobe, MPI_ANY_SOURCE, TAG_READY, MPI_COMM_WORLD,
+			   &flag, &st))
+			flag = 0;
 		if (!flag) {
-			if (ra_realtime_ns() > deadline && retried)
+			if (ra_monotonic_ns() > deadline && retried)
 				break;
-			if (ra_realtime_ns() > deadline) {
+			if (ra_monotonic_ns() > deadline) {
 				mark_late(c, no_ready, "word of its attaches", retry);
 				deadline += retry;
 				retried = true;
@@ -728,9 +830,13 @@ void rm_collect_ready(struct ctx *c, uint64_t start_ns)
 			usleep(100);
 			continue;
 		}
-		MPI_Recv(&m, sizeof(m), MPI_BYTE, st.MPI_SOURCE, TAG_READY, MPI_COMM_WORLD,
-			 MPI_STATUS_IGNORE);
-		if (c->peers[st.MPI_SOURCE].lost || c->peers[st.MPI_SOURCE].got_ready)
+		owes = !c->peers[st.MPI_SOURCE].lost && !c->peers[st.MPI_SOURCE].got_ready;
+		if (RM_MPI(c, st.MPI_SOURCE, "from", MPI_Recv, &m, sizeof(m), MPI_BYTE,
+			   st.MPI_SOURCE, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE)) {
+			missing -= owes; /* lost now */
+			continue;
+		}
+		if (!owes)
 			continue;
 		c->peers[st.MPI_SOURCE].ready = m;
 		c->peers[st.MPI_SOURCE].got_ready = true;

@@ -107,12 +107,13 @@ static void log_cb(int level, const char *msg, void *user)
  * after MPI_Init: a rank that never joins (dead, or its node cut off)
  * ends the run rather than hanging it.
  */
-static void startup_wait(const struct ctx *c, MPI_Request *req)
+static void startup_wait(struct ctx *c, MPI_Request *req)
 {
 	uint64_t deadline = c->setup_at[1] + STARTUP_TIMEOUT_NS;
 	int done = 0;
 
-	while (MPI_Test(req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+	/* A failure ends every rank (RM_ALL): RM_MPI does not return then. */
+	while (!RM_MPI(c, RM_ALL, "", MPI_Test, req, &done, MPI_STATUS_IGNORE) && !done) {
 		if (ra_monotonic_ns() > deadline) {
 			rm_rank_error(c,
 				      "not every rank took part in the start-up within %.0f s: "
@@ -125,11 +126,11 @@ static void startup_wait(const struct ctx *c, MPI_Request *req)
 	}
 }
 
-static void bcast(const struct ctx *c, void *buf, int count, MPI_Datatype type)
+static void bcast(struct ctx *c, void *buf, int count, MPI_Datatype type)
 {
 	MPI_Request req;
 
-	MPI_Ibcast(buf, count, type, 0, MPI_COMM_WORLD, &req);
+	RM_MPI(c, RM_ALL, "", MPI_Ibcast, buf, count, type, 0, MPI_COMM_WORLD, &req);
 	startup_wait(c, &req);
 }
 
@@ -197,7 +198,8 @@ static int configure(struct ctx *c, int argc, char **argv)
 	free(text);
 	MPI_Request req;
 
-	MPI_Iallreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
+	RM_MPI(c, RM_ALL, "", MPI_Iallreduce, &bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
+	       &req);
 	startup_wait(c, &req);
 	if (any)
 		say_to(c, stderr,
@@ -218,10 +220,12 @@ static void elect(struct ctx *c)
 		c->worker = true;
 		return;
 	}
-	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node);
-	MPI_Comm_rank(node, &local);
+	/* Failures end every rank (RM_ALL): no target is touched yet. */
+	RM_MPI(c, RM_ALL, "", MPI_Comm_split_type, MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank,
+	       MPI_INFO_NULL, &node);
+	RM_MPI(c, RM_ALL, "", MPI_Comm_rank, node, &local);
 	c->worker = local == 0;
-	MPI_Comm_free(&node);
+	RM_MPI(c, RM_ALL, "", MPI_Comm_free, &node);
 }
 
 static void select_targets(struct ctx *c)
@@ -366,7 +370,7 @@ bool rm_took_enter(struct ctx *c)
 void rm_wait_until(const struct ctx *c, uint64_t until_ns)
 {
 	struct pollfd p = {c->sfd, POLLIN, 0};
-	uint64_t now = ra_realtime_ns();
+	uint64_t now = ra_monotonic_ns();
 	int ms = POLL_MS;
 
 	if (until_ns > now && until_ns - now < (uint64_t)POLL_MS * RA_NS_PER_MS)
@@ -428,6 +432,7 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 {
 	size_t failed = rm_count_failures(&c->run), lived;
 	size_t died = rm_died_attached(&c->run, &lived, NULL, NULL);
+	char store_err[600];
 
 	c->run.stop_reason = c->run_stop      ? c->run_stop
 			     : c->interrupted ? "interrupted"
@@ -453,6 +458,11 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 		else
 			snprintf(reason, len, "nothing attachable: %zu of %zu without a listener",
 				 none, all);
+		return RM_EXIT_FAILED;
+	}
+	if (failed && rm_store_check(c->run.store, store_err, sizeof(store_err))) {
+		/* Nodes whose records cannot be read back count as failed (rm_for_each_failure). */
+		snprintf(reason, len, "%zu failed: records unreadable", failed);
 		return RM_EXIT_FAILED;
 	}
 	if (failed) {
@@ -609,7 +619,7 @@ static int survey(struct ctx *c)
 	size_t n_nodes = 0, empty = 0;
 	int code = 0;
 
-	rm_collect_records(c, &nodes, &n_nodes, ra_realtime_ns(), GRACE_SURVEY_NS, "of the start");
+	rm_collect_records(c, &nodes, &n_nodes, ra_monotonic_ns(), GRACE_SURVEY_NS, "of the start");
 	say_setup(c);
 	c->total_targets = count_targets(nodes, n_nodes, &c->max_targets);
 	for (size_t i = 0; i < n_nodes; i++)
@@ -718,17 +728,22 @@ int main(int argc, char **argv)
 	block_signals(&set);
 	c.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	c.sfd_errno = errno;
-	MPI_Init(&argc, &argv);
+	gethostname(c.host, sizeof(c.host) - 1);
+	c.rank = -1;
+	if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+		rm_rank_error(&c, "MPI_Init failed: ending (exit %d)", RM_EXIT_ERROR);
+		return RM_EXIT_ERROR;
+	}
 	c.setup_at[1] = ra_monotonic_ns();
 	/*
 	 * Errors are returned, not fatal: a send to a rank that died fails (Open
-	 * MPI's TCP transport cannot reconnect), and that rank's silence is what
-	 * the deadlines act on.
+	 * MPI's TCP transport cannot reconnect). Every call is checked (RM_MPI):
+	 * a failure with a rank makes it lost, and so does a rank's silence past
+	 * its deadline.
 	 */
-	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-	MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &c.size);
-	gethostname(c.host, sizeof(c.host) - 1);
+	RM_MPI(&c, RM_ALL, "", MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	RM_MPI(&c, RM_ALL, "", MPI_Comm_rank, MPI_COMM_WORLD, &c.rank);
+	RM_MPI(&c, RM_ALL, "", MPI_Comm_size, MPI_COMM_WORLD, &c.size);
 	rocattach_set_log_callback(log_cb, &c);
 	code = configure(&c, argc, argv);
 	if (code)
@@ -755,7 +770,7 @@ int main(int argc, char **argv)
 		lost = c.lost_count > 0;
 	} else {
 		rm_records_ready(&c);
-		c.next_deadline = ra_realtime_ns() + GRACE_SURVEY_NS + LATE_RETRY_NS +
+		c.next_deadline = ra_monotonic_ns() + GRACE_SURVEY_NS + LATE_RETRY_NS +
 				  CLOCK_LOST_NS + GRACE_NEXT_NS +
 				  (uint64_t)c.size * 2 * RA_NS_PER_MS;
 		code = rm_follow_windows(&c, &lost);
@@ -770,11 +785,14 @@ out:
 		_exit(code);
 	}
 	/* Every rank lives: what is still in flight completes. */
-	MPI_Waitall((int)c.out.n, c.out.req, MPI_STATUSES_IGNORE);
+	if (RM_MPI(&c, RM_ANY, "to", MPI_Waitall, (int)c.out.n, c.out.req, MPI_STATUSES_IGNORE))
+		c.out.n = 0; /* their copies stay: MPI may hold them */
 	rm_outbox_reap(&c, true);
 	free(c.out.req);
 	free(c.out.buf);
+	free(c.out.dest);
 	free_run(&c);
-	MPI_Finalize();
+	if (MPI_Finalize() != MPI_SUCCESS)
+		rm_rank_error(&c, "MPI_Finalize failed");
 	return code;
 }

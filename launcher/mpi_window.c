@@ -56,6 +56,28 @@ static uint64_t local_ns(const struct ctx *c, uint64_t root_ns)
 	return (uint64_t)((int64_t)root_ns + c->clock.applied_ns);
 }
 
+/*
+ * The window's frame (mpi_ctx.h): a CLOCK_REALTIME time of this window as
+ * CLOCK_MONOTONIC, and back. Unsigned wrap-around keeps times before the
+ * frame's start right.
+ */
+static uint64_t mono_of(const struct ctx *c, uint64_t rt_ns)
+{
+	return c->frame_mono + (rt_ns - c->frame_rt);
+}
+
+static uint64_t rt_of(const struct ctx *c, uint64_t mono_ns)
+{
+	return c->frame_rt + (mono_ns - c->frame_mono);
+}
+
+/* Take the frame at the start time rt_ns (once per window, on its start's receipt). */
+static void set_frame(struct ctx *c, uint64_t rt_ns)
+{
+	c->frame_rt = rt_ns;
+	c->frame_mono = ra_monotonic_of_realtime(rt_ns);
+}
+
 /* How long before the start the attaches are sent (the start lead). */
 static uint64_t start_lead(const struct ctx *c)
 {
@@ -80,6 +102,7 @@ static void pick_start(struct ctx *c, uint64_t earliest, uint64_t when[2])
 
 	when[0] = t > earliest ? t : earliest;
 	when[1] = when[0] - lead;
+	set_frame(c, when[0]);
 }
 
 static struct rn_pool_opts pool_opts(const struct ctx *c)
@@ -173,7 +196,7 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	struct rn_pool_opts p;
 	int short_by;
 
-	ra_sleep_until_realtime(when[1]);
+	ra_sleep_until_monotonic(mono_of(c, when[1]));
 	if (!c->worker || !c->n)
 		return r;
 	/* Who went since the last look is not attached again (and its GONE is due). */
@@ -207,7 +230,7 @@ static void detach_phase(struct ctx *c, uint64_t stop_ns)
 	struct rn_pool_opts p;
 
 	if (!c->worker || !c->n) {
-		ra_sleep_until_realtime(stop_ns);
+		ra_sleep_until_monotonic(mono_of(c, stop_ns));
 		return;
 	}
 	p = pool_opts(c);
@@ -256,8 +279,8 @@ static void attach_outcome(struct ctx *c, int w, uint64_t since)
 	}
 	c->tool_stop = !attached && tool_failed;
 	c->listener_stop = !attached && !tool_failed && no_listener;
-	rm_progress_attached(line, sizeof(line), w, attached, c->total_targets, since,
-			     ra_realtime_ns());
+	rm_progress_attached(line, sizeof(line), w, attached, c->total_targets, mono_of(c, since),
+			     ra_monotonic_ns());
 	rm_say(c, "%s", line);
 	if (!worst)
 		return;
@@ -276,11 +299,13 @@ static void take_gones(struct ctx *c)
 	MPI_Status st;
 
 	while (flag) {
-		MPI_Iprobe(MPI_ANY_SOURCE, TAG_GONE, MPI_COMM_WORLD, &flag, &st);
-		if (!flag)
+		if (RM_MPI(c, RM_ANY, "from", MPI_Iprobe, MPI_ANY_SOURCE, TAG_GONE, MPI_COMM_WORLD,
+			   &flag, &st) ||
+		    !flag)
 			break;
-		MPI_Recv(&one, 1, MPI_INT, st.MPI_SOURCE, TAG_GONE, MPI_COMM_WORLD,
-			 MPI_STATUS_IGNORE);
+		if (RM_MPI(c, st.MPI_SOURCE, "from", MPI_Recv, &one, 1, MPI_INT, st.MPI_SOURCE,
+			   TAG_GONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE))
+			continue; /* lost: count_alive leaves it out */
 		c->peers[st.MPI_SOURCE].gones++;
 		c->nodes_alive--;
 	}
@@ -304,7 +329,7 @@ static bool run_over(struct ctx *c, struct rm_halt *m)
 		return false;
 	snprintf(m->reason, sizeof(m->reason), "%s", c->run_stop);
 	m->last = 1;
-	m->stop_ns = ra_realtime_ns();
+	m->stop_ns = rt_of(c, ra_monotonic_ns());
 	return true;
 }
 
@@ -314,10 +339,13 @@ static int take_stop(struct ctx *c, int *from)
 	int flag = 0, sig;
 	MPI_Status st;
 
-	MPI_Iprobe(MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD, &flag, &st);
-	if (!flag)
+	if (RM_MPI(c, RM_ANY, "from", MPI_Iprobe, MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD, &flag,
+		   &st) ||
+	    !flag)
 		return 0;
-	MPI_Recv(&sig, 1, MPI_INT, st.MPI_SOURCE, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	if (RM_MPI(c, st.MPI_SOURCE, "from", MPI_Recv, &sig, 1, MPI_INT, st.MPI_SOURCE, TAG_STOP,
+		   MPI_COMM_WORLD, MPI_STATUS_IGNORE))
+		return 0;
 	c->peers[st.MPI_SOURCE].stops++;
 	*from = st.MPI_SOURCE;
 	return sig;
@@ -329,20 +357,24 @@ static uint64_t planned_end(const struct ctx *c, uint64_t start_ns)
 	return c->o.duration_ms >= 0 ? start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS : 0;
 }
 
-/* Has the window ended? Fills m when it has. */
+/*
+ * Has the window ended? Fills m when it has. Decided on CLOCK_MONOTONIC
+ * through the window's frame; the stop time sent is CLOCK_REALTIME.
+ */
 static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 {
-	uint64_t now = ra_realtime_ns(), planned = planned_end(c, start_ns);
+	uint64_t now = ra_monotonic_ns(), start = mono_of(c, start_ns);
+	uint64_t planned = planned_end(c, start_ns), planned_mono = planned_end(c, start);
 	int sig, from = 0;
 
 	if (run_over(c, m))
 		return true;
-	if (planned && now + STOP_MARGIN_NS >= planned) {
+	if (planned && now + STOP_MARGIN_NS >= planned_mono) {
 		m->stop_ns = planned;
 		snprintf(m->reason, sizeof(m->reason), "duration");
 		return true;
 	}
-	if (now >= start_ns + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS) {
+	if (now >= start + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS) {
 		snprintf(m->reason, sizeof(m->reason), "max-window");
 	} else if ((sig = rm_take_signal(c))) {
 		m->signo = sig;
@@ -357,7 +389,7 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 	} else {
 		return false;
 	}
-	m->stop_ns = now + STOP_MARGIN_NS;
+	m->stop_ns = rt_of(c, now + STOP_MARGIN_NS);
 	/*
 	 * Close to the planned end the ranks may be stopping there by
 	 * themselves already (STOP_MARGIN_NS ahead): a stop between would reach
@@ -411,7 +443,7 @@ static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const str
 
 static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m)
 {
-	uint64_t wake = planned_end(c, start_ns);
+	uint64_t wake = planned_end(c, mono_of(c, start_ns));
 
 	if (wake)
 		wake -= STOP_MARGIN_NS;
@@ -463,11 +495,12 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_ha
 	win->start_ns = start;
 	win->stop_ns = m->stop_ns;
 	win->stop_reason = strdup(m->reason);
-	rm_collect_records(c, &win->nodes, &win->n_nodes, m->stop_ns, grace, "after the stop");
+	rm_collect_records(c, &win->nodes, &win->n_nodes, mono_of(c, m->stop_ns), grace,
+			   "after the stop");
 	for (int r = 0; r < c->size; r++)
 		detached += c->peers[r].lost ? 0 : c->peers[r].detached;
-	rm_progress_detached(line, sizeof(line), w, detached, c->total_targets, m->stop_ns,
-			     ra_realtime_ns());
+	rm_progress_detached(line, sizeof(line), w, detached, c->total_targets,
+			     mono_of(c, m->stop_ns), ra_monotonic_ns());
 	rm_say(c, "%s", line);
 }
 
@@ -486,7 +519,7 @@ void rm_run_windows(struct ctx *c)
 		rm_send_orders(c, &o);
 		c->peers[0].ready = attach_phase(c, when);
 		c->peers[0].got_ready = true;
-		rm_collect_ready(c, when[0]);
+		rm_collect_ready(c, mono_of(c, when[0]));
 		attach_outcome(c, w, when[1]);
 		hold_root(c, w, when[0], &m);
 		detach_phase(c, m.stop_ns);
@@ -523,13 +556,14 @@ static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
 		return;
 	rm_post(c, 0, TAG_STOP, &sig, sizeof(sig));
 	c->stops_sent++;
-	if (!*orphan_deadline || ra_realtime_ns() + wait < *orphan_deadline)
-		*orphan_deadline = ra_realtime_ns() + wait;
+	if (!*orphan_deadline || ra_monotonic_ns() + wait < *orphan_deadline)
+		*orphan_deadline = ra_monotonic_ns() + wait;
 }
 
 /*
  * When a rank gives up waiting for rank 0's stop (rank 0 dead or cut off):
- * the window's planned end (its duration, else --max-window) plus a grace.
+ * the window's planned end (its duration, else --max-window) plus a grace;
+ * start_ns and the result on CLOCK_MONOTONIC.
  */
 static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
 {
@@ -548,23 +582,26 @@ static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
  */
 static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 {
-	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, start_ns);
-	uint64_t planned = planned_end(c, start_ns);
+	uint64_t orphan_deadline = 0, lost = lost_root_deadline(c, mono_of(c, start_ns));
+	uint64_t planned = planned_end(c, mono_of(c, start_ns));
+
 	for (;;) {
 		int flag = 0;
 		uint64_t now;
 
 		watch_job(c);
-		MPI_Iprobe(0, TAG_HALT, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		/* RM_MPI with rank 0 returns only on success here. */
+		RM_MPI(c, 0, "from", MPI_Iprobe, 0, TAG_HALT, MPI_COMM_WORLD, &flag,
+		       MPI_STATUS_IGNORE);
 		if (flag) {
-			MPI_Recv(m, sizeof(*m), MPI_BYTE, 0, TAG_HALT, MPI_COMM_WORLD,
-				 MPI_STATUS_IGNORE);
+			RM_MPI(c, 0, "from", MPI_Recv, m, sizeof(*m), MPI_BYTE, 0, TAG_HALT,
+			       MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 			return false;
 		}
-		now = ra_realtime_ns();
+		now = ra_monotonic_ns();
 		if (planned && now + STOP_MARGIN_NS >= planned) {
 			memset(m, 0, sizeof(*m));
-			m->stop_ns = planned;
+			m->stop_ns = planned_end(c, start_ns);
 			return true;
 		}
 		watch_local(c, &orphan_deadline);
@@ -597,20 +634,22 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		c->rtt_worst_ns = o.rtt_worst_ns;
 		mine[0] = local_ns(c, o.start_ns);
 		mine[1] = local_ns(c, o.send_ns);
+		/* Converted once, on receipt: a later step of this node's clock moves no wait. */
+		set_frame(c, mine[0]);
 		r = attach_phase(c, mine);
 		rm_post(c, 0, TAG_READY, &r, sizeof(r));
 		if (hold_other(c, mine[0], &m)) {
 			detach_phase(c, m.stop_ns);
 			/* Rank 0's word on the same stop, for its reason and what follows. */
 			if (rm_await_root(c, TAG_HALT, &m, sizeof(m),
-					  lost_root_deadline(c, mine[0])))
+					  lost_root_deadline(c, c->frame_mono)))
 				rm_cut_off(c, "stop");
 		} else {
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
 		rm_records_ready(c);
 		/* Rank 0's records wait with its retry, its wait for late clocks, and more. */
-		c->next_deadline = ra_realtime_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
+		c->next_deadline = ra_monotonic_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
 				   rm_budget(c, GRACE_RECORDS_NS) + rm_budget(c, LATE_RETRY_NS) +
 				   rm_budget(c, CLOCK_LOST_NS) + rm_budget(c, GRACE_NEXT_NS) +
 				   (uint64_t)c->size * 2 * RA_NS_PER_MS;

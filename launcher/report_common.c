@@ -361,9 +361,22 @@ const struct rn_target *rm_prev_targets(const struct rm_run *r, size_t wi, size_
 	return t;
 }
 
+void rm_unreadable_reason(const struct rm_node *n, char *buf, size_t len)
+{
+	char err[600];
+
+	if (!rm_store_check(n->store, err, sizeof(err)))
+		snprintf(err, sizeof(err), "cannot read the gathered records back");
+	snprintf(buf, len, "%s: the outcome of its %zu target%s is unknown", err, n->n,
+		 n->n == 1 ? "" : "s");
+}
+
 /*
  * fn on every failure once, in window order; stops at (and returns) fn's
  * first non-zero. A lost node's last known records are no window's news.
+ * A node whose records cannot be read back from the store is one failure,
+ * with t NULL (rm_unreadable_reason says why), in every window it is
+ * unreadable: the run cannot say its targets are fine.
  * Two nodes' targets are in memory at a time: this window's and the
  * previous window's of the same host.
  */
@@ -380,6 +393,10 @@ int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg)
 		for (ni = 0; ni < r->w[wi].n_nodes && !rc; ni++) {
 			n = &r->w[wi].nodes[ni];
 			t = n->lost ? NULL : rm_targets(n, &h);
+			if (!n->lost && n->n && !t) {
+				rc = fn(&r->w[wi], n, NULL, arg);
+				continue;
+			}
 			p = NULL;
 			np = 0;
 			looked = false;

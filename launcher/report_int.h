@@ -103,9 +103,13 @@ const struct rn_target *rm_prev_targets(const struct rm_run *r, size_t wi, size_
 bool rm_new_failure(const struct rn_target *prev, size_t n_prev, const struct rn_target *t,
 		    size_t hint);
 
+/* t NULL: the node's records could not be read back (rm_unreadable_reason). */
 typedef int (*rm_failure_fn)(const struct rm_window *w, const struct rm_node *n,
 			     const struct rn_target *t, void *arg);
-/* fn on every failure once, in window order; stops at (and returns) fn's first non-zero. */
+/*
+ * fn on every failure once, in window order; stops at (and returns) fn's first non-zero.
+ * A node whose records cannot be read back from the store is a failure with t NULL.
+ */
 int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg);
 
 /*
@@ -113,6 +117,9 @@ int rm_for_each_failure(const struct rm_run *r, rm_failure_fn fn, void *arg);
  * window, tried first) was lost, and its record there in *node; NULL when
  * it never was.
  */
+/* Why node n's records could not be read back, and what that leaves unknown. */
+void rm_unreadable_reason(const struct rm_node *n, char *buf, size_t len);
+
 const struct rm_window *rm_lost_in(const struct rm_run *r, const char *host, size_t hint,
 				   const struct rm_node **node);
 /* Why a lost node was lost, never NULL. */

@@ -426,17 +426,28 @@ static json_t *error_json(const struct rm_window *w, const struct rm_node *n,
 			  const struct rn_target *t)
 {
 	json_t *o = json_object();
+	char why[800];
 	int rc = 0;
 
 	if (!o)
 		return NULL;
 	rc |= json_object_set_new(o, "window", json_integer(w->index));
 	rc |= json_object_set_new(o, "host", rm_jstr(n->host, sizeof(n->host)));
+	if (!t) {
+		/* The node's records could not be read back: one error for the node. */
+		rm_unreadable_reason(n, why, sizeof(why));
+		rc |= json_object_set_new(o, "pid", json_null());
+		rc |= json_object_set_new(o, "rank", json_null());
+		rc |= json_object_set_new(o, "state", json_string("unreadable"));
+		rc |= json_object_set_new(o, "message", rm_jstr(why, sizeof(why)));
+		goto out;
+	}
 	rc |= json_object_set_new(o, "pid", json_integer(t->pid));
 	rc |= json_object_set_new(o, "rank", t->rank >= 0 ? json_integer(t->rank) : json_null());
 	rc |= json_object_set_new(o, "state", json_string(rn_state_name(t->state)));
 	rc |= json_object_set_new(
 	    o, "message", t->message[0] ? rm_jstr(t->message, sizeof(t->message)) : json_null());
+out:
 	if (rc) {
 		json_decref(o);
 		return NULL;

@@ -436,12 +436,22 @@ static int print_failure(const struct rm_window *w, const struct rm_node *n,
 			 const struct rn_target *t, void *arg)
 {
 	struct failure_out *o = arg;
+	char why[800];
 
 	if (!o->any)
 		fputs("failures:\n", o->f);
 	o->any = true;
 	fputs("  ", o->f);
 	put_text(o->f, n->host, sizeof(n->host));
+	if (!t) {
+		rm_unreadable_reason(n, why, sizeof(why));
+		if (o->windows)
+			fprintf(o->f, ", window %d", w->index);
+		fputs(": records unreadable: ", o->f);
+		put_text(o->f, why, sizeof(why));
+		fputc('\n', o->f);
+		return 0;
+	}
 	fputc(' ', o->f);
 	put_target(o->f, t);
 	if (o->windows)

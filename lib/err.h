@@ -13,7 +13,9 @@
 #include <rocattach/rocattach.h>
 
 /* On functions whose result says whether the target was left as it should be. */
+#ifndef RA_MUST_CHECK
 #define RA_MUST_CHECK __attribute__((warn_unused_result))
+#endif
 
 struct ra_err {
 	rocattach_status_t status;

@@ -77,7 +77,7 @@ static bool kills(int sig)
 
 /*
  * waitpid on the thread without blocking: looks backing off from 20 us to
- * max_nap until deadline (CLOCK_REALTIME; 0: none), so that no wait is
+ * max_nap until deadline (CLOCK_MONOTONIC; 0: none), so that no wait is
  * without an end. 1 with *status, 0 when the deadline came first, -errno
  * when there is nothing to wait for.
  */
@@ -92,7 +92,7 @@ static int wait_until(struct ra_remote *r, int *status, uint64_t deadline, long 
 			return 1;
 		if (w < 0 && errno != EINTR)
 			return -errno;
-		if (deadline && ra_realtime_ns() >= deadline)
+		if (deadline && ra_monotonic_ns() >= deadline)
 			return 0;
 		nanosleep(&nap, NULL);
 		if (nap.tv_nsec < max_nap)
@@ -170,7 +170,7 @@ static int release(struct ra_remote *r)
  */
 static int wait_interrupt_stop(struct ra_remote *r)
 {
-	uint64_t deadline = ra_realtime_ns() + INTERRUPT_WAIT_NS;
+	uint64_t deadline = ra_monotonic_ns() + INTERRUPT_WAIT_NS;
 	int status, ret;
 
 	for (;;) {
@@ -395,10 +395,26 @@ static int pass_stop(struct ra_remote *r, int status)
 }
 
 /*
- * Start the remote code (stopped at its first instruction with its
- * registers set). A timed call sleeps in the target until wake_ns: its
- * call starts then, and there is nothing to watch before.
+ * A timed call sleeps in the target until wake_ns (its CLOCK_REALTIME):
+ * nothing to watch before. We wait on CLOCK_MONOTONIC, in naps of at most
+ * WAKE_NAP_NS that look whether it parked already: if our wall clock was
+ * stepped back, the target's own clock wakes it in time and we follow at
+ * once, not seconds later. A stop reported meanwhile (a signal) waits for
+ * the watch that follows.
  */
+#define WAKE_NAP_NS 10000000ull
+static void sleep_to_wake(struct ra_remote *r)
+{
+	uint64_t until = ra_monotonic_of_realtime(r->wake_ns), now;
+
+	while ((now = ra_monotonic_ns()) < until) {
+		ra_sleep_until_monotonic(until - now > WAKE_NAP_NS ? now + WAKE_NAP_NS : until);
+		if (parked_now(r))
+			break;
+	}
+}
+
+/* Start the remote code (stopped at its first instruction with its registers set). */
 static int start(struct ra_remote *r)
 {
 	int ret;
@@ -406,19 +422,24 @@ static int start(struct ra_remote *r)
 	r->parked = false;
 	r->call_end_ns = 0;
 	r->call_start_ns = ra_realtime_ns();
+	r->call_start_mono = ra_monotonic_ns();
 	ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 	if (!ret && r->wake_ns > r->call_start_ns) {
-		/* A stop reported meanwhile (a signal) waits for us: the thread sleeps anyway. */
-		ra_sleep_until_realtime(r->wake_ns);
+		sleep_to_wake(r);
 		r->call_start_ns = r->wake_ns;
+		r->call_start_mono = ra_monotonic_ns();
 	}
 	return ret;
 }
 
-/* When the running call is late: timeout_ns after its start, or after not_before_ns. */
+/*
+ * When the running call is late (CLOCK_MONOTONIC): timeout_ns after its
+ * start, or after not_before_ns (turned into CLOCK_MONOTONIC here, once).
+ */
 static uint64_t call_deadline(const struct ra_remote *r)
 {
-	uint64_t from = r->call_start_ns > r->not_before_ns ? r->call_start_ns : r->not_before_ns;
+	uint64_t nb = r->not_before_ns ? ra_monotonic_of_realtime(r->not_before_ns) : 0;
+	uint64_t from = r->call_start_mono > nb ? r->call_start_mono : nb;
 
 	return r->timeout_ns ? from + r->timeout_ns : 0;
 }
@@ -432,7 +453,7 @@ static uint64_t call_deadline(const struct ra_remote *r)
  */
 static int abandon(struct ra_remote *r)
 {
-	uint64_t deadline = ra_realtime_ns() + INTERRUPT_WAIT_NS;
+	uint64_t deadline = ra_monotonic_ns() + INTERRUPT_WAIT_NS;
 	double after = (double)r->timeout_ns / 1e9;
 	int status, sig = 0, ret;
 
@@ -503,7 +524,7 @@ static int watch_park(struct ra_remote *r)
 			return gone(r, "during a remote call");
 		if (ret)
 			break;
-		if (deadline && ra_realtime_ns() >= deadline)
+		if (deadline && ra_monotonic_ns() >= deadline)
 			return abandon(r);
 		nanosleep(&nap, NULL);
 		if (nap.tv_nsec < max_nap)
@@ -630,7 +651,7 @@ int ra_remote_call_at(struct ra_remote *r, uint64_t fn, const uint64_t *args, in
 
 	if (n > 2 || ra_remote_stack_push(r, &ts, sizeof(ts), &addr)) {
 		/* No room for the time in the target: wait here, then call. */
-		ra_sleep_until_realtime(at_ns);
+		ra_sleep_until_monotonic(ra_monotonic_of_realtime(at_ns));
 		return ra_remote_call(r, fn, args, n, ret);
 	}
 	ra_arch_setup_timed_call(&regs, base_regs(r, &tmp), r->tramp, fn, args, n, addr);

@@ -53,12 +53,14 @@ struct ra_remote {
 	bool tight;
 	/* CLOCK_REALTIME of the last call or syscall: released, and seen parked. */
 	uint64_t call_start_ns, call_end_ns;
-	uint64_t wake_ns; /* a timed call: look for the park only from then on */
+	uint64_t call_start_mono; /* CLOCK_MONOTONIC of its start: its deadline counts from it */
+	uint64_t wake_ns;	  /* a timed call: look for the park only from then on */
 	/*
 	 * The deadline of each remote call or syscall: timeout_ns after it
 	 * starts (RA_CALL_TIMEOUT_NS unless the caller sets it; 0: none), or
 	 * after not_before_ns when the code waits in the target until then (a
-	 * start or stop time our agent keeps itself). A call that outlives it is
+	 * start or stop time our agent keeps itself; CLOCK_REALTIME, turned into
+	 * CLOCK_MONOTONIC once per call). A call that outlives it is
 	 * abandoned (see abandon() in remote.c): timed_out.
 	 */
 	uint64_t timeout_ns, not_before_ns;

@@ -118,9 +118,10 @@ void ra_op_step(struct op *op, enum rocattach_step step);
 /* The default tool list, one object: p->tool_path == ra_default_tool when nobody named one. */
 extern const char ra_default_tool[];
 /* A start or stop time: 0 (none) or not too far ahead. 0, or non-zero with e set. */
-int ra_check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e);
+int ra_check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e) RA_MUST_CHECK;
 /* Checks, the target's lookup and the payload of an attach to s: 0, or non-zero, op->e set. */
-int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p, struct op *op);
+int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+	       struct op *op) RA_MUST_CHECK;
 void ra_prepared_free(struct prepared *p);
 
 /* session_lookup.c */
@@ -128,13 +129,13 @@ extern const char *const ra_entry_names[2]; /* attach, detach */
 /* e for a failed read of /proc/PID (err: -errno): gone, or why not. Returns e's status. */
 rocattach_status_t ra_no_process(pid_t pid, int err, struct ra_err *e);
 /* A zombie, or a process whose main thread alone has exited: non-zero with e set; else 0. */
-int ra_check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e);
+int ra_check_alive(pid_t pid, const struct ra_stat *st, struct ra_err *e) RA_MUST_CHECK;
 /* Is tid of pid still the listener thread? */
 bool ra_listener_lives(pid_t pid, pid_t tid);
 /* Listener, side, entry points and trampoline of pid: kept, else looked up (0, or e set). */
-int ra_lookup(pid_t pid, uint64_t starttime, struct lookup *l, struct ra_err *e);
+int ra_lookup(pid_t pid, uint64_t starttime, struct lookup *l, struct ra_err *e) RA_MUST_CHECK;
 /* The same into s (and p->object). */
-int ra_find_target(struct session *s, struct prepared *p, struct ra_err *e);
+int ra_find_target(struct session *s, struct prepared *p, struct ra_err *e) RA_MUST_CHECK;
 /* What a remote operation on s's listener learnt of its stack, kept for the next. */
 void ra_keep_stack(struct session *s, const struct ra_remote *r);
 /* ROCm's side of pid: what an attach learnt (tools loaded ahead, the watchdog's calls). */
@@ -145,10 +146,11 @@ void ra_lookup_keep_entry(pid_t pid, uint64_t starttime, const struct entry *ep)
  * the park, ra_check_stuck refuses it: non-zero with e set.
  */
 void ra_lookup_mark_stuck(pid_t pid, uint64_t starttime, const char *what);
-int ra_check_stuck(const struct session *s, struct ra_err *e);
+int ra_check_stuck(const struct session *s, struct ra_err *e) RA_MUST_CHECK;
 /* Stopped (group-stop, State T)? Non-zero with e set; attaching: before it, else during the window.
  */
-int ra_check_stopped(pid_t pid, const struct ra_stat *st, bool attaching, struct ra_err *e);
+int ra_check_stopped(pid_t pid, const struct ra_stat *st, bool attaching,
+		     struct ra_err *e) RA_MUST_CHECK;
 
 /*
  * session_drive.c: one attach or detach of s, prepared and driven. 0, or
@@ -156,7 +158,7 @@ int ra_check_stopped(pid_t pid, const struct ra_stat *st, bool attaching, struct
  * could not be seized (a debugger holds it, say): nothing was done, the
  * caller may retry.
  */
-int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op);
-int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op);
+int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op) RA_MUST_CHECK;
+int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op) RA_MUST_CHECK;
 
 #endif

@@ -270,6 +270,64 @@ rocattach_status_t rocattach_attach(int pid)
 	return api_attach(pid, NULL, NULL);
 }
 
+/*
+ * The outcome of a call over many processes (a tree, or every session):
+ * each process's call clears last_error, so the failures are kept here and
+ * told at the end (rocattach.h: the worst status; the first message, with
+ * the count when more failed).
+ */
+struct many {
+	rocattach_status_t worst;
+	size_t failed, total;
+	char first[ROCATTACH_MESSAGE_MAX];
+};
+
+/* How bad a status is: a process that went away least, an unexplained error most. */
+static int badness(rocattach_status_t st)
+{
+	switch (st) {
+	case ROCATTACH_STATUS_SUCCESS:
+		return 0;
+	case ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND:
+		return 1;
+	case ROCATTACH_STATUS_ERROR_NOT_SUPPORTED:
+		return 2;
+	case ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT:
+		return 3;
+	case ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED:
+		return 4;
+	case ROCATTACH_STATUS_ERROR_PTRACE_ERROR:
+		return 5;
+	default:
+		return 6;
+	}
+}
+
+static void many_add(struct many *m, rocattach_status_t st)
+{
+	m->total++;
+	if (st == ROCATTACH_STATUS_SUCCESS)
+		return;
+	if (!m->failed++)
+		snprintf(m->first, sizeof(m->first), "%s", last_error);
+	if (badness(st) > badness(m->worst))
+		m->worst = st;
+}
+
+/* The worst status; last_error the first failure's message, with the count if more failed. */
+static rocattach_status_t many_end(const struct many *m, const char *verb)
+{
+	if (m->failed == 1)
+		snprintf(last_error, sizeof(last_error), "%s", m->first);
+	else if (m->failed > 1)
+		snprintf(last_error, sizeof(last_error),
+			 "%zu of %zu processes failed to %s; the first: %.400s", m->failed,
+			 m->total, verb, m->first);
+	else
+		last_error[0] = '\0';
+	return m->worst;
+}
+
 static void record_tree(pid_t root, pid_t *pids, size_t n)
 {
 	struct session *s;
@@ -308,7 +366,8 @@ static bool tree_skips(pid_t root, pid_t pid, const rocattach_opts_t *o)
 rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
 					    rocattach_report_t *report)
 {
-	rocattach_status_t st, last = ROCATTACH_STATUS_SUCCESS;
+	struct many m = {ROCATTACH_STATUS_SUCCESS, 0, 0, ""};
+	rocattach_status_t st;
 	pid_t *pids = NULL;
 	size_t n = 0, done = 0;
 	rocattach_opts_t o;
@@ -327,18 +386,18 @@ rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opt
 	st = api_attach(pid, &o, report);
 	if (st != ROCATTACH_STATUS_SUCCESS)
 		goto out;
+	many_add(&m, st);
 	pids[done++] = pid;
 	for (size_t i = 1; i < n; i++) {
 		if (tree_skips(pid, pids[i], &o))
 			continue;
 		st = api_attach(pids[i], &o, NULL);
+		many_add(&m, st);
 		if (st == ROCATTACH_STATUS_SUCCESS)
 			pids[done++] = pids[i];
-		else
-			last = st;
 	}
 	record_tree(pid, pids, done);
-	return last;
+	return many_end(&m, "attach");
 out:
 	free(pids);
 	return st;
@@ -351,7 +410,7 @@ rocattach_status_t rocattach_attach_tree(int pid)
 
 rocattach_status_t rocattach_detach_tree(int pid)
 {
-	rocattach_status_t st, last = ROCATTACH_STATUS_SUCCESS;
+	struct many m = {ROCATTACH_STATUS_SUCCESS, 0, 0, ""};
 	struct session *s;
 	pid_t *pids = NULL;
 	size_t n = 0;
@@ -373,19 +432,18 @@ rocattach_status_t rocattach_detach_tree(int pid)
 			   "process %d has no tree attach session", pid);
 		return op_finish(&op, NULL);
 	}
-	for (size_t i = 0; i < n; i++) {
-		st = api_detach(pids[i], NULL, NULL);
-		if (st != ROCATTACH_STATUS_SUCCESS)
-			last = st;
-	}
+	for (size_t i = 0; i < n; i++)
+		many_add(&m, api_detach(pids[i], NULL, NULL));
 	free(pids);
-	return last;
+	return many_end(&m, "detach");
 }
 
 rocattach_status_t rocattach_detach(int pid)
 {
+	struct many m = {ROCATTACH_STATUS_SUCCESS, 0, 0, ""};
 	pid_t *pids = NULL;
 	size_t n = 0, cap = 0;
+	struct op op;
 
 	if (pid != 0)
 		return api_detach(pid, NULL, NULL);
@@ -397,10 +455,15 @@ rocattach_status_t rocattach_detach(int pid)
 		if (s->attached && !s->busy)
 			pids[n++] = s->pid;
 	pthread_mutex_unlock(&sessions_lock);
+	if (!pids) {
+		op_init(&op);
+		ra_err_set(&op.e, ROCATTACH_STATUS_ERROR, "detach of every session: out of memory");
+		return op_finish(&op, NULL);
+	}
 	for (size_t i = 0; i < n; i++)
-		api_detach(pids[i], NULL, NULL);
+		many_add(&m, api_detach(pids[i], NULL, NULL));
 	free(pids);
-	return ROCATTACH_STATUS_SUCCESS;
+	return many_end(&m, "detach");
 }
 
 int rocattach_is_attached(int pid)

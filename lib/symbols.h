@@ -25,7 +25,7 @@
  * of this machine's class and architecture, or corrupt).
  */
 int ra_elf_lookup_fd(int fd, const char *const *names, size_t n, uint64_t *vaddr,
-		     uint64_t *load_bias_base, uint64_t *load_offset);
+		     uint64_t *load_bias_base, uint64_t *load_offset) RA_MUST_CHECK;
 
 /* What an ELF file's header says (ra_elf_header_fd). */
 struct ra_elf_header {
@@ -39,7 +39,7 @@ struct ra_elf_header {
  * The header of the ELF file open on fd, read with libelf: 0 and *h, or
  * -errno when the file cannot be read at all (an O_PATH descriptor, say).
  */
-int ra_elf_header_fd(int fd, struct ra_elf_header *h);
+int ra_elf_header_fd(int fd, struct ra_elf_header *h) RA_MUST_CHECK;
 
 /*
  * Find one mapped object of pid that defines all names[0..n) as functions
@@ -52,7 +52,7 @@ int ra_elf_header_fd(int fd, struct ra_elf_header *h);
  */
 int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
 		    const char *const *names, size_t n, const char *const *prefer, uint64_t *addrs,
-		    char *obj, size_t objlen, struct ra_err *e);
+		    char *obj, size_t objlen, struct ra_err *e) RA_MUST_CHECK;
 
 /*
  * The same, among the objects named by only[] alone (no other object is
@@ -62,6 +62,6 @@ int ra_symbols_find(const char *procfs, pid_t pid, const struct ra_maps *maps,
  */
 int ra_symbols_find_only(const char *procfs, pid_t pid, const struct ra_maps *maps,
 			 const char *const *names, size_t n, size_t nfn, const char *const *only,
-			 uint64_t *addrs, struct ra_err *e);
+			 uint64_t *addrs, struct ra_err *e) RA_MUST_CHECK;
 
 #endif

@@ -141,7 +141,11 @@ static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 	rocattach_status_t st;
 
 	if (t->state == RN_DIED_ATTACHED) {
-		rocattach_detach_ex(t->pid, &ro, &rep);
+		/* Only its session goes: the process is gone, as the library says (NOT_FOUND). */
+		st = rocattach_detach_ex(t->pid, &ro, &rep);
+		if (st != ROCATTACH_STATUS_SUCCESS &&
+		    st != ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND)
+			copy_message(t, rep.message);
 		return;
 	}
 	st = rocattach_detach_ex(t->pid, &ro, &rep);
@@ -262,12 +266,13 @@ static size_t retry_stopped(struct rn_target *t, size_t n, bool mark)
 void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 {
 	uint64_t ms = o && o->call_timeout_ms ? o->call_timeout_ms : 10000;
-	uint64_t from = o && o->stop_ns > ra_realtime_ns() ? o->stop_ns : ra_realtime_ns();
+	uint64_t stop = o && o->stop_ns ? ra_monotonic_of_realtime(o->stop_ns) : 0;
+	uint64_t now = ra_monotonic_ns(), from = stop > now ? stop : now;
 	uint64_t deadline = from + ms * RA_NS_PER_MS;
 	struct timespec nap = {0, 20 * 1000000};
 
 	pool_run(t, n, o, false);
-	while (retry_stopped(t, n, false) && ra_realtime_ns() < deadline) {
+	while (retry_stopped(t, n, false) && ra_monotonic_ns() < deadline) {
 		nanosleep(&nap, NULL);
 		retry_stopped(t, n, true);
 		pool_run(t, n, o, false);

@@ -43,6 +43,11 @@
 #define ROCATTACH_API
 #endif
 #define ROCATTACH_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+/*
+ * On the _ex entry points: their status says whether the target is attached
+ * (or detached) as asked; a caller that ignores it gets a compiler warning.
+ */
+#define ROCATTACH_MUST_CHECK __attribute__((warn_unused_result))
 
 ROCATTACH_EXTERN_C_INIT
 
@@ -81,14 +86,26 @@ rocattach_status_t rocattach_attach(int pid) ROCATTACH_API;
 /*
  * Attach to pid and every descendant (snapshot, breadth-first). The root must
  * attach or nothing else is tried. Descendants without a listener are skipped
- * with a warning; other failures are logged and the last one is returned.
+ * with a warning; other failures are logged, and the call goes on with the
+ * rest.
+ *
+ * Calls over many processes (this one, rocattach_detach_tree and
+ * rocattach_detach(0)) return the worst status of any process: SUCCESS only
+ * if every one succeeded; else, from mildest to worst, PROCESS_NOT_FOUND,
+ * NOT_SUPPORTED, INVALID_ARGUMENT, PTRACE_OPERATION_NOT_PERMITTED,
+ * PTRACE_ERROR, ERROR. rocattach_last_error() then gives the first failure's
+ * message; when more than one failed, as "K of N processes failed to attach
+ * (detach); the first: <message>" (every failure is also logged).
  */
 rocattach_status_t rocattach_attach_tree(int pid) ROCATTACH_API;
 
-/* Detach exactly the PIDs recorded by rocattach_attach_tree(pid). */
+/* Detach exactly the PIDs recorded by rocattach_attach_tree(pid); the worst status (above). */
 rocattach_status_t rocattach_detach_tree(int pid) ROCATTACH_API;
 
-/* Detach one process; pid 0 detaches every session and returns SUCCESS. */
+/*
+ * Detach one process; pid 0 detaches every session and returns the worst
+ * status (see rocattach_attach_tree; SUCCESS when there was none).
+ */
 rocattach_status_t rocattach_detach(int pid) ROCATTACH_API;
 
 /* Enum identifier / message of a status; NULL for an unknown value. */
@@ -228,19 +245,22 @@ typedef struct rocattach_report {
 } rocattach_report_t;
 
 /* rocattach_attach() with explicit options; report may be NULL. */
-rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
-				       rocattach_report_t *report) ROCATTACH_API;
+rocattach_status_t
+rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
+		    rocattach_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
 /*
  * rocattach_attach_tree() with explicit options; report (may be NULL) is the
  * root's. With ROCATTACH_F_INJECT, descendants without a listener get the
  * agent like the root instead of being skipped. rocattach_detach_tree(pid)
  * detaches what it attached.
  */
-rocattach_status_t rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
-					    rocattach_report_t *report) ROCATTACH_API;
+rocattach_status_t
+rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
+			 rocattach_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
 /* rocattach_detach() of one pid (> 0) with options (stop_ns; the rest is ignored) and a report. */
-rocattach_status_t rocattach_detach_ex(int pid, const rocattach_opts_t *opts,
-				       rocattach_report_t *report) ROCATTACH_API;
+rocattach_status_t
+rocattach_detach_ex(int pid, const rocattach_opts_t *opts,
+		    rocattach_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
 
 /*
  * The target side of pid's listener (enum rocattach_target_side), read from

@@ -2,7 +2,9 @@
 /*
  * Clocks, in one place for every layer (libc only). Times that cross a
  * process boundary (start and stop times, tool records) are CLOCK_REALTIME
- * nanoseconds; durations measured inside one process use CLOCK_MONOTONIC.
+ * nanoseconds; durations, timeouts and deadlines inside one process use
+ * CLOCK_MONOTONIC, so that a step of the wall clock (NTP, an admin) neither
+ * cuts a wait short nor stretches it.
  */
 #ifndef RA_COMMON_CLOCK_H
 #define RA_COMMON_CLOCK_H
@@ -84,6 +86,30 @@ static inline uint64_t ra_realtime_ns(void)
 static inline uint64_t ra_monotonic_ns(void)
 {
 	return ra_clock_ns(CLOCK_MONOTONIC);
+}
+
+/*
+ * The CLOCK_MONOTONIC time at which CLOCK_REALTIME reads rt_ns, as the two
+ * clocks stand now: a deadline given as a wall-clock time is turned into
+ * one that a later step of the wall clock does not move (convert it once,
+ * when it is received, and wait on the result).
+ */
+static inline uint64_t ra_monotonic_of_realtime(uint64_t rt_ns)
+{
+	uint64_t rt = ra_realtime_ns(), mono = ra_monotonic_ns();
+
+	if (rt_ns >= rt)
+		return mono + (rt_ns - rt);
+	return rt - rt_ns < mono ? mono - (rt - rt_ns) : 0;
+}
+
+/* Sleep until CLOCK_MONOTONIC reaches ns (at once if it has); signals do not cut it short. */
+static inline void ra_sleep_until_monotonic(uint64_t ns)
+{
+	struct timespec ts = ra_timespec_of(ns);
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 /* Sleep until CLOCK_REALTIME reaches ns (at once if it has); signals do not cut it short. */

@@ -301,6 +301,140 @@ static void test_attach_tree_root_without_listener(void **state)
 	victim_stop(&v);
 }
 
+static bool has_text(const char *s, pid_t pid)
+{
+	char p[32];
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	return strstr(s, p) != NULL;
+}
+
+/* The children of pid, up to max; how many. */
+static int children_of(pid_t pid, pid_t *out, int max)
+{
+	char path[64];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (n < max && fscanf(f, "%d", &out[n]) == 1)
+		n++;
+	fclose(f);
+	return n;
+}
+
+struct tree_of_sh {
+	pid_t root;
+	pid_t kids[3]; /* two static sleepers, then the example target */
+};
+
+static bool sh_tree_up(void *arg)
+{
+	struct tree_of_sh *t = arg;
+	pid_t k[4];
+
+	if (children_of(t->root, k, 4) != 3)
+		return false;
+	for (int i = 0, s = 0; i < 3; i++) {
+		if (proc_thread(k[i], "rocp-bg-attach"))
+			t->kids[2] = k[i];
+		else if (s < 2)
+			t->kids[s++] = k[i];
+	}
+	return t->kids[2] > 0 && t->kids[1] > 0;
+}
+
+/*
+ * A tree where two children cannot be attached (static programs: nothing to
+ * inject into): the root and the third child attach, the call returns the
+ * worst status, and the message is the first failure's with the count.
+ * Then a child killed during the window: detach_tree keeps its message.
+ */
+static void test_attach_tree_keeps_each_failure(void **state)
+{
+	const rocattach_opts_t inj = {.size = sizeof(rocattach_opts_t),
+				      .tool_libraries = RA_TOOL_PATH,
+				      .flags = ROCATTACH_F_INJECT,
+				      .agent_path = RA_AGENT_PATH};
+	struct victim_opts o = {.program = "/bin/sh"};
+	struct tree_of_sh t = {0};
+	char script[1024];
+	struct victim v;
+	const char *msg;
+
+	(void)state;
+	snprintf(script, sizeof(script),
+		 "%s >/dev/null & %s >/dev/null & ROCP_TOOL_ATTACH=1 LD_PRELOAD=%s %s "
+		 "</dev/null >/dev/null & echo ready; wait",
+		 RA_STATIC_SLEEPER, RA_STATIC_SLEEPER, RA_AGENT_PATH, RA_TARGET_PATH);
+	o.argv[0] = "-c";
+	o.argv[1] = script;
+	start(&v, &o);
+	t.root = v.pid;
+	assert_true(wait_until(sh_tree_up, &t, 10000));
+
+	assert_int_equal(rocattach_attach_tree_ex(v.pid, &inj, NULL),
+			 ROCATTACH_STATUS_ERROR_NOT_SUPPORTED);
+	msg = rocattach_last_error();
+	assert_non_null(strstr(msg, "2 of 4 processes failed to attach; the first: "));
+	assert_non_null(strstr(msg, "no glibc dlopen"));
+	assert_true(has_text(msg, t.kids[0]) || has_text(msg, t.kids[1]));
+	assert_int_equal(tool_count(log_of(v.pid), "tool_attach"), 1);
+	assert_int_equal(tool_count(log_of(t.kids[2]), "tool_attach"), 1);
+	for (int i = 0; i < 2; i++) {
+		assert_true(proc_alive(t.kids[i]));
+		assert_int_equal(proc_tracer(t.kids[i]), 0);
+	}
+
+	/* The example target dies in the window: the detach of the rest goes on. */
+	kill(t.kids[2], SIGKILL);
+	for (int i = 0; i < 500 && proc_alive(t.kids[2]); i++)
+		usleep(10000);
+	assert_int_equal(rocattach_detach_tree(v.pid),
+			 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	msg = rocattach_last_error();
+	assert_true(has_text(msg, t.kids[2]));
+	assert_non_null(strstr(msg, "exited during the window"));
+	assert_null(strstr(msg, "processes failed"));
+	assert_int_equal(tool_count(log_of(v.pid), "tool_detach"), 1);
+	assert_int_equal(rocattach_is_attached(v.pid), 0);
+	assert_int_equal(proc_tracer(v.pid), 0);
+	assert_true(proc_alive(v.pid));
+	kill(t.kids[0], SIGKILL);
+	kill(t.kids[1], SIGKILL);
+	victim_stop(&v);
+}
+
+/* rocattach_detach(0) where one target died in the window: its status and message. */
+static void test_detach_zero_returns_the_worst(void **state)
+{
+	struct victim a, b;
+	const char *msg;
+	pid_t gone;
+
+	(void)state;
+	start(&a, &with_agent);
+	start(&b, &with_agent);
+	assert_int_equal(rocattach_attach(a.pid), ROCATTACH_STATUS_SUCCESS);
+	assert_int_equal(rocattach_attach(b.pid), ROCATTACH_STATUS_SUCCESS);
+	gone = b.pid;
+	victim_stop(&b);
+	assert_int_equal(rocattach_detach(0), ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	msg = rocattach_last_error();
+	assert_true(has_text(msg, gone));
+	assert_non_null(strstr(msg, "exited during the window"));
+	assert_int_equal(rocattach_is_attached(a.pid), 0);
+	assert_int_equal(tool_count(log_of(a.pid), "tool_detach"), 1);
+	assert_unharmed(&a, false);
+	/* Nothing left: SUCCESS, no message. */
+	assert_int_equal(rocattach_detach(0), ROCATTACH_STATUS_SUCCESS);
+	assert_string_equal(rocattach_last_error(), "");
+	victim_stop(&a);
+}
+
 static void test_detach_zero_detaches_every_session(void **state)
 {
 	struct victim a, b;
@@ -503,6 +637,8 @@ int main(void)
 	    cmocka_unit_test(test_attach_tool_declines_reports_agent_error),
 	    cmocka_unit_test(test_attach_tree_skips_fork_only_child),
 	    cmocka_unit_test(test_attach_tree_root_without_listener),
+	    cmocka_unit_test(test_attach_tree_keeps_each_failure),
+	    cmocka_unit_test(test_detach_zero_returns_the_worst),
 	    cmocka_unit_test(test_detach_zero_detaches_every_session),
 	    cmocka_unit_test(test_attach_blocked_read_keeps_data_no_eintr),
 	    cmocka_unit_test(test_attach_signal_in_window_reaches_target),

@@ -722,7 +722,9 @@ static void test_fault_attacher_killed_during_inject_bootstrap(void **state)
 		a = fork();
 		if (a == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			rocattach_attach_ex(v.pid, &inject, NULL);
+			/* Killed at a random point; done before, it waits to be killed. */
+			if (rocattach_attach_ex(v.pid, &inject, NULL) != ROCATTACH_STATUS_SUCCESS)
+				_exit(1);
 			for (;;)
 				pause();
 		}

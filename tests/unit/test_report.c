@@ -1341,6 +1341,40 @@ static void test_store_leaves_no_file(void **state)
 	rm_store_close(s);
 }
 
+/*
+ * A node whose records cannot be read back from the store (here: where it
+ * says they are, the store's file has nothing, a short read) is a failure:
+ * counted, so the run cannot end 0, and named in the summary with the
+ * reason; the report is given up, not written without it.
+ */
+static void test_rm_count_failures_store_read_error(void **state)
+{
+	char err[512] = "", *text;
+	struct rm_store *s = rm_store_open(dir, err, sizeof(err));
+	struct rm_run c;
+	size_t bytes;
+
+	(void)state;
+	assert_non_null(s);
+	build_lost_run();
+	c = stored_copy(&lost_run, s, &bytes);
+	assert_int_equal(rm_count_failures(&c), 0);
+	assert_int_equal(rm_store_check(s, err, sizeof(err)), 0);
+	c.w[0].nodes[0].at = rm_store_bytes(s) + 4096; /* nodeA, not lost */
+	assert_int_equal(rm_count_failures(&c), 1);
+	assert_int_equal(rm_store_check(s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot read the gathered records back"));
+	text = summary_of(&c);
+	assert_non_null(strstr(text, "nodeA: records unreadable: cannot read the gathered "
+				     "records back from"));
+	assert_non_null(strstr(text, "the outcome of its 2 targets is unknown"));
+	free(text);
+	assert_int_not_equal(rm_write_report(path_in_dir("unreadable.json"), &c, err, sizeof(err)),
+			     0);
+	free_copy(&c);
+	rm_store_close(s);
+}
+
 static void test_store_open_missing_dir(void **state)
 {
 	char err[512] = "";
@@ -1460,6 +1494,7 @@ int main(void)
 	    cmocka_unit_test(test_store_same_outputs),
 	    cmocka_unit_test(test_store_leaves_no_file),
 	    cmocka_unit_test(test_store_open_missing_dir),
+	    cmocka_unit_test(test_rm_count_failures_store_read_error),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
