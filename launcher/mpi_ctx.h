@@ -164,10 +164,9 @@ struct ctx {
 	int argc;
 	struct rn_target *t; /* this node's targets */
 	size_t n;
-	char node_error[256];  /* selection failure on this node */
-	int sfd;	       /* signalfd of the window-ending signals, -1 if it failed */
-	int sfd_errno;	       /* why it failed */
-	uint64_t last_look_ns; /* CLOCK_MONOTONIC of the last look at them (0: none yet) */
+	char node_error[256]; /* selection failure on this node */
+	int sfd;	      /* signalfd of the window-ending signals, -1 if it failed */
+	int sfd_errno;	      /* why it failed */
 	int held_sig; /* taken while the attaches or detaches ran: rm_take_signal gives it first */
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 (all along) */
@@ -175,7 +174,7 @@ struct ctx {
 	struct rn_watch *watch; /* liveness of this node's targets (NULL: none, or no memory) */
 	bool gone_told;		/* rank 0 knows this node's targets are all gone */
 	int interrupted;	/* signal that cut a window short, 0 if none */
-	bool root_signalled;	/* rank 0: a signal ended the window here (the job may be ending) */
+	bool root_signalled;	/* rank 0: SIGTERM ended the window here (the job may be ending) */
 	bool last;		/* no window after this one (job ended, tool failed) */
 	int nodes_alive;	/* rank 0: nodes with a target not known gone, not lost */
 	bool tool_stop;		/* rank 0: nothing attached, the tool failed */
@@ -208,7 +207,7 @@ struct ctx {
 void rm_say(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* This rank's error line, prefixed host:rank (any rank). */
 void rm_rank_error(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A pending window-ending signal, or 0 (a SIGCONT that resumed a stopped launcher is not one). */
+/* A pending window-ending signal, or 0 (SIGCONT is never one). */
 int rm_take_signal(struct ctx *c);
 bool rm_took_enter(struct ctx *c);
 /* Up to POLL_MS for a signal, less if until_ns (CLOCK_REALTIME, 0: none) comes sooner. */
