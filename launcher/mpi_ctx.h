@@ -80,7 +80,7 @@ enum {
 /*
  * Records are pulled: at most --gather-slots (o.gather_slots) ranks' are on
  * their way to rank 0 at a time, whatever the number of ranks (a message
- * each, ~86 KB at 128 targets a node). Ranks 1 to that number hold the
+ * each, ~130 KB at 128 targets a node). Ranks 1 to that number hold the
  * first slots: they send theirs as soon as they are final, unasked; rank 0
  * asks the next rank (TAG_PULL) as each answer comes. A rank asked after
  * the deadline (the stop + the grace: ranks before it held the slots) has

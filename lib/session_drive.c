@@ -331,10 +331,7 @@ static void default_tool_failed(pid_t pid, struct op *op)
 	char cause[ROCATTACH_MESSAGE_MAX];
 
 	snprintf(cause, sizeof(cause), "%s", why ? why + strlen(RA_DEFAULT_TOOL ": ") : "");
-	/*
-	 * The fix before the cause: a launcher keeps the first 255 characters
-	 * of a target's message (node.h), and the cause can be long.
-	 */
+	/* The fix before the cause: the cause can be long, and a message is cut at its end. */
 	ra_err_reset(&op->e, op->e.status,
 		     "process %d: the default tool %s cannot attach (no tool list given; "
 		     "rocprofiler_register_attach returned %d): give the tool with -t "
