@@ -522,7 +522,7 @@ void rm_run_windows(struct ctx *c)
  * before detaching its targets itself: rank 0 may be stuck sending to a
  * dead rank.
  */
-#define ORPHAN_ENDING_NS 300000000ull
+#define ORPHAN_ENDING_NS 600000000ull
 static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
 {
 	int32_t sig = rm_take_signal(c);
