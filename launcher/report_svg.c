@@ -322,8 +322,8 @@ static void svg_call(struct svg *s, uint64_t start, uint64_t at, uint64_t end, i
 	if (!start)
 		return;
 	if (at > start && at <= end && svg_x(s, at) - x1 >= 1) {
-		snprintf(t, sizeof(t), "%s call armed, waiting for its time: %.3f ms", what,
-			 (double)(at - start) / NS_PER_MS);
+		snprintf(t, sizeof(t), "%s call sent and armed, waiting for its time: %.3f ms",
+			 what, (double)(at - start) / NS_PER_MS);
 		svg_mark(s, x1, svg_x(s, at), y, true, t);
 		x1 = svg_x(s, at);
 		start = at;
