@@ -203,12 +203,15 @@ check "mpirun on one node: found 1 target" grep -q "found 1 target" "$W/l9b.out"
 pkill -P "$FAKE"
 wait "$FAKE"
 
-# 10. An output in a missing directory: one line, the colon after the directory.
+# 10. An output in a missing directory: one line that reads as a sentence (it was
+#     "directory '/x' No such file or directory").
 mpirun -np 1 "$LAUNCHER" --exe x --report /nonexistent-dir/r.json </dev/null >"$W/l10.out" 2>&1
 rc=$?
 check "missing directory: exit 2 (got $rc)" test "$rc" -eq 2
-check "missing directory: the colon after it" grep -q \
-	"directory '/nonexistent-dir': No such file or directory" "$W/l10.out"
+check "missing directory: said plainly" grep -q \
+	"directory '/nonexistent-dir' does not exist: create it first" "$W/l10.out"
+check "missing directory: no cause without its colon" eval \
+	"! grep -Eq \"directory '[^']*' [A-Z]\" \"\$W/l10.out\""
 
 rm -rf "$W"
 finish
