@@ -80,7 +80,7 @@ enum {
 /*
  * Records are pulled: at most --gather-slots (o.gather_slots) ranks' are on
  * their way to rank 0 at a time, whatever the number of ranks (a message
- * each, ~86 KB at 128 targets a node). Ranks 1 to that number hold the
+ * each, ~130 KB at 128 targets a node). Ranks 1 to that number hold the
  * first slots: they send theirs as soon as they are final, unasked; rank 0
  * asks the next rank (TAG_PULL) as each answer comes. A rank asked after
  * the deadline (the stop + the grace: ranks before it held the slots) has
@@ -165,10 +165,9 @@ struct ctx {
 	int argc;
 	struct rn_target *t; /* this node's targets */
 	size_t n;
-	char node_error[256];  /* selection failure on this node */
-	int sfd;	       /* signalfd of the window-ending signals, -1 if it failed */
-	int sfd_errno;	       /* why it failed */
-	uint64_t last_look_ns; /* CLOCK_MONOTONIC of the last look at them (0: none yet) */
+	char node_error[256]; /* selection failure on this node */
+	int sfd;	      /* signalfd of the window-ending signals, -1 if it failed */
+	int sfd_errno;	      /* why it failed */
 	int held_sig; /* taken while the attaches or detaches ran: rm_take_signal gives it first */
 	bool stdin_open;
 	int stops_sent;		/* STOP messages this rank sent to rank 0 (all along) */
@@ -176,7 +175,7 @@ struct ctx {
 	struct rn_watch *watch; /* liveness of this node's targets (NULL: none, or no memory) */
 	bool gone_told;		/* rank 0 knows this node's targets are all gone */
 	int interrupted;	/* signal that cut a window short, 0 if none */
-	bool root_signalled;	/* rank 0: a signal ended the window here (the job may be ending) */
+	bool root_signalled;	/* rank 0: SIGTERM ended the window here (the job may be ending) */
 	bool last;		/* no window after this one (job ended, tool failed) */
 	int nodes_alive;	/* rank 0: nodes with a target not known gone, not lost */
 	bool tool_stop;		/* rank 0: nothing attached, the tool failed */
@@ -219,7 +218,7 @@ struct ctx {
 void rm_say(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* This rank's error line, prefixed host:rank (any rank). */
 void rm_rank_error(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A pending window-ending signal, or 0 (a SIGCONT that resumed a stopped launcher is not one). */
+/* A pending window-ending signal, or 0 (SIGCONT is never one). */
 int rm_take_signal(struct ctx *c);
 bool rm_took_enter(struct ctx *c);
 /* Up to POLL_MS for a signal, less if until_ns (CLOCK_MONOTONIC, 0: none) comes sooner. */

@@ -310,20 +310,18 @@ static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
  * side no watchdog would detach them after us. SIGUSR1 is the quiet stop;
  * SIGPIPE is ignored (a closed output must not kill us mid-window).
  *
- * SIGCONT too, unless it resumes a stopped launcher: Open MPI ends a job by
- * sending each rank SIGCONT, SIGTERM 1 s later and SIGKILL tens of
- * milliseconds after that (measured with 4.1; Slurm's scancel also sends
- * SIGCONT first), so the SIGCONT is the only warning with time enough to
- * stop the window and write the report. A SIGCONT after the launcher was
- * stopped (a suspended job resumed) is told apart by the gap it leaves in
- * the window loop's looks (RESUME_GAP_NS) and ignored. Blocking SIGCONT
- * does not keep it from continuing a stopped process.
+ * SIGCONT is none of them: it is not blocked, and never ends or names a
+ * window. Open MPI ends a job (a Ctrl-C at mpirun, a rank that died) by
+ * sending each rank SIGCONT, SIGTERM 1 s later and SIGKILL about 1 s after
+ * that (measured with 4.1.4); Slurm sends SIGCONT and SIGTERM together, and
+ * SIGKILL after KillWait; mpirun also forwards the SIGCONT of a job resumed
+ * after Ctrl-Z. The SIGTERM is the one that ends the window and is named;
+ * it leaves time enough to detach and write the report.
  */
-#define RESUME_GAP_NS 1000000000ull
 static void block_signals(sigset_t *set)
 {
-	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,	SIGUSR1, SIGUSR2, SIGQUIT, SIGALRM,
-				   SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPWR,  SIGCONT};
+	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGUSR1,	 SIGUSR2, SIGQUIT,
+				   SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPWR};
 
 	sigemptyset(set);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -336,17 +334,13 @@ static void block_signals(sigset_t *set)
 int rm_take_signal(struct ctx *c)
 {
 	struct signalfd_siginfo si;
-	uint64_t now = ra_monotonic_ns();
-	bool resumed = c->last_look_ns && now - c->last_look_ns > RESUME_GAP_NS;
 	int held = c->held_sig;
 
-	c->last_look_ns = now;
 	c->held_sig = 0;
 	if (held)
 		return held;
-	while (read(c->sfd, &si, sizeof(si)) == sizeof(si))
-		if (si.ssi_signo != SIGCONT || !resumed)
-			return (int)si.ssi_signo;
+	if (read(c->sfd, &si, sizeof(si)) == sizeof(si))
+		return (int)si.ssi_signo;
 	return 0;
 }
 
@@ -362,6 +356,9 @@ bool rm_took_enter(struct ctx *c)
 	n = read(STDIN_FILENO, buf, sizeof(buf));
 	if (n <= 0) {
 		c->stdin_open = false;
+		if (c->o.duration_ms < 0)
+			rm_say(c, "standard input closed: Enter cannot end the window; send "
+				  "SIGUSR1 to mpirun instead");
 		return false;
 	}
 	return memchr(buf, '\n', (size_t)n) != NULL;
@@ -434,6 +431,17 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	size_t died = rm_died_attached(&c->run, &lived, NULL, NULL);
 	char store_err[600];
 
+	/*
+	 * A signal that came with the job's end (Slurm or mpirun ending it:
+	 * the targets got their SIGTERM too) found every target gone by the
+	 * detach: the job ended, nothing was cut short.
+	 */
+	if (c->interrupted && !c->lost_count && c->total_targets && !lived && !failed) {
+		rm_say(c, "SIG%s received, and every target ended: the job ended",
+		       sigabbrev_np(c->interrupted));
+		c->interrupted = 0;
+		c->run_stop = "job ended";
+	}
 	c->run.stop_reason = c->run_stop      ? c->run_stop
 			     : c->interrupted ? "interrupted"
 					      : "completed";

@@ -120,8 +120,7 @@ static struct rn_pool_opts pool_opts(const struct ctx *c)
  * The attaches or detaches run on a helper thread while this one answers
  * signals: each call has its deadline (--call-timeout), but a signal is
  * said at once and kept for the window loop (rm_take_signal gives it
- * first), which then stops the window. The looks keep the SIGCONT gap
- * logic right (last_look_ns). Without a thread, the pool runs here.
+ * first), which then stops the window. Without a thread, the pool runs here.
  */
 struct pool_job {
 	struct ctx *c;
@@ -171,7 +170,6 @@ static int pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 	f[0] = (struct pollfd){j.done[0], POLLIN, 0};
 	f[1] = (struct pollfd){c->sfd, POLLIN, 0};
 	while (poll(f, (nfds_t)nfds, 25) >= 0 && !(f[0].revents & POLLIN)) {
-		c->last_look_ns = ra_monotonic_ns();
 		if (nfds < 2 || !(f[1].revents & POLLIN) || !(sig = rm_take_signal(c)))
 			continue;
 		/* One is enough: the window stops; later ones wait in the signalfd. */
@@ -378,8 +376,8 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 		snprintf(m->reason, sizeof(m->reason), "max-window");
 	} else if ((sig = rm_take_signal(c))) {
 		m->signo = sig;
-		/* Open MPI and Slurm end a job with SIGCONT, SIGTERM, SIGKILL: be quick. */
-		c->root_signalled = sig == SIGTERM || sig == SIGCONT;
+		/* Open MPI and Slurm end a job with SIGTERM, then SIGKILL: be quick. */
+		c->root_signalled = sig == SIGTERM;
 		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank 0", sigabbrev_np(sig));
 	} else if (rm_took_enter(c)) {
 		snprintf(m->reason, sizeof(m->reason), "enter");
@@ -401,9 +399,10 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 }
 
 /*
- * The job is being ended (SIGCONT or SIGTERM on rank 0: Open MPI sends them
- * when a rank died, SIGKILL follows a second later): the report is written
- * now, before anything that can block. A send to the dead rank waits inside
+ * SIGTERM on rank 0 (Open MPI and Slurm end a job with it, SIGKILL follows
+ * about a second later with Open MPI): the report is written now, before
+ * anything that can block. Alone, rank 0 gathers only its own records and
+ * nothing blocks: no provisional report then. A send to the dead rank waits inside
  * Open MPI until the SIGKILL (docs/reliability.md), and which rank died is
  * not known yet. This window's records are not gathered: every node shows
  * its last known ones as lost for that reason. The final report replaces
@@ -415,12 +414,11 @@ static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const str
 	struct rm_window *win;
 	char err[512], why[160];
 
-	if (!c->o.report || !(r.w = calloc(c->run.n_w + 1, sizeof(*r.w))))
+	if (!c->o.report || c->size < 2 || !(r.w = calloc(c->run.n_w + 1, sizeof(*r.w))))
 		return;
 	if (c->run.n_w)
 		memcpy(r.w, c->run.w, c->run.n_w * sizeof(*r.w));
-	snprintf(why, sizeof(why),
-		 "not gathered: the job was being ended (%s) when this report was written",
+	snprintf(why, sizeof(why), "not gathered: %s, and this report was written at once",
 		 m->reason);
 	win = &r.w[r.n_w++];
 	*win = (struct rm_window){
@@ -430,13 +428,17 @@ static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const str
 	r.exit_reason = "interrupted";
 	r.stop_reason = "interrupted";
 	r.ended_ns = ra_realtime_ns();
-	r.provisional = "written when the job was being ended, before the last window's records "
-			"were gathered: its nodes show their last known records; replaced by the "
-			"final report if rank 0 got that far";
+	r.provisional = "written at a SIGTERM on rank 0 (the job may be being ended, SIGKILL "
+			"may follow), before the last window's records were gathered: its nodes "
+			"show their last known records; replaced by the final report if rank 0 "
+			"got that far";
 	if (rm_write_report(c->o.report, &r, err, sizeof(err)))
 		rm_say(c, "%s", err);
 	else
-		rm_say(c, "provisional report written to %s (the job is being ended)", c->o.report);
+		rm_say(c,
+		       "provisional report written to %s (%s: written before the records are "
+		       "gathered, in case a SIGKILL follows)",
+		       c->o.report, m->reason);
 	rm_free_nodes(win->nodes, win->n_nodes);
 	free(r.w);
 }
@@ -447,6 +449,12 @@ static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m
 
 	if (wake)
 		wake -= STOP_MARGIN_NS;
+	else if (w == 1)
+		rm_say(c,
+		       "window 1 has no duration (-d): press Enter to end it (mpirun passes its "
+		       "input to rank 0), or send SIGUSR1 to mpirun; it ends by itself after "
+		       "--max-window %lld ms",
+		       c->o.max_window_ms);
 	memset(m, 0, sizeof(*m));
 	for (;;) {
 		watch_job(c);
@@ -541,16 +549,17 @@ void rm_run_windows(struct ctx *c)
 /* The other ranks. */
 
 /*
- * A local signal is sent to rank 0, which stops everyone. After a SIGCONT
- * (Open MPI or Slurm ending the job: SIGKILL follows within about a second)
- * this rank waits only ORPHAN_ENDING_NS for rank 0's stop before detaching
- * its targets itself: rank 0 may be stuck sending to a dead rank.
+ * A local signal is sent to rank 0, which stops everyone. After a SIGTERM
+ * (Open MPI or Slurm ending the job: SIGKILL follows, after about a second
+ * with Open MPI) this rank waits only ORPHAN_ENDING_NS for rank 0's stop
+ * before detaching its targets itself: rank 0 may be stuck sending to a
+ * dead rank.
  */
 #define ORPHAN_ENDING_NS 600000000ull
 static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
 {
 	int32_t sig = rm_take_signal(c);
-	uint64_t wait = sig == SIGCONT ? ORPHAN_ENDING_NS : ORPHAN_TIMEOUT_NS;
+	uint64_t wait = sig == SIGTERM ? ORPHAN_ENDING_NS : ORPHAN_TIMEOUT_NS;
 
 	if (!sig)
 		return;

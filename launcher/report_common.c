@@ -246,6 +246,7 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		/* A target where a library of the list failed is in failed only: they partition. */
 		c->detached += t->state == RN_DETACHED && !rm_failed(t);
 		c->exited += t->state == RN_EXITED;
+		c->exited_after += t->state == RN_EXITED && t->windows > 0 && !rm_failed(t);
 		c->died += t->state == RN_DIED_ATTACHED;
 		c->stopped += t->state == RN_STOPPED;
 	}

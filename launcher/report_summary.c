@@ -120,10 +120,15 @@ static void print_headline(FILE *f, const struct rm_run *r)
 			w->n_nodes == 1 ? "" : "s", c.found, c.found == 1 ? "" : "s");
 	if (r->n_w > 1)
 		fprintf(f, ", %zu windows", r->n_w);
+	/* One that completed its windows, then exited, was attached and detached. */
 	if (c.found)
-		fprintf(f, ": %zu attached and detached, %zu failed", c.detached, c.failed);
-	if (c.exited)
-		fprintf(f, ", %zu exited", c.exited);
+		fprintf(f, ": %zu attached and detached", c.detached + c.exited_after);
+	if (c.found && c.exited_after)
+		fprintf(f, " (%zu exited after)", c.exited_after);
+	if (c.found)
+		fprintf(f, ", %zu failed", c.failed);
+	if (c.exited > c.exited_after)
+		fprintf(f, ", %zu exited", c.exited - c.exited_after);
 	if (c.died)
 		fprintf(f, ", %zu died with tools attached", c.died);
 	if (c.lost_nodes)

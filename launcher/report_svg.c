@@ -26,7 +26,8 @@ struct svg {
 	const struct rm_run *r;
 	uint64_t t0, lo, hi; /* window 1's start; the axis range */
 	double px_per_ns;
-	int y; /* top of the next row */
+	int y;	      /* top of the next row */
+	int x_legend; /* where the next legend item goes */
 };
 
 /*
@@ -205,8 +206,8 @@ static void svg_axis(struct svg *s, int bottom, bool labels)
 	}
 }
 
-/* The label over a window, as long as fits before the next window starts. */
-static void svg_window_label(struct svg *s, const struct rm_window *w, double x, double room)
+/* The label over a window from x, as long as fits in room; false if none fits. */
+static bool svg_window_label(struct svg *s, const struct rm_window *w, double x, double room)
 {
 	struct rm_skew sk = rm_window_skew(w);
 	char text[160];
@@ -224,26 +225,49 @@ static void svg_window_label(struct svg *s, const struct rm_window *w, double x,
 	if (len * SVG_CHAR_W > room)
 		len = (size_t)snprintf(text, sizeof(text), "w%d", w->index);
 	if (len * SVG_CHAR_W > room)
-		return;
+		return false;
 	fprintf(s->f, "<text class=\"halo\" x=\"%.1f\" y=\"%d\">%s</text>\n", x + 3, SVG_TOP - 28,
 		text);
+	return true;
 }
 
-static void svg_vline(struct svg *s, uint64_t ns, int bottom, const char *what, int index)
+static void svg_vseg(struct svg *s, double x, int y1, int y2, const char *what, int index)
 {
-	double x = svg_x(s, ns);
-
 	fprintf(s->f,
-		"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#555\" "
-		"stroke-dasharray=\"5 3\"><title>window %d %s</title></line>\n",
-		x, SVG_TOP - 40, x, bottom, index, what);
+		"<line class=\"wline\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+		"stroke=\"#555\" stroke-dasharray=\"5 3\"><title>window %d %s</title></line>\n",
+		x, y1, x, y2, index, what);
 }
 
-/* Dashed lines at each window's start and stop, labelled with its skews. */
-static void svg_windows(struct svg *s, int bottom)
+/*
+ * A window's start or stop: a mark in the window labels' row, then a line
+ * through each node's lanes. The rows of text between (tick labels, node
+ * names and counts) are left clear, so no line runs through a label.
+ */
+static void svg_vline(struct svg *s, uint64_t ns, const char *what, int index)
+{
+	const struct rm_window *w = rm_last_window(s->r);
+	double x = svg_x(s, ns);
+	int y = SVG_TOP;
+
+	svg_vseg(s, x, SVG_TOP - 42, SVG_TOP - 24, what, index);
+	for (size_t i = 0; w && i < w->n_nodes; i++) {
+		y += SVG_GROUP_H;
+		if (w->nodes[i].n)
+			svg_vseg(s, x, y, y + (int)w->nodes[i].n * SVG_LANE_H, what, index);
+		y += (int)w->nodes[i].n * SVG_LANE_H;
+	}
+}
+
+/*
+ * Dashed lines at each window's start and stop, labelled with its skews:
+ * the label fits between its start and stop marks, or after the stop
+ * before the next window's start mark.
+ */
+static void svg_windows(struct svg *s)
 {
 	const struct rm_window *w;
-	double x, next;
+	double x, stop, next;
 	size_t i;
 
 	for (i = 0; i < s->r->n_w; i++) {
@@ -251,13 +275,17 @@ static void svg_windows(struct svg *s, int bottom)
 		if (!w->start_ns)
 			continue;
 		x = svg_x(s, w->start_ns);
+		stop = w->stop_ns > w->start_ns ? svg_x(s, w->stop_ns) : 0;
 		next = i + 1 < s->r->n_w && s->r->w[i + 1].start_ns
 			   ? svg_x(s, s->r->w[i + 1].start_ns)
 			   : SVG_W - 4;
-		svg_window_label(s, w, x, next - x - 6);
-		svg_vline(s, w->start_ns, bottom, "start", w->index);
+		if (stop && !svg_window_label(s, w, x, stop - x - 6))
+			svg_window_label(s, w, stop, next - stop - 6);
+		else if (!stop)
+			svg_window_label(s, w, x, next - x - 6);
+		svg_vline(s, w->start_ns, "start", w->index);
 		if (w->stop_ns)
-			svg_vline(s, w->stop_ns, bottom, "stop", w->index);
+			svg_vline(s, w->stop_ns, "stop", w->index);
 	}
 }
 
@@ -268,49 +296,97 @@ static void svg_title(struct svg *s, const char *text)
 	fputs("</title>", s->f);
 }
 
-/* A thin dark mark over a call span (at least 2 px, so a fast call still shows). */
-static void svg_call(struct svg *s, uint64_t start, uint64_t end, int y, const char *what)
+/* A dark mark over [x1, x2] of a lane: thick for a call at work, thin for one armed. */
+static void svg_mark(struct svg *s, double x1, double x2, int y, bool armed, const char *t)
 {
-	double x1 = svg_x(s, start), x2 = end > start ? svg_x(s, end) : x1;
-	char t[96];
-
-	if (!start)
-		return;
-	if (x2 - x1 < 2)
-		x2 = x1 + 2;
-	snprintf(t, sizeof(t), "%s call: %.3f ms", what,
-		 end > start ? (double)(end - start) / NS_PER_MS : 0.0);
 	fprintf(s->f,
-		"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" SVG_CALL
-		"\" stroke-width=\"14\">",
-		x1, y + 9, x2, y + 9);
+		"<line class=\"%s\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+		"stroke=\"" SVG_CALL "\" stroke-width=\"%d\">",
+		armed ? "armed" : "call", x1, y + 9, x2, y + 9, armed ? 2 : 14);
 	svg_title(s, t);
 	fputs("</line>\n", s->f);
 }
 
 /*
- * Where a target's bar of one window goes: profiling (attach end to detach
- * start, or to the window's stop if it never detached), or for a failed
- * attach the attach call itself. false: nothing to draw.
+ * A call: sent at start, armed (waiting in the target for its time) until
+ * at, then at work until end. The armed part is a thin line, the rest a
+ * thick mark of at least 2 px, so a fast call still shows. at 0 (or out
+ * of the call): the whole call is at work.
  */
-static bool bar_span(const struct rm_window *w, const struct rn_target *t, uint64_t *from,
-		     uint64_t *to)
+static void svg_call(struct svg *s, uint64_t start, uint64_t at, uint64_t end, int y,
+		     const char *what)
 {
-	if (rm_attached(t)) {
+	double x1 = svg_x(s, start), x2 = end > start ? svg_x(s, end) : x1;
+	char t[128];
+
+	if (!start)
+		return;
+	if (at > start && at <= end && svg_x(s, at) - x1 >= 1) {
+		snprintf(t, sizeof(t), "%s call sent and armed, waiting for its time: %.3f ms",
+			 what, (double)(at - start) / NS_PER_MS);
+		svg_mark(s, x1, svg_x(s, at), y, true, t);
+		x1 = svg_x(s, at);
+		start = at;
+	}
+	if (x2 - x1 < 2)
+		x2 = x1 + 2;
+	snprintf(t, sizeof(t), "%s call: %.3f ms", what,
+		 end > start ? (double)(end - start) / NS_PER_MS : 0.0);
+	svg_mark(s, x1, x2, y, false, t);
+}
+
+/*
+ * When the tools got the target, as the report has it (records.c,
+ * rn_window_ns): our agent measures the hand-over and the hand-back; on
+ * ROCm's side the tools surely ran from the attach call's end to the
+ * detach call's start (the lower bound). A target that died with its tools
+ * in ran them until it was seen gone; one never detached, to the stop.
+ */
+enum bar_kind { BAR_NONE, BAR_MEASURED, BAR_BOUND, BAR_CALLS, BAR_FAILED };
+
+static enum bar_kind tools_span(const struct rm_window *w, const struct rn_target *t,
+				uint64_t *from, uint64_t *to)
+{
+	bool bound = t->attach_tool_bound || t->detach_tool_bound;
+	uint64_t back = bound ? t->detach_call_ns : t->detach_tool_ns;
+
+	if (!t->attach_tool_ns) {
+		/* No hand-over known: the calls' ends are all there is. */
 		*from = t->attach_end_ns;
 		*to = t->detach_start_ns ? t->detach_start_ns : w->stop_ns;
+		return BAR_CALLS;
+	}
+	*from = t->attach_tool_ns;
+	*to = back ? back : w->stop_ns;
+	if (!back && t->state == RN_DIED_ATTACHED && t->died_ns && t->died_ns > *from)
+		*to = t->died_ns;
+	return bound ? BAR_BOUND : BAR_MEASURED;
+}
+
+/*
+ * Where a target's bar of one window goes: the tools' window (tools_span),
+ * or for a failed attach the attach call itself.
+ */
+static enum bar_kind bar_span(const struct rm_window *w, const struct rn_target *t, uint64_t *from,
+			      uint64_t *to)
+{
+	enum bar_kind k;
+
+	if (rm_attached(t)) {
+		k = tools_span(w, t, from, to);
 		/* Died with its tools in: drawn to when it was seen gone. */
 		if (t->state == RN_DIED_ATTACHED && t->died_ns && t->died_ns < *to)
 			*to = t->died_ns;
 	} else if (rm_failed(t)) {
 		*from = t->attach_start_ns ? t->attach_start_ns : w->start_ns;
 		*to = t->attach_end_ns;
+		k = BAR_FAILED;
 	} else {
-		return false;
+		return BAR_NONE;
 	}
 	if (*to < *from)
 		*to = *from;
-	return *from != 0;
+	return *from ? k : BAR_NONE;
 }
 
 /* The bar's hover text, whole however long its host and message; NULL if out of memory. */
@@ -327,9 +403,18 @@ static char *bar_title(const struct rm_window *w, const struct rm_node *n,
 		(int)sizeof(t->exe), t->exe, w->index, rn_state_name(t->state));
 	if (t->message[0])
 		fprintf(f, ": %.*s", (int)sizeof(t->message), t->message);
-	else if (rm_attached(t))
-		fprintf(f, ", attached %+.3f ms to %+.3f ms", rel_ms(s, t->attach_end_ns),
-			rel_ms(s, t->detach_start_ns ? t->detach_start_ns : w->stop_ns));
+	if (rm_attached(t)) {
+		uint64_t from, to;
+		enum bar_kind k = bar_span(w, t, &from, &to);
+
+		fprintf(f, "%s %+.3f ms to %+.3f ms (%.3f ms)",
+			k == BAR_MEASURED ? "; tools' window, measured:"
+			: k == BAR_BOUND  ? "; tools' window, ROCm's side, a lower bound (they ran "
+					    "at least from the attach call's end to the detach "
+					    "call's start):"
+					  : "; tools' window unknown; between the calls:",
+			rel_ms(s, from), rel_ms(s, to), (double)(to - from) / NS_PER_MS);
+	}
 	if (fclose(f)) {
 		free(buf);
 		return NULL;
@@ -389,11 +474,12 @@ static void svg_target(struct svg *s, const struct svg_at *at, const struct rm_n
 	const struct rn_target *t = at->wn ? rm_find_target(at->t, at->wn->n, ti, pid) : NULL;
 	size_t k = t ? (size_t)(t - at->t) : 0;
 	uint64_t from, to;
+	enum bar_kind kind;
 	double x1, x2;
 	char *title;
 
 	/* A lost node's records are the last known ones: nothing of this window to draw. */
-	if (!t || at->wn->lost || !bar_span(w, t, &from, &to))
+	if (!t || at->wn->lost || !(kind = bar_span(w, t, &from, &to)))
 		return;
 	if (rm_failed(t) && !rm_new_failure(at->p, at->np, t, k))
 		return;
@@ -404,19 +490,36 @@ static void svg_target(struct svg *s, const struct svg_at *at, const struct rm_n
 	if (x2 - x1 < 6)
 		x2 = x1 + 6;
 	title = bar_title(w, n, t, s);
+	/* A bound is drawn as one: lighter, with a dashed edge. */
 	fprintf(s->f,
-		"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\">", x1,
-		y + 4, x2 - x1,
+		"<rect class=\"%s\" data-pid=\"%d\" data-window=\"%d\" x=\"%.1f\" y=\"%d\" "
+		"width=\"%.1f\" height=\"10\" rx=\"2\" fill=\"%s\"%s>",
+		kind == BAR_MEASURED ? "tools"
+		: kind == BAR_BOUND  ? "tools bound"
+		: kind == BAR_CALLS  ? "tools calls"
+				     : "failed",
+		(int)t->pid, w->index, x1, y + 4, x2 - x1,
 		rm_failed(t)						? SVG_FAIL
 		: t->state == RN_EXITED || t->state == RN_DIED_ATTACHED ? SVG_EXIT
-									: SVG_OK);
+									: SVG_OK,
+		kind == BAR_BOUND || kind == BAR_CALLS
+		    ? " fill-opacity=\"0.6\" stroke=\"#222\" stroke-dasharray=\"3 2\""
+		    : "");
 	svg_title(s, title ? title : "");
 	free(title);
 	fputs("</rect>\n", s->f);
-	/* A failed attach's bar is its call: no mark over it. */
+	/*
+	 * A failed attach's bar is its call: no mark over it. The calls wait
+	 * armed for the start (the hand-over) and the stop (the hand-back, or
+	 * on ROCm's side the entry point's call, begun at the stop).
+	 */
 	if (rm_attached(t))
-		svg_call(s, t->attach_start_ns, t->attach_end_ns, y, "attach");
-	svg_call(s, t->detach_start_ns, t->detach_end_ns, y, "detach");
+		svg_call(s, t->attach_start_ns,
+			 t->attach_tool_bound ? w->start_ns : t->attach_tool_ns, t->attach_end_ns,
+			 y, "attach");
+	svg_call(s, t->detach_start_ns,
+		 t->detach_tool_bound ? t->detach_call_ns : t->detach_tool_ns, t->detach_end_ns, y,
+		 "detach");
 	if (rm_failed(t))
 		svg_state_label(s, t, x1, x2, y);
 }
@@ -523,24 +626,31 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 	rm_hold_free(&h[1]);
 }
 
-static void svg_legend_item(struct svg *s, int x, const char *stroke, const char *dash,
+/* One legend item at s->x_legend: a sample line of width px, then its text. */
+static void svg_legend_item(struct svg *s, const char *stroke, int width, const char *extra,
 			    const char *text)
 {
+	int x = s->x_legend;
+
 	fprintf(s->f,
 		"<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
 		"stroke-width=\"%d\"%s/>\n"
 		"<text x=\"%d\" y=\"%d\">%s</text>\n",
-		x, s->y + 20, x + 22, s->y + 20, stroke, dash ? 1 : 10, dash ? dash : "", x + 28,
+		x, s->y + 20, x + 22, s->y + 20, stroke, width, extra ? extra : "", x + 28,
 		s->y + 24, text);
+	s->x_legend = x + 28 + (int)((double)strlen(text) * SVG_CHAR_W) + 16;
 }
 
 static void svg_legend(struct svg *s)
 {
-	svg_legend_item(s, 8, SVG_OK, NULL, "profiling: attach end to detach start");
-	svg_legend_item(s, 300, SVG_CALL, NULL, "attach / detach call");
-	svg_legend_item(s, 470, SVG_FAIL, NULL, "failed (hover for the message)");
-	svg_legend_item(s, 700, "#555", " stroke-dasharray=\"5 3\"", "window start / stop");
-	svg_legend_item(s, 880, SVG_EXIT, NULL, "died / exited while attached");
+	s->x_legend = 8;
+	svg_legend_item(s, SVG_OK, 10, NULL, "profiling: the tools' window");
+	svg_legend_item(s, SVG_OK, 10, " stroke-opacity=\"0.6\"", "a bound (ROCm's side)");
+	svg_legend_item(s, SVG_CALL, 10, NULL, "call");
+	svg_legend_item(s, SVG_CALL, 2, NULL, "call armed, waiting");
+	svg_legend_item(s, SVG_FAIL, 10, NULL, "failed (hover)");
+	svg_legend_item(s, "#555", 1, " stroke-dasharray=\"5 3\"", "window start / stop");
+	svg_legend_item(s, SVG_EXIT, 10, NULL, "died / exited attached");
 }
 
 static void svg_write(struct svg *s)
@@ -553,7 +663,7 @@ static void svg_write(struct svg *s)
 	svg_head(s, height);
 	svg_shading(s, w);
 	svg_axis(s, bottom, false);
-	svg_windows(s, bottom);
+	svg_windows(s);
 	svg_axis(s, bottom, true);
 	s->y = SVG_TOP;
 	for (i = 0; w && i < w->n_nodes; i++)

@@ -170,9 +170,14 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 	}
 }
 
-static json_t *trace_call_args(const struct rn_target *t, int window)
+/*
+ * st: the status of the call drawn. A record keeps only the last status, so
+ * an attach that succeeded before the target died or failed its detach is
+ * given as a success here.
+ */
+static json_t *trace_call_args(const struct rn_target *t, int window, rocattach_status_t st)
 {
-	const char *status = rocattach_get_status_name(t->status);
+	const char *status = rocattach_get_status_name(st);
 
 	return json_pack("{s:i, s:o, s:o, s:o}", "window", window, "target_side",
 			 rn_side_name(t->side) ? json_string(rn_side_name(t->side)) : json_null(),
@@ -238,7 +243,7 @@ static void trace_mark(struct trace *tr, const struct rm_window *w, const struct
 	/* A death with the tools in: when it was seen gone. */
 	if (t->state == RN_DIED_ATTACHED && t->died_ns)
 		at = t->died_ns;
-	json_t *args = trace_call_args(t, w->index);
+	json_t *args = trace_call_args(t, w->index, t->status);
 
 	if ((!new_call && t->state != RN_DIED_ATTACHED) || !at)
 		at = w->start_ns; /* found gone before this window's attach */
@@ -248,6 +253,14 @@ static void trace_mark(struct trace *tr, const struct rm_window *w, const struct
 						  : json_null());
 	trace_instant(tr, rn_state_name(t->state), cat, pid, (long long)t->pid + TRACE_CALLS_TID,
 		      at, args);
+}
+
+/* A detach call's status: the record's, unless the target only exited after it. */
+static rocattach_status_t detach_status(const struct rn_target *t)
+{
+	if (t->state == RN_EXITED && t->windows > 0)
+		return ROCATTACH_STATUS_SUCCESS;
+	return t->status;
 }
 
 /*
@@ -265,13 +278,16 @@ static void trace_target(struct trace *tr, const struct rm_window *w, const stru
 	new_state = !p || p->state != t->state || new_call;
 	if (new_call) {
 		trace_span(tr, "attach call", "call", pid, (long long)t->pid + TRACE_CALLS_TID,
-			   t->attach_start_ns, t->attach_end_ns, trace_call_args(t, w->index));
+			   t->attach_start_ns, t->attach_end_ns,
+			   trace_call_args(t, w->index,
+					   rm_attached(t) ? ROCATTACH_STATUS_SUCCESS : t->status));
 		if (rm_attached(t))
 			trace_tools(tr, w, t, pid);
 		if (t->detach_start_ns)
 			trace_span(tr, "detach call", "call", pid,
 				   (long long)t->pid + TRACE_CALLS_TID, t->detach_start_ns,
-				   t->detach_end_ns, trace_call_args(t, w->index));
+				   t->detach_end_ns,
+				   trace_call_args(t, w->index, detach_status(t)));
 	}
 	if (new_state && (rm_failed(t) || t->state == RN_EXITED || t->state == RN_DIED_ATTACHED))
 		trace_mark(tr, w, t, pid, new_call);

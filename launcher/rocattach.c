@@ -142,6 +142,10 @@ static int detach(const struct cli_opts *o, int sfd)
 		st = rocattach_detach_ex(o->pid, &ro, &rep);
 	if (st == ROCATTACH_STATUS_SUCCESS)
 		return CLI_EXIT_OK;
+	/* The library logs a target gone at its detach as news only: say it here. */
+	if (st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND)
+		fprintf(stderr, "rocattach: error: %s\n",
+			o->children ? rocattach_last_error() : rep.message);
 	return (rep.flags & HARM) || stopped(o->pid) ? CLI_EXIT_PARTIAL : CLI_EXIT_DETACH;
 }
 

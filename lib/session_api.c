@@ -68,17 +68,23 @@ static void report_copy(rocattach_report_t *out, const rocattach_report_t *rep)
 		memcpy((char *)out + from, (const char *)rep + from, to - from);
 }
 
-static rocattach_status_t op_finish(struct op *op, rocattach_report_t *out)
+/* level: how a failure is logged (the status and message are the caller's either way). */
+static rocattach_status_t op_finish_at(struct op *op, rocattach_report_t *out, int level)
 {
 	op->rep.status = op->e.status;
 	op->rep.end_ns = ra_realtime_ns();
 	snprintf(op->rep.message, sizeof(op->rep.message), "%s", op->e.msg);
 	if (op->e.status != ROCATTACH_STATUS_SUCCESS) {
 		snprintf(last_error, sizeof(last_error), "%s", op->e.msg);
-		ra_error("%s", op->e.msg);
+		ra_log(level, "%s", op->e.msg);
 	}
 	report_copy(out, &op->rep);
 	return op->e.status;
+}
+
+static rocattach_status_t op_finish(struct op *op, rocattach_report_t *out)
+{
+	return op_finish_at(op, out, ROCATTACH_LOG_ERROR);
 }
 
 static struct session *find_locked(pid_t pid)
@@ -238,7 +244,14 @@ static rocattach_status_t api_detach(int pid, const rocattach_opts_t *opts,
 
 		claim_end(s, err == -EPERM || err == -EAGAIN);
 	}
-	return op_finish(&op, report);
+	/*
+	 * A target gone at its detach ended under its tools: news, not an
+	 * error of ours (the status says it; a launcher reports it as exited).
+	 */
+	return op_finish_at(&op, report,
+			    op.e.status == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND
+				? ROCATTACH_LOG_INFO
+				: ROCATTACH_LOG_ERROR);
 }
 
 rocattach_status_t rocattach_attach_ex(int pid, const rocattach_opts_t *opts,

@@ -331,11 +331,13 @@ static void default_tool_failed(pid_t pid, struct op *op)
 	char cause[ROCATTACH_MESSAGE_MAX];
 
 	snprintf(cause, sizeof(cause), "%s", why ? why + strlen(RA_DEFAULT_TOOL ": ") : "");
+	/* The fix before the cause: the cause can be long, and a message is cut at its end. */
 	ra_err_reset(&op->e, op->e.status,
-		     "process %d: the default tool %s (ROCm's rocprofiler-sdk; no tool list was "
-		     "given) cannot attach%s%s (rocprofiler_register_attach returned %d): give "
-		     "the tool with -t /path/to/libtool.so (or ROCPROF_ATTACH_TOOL_LIBRARY)",
-		     pid, RA_DEFAULT_TOOL, cause[0] ? ": " : "", cause, op->rep.agent_status);
+		     "process %d: the default tool %s cannot attach (no tool list given; "
+		     "rocprofiler_register_attach returned %d): give the tool with -t "
+		     "/path/to/libtool.so or ROCPROF_ATTACH_TOOL_LIBRARY%s%s",
+		     pid, RA_DEFAULT_TOOL, op->rep.agent_status, cause[0] ? "; cause: " : "",
+		     cause);
 }
 
 /*

@@ -117,12 +117,12 @@ struct rn_target {
 	bool attach_tool_bound, detach_tool_bound;
 	/* When the attach call was ready to go in: the steps before the call done (not sent). */
 	uint64_t attach_ready_ns;
-	char message[256]; /* the error, "" if none */
-	int signal;	   /* the signal that killed it during a call, 0 if none */
-	uint64_t died_ns;  /* RN_DIED_ATTACHED: CLOCK_REALTIME when it was seen gone */
-	bool watchdog;	   /* a watchdog would detach its tools if the launcher died */
-	bool timed_out;	   /* a remote call outlived --call-timeout */
-	uint8_t tool_n;	   /* libraries in the tool list with an outcome below, 0: unknown */
+	char message[ROCATTACH_MESSAGE_MAX]; /* the error, "" if none: the library's whole */
+	int signal;	  /* the signal that killed it during a call, 0 if none */
+	uint64_t died_ns; /* RN_DIED_ATTACHED: CLOCK_REALTIME when it was seen gone */
+	bool watchdog;	  /* a watchdog would detach its tools if the launcher died */
+	bool timed_out;	  /* a remote call outlived --call-timeout */
+	uint8_t tool_n;	  /* libraries in the tool list with an outcome below, 0: unknown */
 	uint8_t tools[RN_TOOLS_MAX];
 };
 

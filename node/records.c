@@ -4,7 +4,7 @@
  * and JSON for the report.
  *
  * Wire form (native byte order, no padding, no pointers):
- *   header: char magic[8] "RNREC1\0\0", uint32 version (2), uint32 count,
+ *   header: char magic[8] "RNREC1\0\0", uint32 version (REC_VERSION), uint32 count,
  *           char host[256]
  *   count entries, each field by field:
  *     int64 pid, nspid, rank, uid, ppid; char exe[64]; int32 listener, side;
@@ -13,7 +13,7 @@
  *     uint64 attach_start_ns, attach_end_ns, detach_start_ns, detach_end_ns;
  *     uint64 attach_tool_ns, detach_tool_ns, detach_call_ns;
  *     int32 bounds (bit 0 attach, 1 detach);
- *     char message[256];
+ *     char message[512];
  *     int32 signal; uint64 died_ns; int32 flags (bit 0 watchdog, 1 timed_out);
  *     uint8 tool_n; uint8 tools[64]
  * Strings are NUL-padded to their width. Changing any of this means a new
@@ -32,11 +32,11 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 4u
+#define REC_VERSION 5u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
 #define REC_ENTRY_SIZE                                                                             \
-	(5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 256 + 4 + 8 + 4 + 1 +        \
+	(5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 512 + 4 + 8 + 4 + 1 +        \
 	 RN_TOOLS_MAX)
 
 /* The wire widths are fixed; a header change must come with a new version. */
@@ -44,7 +44,7 @@ _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the 
 _Static_assert(sizeof(((struct rn_topo *)0)->cpus) == 64, "cpus width is on the wire");
 _Static_assert(sizeof(((struct rn_topo *)0)->numa) == 32, "numa width is on the wire");
 _Static_assert(sizeof(((struct rn_topo *)0)->gpus) == 128, "gpus width is on the wire");
-_Static_assert(sizeof(((struct rn_target *)0)->message) == 256, "message width is on the wire");
+_Static_assert(sizeof(((struct rn_target *)0)->message) == 512, "message width is on the wire");
 
 static const char *const state_names[] = {
     [RN_FOUND] = "found",

@@ -209,6 +209,46 @@ static int check_mpirun(struct sel_ctx *c, pid_t pid)
 	    (int)pid, (int)pid, p.exe);
 }
 
+/* A number from an environ blob, -1 if absent or not a number. */
+static long env_number(const char *env, size_t len, const char *name)
+{
+	char buf[24];
+	size_t vlen;
+	const char *v = rn_environ_get(env, len, name, &vlen);
+	char *end;
+	long x;
+
+	if (!v || !vlen || vlen >= sizeof(buf))
+		return -1;
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	x = strtol(buf, &end, 10);
+	return *end || x < 0 ? -1 : x;
+}
+
+/*
+ * Open MPI tells each rank the job's size and how many ranks share its
+ * node: more ranks than this node holds means the mpirun spans several
+ * nodes, where its ranks elsewhere are children of a daemon, not of it.
+ * Only this node's would be attached: refused, with the selector that works.
+ */
+static int check_one_node(struct sel_ctx *c, const char *env, size_t len)
+{
+	long world = env_number(env, len, "OMPI_COMM_WORLD_SIZE");
+	long local = env_number(env, len, "OMPI_COMM_WORLD_LOCAL_SIZE");
+	size_t vlen = 0;
+	const char *job = rn_environ_get(env, len, "PMIX_NAMESPACE", &vlen);
+
+	if (world < 0 || local < 0 || world <= local)
+		return 0;
+	return rn_sel_fail(c,
+			   "--mpirun-pid %d: this mpirun runs ranks on several nodes (%ld ranks, "
+			   "%ld on this node) and the others are not its descendants there: "
+			   "select the job with --mpi-job=%.*s",
+			   (int)c->sel->mpirun_pid, world, local, job ? (int)vlen : 2,
+			   job ? job : "ID");
+}
+
 /* Ranks among the descendants of mpirun (its daemons, prted/orted, have no rank). */
 static int add_mpirun(struct sel_ctx *c, struct pidset *src)
 {
@@ -225,11 +265,16 @@ static int add_mpirun(struct sel_ctx *c, struct pidset *src)
 		if (rn_sel_proc_load(c, v[i], &p) < 0)
 			continue;
 		env = rn_sel_proc_env(c, &p, &len);
-		if (env && rn_sel_env_has_mpi_rank(env, len, c->sel->rank_var))
-			r = rn_pidset_add(src, v[i]);
+		if (env && rn_sel_env_has_mpi_rank(env, len, c->sel->rank_var)) {
+			r = check_one_node(c, env, len);
+			if (!r)
+				r = rn_pidset_add(src, v[i]) < 0 ? -2 : 0;
+		}
 		rn_sel_proc_free(&p);
 	}
 	free(v);
+	if (r == -1)
+		return -1;
 	return r < 0 ? rn_sel_fail(c, "selecting processes: out of memory") : 0;
 }
 

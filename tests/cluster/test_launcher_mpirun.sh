@@ -195,14 +195,14 @@ vc_t_eq "no target traced" "$(for line in "${PIDS[@]}"; do read -r h p <<<"$line
 	"$S/vc-exec" "$h" grep TracerPid: "/proc/$p/status"; done | awk '{print $2}' | sort -u)" 0
 
 echo "== 6b. the same under a plain mpirun: Open MPI ends the whole job"
-# It sends every other rank SIGCONT, SIGTERM 1 s later and SIGKILL tens of ms
-# after that (measured). Rank 0 takes the SIGCONT as the stop, but its send of
+# It sends every other rank SIGCONT, SIGTERM 1 s later and SIGKILL about 1 s
+# after that (measured). Rank 0 takes the SIGTERM as the stop, but its send of
 # the stop to the dead rank blocks inside Open MPI (the TCP transport's
 # warning about the failed reconnect waits for mpirun, which is busy ending
 # the job): so it writes a provisional report first, every node's records the
 # last known ones ("not gathered"). Should rank 0 get through after all, the
 # final report replaces it, node2 lost. Every target is still detached: by
-# the ranks at the SIGCONT's stop, or by the watchdogs.
+# the ranks at the SIGTERM's stop, or by the watchdogs.
 launcher "$W/t6b" --mpi-job -t "$TOOL" -d 5000 --report "$W/r6b.json" >"$W/l6b.out" 2>&1 &
 L=$!
 for _ in $(seq 200); do grep -q "attached 6/6" "$W/l6b.out" && break; sleep 0.05; done
@@ -327,8 +327,8 @@ echo "== 7. the network fails mid-window (node2's link down; after the MPI job, 
 # ends. node2 hears nothing: it detaches its targets on its own at the
 # window's planned end + 10 s and ends. mpirun notices the lost daemon
 # through its TCP keepalive (the settings README gives) about 5 s after the
-# cut and ends the job (SIGCONT first: rank 0 cuts its wait short and writes
-# the report), so the whole launcher job ends by itself.
+# cut and ends the job (SIGCONT, then SIGTERM: rank 0 cuts its wait short and
+# writes the report), so the whole launcher job ends by itself.
 for h in "${HOSTS[@]}"; do
 	"$S/vc-exec" "$h" sh -c "ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT setsid \
 		$B/bin/rocattach-example-target --threads 1 </dev/null >/dev/null 2>&1 &"

@@ -7,6 +7,7 @@
 #  5. scancel of the tool's step mid-window detaches every target on every
 #     node; the targets keep running and end normally later;
 #  6. a launcher rank SIGKILLed mid-window: the report names its node lost;
+#  7. the job ends (scancel) while the tool's step holds a window: 'job ended', exit 0;
 #  and the batch-script recipe examples/slurm/job-with-window.sbatch.
 # Usage: test_launcher_slurm.sh BUILD_DIR   (as root, under the heavy-test lock)
 set -uo pipefail
@@ -136,8 +137,24 @@ vc_t_eq "srun rank death: the report's exit code" "$(jq -r .exit_code "$W/r6.jso
 for _ in $(seq 100); do [ "$(events "$out" tool_detach)" -ge 6 ] && break; sleep 0.05; done
 vc_t_eq "srun rank death: every target detached" "$(events "$out" tool_detach)" 6
 vc_t_eq "srun rank death: the job still runs" "$("$SL" squeue -h -j "$J" -o %T)" RUNNING
+
+echo "== 7. the job ends while the tool's step holds a window"
+# scancel J signals every step, the tool's too: SIGCONT, then SIGTERM. SIGCONT ends
+# nothing; the SIGTERM ends the window, and as the targets ended with it, the run
+# ends as 'job ended' (exit 0), not as interrupted.
+out=$W/t7
+ROCPROF_OUTPUT_PATH=$out "$SL" "$WRAP" "$J.0" -t "$TOOL" --report "$W/r7.json" \
+	>"$W/l7.out" 2>&1 &
+L=$!
+for _ in $(seq 400); do [ "$(events "$out" tool_attach)" -ge 6 ] && break; sleep 0.05; done
 "$SL" scancel "$J"
+timeout 60 tail --pid="$L" -f /dev/null
+wait "$L"
 vc_t_cmd "the job's 6 tasks ended normally" wait_lines "$W/job.out" '^done' 6
+vc_t_eq "job end: the report's exit, reason and window stop" \
+	"$(jq -r '[.exit_code, .exit_reason, .windows[0].stop_reason] | @tsv' "$W/r7.json" 2>/dev/null)" \
+	"$(printf '0\tjob ended\tSIGTERM on rank 0')"
+vc_t_cmd "job end: SIGCONT never named" test -z "$(grep -l SIGCONT "$W/l7.out" "$W/r7.json")"
 
 echo "== the batch-script recipe: the job profiles a window of itself"
 J2=$("$SL" sbatch --parsable -N3 --ntasks-per-node=2 -o "$W/batch.out" \

@@ -82,7 +82,7 @@ check "series: every target died attached or exited, none failed" jq -e \
 	 and .summary.failed == 0 and .summary.exited + .summary.died_attached == 4
 	 and (.errors | length) == 0' "$W/r2.json"
 check "series: summary says job ended, not failed" grep -Eq \
-	"4 targets, [0-9]* windows: [0-9]* attached and detached, 0 failed, ([0-9] exited)?(, )?([0-9] died with tools attached)? \(exit 0: job ended\)" \
+	"4 targets, [0-9]* windows: [0-9]* attached and detached( \([0-9] exited after\))?, 0 failed(, [0-9] exited)?(, [0-9] died with tools attached)? \(exit 0: job ended\)" \
 	"$W/l2.out"
 if jq -e '.summary.died_attached == 4' "$W/r2.json" >/dev/null; then
 	check "series: all died while attached, said plainly" grep -q \

@@ -14,8 +14,8 @@
 
 #include "node.h"
 
-#define HDR 272	  /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 753 /* see the wire layout in node/records.c */
+#define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
+#define ENTRY 1009 /* see the wire layout in node/records.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -246,7 +246,10 @@ static void test_rn_unpack_bad_header(void **state)
 	v = 3; /* the version before the tool outcomes */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 5;
+	v = 4; /* the version with 256-byte messages */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 6;
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -344,7 +347,7 @@ static void test_rn_unpack_forces_nul(void **state)
 	memset(buf + 16, 'h', 256);
 	memset(buf + HDR + 40, 'e', 64);
 	memset(buf + HDR + 40 + 64 + 4 + 4, 'c', 64 + 32 + 128);
-	memset(buf + HDR + 416, 'm', 256); /* the message */
+	memset(buf + HDR + 416, 'm', 512); /* the message */
 	assert_int_equal(rn_unpack(buf, size, host, &t, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(strlen(host), 255);
@@ -352,7 +355,7 @@ static void test_rn_unpack_forces_nul(void **state)
 	assert_int_equal(strlen(t->topo.cpus), 63);
 	assert_int_equal(strlen(t->topo.numa), 31);
 	assert_int_equal(strlen(t->topo.gpus), 127);
-	assert_int_equal(strlen(t->message), 255);
+	assert_int_equal(strlen(t->message), 511);
 	free(t);
 	free(buf);
 }
@@ -377,11 +380,11 @@ enum {
 	E_TIMES = 356,
 	E_BOUNDS = 412,
 	E_MESSAGE = 416,
-	E_SIGNAL = 672,
-	E_DIED = 676,
-	E_FLAGS = 684,
-	E_TOOL_N = 688,
-	E_TOOLS = 689,
+	E_SIGNAL = 928,
+	E_DIED = 932,
+	E_FLAGS = 940,
+	E_TOOL_N = 944,
+	E_TOOLS = 945,
 };
 
 static int32_t i32_at(const unsigned char *p)

@@ -336,9 +336,13 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	char *buf = summary_of(&run);
 
 	(void)state;
-	/* 200 exited: its job ended under it, not a failure. */
-	assert_non_null(strstr(buf, "rocattach-mpi: 3 nodes, 4 targets, 2 windows: 2 attached and "
-				    "detached, 1 failed, 1 exited (exit 4: 2 targets failed)\n"));
+	/*
+	 * 200 exited: its job ended under it, not a failure; it completed
+	 * window 1 first, so it was attached and detached.
+	 */
+	assert_non_null(strstr(buf,
+			       "rocattach-mpi: 3 nodes, 4 targets, 2 windows: 3 attached and "
+			       "detached (1 exited after), 1 failed (exit 4: 2 targets failed)\n"));
 	assert_non_null(strstr(buf, "node            found attached failed exited  attach p50  "
 				    "attach max  start skew\n"));
 	assert_non_null(strstr(buf,
@@ -380,6 +384,25 @@ static void test_rm_print_summary_long_host(void **state)
 	snprintf(want, sizeof(want), "\n%-32s %5d  no targets found\n", "short", 0);
 	assert_non_null(strstr(buf, want));
 	assert_null(strstr(buf, "failures:"));
+	free(buf);
+}
+
+/* A window whose length is not known says why, in words (it printed "? ms"). */
+static void test_rm_print_summary_length_unknown(void **state)
+{
+	struct rm_node n = {.host = "n1", .t = NULL, .n = 0};
+	struct rm_window w = {1, T1, 0, "SIGTERM on rank 0", &n, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 5, .exit_reason = "x"};
+	char *buf;
+
+	(void)state;
+	buf = summary_of(&r);
+	assert_non_null(strstr(buf, "length unknown: no stop time, stop reason"));
+	assert_null(strstr(buf, "?"));
+	free(buf);
+	w.stop_ns = T1 - 1;
+	buf = summary_of(&r);
+	assert_non_null(strstr(buf, "length unknown: stopped before its start"));
 	free(buf);
 }
 
@@ -593,8 +616,8 @@ static void test_rm_write_timeline_svg(void **state)
 	 */
 	assert_int_equal(count(svg, "<rect"), 7);
 	assert_int_equal(count(svg, "</rect>"), 7);
-	assert_int_equal(count(svg, "fill=\"#d64541\">"), 1);
-	assert_int_equal(count(svg, "fill=\"#9aa5b1\">"), 1);
+	assert_int_equal(count(svg, "fill=\"#d64541\""), 1);
+	assert_int_equal(count(svg, "fill=\"#9aa5b1\""), 1);
 	assert_int_equal(count(svg, "<title>"), count(svg, "</title>"));
 	assert_null(strstr(svg, "<&"));
 	assert_xml_text_escaped(svg);
@@ -605,7 +628,8 @@ static void test_rm_write_timeline_svg(void **state)
 	assert_non_null(strstr(svg, "no targets found"));
 	assert_non_null(strstr(svg, ">201 <tspan"));
 	assert_non_null(strstr(svg, ">100 (rank 0) <tspan"));
-	assert_int_equal(count(svg, "stroke-dasharray"), 5); /* 2 windows x 2, and the legend */
+	/* 2 windows x 2 lines, each a mark over the labels and one line per node with targets. */
+	assert_int_equal(count(svg, "class=\"wline\""), 2 * 2 * 3);
 	free(svg);
 }
 
@@ -1469,6 +1493,7 @@ int main(void)
 	    cmocka_unit_test(test_rm_window_skew_bounds_and_length),
 	    cmocka_unit_test(test_rm_node_attach_times_median),
 	    cmocka_unit_test(test_rm_print_summary_rows_and_failures),
+	    cmocka_unit_test(test_rm_print_summary_length_unknown),
 	    cmocka_unit_test(test_rm_print_summary_tool_outcomes),
 	    cmocka_unit_test(test_rm_print_summary_died_attached_and_stopped),
 	    cmocka_unit_test(test_rm_print_summary_long_host),
