@@ -22,6 +22,7 @@
 #include "cli_opts.h"
 #include "common/clock.h"
 #include "common/procfs.h"
+#include "rp3_state.h"
 
 static void log_to_stderr(int level, const char *msg, void *user)
 {
@@ -229,7 +230,13 @@ static int attach_hold_detach(const struct cli_opts *o)
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
 		return CLI_EXIT_ATTACH;
 	}
+	if (rn_rp3_refused(o->pid, rep.message, sizeof(rep.message))) {
+		fprintf(stderr, "rocattach: error: %s\n", rep.message);
+		return CLI_EXIT_ATTACH;
+	}
 	st = attach_answering(o, &rep, sfd, &sig);
+	if (st == ROCATTACH_STATUS_SUCCESS || rocattach_is_attached(o->pid))
+		rn_rp3_remember(o->pid);
 	if (st == ROCATTACH_STATUS_SUCCESS && tool_failed(o, &rep))
 		code = CLI_EXIT_PARTIAL;
 	if (st != ROCATTACH_STATUS_SUCCESS) {

@@ -19,7 +19,7 @@ int rp3_prepare(const struct rp3_opts *r, const struct rp3_setup *s, char *tool_
 {
 	const char *envtool = getenv("ROCPROF_ATTACH_TOOL_LIBRARY");
 	const char *named = s->tools ? s->tools : envtool && *envtool ? envtool : NULL;
-	char cwd[PATH_MAX];
+	char cwd[PATH_MAX], key[RP3_TEXT_MAX];
 	struct rp3_ctx ctx = {.getenv = real_getenv,
 			      .per_process_layout = s->per_process_layout,
 			      .pid = s->pid,
@@ -27,6 +27,7 @@ int rp3_prepare(const struct rp3_opts *r, const struct rp3_setup *s, char *tool_
 
 	memset(env, 0, sizeof(*env));
 	*tools_out = s->tools;
+	unsetenv(RP3_OPTIONS_ENV);
 	if (named && !r->any && !rp3_is_sdk_tool(named))
 		return 0; /* a tool of one's own: nothing of rocprofv3's */
 	if (!named) {
@@ -37,7 +38,8 @@ int rp3_prepare(const struct rp3_opts *r, const struct rp3_setup *s, char *tool_
 	}
 	ctx.tool = named;
 	ctx.cwd = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
-	if (rp3_env_build(r, &ctx, env)) {
+	rp3_collection_key(r, key, sizeof(key));
+	if (rp3_env_build(r, &ctx, env) || setenv(RP3_OPTIONS_ENV, key, 1)) {
 		snprintf(err, len, "out of memory building rocprofv3's variables");
 		return -1;
 	}

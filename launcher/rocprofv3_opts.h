@@ -174,6 +174,12 @@ bool rp3_d_is_path(const char *v, const char *prog, char *err, size_t len);
  * (tools, the environment's, or tool_buf with the found path) and env holds
  * the variables (empty when none go). -1: err says why (the tool is missing).
  */
+/*
+ * Where rp3_prepare leaves the run's collection options (rp3_collection_key)
+ * for the reattach check of every node (node/rp3_state.h); not sent to targets.
+ */
+#define RP3_OPTIONS_ENV "ROCATTACH_ROCPROFV3_OPTIONS"
+
 struct rp3_setup {
 	const char *tools;	 /* -t, or NULL */
 	bool per_process_layout; /* see struct rp3_ctx */
