@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,6 +33,12 @@ int rm_rocprofv3_setup(struct rm_opts *o, FILE *list, char *err, size_t len)
 	}
 	for (size_t i = 0; !ret && list && i < env.n; i++)
 		fprintf(list, "rocprofv3 variable: %s\n", env.kv[i]);
+	if (!ret && env.n && !o->dry_run)
+		fprintf(
+		    stderr,
+		    "rocattach-mpi: rocprofv3's tool writes %s/%s_* in each target (%%hostname%%: "
+		    "the node, %%pid%%: the process; the report names each target's)\n",
+		    getenv("ROCPROF_OUTPUT_PATH"), getenv("ROCPROF_OUTPUT_FILE_NAME"));
 	if (list)
 		fflush(list);
 	rp3_env_free(&env);

@@ -84,6 +84,14 @@ for p in "${AG[1]}" "${RO[1]}"; do
 		ROCPROF_ATTACH_DURATION=300
 done
 
+check "report: each attached target names the directory and name its tool was given" jq -e \
+	--arg d "$W/o3" --arg h "$H" '[.windows[0].nodes[].targets[] | select(.state == "detached")
+	 | .rocprofv3_output == {directory: $d, name: "\($h)/\(.nspid)", expanded: true}]
+	 | length == 2 and all' "$W/r3.json"
+check "report: the refused targets too" jq -e '[.windows[0].nodes[].targets[]
+	 | select(.state == "attach-failed") | .rocprofv3_output.expanded] | length == 2' "$W/r3.json"
+check "the run says where the files land" grep -q "rocprofv3's tool writes $W/o3/%hostname%/%pid%_\\*" "$W/l3.out"
+
 # 4. Output options may change on reattach; collection options may not (rocattach too).
 "$CLI" -p "${AG[1]}" --attach-children=false --kernel-trace -f csv json -d 100 \
 	--output-directory "$W/o4" </dev/null >"$W/c4.out" 2>&1
