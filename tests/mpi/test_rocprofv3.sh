@@ -49,6 +49,26 @@ for p in "${AG[0]}" "${RO[0]}"; do
 		ROCPROF_COUNTER_COLLECTION=1 "ROCPROF_COUNTERS=pmc: SQ_WAVES"
 done
 
+# --dry-run -v lists the variables it will send; a tool of one's own alone sends none of them.
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run -v --hip-trace --pmc SQ_WAVES \
+	-f csv json --output-directory "$W/o0" </dev/null >"$W/d0.out" 2>&1
+check "dry run: exit 0" test $? -eq 0
+check "dry run -v: the variables, as rocprofv3 sends them" diff <(sed -n 's/^rocprofv3 variable: //p' "$W/d0.out" | sort) \
+	<(printf '%s\n' ROCPROFILER_LIBRARY_CTOR=1 "ROCP_TOOL_LIBRARIES=$T" \
+		"ROCPROF_OUTPUT_FILE_NAME=%hostname%/%pid%" "ROCPROF_OUTPUT_PATH=$W/o0" \
+		ROCPROF_OUTPUT_FORMAT=csv,json ROCPROF_HIP_COMPILER_API_TRACE=1 \
+		ROCPROF_HIP_RUNTIME_API_TRACE=1 "ROCPROF_ATTACH_TOOL_LIBRARY=$T" \
+		ROCPROF_COUNTER_COLLECTION=1 "ROCPROF_COUNTERS=pmc: SQ_WAVES" | sort)
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run -v -t "$TOOL" </dev/null >"$W/d0b.out" 2>&1
+check "dry run -v, -t a tool of one's own: none of rocprofv3's variables" eval '! grep -q "^rocprofv3 variable" "$W/d0b.out"'
+# Its tool missing: one line saying where it was looked for, exit 4, nothing touched.
+ROCM_PATH=$W/no-rocm mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --kernel-trace -d 100 \
+	</dev/null >"$W/m0.out" 2>&1
+rc=$?
+check "tool missing: exit 4 (got $rc)" test "$rc" -eq 4
+check "tool missing: the line says where it looked" grep -q "looked for $W/no-rocm/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so and .so.1 (ROCM_PATH)" "$W/m0.out"
+for p in "${R[@]}"; do check "tool missing: $p untraced and alive" traced "$p"; done
+
 # 2. Refused before any target is touched (exit 2): nothing attached, nothing written.
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --kernel-trace --pmc SQ_WAVES --pmc GRBM_COUNT \
 	-d 200 --output-directory "$W/o2" </dev/null >"$W/l2.out" 2>&1
