@@ -196,8 +196,13 @@ static int configure(struct ctx *c, int argc, char **argv)
 		if (!bad && rm_plan_apply_env(&c->plan))
 			bad =
 			    snprintf(err, sizeof(err), "cannot set rank 0's environment here") > 0;
-		if (!bad)
+		if (!bad) {
+			err[0] = '\0';
 			bad = rm_rocprofv3_check_tool(&c->o, err, sizeof(err));
+			if (!bad && err[0])
+				fprintf(stderr, "rocattach-mpi[%s:%d] warning: %s\n", c->host,
+					c->rank, err);
+		}
 		if (bad)
 			fprintf(stderr, "rocattach-mpi[%s:%d] error: %s\n", c->host, c->rank, err);
 	}

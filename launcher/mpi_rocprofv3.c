@@ -25,8 +25,19 @@ int rm_rocprofv3_setup(struct rm_opts *o, FILE *list, char *err, size_t len)
 	struct rp3_env env;
 	int ret = 0;
 
-	if (rp3_prepare(&o->rp3, &s, found_tool, sizeof(found_tool), &o->tools, &env, err, len))
-		return RM_EXIT_FAILED;
+	if (rp3_prepare(&o->rp3, &s, found_tool, sizeof(found_tool), &o->tools, &env, err, len)) {
+		if (!o->dry_run)
+			return RM_EXIT_FAILED;
+		/*
+		 * A dry run attaches nothing: it lists, and with rocprofv3's options
+		 * says what a run would stop on.
+		 */
+		if (o->rp3.any)
+			fprintf(stderr,
+				"rocattach-mpi: warning: %s (a run would stop here, exit 4)\n",
+				err);
+		return 0;
+	}
 	if (rp3_apply(&env)) {
 		snprintf(err, len, "cannot set rocprofv3's variables: out of memory");
 		ret = RM_EXIT_ERROR;
@@ -55,5 +66,5 @@ int rm_rocprofv3_check_tool(const struct rm_opts *o, char *err, size_t len)
 		 "rocprofv3's tool %s (found there on rank 0) is missing on this node: %s: "
 		 "install ROCm's rocprofiler-sdk at the same path here, or give the tool with -t",
 		 t, strerror(errno));
-	return RM_EXIT_FAILED;
+	return o->dry_run ? 0 : RM_EXIT_FAILED;
 }

@@ -68,6 +68,16 @@ rc=$?
 check "tool missing: exit 4 (got $rc)" test "$rc" -eq 4
 check "tool missing: the line says where it looked" grep -q "looked for $W/no-rocm/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so and .so.1 (ROCM_PATH)" "$W/m0.out"
 for p in "${R[@]}"; do check "tool missing: $p untraced and alive" traced "$p"; done
+ROCM_PATH=$W/no-rocm mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run --kernel-trace \
+	</dev/null >"$W/m1.out" 2>&1
+check "tool missing, dry run: it lists (exit 0)" test $? -eq 0
+check "tool missing, dry run: the four targets listed" grep -q "dry run: 4 processes on 1 node would be attached" "$W/m1.out"
+check "tool missing, dry run: a warning says a run would stop" grep -q "warning: rocprofv3's tool is not installed: looked for .*(a run would stop here, exit 4)" "$W/m1.out"
+ROCM_PATH=$W/no-rocm mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run </dev/null \
+	>"$W/m2.out" 2>&1
+rc=$?
+check "tool missing, dry run without its options: exit 0 (got $rc)" test "$rc" -eq 0
+check "tool missing, dry run without its options: no word of it" eval '! grep -q "rocprofv3" "$W/m2.out"'
 
 # 2. Refused before any target is touched (exit 2): nothing attached, nothing written.
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --kernel-trace --pmc SQ_WAVES --pmc GRBM_COUNT \
