@@ -13,6 +13,13 @@
  * bare ptrace round trip on the same listener thread (PTRACE_SEIZE,
  * PTRACE_INTERRUPT, wait for the stop, PTRACE_DETACH): the floor any ptrace
  * attacher pays on this machine at this moment, our baseline.
+ *
+ * Every warm cycle also attaches each target with rocprofv3's variables for a
+ * broad set of its options (--sys-trace --pmc SQ_WAVES GRBM_COUNT -f csv json
+ * pftrace rocpd --stats -S --kernel-include-regex ... --output-directory ...,
+ * built by launcher/rocprofv3_opts.c as the launchers build them), in turn
+ * with the plain warm attach (which goes first alternates): what the options
+ * cost an attach, beside the same run's figure without them.
  */
 #include <errno.h>
 #include <math.h>
@@ -27,6 +34,7 @@
 #include <rocattach/rocattach.h>
 
 #include "bench.h"
+#include "cli_opts.h"
 
 static const char *const step_names[ROCATTACH_STEP_COUNT] = {
     "prepare", "seize", "mmap", "write", "call", "munmap", "release", "inject"};
@@ -85,7 +93,8 @@ struct run {
 	size_t k, cycles;
 	struct bt_proc *t;
 	pid_t *listener;
-	struct steps cold, warm, detach;
+	struct steps cold, warm, detach, warm_rp3;
+	size_t rp3_vars;
 	struct bt_vec bare;
 	size_t failures;
 	char first_error[ROCATTACH_MESSAGE_MAX + 64];
@@ -97,7 +106,7 @@ static void fail_once(struct run *r, const char *what, pid_t pid, const char *ms
 		snprintf(r->first_error, sizeof(r->first_error), "%s %d: %s", what, (int)pid, msg);
 }
 
-static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t *o)
+static void one_cycle_into(struct run *r, size_t i, struct steps *into, const rocattach_opts_t *o)
 {
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	pid_t pid = r->t[i].pid;
@@ -110,7 +119,7 @@ static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t
 		fail_once(r, "attach", pid, rep.message);
 		return;
 	}
-	steps_add(cold ? &r->cold : &r->warm, &rep, bt_mono_ns() - t0);
+	steps_add(into, &rep, bt_mono_ns() - t0);
 	memset(&rep, 0, sizeof(rep));
 	rep.size = sizeof(rep);
 	t0 = bt_mono_ns();
@@ -119,6 +128,47 @@ static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t
 		return;
 	}
 	steps_add(&r->detach, &rep, bt_mono_ns() - t0);
+}
+
+static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t *o)
+{
+	one_cycle_into(r, i, cold ? &r->cold : &r->warm, o);
+}
+
+/* The variables rocattach sends for a broad set of rocprofv3's options (in o3, env kept in e). */
+static int rp3_options(const char *dir, struct rp3_env *e, const char ***env)
+{
+	const char *argv[] = {"rocattach",
+			      "-p",
+			      "1",
+			      "--sys-trace",
+			      "--pmc",
+			      "SQ_WAVES",
+			      "GRBM_COUNT",
+			      "-f",
+			      "csv",
+			      "json",
+			      "pftrace",
+			      "rocpd",
+			      "--stats",
+			      "-S",
+			      "--kernel-include-regex",
+			      "gemm.*",
+			      "--output-directory",
+			      dir,
+			      "-d",
+			      "1000"};
+	struct rp3_ctx ctx = {.cwd = dir, .tool = BT_TOOL, .pid = 1, .duration_ms = 1000};
+	struct cli_opts o;
+	char err[512];
+
+	if (cli_opts_parse(sizeof(argv) / sizeof(argv[0]), (char **)argv, &o, err, sizeof(err)) ||
+	    rp3_env_build(&o.rp3, &ctx, e))
+		return -1;
+	*env = calloc(e->n + 1, sizeof(**env));
+	for (size_t i = 0; *env && i < e->n; i++)
+		(*env)[i] = e->kv[i];
+	return *env ? 0 : -1;
 }
 
 static void add_rows(struct bt_results *res, struct run *r)
@@ -153,6 +203,16 @@ static void add_rows(struct bt_results *res, struct run *r)
 	for (int s = 1; s < ROCATTACH_STEP_COUNT; s++)
 		if (pct_us(&r->warm.s[s], 0.5) > pct_us(&r->warm.s[top], 0.5))
 			top = s;
+	row = bt_row(res, "attach.rocprofv3.p50", "attach latency p50 (warm), rocprofv3's options",
+		     pct_us(&r->warm_rp3.total, 0.5) / 1000.0, "ms",
+		     pct_us(&r->warm.total, 0.5) / 1000.0,
+		     "the same warm attaches without them, alternating, same run", NULL, 0, false);
+	bt_row_note(row, "%zu attaches sending %zu of rocprofv3's variables", r->warm_rp3.total.n,
+		    r->rp3_vars);
+	bt_row(res, "attach.rocprofv3.p99", "attach latency p99 (warm), rocprofv3's options",
+	       pct_us(&r->warm_rp3.total, 0.99) / 1000.0, "ms",
+	       pct_us(&r->warm.total, 0.99) / 1000.0,
+	       "the same warm attaches without them, alternating, same run", NULL, 0, false);
 	snprintf(fig, sizeof(fig), "slowest warm attach step: %s (p50)", step_names[top]);
 	bt_row(res, "attach.top_step", fig, pct_us(&r->warm.s[top], 0.5) / 1000.0, "ms", NAN, NULL,
 	       NULL, 0, false);
@@ -163,7 +223,9 @@ int main(int argc, char **argv)
 	struct bt_common c;
 	struct bt_results res;
 	struct run r = {0};
-	rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = BT_TOOL};
+	rocattach_opts_t o = {.size = sizeof(o), .tool_libraries = BT_TOOL}, o3;
+	struct rp3_env e3 = {0};
+	const char **env3 = NULL;
 	const char *args[] = {"--threads", "1", NULL};
 	char dir[256], env_out[300];
 	const char *env[] = {env_out, NULL};
@@ -195,9 +257,20 @@ int main(int argc, char **argv)
 		goto out;
 	for (size_t k = 0; k < r.k; k++)
 		r.listener[k] = bt_thread(r.t[k].pid, "rocp-bg-attach");
-	for (size_t cy = 0; cy < r.cycles; cy++)
-		for (size_t k = 0; k < r.k; k++)
+	if (rp3_options(dir, &e3, &env3))
+		goto out;
+	r.rp3_vars = e3.n;
+	o3 = o;
+	o3.env = env3;
+	for (size_t cy = 0; cy < r.cycles; cy++) {
+		for (size_t k = 0; k < r.k; k++) {
+			if (cy && cy % 2)
+				one_cycle_into(&r, k, &r.warm_rp3, &o3);
 			one_cycle(&r, k, cy == 0, &o);
+			if (cy && !(cy % 2))
+				one_cycle_into(&r, k, &r.warm_rp3, &o3);
+		}
+	}
 	bt_stop_targets(r.t, r.k);
 
 	bt_results_init(&res, "latency");
@@ -210,11 +283,14 @@ int main(int argc, char **argv)
 	json_object_set_new(res.details, "attach_warm", steps_json(&r.warm));
 	json_object_set_new(res.details, "attach_cold", steps_json(&r.cold));
 	json_object_set_new(res.details, "detach", steps_json(&r.detach));
+	json_object_set_new(res.details, "attach_warm_rocprofv3", steps_json(&r.warm_rp3));
 	json_object_set_new(res.details, "bare_ptrace_us", bt_vec_summary(&r.bare, 1e-3));
 	ret = bt_results_write(&res, c.json) ? 1 : 0;
 	if (r.failures)
 		bt_log("%zu failures, first: %s", r.failures, r.first_error);
 out:
+	rp3_env_free(&e3);
+	free(env3);
 	bt_rmdir_files(dir);
 	return ret;
 }

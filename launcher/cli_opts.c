@@ -170,6 +170,8 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 		o->tools = optarg;
 		return 0;
 	case 'd':
+		if (rp3_d_is_path(optarg, "rocattach", err, len))
+			return -1;
 		return set_duration(o, optarg, "--attach-duration-msec", err, len);
 	case OPT_CHILDREN:
 		return set_children(o, optarg, "--attach-children", err, len);
@@ -189,14 +191,16 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 		return cli_parse_ms(optarg, 1, CLI_MAX_CALL_TIMEOUT_MS, "--call-timeout",
 				    &o->call_timeout_ms, err, len);
 	}
-	return 1; /* '?' or ':': cli_bad_option says which */
+	return 1; /* rocprofv3's, '?' or ':' */
 }
 
 int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t len)
 {
-	int c;
+	struct option *all;
+	int c, ret = 0;
 
 	memset(o, 0, sizeof(*o));
+	rp3_init(&o->rp3);
 	o->duration_ms = -1;
 	o->children = true;
 	o->call_timeout_ms = CLI_CALL_TIMEOUT_MS;
@@ -205,14 +209,22 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t 
 		return -1;
 	optind = 0; /* reset getopt, so the parser can run more than once */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:t:d:vh", long_opts, NULL)) != -1) {
-		int ret = one_opt(c, o, err, len);
-
-		if (ret > 0)
-			cli_bad_option("rocattach", c, argv, long_opts, err, len);
-		if (ret)
-			return -1;
+	all = rp3_long_options(long_opts);
+	if (!all) {
+		snprintf(err, len, "out of memory");
+		return -1;
 	}
+	while (!ret &&
+	       (c = getopt_long(argc, argv, "+:p:t:d:vh" RP3_SHORT_OPTS, all, NULL)) != -1) {
+		ret = one_opt(c, o, err, len);
+		if (ret > 0)
+			ret = rp3_parse(c, argc, argv, &o->rp3, err, len);
+		if (ret > 0)
+			cli_bad_option("rocattach", c, argv, all, err, len);
+	}
+	free(all);
+	if (ret)
+		return -1;
 	if (optind < argc) {
 		snprintf(err, len, "unexpected argument '%s': see rocattach --help", argv[optind]);
 		return -1;
@@ -221,5 +233,8 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t 
 		snprintf(err, len, "no process given: use -p PID (or ROCPROF_ATTACH_PID)");
 		return -1;
 	}
+	if (!o->help && !o->version &&
+	    rp3_check(&o->rp3, getenv("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") != NULL, err, len))
+		return -1;
 	return 0;
 }

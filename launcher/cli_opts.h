@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "rocprofv3_opts.h"
+
 /* Exit codes of `rocattach`, documented in the README and --help. */
 enum cli_exit {
 	CLI_EXIT_OK = 0,     /* attached and detached */
@@ -31,6 +33,7 @@ struct cli_opts {
 	long long call_timeout_ms; /* --call-timeout: the longest one remote call may take */
 	int verbose;
 	bool help, version;
+	struct rp3_opts rp3; /* rocprofv3's options, by its names */
 };
 
 /*

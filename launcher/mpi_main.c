@@ -31,6 +31,7 @@
 
 #include "common/clock.h"
 #include "mpi_ctx.h"
+#include "mpi_rocprofv3.h"
 
 /* The window loop looks around every POLL_MS (signals wake it at once): near zero CPU. */
 #define POLL_MS 25
@@ -172,6 +173,10 @@ static int configure(struct ctx *c, int argc, char **argv)
 				printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
 				       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 			code = -1;
+		} else if ((code = rm_rocprofv3_setup(
+				&c->o, c->o.verbose ? (c->o.dry_run ? stdout : stderr) : NULL, err,
+				sizeof(err)))) {
+			say_to(c, stderr, "%s", err);
 		} else if (!(text = rm_plan_encode(&c->o))) {
 			say_to(c, stderr, "cannot encode the plan: out of memory");
 			code = RM_EXIT_ERROR;
@@ -192,6 +197,13 @@ static int configure(struct ctx *c, int argc, char **argv)
 		if (!bad && rm_plan_apply_env(&c->plan))
 			bad =
 			    snprintf(err, sizeof(err), "cannot set rank 0's environment here") > 0;
+		if (!bad) {
+			err[0] = '\0';
+			bad = rm_rocprofv3_check_tool(&c->o, err, sizeof(err));
+			if (!bad && err[0])
+				fprintf(stderr, "rocattach-mpi[%s:%d] warning: %s\n", c->host,
+					c->rank, err);
+		}
 		if (bad)
 			fprintf(stderr, "rocattach-mpi[%s:%d] error: %s\n", c->host, c->rank, err);
 	}
@@ -205,7 +217,7 @@ static int configure(struct ctx *c, int argc, char **argv)
 		say_to(c, stderr,
 		       "a rank could not start (see its error): "
 		       "stopping every rank");
-	return any ? RM_EXIT_ERROR : 0;
+	return any == RM_EXIT_FAILED ? RM_EXIT_FAILED : any ? RM_EXIT_ERROR : 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -235,6 +235,8 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		o->tools = optarg;
 		return 0;
 	case 'd':
+		if (rp3_d_is_path(optarg, "rocattach-mpi", err, len))
+			return -1;
 		return cli_parse_ms(optarg, 0, CLI_MAX_DURATION_MS, "--attach-duration-msec",
 				    &o->duration_ms, err, len);
 	case OPT_WINDOWS:
@@ -370,22 +372,29 @@ int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len)
 int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t len)
 {
 	bool windows_given = false, d_given = false;
-	int c;
+	struct option *all;
+	int c, ret = 0;
 
 	defaults(o);
+	rp3_init(&o->rp3);
 	err[0] = '\0';
 	optind = 0; /* reset getopt, so the parser can run more than once */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:t:d:vh", long_opts, NULL)) != -1) {
-		int ret = one_opt(c, o, err, len);
-
+	all = rp3_long_options(long_opts);
+	if (!all)
+		return bad(err, len, "out of memory");
+	while (!ret && (c = getopt_long(argc, argv, "+:t:d:vh" RP3_SHORT_OPTS, all, NULL)) != -1) {
+		ret = one_opt(c, o, err, len);
 		windows_given |= c == OPT_WINDOWS;
 		d_given |= c == 'd';
 		if (ret > 0)
-			cli_bad_option("rocattach-mpi", c, argv, long_opts, err, len);
-		if (ret)
-			return -1;
+			ret = rp3_parse(c, argc, argv, &o->rp3, err, len);
+		if (ret > 0)
+			cli_bad_option("rocattach-mpi", c, argv, all, err, len);
 	}
+	free(all);
+	if (ret)
+		return -1;
 	if (windows_given && d_given)
 		return bad(err, len, "give either -d or --windows, not both");
 	if (optind < argc)
@@ -393,6 +402,8 @@ int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t le
 			   argv[optind]);
 	if (o->help || o->version)
 		return 0;
+	if (rp3_check(&o->rp3, getenv("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") != NULL, err, len))
+		return -1;
 	return validate(o, err, len);
 }
 

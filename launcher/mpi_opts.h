@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "node.h"
+#include "rocprofv3_opts.h"
 
 /* Exit codes of rocattach-mpi, documented in the README and --help. */
 enum rm_exit {
@@ -42,6 +43,7 @@ struct rm_opts {
 	const char *report, *timeline, *trace;
 	int verbose;
 	bool help, version;
+	struct rp3_opts rp3; /* rocprofv3's options, by its names (rank 0 only) */
 };
 
 /* Parse; 0, or -1 with a one-line reason (cause and fix) in err. */

@@ -15,6 +15,7 @@
 #include <rocattach/version.h>
 
 #include "report_int.h"
+#include "report_rocprofv3.h"
 
 /* Timestamps and durations in ns fit: CLOCK_REALTIME stays below 2^63 ns until 2262. */
 static json_t *jint_or_null(uint64_t v, bool known)
@@ -260,7 +261,10 @@ static json_t *targets_json(const struct rm_node *n, const struct rn_target *t)
 		return NULL;
 	}
 	for (k = 0; a && k < n->n; k++) {
-		if (json_array_append_new(a, rn_target_to_json(&t[k]))) {
+		json_t *j = rn_target_to_json(&t[k]);
+
+		rm_rp3_output_add(j, n->host, &t[k]);
+		if (json_array_append_new(a, j)) {
 			json_decref(a);
 			return NULL;
 		}

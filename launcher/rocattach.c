@@ -22,6 +22,7 @@
 #include "cli_opts.h"
 #include "common/clock.h"
 #include "common/procfs.h"
+#include "rp3_state.h"
 
 static void log_to_stderr(int level, const char *msg, void *user)
 {
@@ -233,7 +234,13 @@ static int attach_hold_detach(const struct cli_opts *o)
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
 		return CLI_EXIT_ATTACH;
 	}
+	if (rn_rp3_refused(o->pid, rep.message, sizeof(rep.message))) {
+		fprintf(stderr, "rocattach: error: %s\n", rep.message);
+		return CLI_EXIT_ATTACH;
+	}
 	st = attach_answering(o, &rep, sfd, &sig);
+	if (st == ROCATTACH_STATUS_SUCCESS || rocattach_is_attached(o->pid))
+		rn_rp3_remember(o->pid);
 	if (st == ROCATTACH_STATUS_SUCCESS && tool_failed(o, &rep))
 		code = CLI_EXIT_PARTIAL;
 	if (st != ROCATTACH_STATUS_SUCCESS) {
@@ -261,10 +268,37 @@ static int attach_hold_detach(const struct cli_opts *o)
 	return code;
 }
 
+/*
+ * rocprofv3's variables, set here so that they cross with this process's
+ * other ROCP* ones. Its tool missing: nothing is touched, exit 1 (the tool
+ * cannot attach).
+ */
+static int rocprofv3_setup(struct cli_opts *o, char *tool, size_t tlen)
+{
+	struct rp3_setup s = {.tools = o->tools, .pid = o->pid, .duration_ms = o->duration_ms};
+	struct rp3_env env;
+	char err[1024];
+	int ret = 0;
+
+	if (rp3_prepare(&o->rp3, &s, tool, tlen, &o->tools, &env, err, sizeof(err))) {
+		fprintf(stderr, "rocattach: %s\n", err);
+		return CLI_EXIT_ATTACH;
+	}
+	if (rp3_apply(&env)) {
+		fprintf(stderr, "rocattach: cannot set rocprofv3's variables: out of memory\n");
+		ret = CLI_EXIT_ATTACH;
+	}
+	for (size_t i = 0; !ret && o->verbose && i < env.n; i++)
+		fprintf(stderr, "rocattach: sending %s\n", env.kv[i]);
+	rp3_env_free(&env);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_opts o;
-	char err[512];
+	char err[512], tool[4096];
+	int code;
 
 	if (cli_opts_parse(argc, argv, &o, err, sizeof(err))) {
 		fprintf(stderr, "rocattach: %s\n", err);
@@ -279,6 +313,9 @@ int main(int argc, char **argv)
 		       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 		return CLI_EXIT_OK;
 	}
+	code = rocprofv3_setup(&o, tool, sizeof(tool));
+	if (code)
+		return code;
 	rocattach_set_log_callback(log_to_stderr, NULL);
 	rocattach_set_log_level(o.verbose >= 2 ? ROCATTACH_LOG_DEBUG
 				: o.verbose    ? ROCATTACH_LOG_INFO

@@ -93,6 +93,12 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 
 	if (o->inject)
 		ro.flags |= ROCATTACH_F_INJECT;
+	if (rn_rp3_refused(t->pid, t->message, sizeof(t->message))) {
+		/* Not sent: the tool would end in an exception. */
+		t->status = ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT;
+		t->state = RN_ATTACH_FAILED;
+		return;
+	}
 	st = rocattach_attach_ex(t->pid, &ro, &rep);
 	t->status = st;
 	t->agent_status = rep.agent_status;
@@ -125,6 +131,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_ATTACHED;
 		t->listener = true;
+		rn_rp3_remember(t->pid);
 	} else if (rep.flags & ROCATTACH_REPORT_STOPPED) {
 		t->state = RN_STOPPED;
 	} else {

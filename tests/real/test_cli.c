@@ -203,7 +203,11 @@ static void test_cli_inject_plain_tree(void **state)
 	inject_plain(true);
 }
 
-/* Without -t: the default tool is named once, with the fix; the target is untouched. */
+/*
+ * Without -t the default tool is rocprofv3's, looked for where rocprofv3 looks
+ * (ROCM_PATH's lib/rocprofiler-sdk/): missing, one line says where, with the
+ * fix; the target is untouched.
+ */
 static void test_cli_default_tool_named_once(void **state)
 {
 	char pid[16];
@@ -213,9 +217,14 @@ static void test_cli_default_tool_named_once(void **state)
 	assert_int_equal(victim_start(&v, &with_agent), 0);
 	snprintf(pid, sizeof(pid), "%d", v.pid);
 	const char *args[] = {"-p", pid, "-d", "100", NULL};
+	setenv("ROCM_PATH", "/nonexistent-rocm", 1);
 	assert_int_equal(run_cli(args), 1);
+	unsetenv("ROCM_PATH");
+	assert_non_null(strstr(errbuf, "/nonexistent-rocm/lib/rocprofiler-sdk/"));
 	assert_int_equal(count_lines(errbuf), 1);
-	assert_int_equal(count(errbuf, "librocprofiler-sdk-tool.so.1"), 1);
+	assert_int_equal(count(errbuf, "lib/rocprofiler-sdk/librocprofiler-sdk-tool.so and .so.1"),
+			 1);
+	assert_non_null(strstr(errbuf, "looked for "));
 	assert_non_null(strstr(errbuf, "give the tool with -t "));
 	assert_unharmed(&v, true);
 	/* Not bound by the failure: a named tool attaches afterwards. */
