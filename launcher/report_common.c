@@ -237,6 +237,11 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->lost += n->n;
 		return;
 	}
+	if (!all && n->n) {
+		c->unreadable_nodes++;
+		c->unreadable += n->n;
+		return;
+	}
 	for (k = 0; all && k < n->n; k++) {
 		t = &all[k];
 		if (t->windows > 0 || t->state == RN_ATTACHED || t->state == RN_DETACHED ||

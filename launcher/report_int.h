@@ -76,6 +76,8 @@ struct rm_counts {
 	size_t exited_after;	 /* in exited: completed a window first, nothing failed */
 	size_t stopped;		 /* RN_STOPPED (also in failed) */
 	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
+	/* Nodes whose records could not be read back, and their targets (in found only). */
+	size_t unreadable_nodes, unreadable;
 };
 
 /* Adds a node's targets to c; a run's counts are those of its last window. */

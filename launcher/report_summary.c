@@ -111,7 +111,7 @@ static void print_headline(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
 	struct rm_counts c = rm_count_window(w);
-	size_t other = c.found - c.detached - c.failed - c.exited - c.died - c.lost;
+	size_t other = c.found - c.detached - c.failed - c.exited - c.died - c.lost - c.unreadable;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -134,6 +134,10 @@ static void print_headline(FILE *f, const struct rm_run *r)
 	if (c.lost_nodes)
 		fprintf(f, ", %zu node%s lost (%zu target%s, last known)", c.lost_nodes,
 			c.lost_nodes == 1 ? "" : "s", c.lost, c.lost == 1 ? "" : "s");
+	if (c.unreadable_nodes)
+		fprintf(f, ", %zu node%s unreadable (%zu target%s, not counted)",
+			c.unreadable_nodes, c.unreadable_nodes == 1 ? "" : "s", c.unreadable,
+			c.unreadable == 1 ? "" : "s");
 	if (c.found && other)
 		fprintf(f, ", %zu not completed", other);
 	fprintf(f, " (exit %d%s%s)\n", r->exit_code, r->exit_reason ? ": " : "",

@@ -1392,6 +1392,9 @@ static void test_rm_count_failures_store_read_error(void **state)
 	assert_non_null(strstr(text, "nodeA: records unreadable: cannot read the gathered "
 				     "records back from"));
 	assert_non_null(strstr(text, "the outcome of its 2 targets is unknown"));
+	/* The headline says so too, and counts them nowhere else. */
+	assert_non_null(strstr(text, ", 1 node unreadable (2 targets, not counted)"));
+	assert_null(strstr(text, "not completed"));
 	free(text);
 	assert_int_not_equal(rm_write_report(path_in_dir("unreadable.json"), &c, err, sizeof(err)),
 			     0);
