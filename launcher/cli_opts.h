@@ -9,7 +9,7 @@
 
 #include "rocprofv3_opts.h"
 
-/* Exit codes of `rocattach`, documented in the README and --help. */
+/* Exit codes of `rocattach`, documented in docs/ and --help. */
 enum cli_exit {
 	CLI_EXIT_OK = 0,     /* attached and detached */
 	CLI_EXIT_ATTACH = 1, /* the attach failed: nothing is attached */

@@ -9,7 +9,7 @@
 #include "node.h"
 #include "rocprofv3_opts.h"
 
-/* Exit codes of rocattach-mpi, documented in the README and --help. */
+/* Exit codes of rocattach-mpi, documented in docs/ and --help. */
 enum rm_exit {
 	RM_EXIT_OK = 0,		 /* every selected target attached and detached */
 	RM_EXIT_ERROR = 1,	 /* internal or MPI error */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What rocattach-mpi's rank 0 shows and writes at the end of a run: the
- * summary table, the JSON report (schema in the README), the SVG timeline,
+ * summary table, the JSON report (schema in docs/report.md), the SVG timeline,
  * the Chrome/Perfetto trace and the --dry-run listing (launcher/report_*.c,
  * see report_int.h). Pure functions of the gathered data: no MPI.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The JSON report (--report; its schema is in the README): the run, its
+ * The JSON report (--report; its schema is in docs/report.md): the run, its
  * configuration, a summary, per window its skews and nodes with their
  * targets' records, and every failure once.
  * json_object_set_new() takes (and on failure frees) the value.
