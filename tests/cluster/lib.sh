@@ -235,6 +235,24 @@ vc_t_eq() {
 		vc_t_fail "$1: got '$(echo "$2" | tr '\n' ' ')', expected '$(echo "$3" | tr '\n' ' ')'"
 	fi
 }
+# A test's cluster of N nodes (vc_t_up N [CLEANUP_FN]): started afresh, its
+# env.sh read; when the test ends, CLEANUP_FN runs (the test's own steps), then the
+# cluster is brought down and STAGE removed (kept with KEEP=1). Needs HERE and STAGE.
+vc_t_up() {
+	VC_T_CLEANUP=${2:-}
+	trap vc_t_end EXIT
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
+	"$HERE/vcluster-down.sh" >/dev/null 2>&1
+	"$HERE/vcluster-up.sh" "$1" || { vc_t_fail "vcluster-up.sh $1"; vc_t_done; exit 1; }
+	. "$VC_STATE/env.sh"
+}
+vc_t_end() {
+	[ -n "${VC_T_CLEANUP:-}" ] && "$VC_T_CLEANUP"
+	"$HERE/vcluster-down.sh" >/dev/null 2>&1
+	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
+}
+
 # The closing line (counted by the CI reader) and the exit status.
 vc_t_done() {
 	echo "$VC_T_PASSES passed, $VC_T_FAILS failed"

@@ -42,16 +42,8 @@ cleanup() {
 		rmdir "$FZ"
 	fi
 	[ -n "$L" ] && kill "$L" 2>/dev/null
-	"$HERE/vcluster-down.sh" >/dev/null 2>&1
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
 }
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-
-"$HERE/vcluster-down.sh" >/dev/null 2>&1
-"$HERE/vcluster-up.sh" 3 || { vc_t_fail "vcluster-up.sh 3"; vc_t_done; exit 1; }
-. "$S/env.sh"
+vc_t_up 3 cleanup
 AGENT=$B/lib/librocattach-agent.so.0
 TOOL=$B/lib/librocattach-example-tool.so
 HOSTS=(node1 node2 node3)

@@ -22,17 +22,7 @@ stage_build "$BUILD"
 cp -r "$BUILD/tests/rocm/rocm-root" "$STAGE/rocm-root"
 W=$STAGE/out
 mkdir -p "$W"
-cleanup() {
-	"$HERE/vcluster-down.sh" >/dev/null 2>&1
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-
-"$HERE/vcluster-down.sh" >/dev/null 2>&1
-"$HERE/vcluster-up.sh" 3 || { vc_t_fail "vcluster-up.sh 3"; vc_t_done; exit 1; }
-. "$S/env.sh"
+vc_t_up 3
 AGENT=$B/lib/librocattach-agent.so.0
 HOSTS=(node1 node2 node3)
 R=/tmp/rp3-rocm

@@ -279,7 +279,9 @@ for _ in $(seq 250); do
 	grep -q 'attached to process' "$W/churn.rocattach" && break
 	sleep 0.02
 done
-ask churn "spawn 60" >/dev/null
+# 300 ms of its CPU time: the tool gives new threads a timer within about 10 ms, later
+# on a loaded machine; ~30 samples are due, at least one is checked.
+ask churn "spawn 300" >/dev/null
 child=$(ask churn fork)
 # It is named just after it starts: see it, then see it gone (a bounded wait each).
 for _ in $(seq 100); do
