@@ -19,8 +19,8 @@
  * by default on a thread of its own, after tool_detach has returned; with
  * ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1 (true) before tool_detach returns.
  * A next tool_attach waits for a write still going, as rocprofv3 blocks
- * reattach until then. Test knob: a file WRITE_DELAY_FILE in the output
- * directory (ROCPROF_OUTPUT_PATH) holding a number of milliseconds makes each
+ * reattach until then. Test knob: a file WRITE_DELAY_FILE in the directory
+ * the files go to (that of the expanded prefix) holding milliseconds makes each
  * write take that long: the variables are written, then after the delay a
  * last line "written_after_ms=N", so a file cut short shows.
  * Built as tests/rocm/rocm-root/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so,
@@ -183,6 +183,10 @@ static void plan_outputs(void)
 	expand(file && *file ? file : "%hostname%/%pid%", f, sizeof(f));
 	snprintf(out.prefix, sizeof(out.prefix), "%s/%s", d, f);
 	snprintf(out.list, sizeof(out.list), "%s", fmts && *fmts ? fmts : "rocpd");
+	/* The knob sits where the files go: DIR/HOST/ by default, so per node or per target. */
+	snprintf(d, sizeof(d), "%s", out.prefix);
+	if (strrchr(d, '/'))
+		*strrchr(d, '/') = '\0';
 	out.delay_ms = write_delay_ms(d);
 }
 
