@@ -6,7 +6,9 @@
 # the real tool writes them. The expected lists are written from rocprofv3.py
 # (ROCm/rocm-systems 210d1ace), not from our table. Also: rocprofv3's refusals leave
 # every target untouched, and the reattach trap refuses only the targets first
-# attached with other collection options.
+# attached with other collection options. Last, --attach-sync-output on two launcher
+# ranks (section 5): with it a window ends only once a slow tool's output is written,
+# without it the launcher does not wait.
 B=${1:?usage: test_rocprofv3.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-rocprofv3-test.XXXXXX)
