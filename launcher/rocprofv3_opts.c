@@ -32,8 +32,9 @@
  * tool_detach returns) the choice of the flag --attach-sync-output or of the
  * tool's variable ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1 (internal, not in
  * the user docs); pull request #7406 (merged, rocprof-compute) sets that
- * variable to "1" for live attach with the SDK backend and passes the flag to
- * rocprofv3 with the other. So the flag sends ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1.
+ * variable to "1" for live attach with its SDK backend, and passes the flag
+ * with its rocprofv3 backend. So the flag sends that variable as "1". The
+ * rocprofv3.py that reads the flag was not read here.
  * Those texts show only the bare flag; it takes a BOOL as the other switches
  * do, and false sends nothing (the asynchronous default).
  */
