@@ -485,10 +485,23 @@ static int count_alive(const struct ctx *c)
 	return alive;
 }
 
+/*
+ * With rocprofv3's synchronous output (--attach-sync-output), each tool
+ * writes its output inside tool_detach, so a node's detach calls, and its
+ * records, come up to --call-timeout later than without: the user raises
+ * --call-timeout for big outputs. The waits on a node's records (rank 0's
+ * after the stop, the other ranks' for rank 0's next order) grow by that much.
+ */
+static uint64_t output_wait(const struct ctx *c)
+{
+	return rp3_sync_output() ? (uint64_t)c->o.call_timeout_ms * RA_NS_PER_MS : 0;
+}
+
 /* The window's records, kept for the report. */
 static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_halt *m)
 {
-	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS : rm_budget(c, GRACE_RECORDS_NS);
+	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS
+					   : rm_budget(c, GRACE_RECORDS_NS) + output_wait(c);
 	struct rm_window *win, *grown;
 	long long detached = 0;
 	char line[128];
@@ -661,6 +674,6 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		c->next_deadline = ra_monotonic_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
 				   rm_budget(c, GRACE_RECORDS_NS) + rm_budget(c, LATE_RETRY_NS) +
 				   rm_budget(c, CLOCK_LOST_NS) + rm_budget(c, GRACE_NEXT_NS) +
-				   (uint64_t)c->size * 2 * RA_NS_PER_MS;
+				   output_wait(c) + (uint64_t)c->size * 2 * RA_NS_PER_MS;
 	}
 }

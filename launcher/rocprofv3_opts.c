@@ -26,8 +26,17 @@
  * else that name with ".1" (its SOVERSION) appended; $ROCM is the prefix
  * rocprofv3 is installed in, or --rocm-root. We have no install prefix of
  * ROCm's, so ROCM_PATH, else /opt/rocm, stand for it.
- * --attach-sync-output is in the attach guide but not in that rocprofv3.py:
- * its variable is unknown here, so it is refused rather than guessed.
+ * --attach-sync-output came after that commit: ROCm/rocm-systems pull request
+ * #3179 (merged) moved the tool's output in tool_detach onto a thread, so that
+ * tool_detach returns at once, and made synchronous output (written before
+ * tool_detach returns) the choice of the flag --attach-sync-output or of the
+ * tool's variable ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1 (internal, not in
+ * the user docs); pull request #7406 (merged, rocprof-compute) sets that
+ * variable to "1" for live attach with its SDK backend, and passes the flag
+ * with its rocprofv3 backend. So the flag sends that variable as "1". The
+ * rocprofv3.py that reads the flag was not read here.
+ * Those texts show only the bare flag; it takes a BOOL as the other switches
+ * do, and false sends nothing (the asynchronous default).
  */
 #include <errno.h>
 #include <limits.h>
@@ -104,12 +113,12 @@ static const struct rp3_entry entries[] = {
     {"minimum-output-data", 0, ONE, RP3_MINIMUM_OUTPUT_DATA, NULL, false},
     {"disable-signal-handlers", 0, SWITCH, RP3_DISABLE_SIGNAL_HANDLERS, NULL, false},
     {"process-sync", 0, SWITCH, RP3_PROCESS_SYNC, NULL, false},
+    {"attach-sync-output", 0, SWITCH, RP3_ATTACH_SYNC_OUTPUT, NULL, false},
     {"perfetto-backend", 0, ONE, RP3_PERFETTO_BACKEND, "inprocess system", false},
     {"perfetto-buffer-size", 0, ONE, RP3_PERFETTO_BUFFER_SIZE, NULL, false},
     {"perfetto-shmem-size-hint", 0, ONE, RP3_PERFETTO_SHMEM_SIZE_HINT, NULL, false},
     {"rocm-root", 0, ONE, RP3_ROCM_ROOT, NULL, false},
     {"collection-period", 'P', REFUSE, 0, NULL, false},
-    {"attach-sync-output", 0, REFUSE, 1, NULL, false},
 };
 #define N_ENTRIES (sizeof(entries) / sizeof(entries[0]))
 
@@ -405,14 +414,6 @@ int rp3_check(const struct rp3_opts *r, bool pc_beta_env, char *err, size_t len)
 			 "the window with -d instead");
 		return -1;
 	}
-	if (r->refused) {
-		snprintf(
-		    err, len,
-		    "--attach-sync-output is not taken: the rocprofv3.py read (ROCm/rocm-systems "
-		    "210d1ace) does not define it, so the variable its tool reads is unknown; "
-		    "leave it out");
-		return -1;
-	}
 	if (r->has[RP3_PMC] && !r->value[RP3_PMC][0]) {
 		snprintf(err, len, "--pmc needs at least one counter: e.g. --pmc SQ_WAVES");
 		return -1;
@@ -608,6 +609,8 @@ static int put_pmc_pc(const struct rp3_opts *r, struct rp3_env *e)
 			   r->flag[RP3_DISABLE_SIGNAL_HANDLERS] ? "0" : "1");
 	if (r->flag[RP3_PROCESS_SYNC] >= 0)
 		bad |= put(e, "ROCPROF_PROCESS_SYNC", r->flag[RP3_PROCESS_SYNC] ? "1" : "0");
+	if (r->flag[RP3_ATTACH_SYNC_OUTPUT] == 1)
+		bad |= put(e, RP3_SYNC_OUTPUT_ENV, "1");
 	if (r->has[RP3_MINIMUM_OUTPUT_DATA] && positive(r->value[RP3_MINIMUM_OUTPUT_DATA], &v) &&
 	    v > 0) {
 		snprintf(num, sizeof(num), "%lld", v * 1024);
@@ -730,4 +733,12 @@ bool rp3_d_is_path(const char *v, const char *prog, char *err, size_t len)
 		 "--help)",
 		 v, prog);
 	return true;
+}
+
+bool rp3_sync_output(void)
+{
+	const char *v = getenv(RP3_SYNC_OUTPUT_ENV);
+
+	/* "1" is what rocprofv3 sends; a true word set by hand is taken as true too. */
+	return v && rp3_bool(v) == 1;
 }

@@ -60,6 +60,7 @@ enum rp3_flag {
 	RP3_PC_SAMPLING_BETA_ENABLED,
 	RP3_DISABLE_SIGNAL_HANDLERS,
 	RP3_PROCESS_SYNC,
+	RP3_ATTACH_SYNC_OUTPUT, /* rocprofv3 >= ROCm/rocm-systems#3179, see rocprofv3_opts.c */
 	RP3_NFLAGS
 };
 
@@ -179,6 +180,20 @@ bool rp3_d_is_path(const char *v, const char *prog, char *err, size_t len);
  * for the reattach check of every node (node/rp3_state.h); not sent to targets.
  */
 #define RP3_OPTIONS_ENV "ROCATTACH_ROCPROFV3_OPTIONS"
+
+/*
+ * The variable --attach-sync-output sends: with it "1", rocprofv3's tool
+ * writes its output before tool_detach returns, so the detach call holds
+ * until the output is written (ROCm/rocm-systems#3179).
+ */
+#define RP3_SYNC_OUTPUT_ENV "ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC"
+
+/*
+ * The tools' output is written within the detach calls: this process sends
+ * RP3_SYNC_OUTPUT_ENV=1 (given by --attach-sync-output, by hand, or in the
+ * plan rank 0 sent), as the tool reads it.
+ */
+bool rp3_sync_output(void);
 
 struct rp3_setup {
 	const char *tools;	 /* -t, or NULL */

@@ -64,6 +64,11 @@ vc_t_eq "tool on every node: exit 0" "$rc" 0
 for h in "${HOSTS[@]}"; do
 	pid=$("$S/vc-exec" "$h" pgrep -f "^$B/bin/rocattach-example-target")
 	f=$W/o2/$h/${pid}_results.db
+	# The tool writes after its detach returns (no --attach-sync-output): wait for its last line.
+	for _ in $(seq 100); do
+		grep -qs '^ROCP_TOOL_LIBRARIES=' "$f" && break
+		sleep 0.05
+	done
 	vc_t_cmd "$h: its target's tool wrote $h/$pid" test -f "$f"
 	vc_t_cmd "$h: its tool saw ROCPROF_KERNEL_TRACE=1" \
 		grep -qx -e "ROCPROF_KERNEL_TRACE=1" "$f"

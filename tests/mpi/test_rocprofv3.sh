@@ -6,7 +6,9 @@
 # the real tool writes them. The expected lists are written from rocprofv3.py
 # (ROCm/rocm-systems 210d1ace), not from our table. Also: rocprofv3's refusals leave
 # every target untouched, and the reattach trap refuses only the targets first
-# attached with other collection options.
+# attached with other collection options. Last, --attach-sync-output on two launcher
+# ranks (section 5): with it a window ends only once a slow tool's output is written,
+# without it the launcher does not wait.
 B=${1:?usage: test_rocprofv3.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-rocprofv3-test.XXXXXX)
@@ -17,14 +19,25 @@ T=$ROCM_PATH/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so
 CLI=$B/bin/rocattach
 H=$(hostname)
 
+# eventually CMD...: CMD succeeds within 5 s. rocprofv3's tool (and its double) writes its
+# output on a thread after its detach has returned, so a file may come just after the
+# launcher ends (section 5 tests that).
+eventually() {
+	for _ in $(seq 100); do
+		"$@" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	"$@"
+}
 # same FILE "VAR=VALUE"...: the tool saw exactly these ROCP* variables (and the target's
 # own ROCP_TOOL_ATTACH=1).
-same() {
+same_now() {
 	local f=$1
 	shift
 	[ -f "$f" ] || { echo "missing $f" >&2; return 1; }
 	diff <(grep -v '^ROCP_TOOL_ATTACH=1$' "$f" | sort) <(printf '%s\n' "$@" | sort) >&2
 }
+same() { eventually same_now "$@"; }
 traced() { [ -d "/proc/$1" ] && awk '/^TracerPid:/ { exit $2 != 0 }' "/proc/$1/status"; }
 
 start_both "$W/job.out" || exit 1
@@ -126,13 +139,113 @@ check "the run says where the files land" grep -q "rocprofv3's tool writes $W/o3
 "$CLI" -p "${AG[1]}" --attach-children=false --kernel-trace -f csv json -d 100 \
 	--output-directory "$W/o4" </dev/null >"$W/c4.out" 2>&1
 check "same collection, other output: exit 0" test $? -eq 0
-check "same collection, other output: csv and json written" test -f "$W/o4/$H/${AG[1]}_results.csv" -a -f "$W/o4/$H/${AG[1]}_results.json"
+check "same collection, other output: csv and json written" eventually test -f "$W/o4/$H/${AG[1]}_results.csv" -a -f "$W/o4/$H/${AG[1]}_results.json"
 "$CLI" -p "${RO[1]}" --attach-children=false --hip-trace -d 100 </dev/null >"$W/c5.out" 2>&1
 check "rocattach, other collection: exit 1" test $? -eq 1
 check "rocattach, other collection: the reason" grep -q "process ${RO[1]} was first attached with --kernel-trace; rocprofv3's tool cannot change" "$W/c5.out"
 for p in "${R[@]}"; do check "end: $p untraced and alive" traced "$p"; done
 
 stop_job
+
+# 5. --attach-sync-output: the tools write their output before their detach returns
+#    (ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1, ROCm/rocm-systems#3179), so a window ends only
+#    once it is written. Two launcher ranks, each in a PID namespace of its own with one
+#    target (--one-node-per-rank: two nodes), one target on each side, the sides swapped in
+#    a second run. Rank 1's tool takes 8 s to write (the double's knob), longer than rank 0's
+#    5 s wait for a node's records after the stop and its 2 s retry: with the option that
+#    wait grows by --call-timeout (10 s, longer than the write), so rank 1 is neither late
+#    (said with -v) nor lost. Each rank's script copies the
+#    output directory as it is when its launcher ends, then waits (15 s at most) for its own
+#    target's file to be complete before it ends the namespace.
+if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null; then
+	echo "SKIP: section 5 needs root and unshare (a PID namespace per launcher rank)"
+	exit 77
+fi
+EXAMPLE=$B/bin/rocattach-example-target
+sync_script='t=$1 pre=$2 tag=$3 dir=$4; shift 4
+RP3TAG=$tag ROCP_TOOL_ATTACH=1 LD_PRELOAD=$pre "$t" --threads 0 </dev/null >/dev/null 2>&1 &
+tp=$!
+i=0
+while ! grep -qs rocp-bg-attach /proc/$tp/task/*/comm && [ $i -lt 2000 ]; do
+	sleep 0.005; i=$((i + 1))
+done
+"$@"
+rc=$?
+cp -r "$dir" "$dir.atexit.$tag"
+i=0
+while [ -f "$dir/$tag/rocprofv3-double-write-ms" ] && [ $i -lt 300 ] &&
+	! grep -qs "^written_after_ms=" "$dir/$tag/out_results.db"; do
+	sleep 0.05; i=$((i + 1))
+done
+if kill -0 $tp 2>/dev/null; then
+	echo "alive $(awk "/^TracerPid/ { print \$2 }" /proc/$tp/status) $rc" >"$dir.after.$tag"
+else
+	echo "dead - $rc" >"$dir.after.$tag"
+fi
+exit $rc'
+# sync_run CASE RANK0_PRELOAD RANK1_PRELOAD OPTION...: output in $W/CASE/r0 and r1 (slow
+# CASE TAG before it: that target's tool takes 8 s to write).
+sync_run() {
+	local c=$1 p0=$2 p1=$3 tag pre
+	shift 3
+	mkdir -p "$W/$c" "$W/$c.tmp0" "$W/$c.tmp1"
+	args=()
+	for tag in r0 r1; do
+		pre=$p0
+		[ "$tag" = r1 ] && pre=$p1
+		[ ${#args[@]} -gt 0 ] && args+=(:)
+		args+=(-np 1 unshare --pid --fork --mount-proc /bin/sh -c "$sync_script" sh
+			"$EXAMPLE" "$pre" "$tag" "$W/$c" env "TMPDIR=$W/$c.tmp${tag#r}"
+			"$LAUNCHER" --one-node-per-rank --exe rocattach-example-target --kernel-trace
+			-d 300 --output-directory "$W/$c" -o "%q{RP3TAG}%/out" --report "$W/$c.json" "$@")
+	done
+	timeout 120 mpirun --bind-to none --mca btl self,tcp --mca orte_abort_on_non_zero_status 0 \
+		"${args[@]}" </dev/null >"$W/$c.out" 2>&1
+}
+slow() { mkdir -p "$W/$1/$2" && echo 8000 >"$W/$1/$2/rocprofv3-double-write-ms"; }
+complete() { grep -q "^written_after_ms=8000$" "$1"; }
+mtime() { stat -c %.9Y "$1"; }
+newer() { awk -v a="$(mtime "$1")" -v b="$(mtime "$2")" 'BEGIN { exit !(a >= b) }'; }
+
+for c in sync1 sync2; do
+	if [ $c = sync1 ]; then p0=$AGENT p1=$DOUBLE; else p0=$DOUBLE p1=$AGENT; fi
+	sides="rank 1's target on $([ "$p1" = "$AGENT" ] && echo our agent || echo "ROCm's side")"
+	slow "$c" r1
+	sync_run "$c" "$p0" "$p1" --attach-sync-output -v
+	for tag in r0 r1; do
+		check "$c ($sides): $tag's launcher exit 0, target alive and untraced ($(cat "$W/$c.after.$tag" 2>/dev/null))" \
+			grep -q "^alive 0 0$" "$W/$c.after.$tag"
+		check "$c: $tag's tool saw ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1" \
+			grep -q "^ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1$" "$W/$c/$tag/out_results.db"
+	done
+	check "$c: rank 1's output was complete when rank 0's launcher ended" \
+		complete "$W/$c.atexit.r0/r1/out_results.db"
+	check "$c: ... and when rank 1's own ended" complete "$W/$c.atexit.r1/r1/out_results.db"
+	check "$c: rank 0's output was written then too" \
+		grep -q "^ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1$" "$W/$c.atexit.r0/r0/out_results.db"
+	check "$c: no node late or lost" eval "! grep -Eq 'late: no records|lost' '$W/$c.out'"
+	check "$c: the report: both nodes ok, both targets detached, stopped at -d" jq -e \
+		'.windows[0] | .stop_reason == "duration" and ([.nodes[].state] == ["ok", "ok"])
+		 and ([.nodes[].targets[].state] == ["detached", "detached"])' "$W/$c.json"
+	check "$c: the report was written after the output" newer "$W/$c.json" "$W/$c/r1/out_results.db"
+done
+
+# Without the option the launcher does not wait: the files are cut short when it ends, and
+# the tools finish them on their own afterwards (both sides).
+slow async r0
+slow async r1
+sync_run async "$AGENT" "$DOUBLE"
+for tag in r0 r1; do
+	check "async: $tag's launcher exit 0, target alive and untraced ($(cat "$W/async.after.$tag" 2>/dev/null))" \
+		grep -q "^alive 0 0$" "$W/async.after.$tag"
+	check "async: $tag's output not complete when rank 0's launcher ended" \
+		eval "! complete '$W/async.atexit.r0/$tag/out_results.db'"
+	check "async: $tag's output completed by its tool afterwards" complete "$W/async/$tag/out_results.db"
+	check "async: $tag's tool was not sent the variable" \
+		eval "! grep -q '^ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC' '$W/async/$tag/out_results.db'"
+done
+check "async: the report was written before the output" eval "! newer '$W/async.json' '$W/async/r1/out_results.db'"
+
 echo "rocprofv3: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ] && rm -rf "$W"
 [ "$FAILED" -eq 0 ]

@@ -14,22 +14,35 @@
  * suffixes being the double's own. A second attach whose collection
  * variables differ from the first's fails, as the real tool cannot change
  * them (tool_attach returns -1 and records "reattach_refused").
+ *
+ * When it writes them is upstream's (ROCm/rocm-systems pull request #3179):
+ * by default on a thread of its own, after tool_detach has returned; with
+ * ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1 (true) before tool_detach returns.
+ * A next tool_attach waits for a write still going, as rocprofv3 blocks
+ * reattach until then. Test knob: a file WRITE_DELAY_FILE in the directory
+ * the files go to (that of the expanded prefix) holding milliseconds makes each
+ * write take that long: the variables are written, then after the delay a
+ * last line "written_after_ms=N", so a file cut short shows.
  * Built as tests/rocm/rocm-root/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so,
  * so ROCM_PATH=tests/rocm/rocm-root finds it where rocprofv3 would.
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rocattach/tool.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_VARS 128
+#define WRITE_DELAY_FILE "rocprofv3-double-write-ms"
 
 extern char **environ;
 
@@ -37,6 +50,8 @@ static char *seen[MAX_VARS];
 static size_t n_seen;
 static char *first_key; /* the collection variables of the first attach */
 static int my_data;
+static pthread_t writer; /* the asynchronous write of the last detach */
+static bool writing;
 
 static int by_name(const void *a, const void *b)
 {
@@ -108,9 +123,26 @@ static char *collection_key(void)
 	return key;
 }
 
-static void write_file(const char *prefix, const char *ext, const char *extra)
+/* The test knob: milliseconds each write takes (0 without the file). */
+static long write_delay_ms(const char *dir)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], buf[32] = "";
+	long ms = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, WRITE_DELAY_FILE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (read(fd, buf, sizeof(buf) - 1) > 0)
+		ms = strtol(buf, NULL, 10);
+	close(fd);
+	return ms > 0 ? ms : 0;
+}
+
+static void write_file(const char *prefix, const char *ext, const char *extra, long delay_ms)
+{
+	char path[PATH_MAX], last[64];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s_results.%s", prefix, ext);
@@ -123,21 +155,75 @@ static void write_file(const char *prefix, const char *ext, const char *extra)
 			break;
 	if (extra && write(fd, extra, strlen(extra)) < 0)
 		extra = NULL;
+	if (delay_ms) {
+		struct timespec ts = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
+
+		while (nanosleep(&ts, &ts))
+			;
+		snprintf(last, sizeof(last), "written_after_ms=%ld\n", delay_ms);
+		if (write(fd, last, strlen(last)) < 0)
+			delay_ms = 0;
+	}
 	close(fd);
+}
+
+/* Where and how the next write goes: read at tool_detach, before any later attach's setenv. */
+static struct output {
+	char prefix[2 * PATH_MAX + 2], list[256];
+	long delay_ms;
+} out;
+
+static void plan_outputs(void)
+{
+	const char *dir = getenv("ROCPROF_OUTPUT_PATH"), *file = getenv("ROCPROF_OUTPUT_FILE_NAME");
+	const char *fmts = getenv("ROCPROF_OUTPUT_FORMAT");
+	char d[PATH_MAX], f[PATH_MAX];
+
+	expand(dir && *dir ? dir : ".", d, sizeof(d));
+	expand(file && *file ? file : "%hostname%/%pid%", f, sizeof(f));
+	snprintf(out.prefix, sizeof(out.prefix), "%s/%s", d, f);
+	snprintf(out.list, sizeof(out.list), "%s", fmts && *fmts ? fmts : "rocpd");
+	/* The knob sits where the files go: DIR/HOST/ by default, so per node or per target. */
+	snprintf(d, sizeof(d), "%s", out.prefix);
+	if (strrchr(d, '/'))
+		*strrchr(d, '/') = '\0';
+	out.delay_ms = write_delay_ms(d);
 }
 
 static void write_outputs(const char *extra)
 {
-	const char *dir = getenv("ROCPROF_OUTPUT_PATH"), *file = getenv("ROCPROF_OUTPUT_FILE_NAME");
-	const char *fmts = getenv("ROCPROF_OUTPUT_FORMAT");
-	char d[PATH_MAX], f[PATH_MAX], prefix[2 * PATH_MAX + 2], list[256];
+	char list[256];
 
-	expand(dir && *dir ? dir : ".", d, sizeof(d));
-	expand(file && *file ? file : "%hostname%/%pid%", f, sizeof(f));
-	snprintf(prefix, sizeof(prefix), "%s/%s", d, f);
-	snprintf(list, sizeof(list), "%s", fmts && *fmts ? fmts : "rocpd");
+	snprintf(list, sizeof(list), "%s", out.list);
 	for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		write_file(prefix, !strcmp(t, "rocpd") ? "db" : t, extra);
+		write_file(out.prefix, !strcmp(t, "rocpd") ? "db" : t, extra, out.delay_ms);
+}
+
+static void *write_later(void *arg)
+{
+	(void)arg;
+	write_outputs(NULL);
+	return NULL;
+}
+
+/* A write still going from the last detach ends first (rocprofv3 blocks reattach so). */
+static void wait_writer(void)
+{
+	if (writing)
+		pthread_join(writer, NULL);
+	writing = false;
+}
+
+/* ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC, read as the tool reads its booleans. */
+static bool sync_output(void)
+{
+	static const char *const yes[] = {"1", "y", "yes", "t", "true", "on"};
+	const char *v = getenv("ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC");
+
+	for (size_t i = 0; v && i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!strcasecmp(v, yes[i]))
+			return true;
+	return false;
 }
 
 static void keep_environment(void)
@@ -172,6 +258,7 @@ static int tool_attach(rocprofiler_client_detach_t detach, rocprofiler_context_i
 	(void)ctx;
 	(void)n;
 	(void)data;
+	wait_writer();
 	keep_environment();
 	key = collection_key();
 	if (!first_key) {
@@ -180,6 +267,7 @@ static int tool_attach(rocprofiler_client_detach_t detach, rocprofiler_context_i
 	}
 	if (key && strcmp(key, first_key)) {
 		/* The real tool ends in an exception here; the double says so in its files. */
+		plan_outputs();
 		write_outputs("reattach_refused\n");
 		free(key);
 		return -1;
@@ -191,6 +279,12 @@ static int tool_attach(rocprofiler_client_detach_t detach, rocprofiler_context_i
 static void tool_detach(void *data)
 {
 	(void)data;
+	wait_writer();
+	plan_outputs();
+	if (!sync_output() && !pthread_create(&writer, NULL, write_later, NULL)) {
+		writing = true;
+		return;
+	}
 	write_outputs(NULL);
 }
 

@@ -458,11 +458,19 @@ static void test_rocprofiler_register_attach_one_attacher(void **state)
 
 static int child_rollback(void)
 {
-	const char *vars[] = {"ROCP_TEST_NEW=1", "ROCP_TEST_KEEP=new", "ROCP_TEST_KEEP=newer",
+	/* SAME already has its value (left as is); FLIP too, then is given another. */
+	const char *vars[] = {"ROCP_TEST_NEW=1",
+			      "ROCP_TEST_KEEP=new",
+			      "ROCP_TEST_KEEP=newer",
+			      "ROCP_TEST_SAME=s",
+			      "ROCP_TEST_FLIP=a",
+			      "ROCP_TEST_FLIP=b",
 			      NULL};
 	char *env = make_env(vars);
 
 	setenv("ROCP_TEST_KEEP", "old", 1);
+	setenv("ROCP_TEST_SAME", "s", 1);
+	setenv("ROCP_TEST_FLIP", "a", 1);
 	unsetenv("ROCP_TEST_NEW");
 	CHECK_OK(agent_load(true));
 	CHECK(ag.attach(env, "/nonexistent/libnope.so") == 6);
@@ -470,6 +478,8 @@ static int child_rollback(void)
 	CHECK(!getenv("ROCP_TEST_NEW"));
 	CHECK(!getenv("ROCPROF_OUTPUT_PATH"));
 	CHECK(!strcmp(getenv("ROCP_TEST_KEEP"), "old"));
+	CHECK(!strcmp(getenv("ROCP_TEST_SAME"), "s"));
+	CHECK(!strcmp(getenv("ROCP_TEST_FLIP"), "a"));
 	CHECK(ag.attach(env, ":::") == 8);
 	CHECK(ag.attach(env, RA_AGENT_PATH) == 6);
 	CHECK(strstr(ag.last_error(), "rocprofiler_configure not exported by this library"));
@@ -479,6 +489,8 @@ static int child_rollback(void)
 	CHECK(strstr(ag.last_error(), "skipped: /nonexistent/libnope.so: "));
 	CHECK(!strcmp(getenv("ROCP_TEST_NEW"), "1"));
 	CHECK(!strcmp(getenv("ROCP_TEST_KEEP"), "newer"));
+	CHECK(!strcmp(getenv("ROCP_TEST_SAME"), "s"));
+	CHECK(!strcmp(getenv("ROCP_TEST_FLIP"), "b"));
 	free(env);
 	return 0;
 }

@@ -166,6 +166,14 @@ static const struct env_case cases[] = {
     {{"--disable-signal-handlers", "--process-sync=false"},
      {BASE, "ROCPROF_SIGNAL_HANDLERS=0", "ROCPROF_PROCESS_SYNC=0"},
      {NULL}},
+    /*
+     * Newer than 210d1ace: ROCm/rocm-systems pull request #3179 (merged) gives
+     * synchronous output with "--attach-sync-output" or the tool's variable
+     * "ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1"; pull request #7406 (merged)
+     * sets ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC="1" where it would pass the flag.
+     */
+    {{"--attach-sync-output"}, {BASE, "ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1"}, {NULL}},
+    {{"--attach-sync-output=false", "--kernel-trace"}, {BASE, "ROCPROF_KERNEL_TRACE=1"}, {NULL}},
     {{"--perfetto-backend", "system", "--perfetto-buffer-size", "2048",
       "--perfetto-shmem-size-hint", "128"},
      {BASE, "ROCPROF_PERFETTO_BUFFER_SIZE_KB=2048", "ROCPROF_PERFETTO_SHMEM_SIZE_HINT_KB=128",
@@ -271,7 +279,6 @@ static const struct refusal refusals[] = {
     {{"--log-level", "loud"}, "invalid --log-level"},
     {{"--kernel-trace=maybe"}, "invalid --kernel-trace value"},
     {{"--pmc"}, "missing value for option '--pmc'"},
-    {{"--attach-sync-output"}, "--attach-sync-output is not taken"},
 };
 
 static void test_rp3_check_refusals(void **state)
@@ -286,6 +293,21 @@ static void test_rp3_check_refusals(void **state)
 			fail_msg("%s: '%s' does not say '%s'", refusals[i].args[0], err,
 				 refusals[i].says);
 	}
+}
+
+/* The launcher waits for the output when the variable the tools read says so. */
+static void test_rp3_sync_output_from_the_variable(void **state)
+{
+	(void)state;
+	unsetenv("ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC");
+	assert_false(rp3_sync_output());
+	setenv("ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC", "1", 1);
+	assert_true(rp3_sync_output());
+	setenv("ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC", "0", 1);
+	assert_false(rp3_sync_output());
+	setenv("ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC", "", 1);
+	assert_false(rp3_sync_output());
+	unsetenv("ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC");
 }
 
 /* A tool of one's own and none of rocprofv3's options: nothing of rocprofv3's goes. */
@@ -379,6 +401,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rp3_env_build_table),
 	    cmocka_unit_test(test_rp3_check_refusals),
+	    cmocka_unit_test(test_rp3_sync_output_from_the_variable),
 	    cmocka_unit_test(test_rp3_prepare_custom_tool_alone),
 	    cmocka_unit_test(test_rp3_find_tool_where_rocprofv3_looks),
 	    cmocka_unit_test(test_rp3_collection_key),
