@@ -410,6 +410,8 @@ struct rm_rec_head {
 	int64_t boot_offset_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME here */
 	uint64_t node_ns[3];	/* selection, topology, side probes */
 	char error[256];
+	uint64_t stacks_len;	 /* --stacks: folded lines after the targets, this long */
+	uint64_t stacks_no_rank; /* --stacks: targets left out, with no rank */
 };
 
 static int64_t boot_offset_ns(void)
@@ -424,16 +426,21 @@ static void *pack_records(struct ctx *c, size_t *len)
 				.gones_sent = c->gones_sent,
 				.boot_offset_ns = boot_offset_ns()};
 	size_t n = c->worker ? c->n : 0, body = rn_pack(c->host, c->t, n, NULL, 0);
-	char *buf = malloc(sizeof(h) + body);
+	size_t stacks = c->stacks.text ? strlen(c->stacks.text) : 0;
+	char *buf = malloc(sizeof(h) + body + stacks);
 
 	if (!buf)
 		out_of_memory();
+	h.stacks_len = stacks;
+	h.stacks_no_rank = c->stacks.no_rank;
 	h.all_gone = c->watch && !rn_watch_alive(c->watch);
 	memcpy(h.node_ns, c->node_ns, sizeof(h.node_ns));
 	snprintf(h.error, sizeof(h.error), "%s", c->node_error);
 	memcpy(buf, &h, sizeof(h));
 	rn_pack(c->host, c->t, n, buf + sizeof(h), body);
-	*len = sizeof(h) + body;
+	if (stacks)
+		memcpy(buf + sizeof(h) + body, c->stacks.text, stacks);
+	*len = sizeof(h) + body + stacks;
 	return buf;
 }
 
@@ -528,6 +535,15 @@ static void take_records(struct ctx *c, int r, const char *buf, size_t len)
 			c->worst_node_ns[i] = h.node_ns[i];
 	if (!h.worker)
 		return;
+	if (h.stacks_len > len - sizeof(h)) {
+		rm_mark_lost(c, r, "its records are cut short (%zu bytes)", len);
+		return;
+	}
+	len -= h.stacks_len;
+	if (h.stacks_len && c->run.stacks)
+		c->run.stacks_refused +=
+		    rm_stacks_merge(c->run.stacks, buf + len, (size_t)h.stacks_len);
+	c->run.stacks_no_rank += h.stacks_no_rank;
 	if (rm_take_node(buf + sizeof(h), len - sizeof(h), p->clock.applied_ns, &nd)) {
 		rm_mark_lost(c, r, "its records do not unpack (%zu bytes)", len);
 		return;

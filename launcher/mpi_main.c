@@ -32,6 +32,7 @@
 #include "common/clock.h"
 #include "mpi_ctx.h"
 #include "mpi_rocprofv3.h"
+#include "stacks_tree.h"
 
 /* The window loop looks around every POLL_MS (signals wake it at once): near zero CPU. */
 #define POLL_MS 25
@@ -173,6 +174,9 @@ static int configure(struct ctx *c, int argc, char **argv)
 				printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
 				       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 			code = -1;
+		} else if (c->o.stacks && rm_stacks_find_tool(&c->o, err, sizeof(err))) {
+			say_to(c, stderr, "%s", err);
+			code = RM_EXIT_FAILED;
 		} else if ((code = rm_rocprofv3_setup(
 				&c->o, c->o.verbose ? (c->o.dry_run ? stdout : stderr) : NULL, err,
 				sizeof(err)))) {
@@ -552,6 +556,7 @@ static int write_outputs(struct ctx *c, int code, const char *reason)
 	struct output out[] = {
 	    {c->o.trace, "trace", rm_write_trace, false, ""},
 	    {c->o.timeline, "timeline", rm_write_timeline, false, ""},
+	    {c->o.stacks_svg, "stacks' SVG", rm_write_stacks_svg, false, ""},
 	    {c->o.report, "report", rm_write_report, false, ""},
 	};
 	size_t n = sizeof(out) / sizeof(out[0]), failed = 0, before;
@@ -628,6 +633,7 @@ static int finish(struct ctx *c)
 	code = write_outputs(c, code, reason);
 	fflush(stderr);
 	rm_print_summary(stdout, &c->run);
+	rm_print_stacks(stdout, &c->run);
 	fflush(stdout);
 	return code;
 }
@@ -696,6 +702,10 @@ static void init_run(struct ctx *c)
 	cfg->jobs = c->o.jobs;
 	cfg->inject = c->o.inject;
 	cfg->ranks = c->size;
+	if (c->o.stacks && !(c->run.stacks = ra_stack_tree_new())) {
+		rm_rank_error(c, "--stacks: out of memory for the tree");
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	}
 }
 
 /* Rank 0's records: the windows' and each rank's last ones. */
@@ -713,6 +723,9 @@ static void free_run(struct ctx *c)
 	free(c->peers);
 	free(c->t);
 	rm_store_close(c->run.store);
+	ra_stack_tree_free(c->run.stacks);
+	free(c->stacks.text);
+	rm_stacks_cleanup(&c->stacks);
 }
 
 /*

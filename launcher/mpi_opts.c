@@ -45,6 +45,8 @@ enum {
 	OPT_VERSION,
 	OPT_ALL_USERS,
 	OPT_TRACE,
+	OPT_STACKS,
+	OPT_STACKS_SVG,
 };
 
 static const struct option long_opts[] = {
@@ -72,6 +74,8 @@ static const struct option long_opts[] = {
     {"report", required_argument, NULL, OPT_REPORT},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"stacks", no_argument, NULL, OPT_STACKS},
+    {"stacks-svg", required_argument, NULL, OPT_STACKS_SVG},
     {"one-node-per-rank", no_argument, NULL, OPT_ONE_NODE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -275,6 +279,12 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 	case OPT_TRACE:
 		o->trace = optarg;
 		return 0;
+	case OPT_STACKS:
+		o->stacks = true;
+		return 0;
+	case OPT_STACKS_SVG:
+		o->stacks_svg = optarg;
+		return 0;
 	case OPT_ONE_NODE:
 		o->one_node_per_rank = true;
 		return 0;
@@ -360,11 +370,39 @@ static int validate(struct rm_opts *o, char *err, size_t len)
 	return 0;
 }
 
+/*
+ * --stacks attaches its own tool for one snapshot: no -t, no --windows, no
+ * rocprofv3 options. Without -d (or ROCPROF_ATTACH_DURATION) the window is 0 ms: the snapshot is
+ * taken at the attach.
+ */
+static int check_stacks(struct rm_opts *o, bool d_given, char *err, size_t len)
+{
+	if (o->stacks_svg && !o->stacks)
+		return bad(err, len, "--stacks-svg draws the tree of --stacks: add --stacks");
+	if (!o->stacks)
+		return 0;
+	if (o->tools)
+		return bad(err, len,
+			   "--stacks attaches its own tool (librocattach-stacks.so): give "
+			   "--stacks without -t");
+	if (o->windows > 1)
+		return bad(err, len,
+			   "--stacks takes one snapshot: give --stacks without --windows");
+	if (o->rp3.any)
+		return bad(err, len,
+			   "--stacks attaches its own tool, not rocprofv3's: give --stacks "
+			   "without rocprofv3's options");
+	if (!d_given && o->duration_ms < 0)
+		o->duration_ms = 0;
+	return 0;
+}
+
 int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len)
 {
 	if (ra_outpath_check(o->report, "--report", err, len) ||
 	    ra_outpath_check(o->timeline, "--timeline", err, len) ||
-	    ra_outpath_check(o->trace, "--trace", err, len))
+	    ra_outpath_check(o->trace, "--trace", err, len) ||
+	    ra_outpath_check(o->stacks_svg, "--stacks-svg", err, len))
 		return -1;
 	return 0;
 }
@@ -403,6 +441,8 @@ int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t le
 	if (o->help || o->version)
 		return 0;
 	if (rp3_check(&o->rp3, getenv("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") != NULL, err, len))
+		return -1;
+	if (check_stacks(o, d_given, err, len))
 		return -1;
 	return validate(o, err, len);
 }

@@ -41,6 +41,8 @@ struct rm_opts {
 	int gather_slots;	   /* ranks whose records may be on their way to rank 0 at once */
 	bool inject, dry_run, one_node_per_rank;
 	const char *report, *timeline, *trace;
+	bool stacks;		/* --stacks: one snapshot of every thread, merged on rank 0 */
+	const char *stacks_svg; /* --stacks-svg: the merged tree as SVG (rank 0) */
 	int verbose;
 	bool help, version;
 	struct rp3_opts rp3; /* rocprofv3's options, by its names (rank 0 only) */

@@ -111,6 +111,8 @@ static struct rn_pool_opts pool_opts(const struct ctx *c)
 				 .inject = c->o.inject,
 				 .call_timeout_ms = (unsigned)c->o.call_timeout_ms};
 
+	if (c->o.stacks && c->stacks.dir[0])
+		p.env = c->stacks.env;
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
 	return p;
@@ -194,6 +196,9 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	struct rn_pool_opts p;
 	int short_by;
 
+	if (c->o.stacks && c->worker && c->n && !c->stacks.dir[0] && !c->stacks_error[0] &&
+	    rm_stacks_prepare(&c->stacks, c->stacks_error, sizeof(c->stacks_error)))
+		rm_rank_error(c, "%s", c->stacks_error);
 	ra_sleep_until_monotonic(mono_of(c, when[1]));
 	if (!c->worker || !c->n)
 		return r;
@@ -222,7 +227,17 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	return r;
 }
 
+/* --stacks: this node's files, read and named, become its folded lines; then removed. */
+static void stacks_fold(struct ctx *c)
+{
+	if (!c->o.stacks || !c->worker)
+		return;
+	rm_stacks_fold(&c->stacks, c->host, c->t, c->n, c->stacks_error);
+	rm_stacks_cleanup(&c->stacks);
+}
+
 /* The detach calls go out at once; the library keeps every hand-back to stop_ns. */
+
 static void detach_phase(struct ctx *c, uint64_t stop_ns)
 {
 	struct rn_pool_opts p;
@@ -531,6 +546,7 @@ void rm_run_windows(struct ctx *c)
 		attach_outcome(c, w, when[1]);
 		hold_root(c, w, when[0], &m);
 		detach_phase(c, m.stop_ns);
+		stacks_fold(c);
 		keep_window(c, w, when[0], &m);
 		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * RA_NS_PER_MS;
 		c->nodes_alive = count_alive(c);
@@ -656,6 +672,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		} else {
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
+		stacks_fold(c);
 		rm_records_ready(c);
 		/* Rank 0's records wait with its retry, its wait for late clocks, and more. */
 		c->next_deadline = ra_monotonic_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +

@@ -100,6 +100,10 @@ char *rm_plan_encode(const struct rm_opts *o)
 		json_decref(j);
 		return NULL;
 	}
+	if (json_object_set_new(j, "stacks", json_boolean(o->stacks))) {
+		json_decref(j);
+		return NULL;
+	}
 	text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return text;
@@ -217,6 +221,7 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	o->one_node_per_rank = b[4];
 	o->help = b[5];
 	o->version = b[6];
+	o->stacks = json_is_true(json_object_get(j, "stacks"));
 	return 0;
 }
 

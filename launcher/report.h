@@ -15,6 +15,7 @@
 #include "node.h"
 
 struct rm_store;
+struct ra_stack_tree;
 
 /* One node's records as gathered after a window (or after selection, for --dry-run). */
 struct rm_node {
@@ -95,6 +96,10 @@ struct rm_run {
 	 * job being ended: see rocattach-mpi's hold_root), NULL: it is.
 	 */
 	const char *provisional;
+	/* --stacks: every node's stacks merged (NULL without --stacks). */
+	struct ra_stack_tree *stacks;
+	size_t stacks_refused; /* folded lines the tree refused */
+	size_t stacks_no_rank; /* targets left out of it: no rank in their environment */
 };
 
 /*
@@ -218,6 +223,9 @@ size_t rm_died_attached(const struct rm_run *r, size_t *lived, uint64_t *first_n
  */
 int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_t len);
+/* --stacks: the tree as indented text (after the summary), and as SVG (--stacks-svg). */
+void rm_print_stacks(FILE *f, const struct rm_run *r);
+int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len);
 
 #endif
