@@ -227,11 +227,38 @@ static void test_rm_opts_parse_trace(void **state)
 	assert_non_null(strstr(rm_usage, "--trace FILE.json"));
 }
 
+static void test_rm_opts_parse_stacks(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "--stacks"), 0);
+	assert_true(o.stacks);
+	assert_int_equal(o.duration_ms, 0); /* one snapshot: no window to wait for */
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "-d", "300"), 0);
+	assert_int_equal(o.duration_ms, 300);
+	setenv("ROCPROF_ATTACH_DURATION", "200", 1);
+	assert_int_equal(PARSE("--exe", "x", "--stacks"), 0);
+	assert_int_equal(o.duration_ms, 200);
+	unsetenv("ROCPROF_ATTACH_DURATION");
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "-t", "/lib/libx.so"), -1);
+	assert_non_null(strstr(err, "give --stacks without -t"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "--windows", "100:100:2"), -1);
+	assert_non_null(strstr(err, "without --windows"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "--kernel-trace"), -1);
+	assert_non_null(strstr(err, "without rocprofv3's options"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks-svg", "s.svg"), -1);
+	assert_non_null(strstr(err, "add --stacks"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "--stacks-svg", "/nonexistent-dir/s.svg"),
+			 0);
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--stacks-svg"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_rm_opts_parse_selectors_and_window, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_trace, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_stacks, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),
