@@ -80,18 +80,23 @@ missing:
 }
 
 /*
- * A directory of this node for the tool's files: private to this run, and
- * open to every user (sticky), since targets of other users write there.
+ * A directory of this node for the tool's files, in $ROCATTACH_STACKS_DIR,
+ * else $TMPDIR, else /tmp: private to this run, and open to every user
+ * (sticky), since targets of other users write there.
  */
 int rm_stacks_prepare(struct rm_stacks *s, char *err, size_t len)
 {
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = getenv("ROCATTACH_STACKS_DIR");
 
+	if (!tmp || !*tmp)
+		tmp = getenv("TMPDIR");
 	snprintf(s->dir, sizeof(s->dir), "%s/rocattach-mpi-stacks.XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(s->dir) || chmod(s->dir, 01777)) {
-		snprintf(err, len, "--stacks: cannot make a directory %s: %s", s->dir,
-			 strerror(errno));
+		snprintf(err, len,
+			 "--stacks: cannot make a directory %s: %s: set ROCATTACH_STACKS_DIR to a "
+			 "writable directory",
+			 s->dir, strerror(errno));
 		s->dir[0] = '\0';
 		return -1;
 	}

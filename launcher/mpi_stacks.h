@@ -12,11 +12,11 @@
 struct ra_stack_tree;
 
 struct rm_stacks {
-	char dir[PATH_MAX];	  /* this node's directory for the tool's files, "" if none */
+	char dir[PATH_MAX]; /* this node's directory for the tool's files, "" if none */
 	char var[2][PATH_MAX + 32];
-	const char *env[3];	  /* ROCPROF_OUTPUT_PATH, ROCPROF_STACKS_HZ=0, NULL */
-	char *text;		  /* this window's folded lines, NULL if none */
-	size_t no_rank;		  /* targets left out: no rank in their environment */
+	const char *env[3]; /* ROCPROF_OUTPUT_PATH, ROCPROF_STACKS_HZ=0, NULL */
+	char *text;	    /* this window's folded lines, NULL if none */
+	size_t no_rank;	    /* targets left out: no rank in their environment */
 };
 
 /* Rank 0: the tool into o->tools; 0, or -1 with the cause and the fix in err. */

@@ -189,6 +189,27 @@ static int pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 	return j.short_by;
 }
 
+/*
+ * --stacks without a directory for the tool's files: nothing is attached
+ * (the tool would write into each target's working directory); each
+ * target fails with the reason.
+ */
+static struct rm_ready stacks_unattached(struct ctx *c)
+{
+	struct rm_ready r = {0, 0, 0, 0};
+
+	for (size_t i = 0; i < c->n; i++) {
+		struct rn_target *t = &c->t[i];
+
+		if (t->state != RN_FOUND && t->state != RN_DETACHED)
+			continue;
+		t->state = RN_ATTACH_FAILED;
+		t->status = ROCATTACH_STATUS_ERROR;
+		snprintf(t->message, sizeof(t->message), "not attached: %s", c->stacks_error);
+	}
+	return r;
+}
+
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
 static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 {
@@ -202,6 +223,8 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	ra_sleep_until_monotonic(mono_of(c, when[1]));
 	if (!c->worker || !c->n)
 		return r;
+	if (c->o.stacks && c->stacks_error[0])
+		return stacks_unattached(c);
 	/* Who went since the last look is not attached again (and its GONE is due). */
 	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);

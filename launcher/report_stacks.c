@@ -155,10 +155,13 @@ int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, siz
 		"than the frame above.</text>\n",
 		ST_W, h, ST_MARGIN, threads, threads == 1 ? "" : "s", ST_MARGIN);
 	if (threads)
-		boxes(out.f, tree, NULL, ST_MARGIN, ST_TOP, (ST_W - 2 * ST_MARGIN) / (double)threads);
+		boxes(out.f, tree, NULL, ST_MARGIN, ST_TOP,
+		      (ST_W - 2 * ST_MARGIN) / (double)threads);
 	else
-		fprintf(out.f, "<text x=\"%.0f\" y=\"%d\" font-size=\"13\">No stacks were "
-			"gathered.</text>\n", ST_MARGIN, ST_TOP + 14);
+		fprintf(out.f,
+			"<text x=\"%.0f\" y=\"%d\" font-size=\"13\">No stacks were "
+			"gathered.</text>\n",
+			ST_MARGIN, ST_TOP + 14);
 	fputs("</svg>\n", out.f);
 	json_decref(tree);
 	return rm_out_close(&out, err, len);
