@@ -174,7 +174,7 @@ static int configure(struct ctx *c, int argc, char **argv)
 				printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
 				       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 			code = -1;
-		} else if (c->o.stacks && rm_stacks_find_tool(&c->o, err, sizeof(err))) {
+		} else if (rm_stacks_on(&c->o) && rm_stacks_find_tool(&c->o, err, sizeof(err))) {
 			say_to(c, stderr, "%s", err);
 			code = RM_EXIT_FAILED;
 		} else if ((code = rm_rocprofv3_setup(
@@ -557,6 +557,8 @@ static int write_outputs(struct ctx *c, int code, const char *reason)
 	    {c->o.trace, "trace", rm_write_trace, false, ""},
 	    {c->o.timeline, "timeline", rm_write_timeline, false, ""},
 	    {c->o.stacks_svg, "stacks' SVG", rm_write_stacks_svg, false, ""},
+	    {c->o.folded, "folded samples", rm_write_folded, false, ""},
+	    {c->o.flamegraph, "flame graph", rm_write_flamegraph, false, ""},
 	    {c->o.report, "report", rm_write_report, false, ""},
 	};
 	size_t n = sizeof(out) / sizeof(out[0]), failed = 0, before;
@@ -702,7 +704,10 @@ static void init_run(struct ctx *c)
 	cfg->jobs = c->o.jobs;
 	cfg->inject = c->o.inject;
 	cfg->ranks = c->size;
-	if (c->o.stacks && !(c->run.stacks = ra_stack_tree_new())) {
+	c->run.sample_hz = c->o.sample_hz;
+	c->run.flame_per_rank = c->o.flame_per_rank;
+	if ((c->o.stacks && !(c->run.stacks = ra_stack_tree_new())) ||
+	    (c->o.sample_hz && !(c->run.samples = ra_stack_tree_new()))) {
 		rm_rank_error(c, "--stacks: out of memory for the tree");
 		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
 	}
@@ -724,6 +729,9 @@ static void free_run(struct ctx *c)
 	free(c->t);
 	rm_store_close(c->run.store);
 	ra_stack_tree_free(c->run.stacks);
+	ra_stack_tree_free(c->run.samples);
+	free(c->run.samples_text);
+	free(c->stacks.samples);
 	free(c->stacks.text);
 	rm_stacks_cleanup(&c->stacks);
 }

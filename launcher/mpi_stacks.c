@@ -84,7 +84,7 @@ missing:
  * else $TMPDIR, else /tmp: private to this run, and open to every user
  * (sticky), since targets of other users write there.
  */
-int rm_stacks_prepare(struct rm_stacks *s, char *err, size_t len)
+int rm_stacks_prepare(struct rm_stacks *s, int hz, char *err, size_t len)
 {
 	const char *tmp = getenv("ROCATTACH_STACKS_DIR");
 
@@ -101,7 +101,7 @@ int rm_stacks_prepare(struct rm_stacks *s, char *err, size_t len)
 		return -1;
 	}
 	snprintf(s->var[0], sizeof(s->var[0]), "ROCPROF_OUTPUT_PATH=%s", s->dir);
-	snprintf(s->var[1], sizeof(s->var[1]), "ROCPROF_STACKS_HZ=0");
+	snprintf(s->var[1], sizeof(s->var[1]), "ROCPROF_STACKS_HZ=%d", hz);
 	s->env[0] = s->var[0];
 	s->env[1] = s->var[1];
 	s->env[2] = NULL;
@@ -160,66 +160,94 @@ static void fold_missing(FILE *out, const char *host, long rank, const char *why
 	fputs("] 1\n", out);
 }
 
-static void fold_one(FILE *out, const char *host, const struct rn_target *t, const char *path)
+/* One target's file: its snapshot into snap, its samples into samples (either may be NULL). */
+static void fold_one(FILE *snap, FILE *samples, const char *host, const struct rn_target *t,
+		     const char *path, size_t *missing)
 {
 	struct ra_stackfile f;
 	struct ra_symbolizer *sym;
 	char err[512];
+	long lines = 0;
 
 	if (ra_stackfile_read(path, &f, err, sizeof(err))) {
-		fold_missing(out, host, t->rank, err);
+		if (snap)
+			fold_missing(snap, host, t->rank, err);
+		*missing += samples != NULL;
 		return;
 	}
 	sym = ra_symbolizer_new(NULL);
-	if (!sym || ra_symbolizer_add_maps(sym, f.maps ? f.maps : "") ||
-	    ra_stackfile_fold(&f, sym, host, t->rank, false, out) < 0)
-		fold_missing(out, host, t->rank, "out of memory naming its frames");
+	if (!sym || ra_symbolizer_add_maps(sym, f.maps ? f.maps : "")) {
+		lines = -1;
+	} else {
+		if (snap && ra_stackfile_fold(&f, sym, host, t->rank, false, snap) < 0)
+			lines = -1;
+		if (samples && lines >= 0)
+			lines = ra_stackfile_fold(&f, sym, host, t->rank, true, samples);
+	}
+	if (lines < 0 && snap)
+		fold_missing(snap, host, t->rank, "out of memory naming its frames");
+	*missing += samples && lines < 0;
 	ra_symbolizer_free(sym);
 	ra_stackfile_free(&f);
 }
 
+/* Why target t has no stacks, or NULL if its file should be there. */
+static const char *no_stacks(const struct rn_target *t, const char *node_error)
+{
+	if (node_error[0])
+		return node_error;
+	if (t->state == RN_DETACHED || t->state == RN_DIED_ATTACHED)
+		return NULL;
+	return t->state == RN_ATTACH_FAILED ? "not attached" : rn_state_name(t->state);
+}
+
+static FILE *open_text(char **text, size_t *size, bool want)
+{
+	free(*text);
+	*text = NULL;
+	return want ? open_memstream(text, size) : NULL;
+}
+
+static void close_text(FILE *f, char **text)
+{
+	if (f && fclose(f)) {
+		free(*text);
+		*text = NULL;
+	}
+}
+
 /*
- * After the detach: each target's file, named and folded, into s->text.
- * A target that got no snapshot is one bracketed frame saying why; a
- * target with no rank cannot be put in the tree and is left out (counted).
+ * After the detach: each target's file, named and folded, into s->text
+ * (the snapshot) and s->samples. In the snapshot a target that got none is
+ * one bracketed frame saying why; in the samples it is counted
+ * (s->samples_missing; a target that used no CPU has no sample, and is not). A target with no rank
+ * cannot be put in a tree and is left out (counted).
  */
 void rm_stacks_fold(struct rm_stacks *s, const char *host, const struct rn_target *t, size_t n,
-		    const char *node_error)
+		    const char *node_error, bool snapshot, bool samples)
 {
 	char path[PATH_MAX + 300];
-	size_t size = 0;
-	FILE *out;
+	size_t size[2] = {0, 0};
+	FILE *snap = open_text(&s->text, &size[0], snapshot);
+	FILE *smp = open_text(&s->samples, &size[1], samples);
+	const char *why;
 
-	free(s->text);
-	s->text = NULL;
-	s->no_rank = 0;
-	out = open_memstream(&s->text, &size);
-	if (!out)
-		return;
+	s->no_rank = s->samples_missing = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (t[i].rank < 0) {
 			s->no_rank++;
-			continue;
+		} else if ((why = no_stacks(&t[i], node_error)) ||
+			   !find_file(s->dir, t[i].nspid, path, sizeof(path))) {
+			if (snap)
+				fold_missing(snap, host, t[i].rank,
+					     why ? why : "the tool wrote no file");
+			s->samples_missing += smp != NULL;
+		} else {
+			fold_one(snap, smp, host, &t[i], path, &s->samples_missing);
 		}
-		if (node_error[0]) {
-			fold_missing(out, host, t[i].rank, node_error);
-			continue;
-		}
-		if (t[i].state != RN_DETACHED && t[i].state != RN_DIED_ATTACHED) {
-			fold_missing(out, host, t[i].rank,
-				     t[i].state == RN_ATTACH_FAILED ? "not attached"
-								    : rn_state_name(t[i].state));
-			continue;
-		}
-		if (!find_file(s->dir, t[i].nspid, path, sizeof(path)))
-			fold_missing(out, host, t[i].rank, "the tool wrote no file");
-		else
-			fold_one(out, host, &t[i], path);
 	}
-	if (fclose(out)) {
-		free(s->text);
-		s->text = NULL;
-	}
+	close_text(snap, &s->text);
+	close_text(smp, &s->samples);
 }
 
 /* The files, then the directory (s->text stays). */

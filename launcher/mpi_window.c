@@ -111,7 +111,7 @@ static struct rn_pool_opts pool_opts(const struct ctx *c)
 				 .inject = c->o.inject,
 				 .call_timeout_ms = (unsigned)c->o.call_timeout_ms};
 
-	if (c->o.stacks && c->stacks.dir[0])
+	if (rm_stacks_on(&c->o) && c->stacks.dir[0])
 		p.env = c->stacks.env;
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
@@ -217,13 +217,13 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	struct rn_pool_opts p;
 	int short_by;
 
-	if (c->o.stacks && c->worker && c->n && !c->stacks.dir[0] && !c->stacks_error[0] &&
-	    rm_stacks_prepare(&c->stacks, c->stacks_error, sizeof(c->stacks_error)))
+	if (rm_stacks_on(&c->o) && c->worker && c->n && !c->stacks.dir[0] && !c->stacks_error[0] &&
+	    rm_stacks_prepare(&c->stacks, c->o.sample_hz, c->stacks_error, sizeof(c->stacks_error)))
 		rm_rank_error(c, "%s", c->stacks_error);
 	ra_sleep_until_monotonic(mono_of(c, when[1]));
 	if (!c->worker || !c->n)
 		return r;
-	if (c->o.stacks && c->stacks_error[0])
+	if (rm_stacks_on(&c->o) && c->stacks_error[0])
 		return stacks_unattached(c);
 	/* Who went since the last look is not attached again (and its GONE is due). */
 	rn_watch_mark(c->watch, c->t, c->n);
@@ -253,9 +253,10 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 /* --stacks: this node's files, read and named, become its folded lines; then removed. */
 static void stacks_fold(struct ctx *c)
 {
-	if (!c->o.stacks || !c->worker)
+	if (!rm_stacks_on(&c->o) || !c->worker)
 		return;
-	rm_stacks_fold(&c->stacks, c->host, c->t, c->n, c->stacks_error);
+	rm_stacks_fold(&c->stacks, c->host, c->t, c->n, c->stacks_error, c->o.stacks,
+		       c->o.sample_hz > 0);
 	rm_stacks_cleanup(&c->stacks);
 }
 

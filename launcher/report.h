@@ -100,6 +100,14 @@ struct rm_run {
 	struct ra_stack_tree *stacks;
 	size_t stacks_refused; /* folded lines the tree refused */
 	size_t stacks_no_rank; /* targets left out of it: no rank in their environment */
+	/* --sample: every node's samples merged, and as folded lines (NULL without). */
+	struct ra_stack_tree *samples;
+	char *samples_text;
+	size_t samples_len, samples_cap;
+	size_t samples_refused; /* folded lines the tree refused */
+	size_t samples_missing; /* targets whose samples are missing (no file) */
+	int sample_hz;
+	bool flame_per_rank;
 };
 
 /*
@@ -226,6 +234,10 @@ int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_
 /* --stacks: the tree as indented text (after the summary), and as SVG (--stacks-svg). */
 void rm_print_stacks(FILE *f, const struct rm_run *r);
 int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, size_t len);
+/* --sample: keep a node's folded lines (0, or -1 out of memory); --folded; --flamegraph. */
+int rm_samples_keep(struct rm_run *r, const char *lines, size_t len);
+int rm_write_folded(const char *path, const struct rm_run *r, char *err, size_t len);
+int rm_write_flamegraph(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len);
 
 #endif

@@ -34,14 +34,98 @@ static void notes(FILE *out, const struct rm_run *r)
 			r->stacks_refused, r->stacks_refused == 1 ? "" : "s");
 }
 
+struct leaf {
+	char *frame;
+	unsigned long long count;
+};
+
+static int leaf_cmp(const void *a, const void *b)
+{
+	const struct leaf *x = a, *y = b;
+
+	return x->count != y->count ? (x->count > y->count ? -1 : 1) : strcmp(x->frame, y->frame);
+}
+
+/* The innermost frames of the kept samples, by count (the caller frees). */
+static struct leaf *leaves(const struct rm_run *r, size_t *n, unsigned long long *total)
+{
+	char *copy = strndup(r->samples_text ? r->samples_text : "", r->samples_len), *save = NULL;
+	struct leaf *v = NULL, *grown;
+
+	*n = 0;
+	*total = 0;
+	for (char *l = copy ? strtok_r(copy, "\n", &save) : NULL; l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strrchr(l, ' '), *leaf;
+		unsigned long long count;
+		size_t i;
+
+		if (!sp)
+			continue;
+		count = strtoull(sp + 1, NULL, 10);
+		*sp = '\0';
+		leaf = strrchr(l, ';');
+		leaf = leaf ? leaf + 1 : l;
+		*total += count;
+		for (i = 0; i < *n && strcmp(v[i].frame, leaf); i++)
+			;
+		if (i == *n) {
+			grown = realloc(v, (*n + 1) * sizeof(*v));
+			if (!grown || !(grown[i].frame = strdup(leaf))) {
+				v = grown ? grown : v;
+				break;
+			}
+			v = grown;
+			v[(*n)++].count = 0;
+		}
+		v[i].count += count;
+	}
+	free(copy);
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), leaf_cmp);
+	return v;
+}
+
+static void print_samples(FILE *out, const struct rm_run *r)
+{
+	unsigned long long total;
+	size_t n;
+	struct leaf *v = leaves(r, &n, &total);
+
+	fprintf(out, "samples at %d Hz of each thread's CPU time: %llu in all", r->sample_hz,
+		total);
+	fputs(total ? "; where they were taken (innermost frame):\n" : "\n", out);
+	for (size_t i = 0; i < n; i++) {
+		if (i < 10)
+			fprintf(out, "  %5.1f%% %8llu  %s\n",
+				100.0 * (double)v[i].count / (double)total, v[i].count, v[i].frame);
+		free(v[i].frame);
+	}
+	if (n > 10)
+		fprintf(out, "  (%zu more frames: see --folded or --flamegraph)\n", n - 10);
+	free(v);
+	if (r->samples_missing)
+		fprintf(out,
+			"  (%zu target%s gave no samples: no file from the tool; see the "
+			"failures above)\n",
+			r->samples_missing, r->samples_missing == 1 ? "" : "s");
+	if (r->samples_refused)
+		fprintf(out, "  (%zu sample line%s from the nodes could not be read: left out)\n",
+			r->samples_refused, r->samples_refused == 1 ? "" : "s");
+}
+
 void rm_print_stacks(FILE *out, const struct rm_run *r)
 {
-	if (!r->stacks)
-		return;
-	fputs("stacks at the window's start (ranks that share a whole stack make one line):\n",
-	      out);
-	ra_stack_tree_print(r->stacks, out);
-	notes(out, r);
+	if (r->stacks) {
+		fputs("stacks at the window's start (ranks that share a whole stack make one "
+		      "line):\n",
+		      out);
+		ra_stack_tree_print(r->stacks, out);
+	}
+	if (r->samples)
+		print_samples(out, r);
+	if (r->stacks || r->samples)
+		notes(out, r);
 }
 
 json_t *rm_stacks_json(const struct rm_run *r)
@@ -86,8 +170,9 @@ static size_t depth_of(json_t *kids)
 	return best;
 }
 
-/* The boxes of kids, from x, one row below y; px: width of one thread. */
-static void boxes(FILE *f, json_t *kids, const char *parent_ranks, double x, int y, double px)
+/* The boxes of kids, from x, one row below y; px: width of one unit (thread or sample). */
+static void boxes(FILE *f, json_t *kids, const char *parent_ranks, double x, int y, double px,
+		  const char *unit)
 {
 	size_t i;
 	json_t *k;
@@ -95,14 +180,14 @@ static void boxes(FILE *f, json_t *kids, const char *parent_ranks, double x, int
 	json_array_foreach (kids, i, k) {
 		const char *frame = json_string_value(json_object_get(k, "frame"));
 		const char *ranks = json_string_value(json_object_get(k, "ranks"));
-		double w = (double)json_integer_value(json_object_get(k, "threads")) * px;
+		long long count = json_integer_value(json_object_get(k, "threads"));
+		double w = (double)count * px;
 		bool split = parent_ranks && strcmp(parent_ranks, ranks);
 
 		fprintf(f, "<g><title>");
 		xml_text(f, frame, 4096);
-		fprintf(f, " [ranks %s] %lld thread%s</title>", ranks,
-			(long long)json_integer_value(json_object_get(k, "threads")),
-			json_integer_value(json_object_get(k, "threads")) == 1 ? "" : "s");
+		fprintf(f, " [ranks %s] %lld %s%s</title>", ranks, count, unit,
+			count == 1 ? "" : "s");
 		fprintf(f,
 			"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
 			"stroke=\"white\"/>",
@@ -118,51 +203,177 @@ static void boxes(FILE *f, json_t *kids, const char *parent_ranks, double x, int
 			fputs("</text>", f);
 		}
 		fputs("</g>\n", f);
-		boxes(f, json_object_get(k, "children"), ranks, x, y + ST_ROW, px);
+		boxes(f, json_object_get(k, "children"), ranks, x, y + ST_ROW, px, unit);
 		x += w;
 	}
 }
 
-int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, size_t len)
+/* A tree (its JSON) as an icicle chart: title, then the boxes. */
+static int write_tree_svg(const char *path, const char *what, json_t *tree, const char *title,
+			  const char *unit, char *err, size_t len)
 {
-	json_t *tree = rm_stacks_json(r), *k;
-	long long threads = 0;
+	long long total = 0;
 	struct rm_out out;
-	size_t i, depth;
+	size_t i;
+	json_t *k;
 	int h;
 
 	if (!json_is_array(tree)) {
-		json_decref(tree);
-		snprintf(err, len, "cannot write the stacks' SVG %s: out of memory", path);
+		snprintf(err, len, "cannot write the %s %s: out of memory", what, path);
 		return -1;
 	}
 	json_array_foreach (tree, i, k)
-		threads += json_integer_value(json_object_get(k, "threads"));
-	depth = depth_of(tree);
-	h = ST_TOP + (int)depth * ST_ROW + 30;
-	if (rm_out_open(&out, path, "stacks' SVG", err, len)) {
-		json_decref(tree);
+		total += json_integer_value(json_object_get(k, "threads"));
+	h = ST_TOP + (int)depth_of(tree) * ST_ROW + 30;
+	if (rm_out_open(&out, path, what, err, len))
 		return -1;
-	}
 	fprintf(out.f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%d\" "
 		"font-family=\"sans-serif\">\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-		"<text x=\"%.0f\" y=\"20\" font-size=\"15\">rocattach-mpi --stacks: %lld "
-		"thread%s at the window's start (outermost frame on top)</text>\n"
-		"<text x=\"%.0f\" y=\"36\" font-size=\"11\">Width: threads. Red: fewer ranks "
+		"<text x=\"%.0f\" y=\"20\" font-size=\"15\">",
+		ST_W, h, ST_MARGIN);
+	xml_text(out.f, title, 4096);
+	fprintf(out.f,
+		": %lld %s%s (outermost frame on top)</text>\n"
+		"<text x=\"%.0f\" y=\"36\" font-size=\"11\">Width: %ss. Red: fewer ranks "
 		"than the frame above.</text>\n",
-		ST_W, h, ST_MARGIN, threads, threads == 1 ? "" : "s", ST_MARGIN);
-	if (threads)
-		boxes(out.f, tree, NULL, ST_MARGIN, ST_TOP,
-		      (ST_W - 2 * ST_MARGIN) / (double)threads);
+		total, unit, total == 1 ? "" : "s", ST_MARGIN, unit);
+	if (total)
+		boxes(out.f, tree, NULL, ST_MARGIN, ST_TOP, (ST_W - 2 * ST_MARGIN) / (double)total,
+		      unit);
 	else
 		fprintf(out.f,
-			"<text x=\"%.0f\" y=\"%d\" font-size=\"13\">No stacks were "
-			"gathered.</text>\n",
+			"<text x=\"%.0f\" y=\"%d\" font-size=\"13\">None were gathered.</text>\n",
 			ST_MARGIN, ST_TOP + 14);
 	fputs("</svg>\n", out.f);
-	json_decref(tree);
 	return rm_out_close(&out, err, len);
+}
+
+int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	json_t *tree = rm_stacks_json(r);
+	int ret =
+	    write_tree_svg(path, "stacks' SVG", tree,
+			   "rocattach-mpi --stacks at the window's start", "thread", err, len);
+
+	json_decref(tree);
+	return ret;
+}
+
+int rm_samples_keep(struct rm_run *r, const char *lines, size_t len)
+{
+	if (r->samples_len + len + 1 > r->samples_cap) {
+		size_t cap = (r->samples_len + len + 1) * 2;
+		char *grown = realloc(r->samples_text, cap);
+
+		if (!grown)
+			return -1;
+		r->samples_text = grown;
+		r->samples_cap = cap;
+	}
+	memcpy(r->samples_text + r->samples_len, lines, len);
+	r->samples_len += len;
+	if (r->samples_len && r->samples_text[r->samples_len - 1] != '\n')
+		r->samples_text[r->samples_len++] = '\n';
+	r->samples_text[r->samples_len] = '\0';
+	return 0;
+}
+
+int rm_write_folded(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	struct rm_out out;
+
+	if (rm_out_open(&out, path, "folded samples", err, len))
+		return -1;
+	if (r->samples_len)
+		fwrite(r->samples_text, 1, r->samples_len, out.f);
+	return rm_out_close(&out, err, len);
+}
+
+/* "host;rank N;..." -> N, or -1. */
+static long line_rank(const char *line)
+{
+	const char *p = strstr(line, ";rank ");
+
+	return p && (!strchr(line, ';') || strchr(line, ';') == p) ? strtol(p + 6, NULL, 10) : -1;
+}
+
+struct rank_tree {
+	long rank;
+	struct ra_stack_tree *t;
+};
+
+/* One tree per rank, of the kept lines (lines of one rank come together: a node's targets). */
+static struct rank_tree *per_rank(const struct rm_run *r, size_t *n)
+{
+	struct rank_tree *v = NULL, *grown;
+	char *copy = strndup(r->samples_text ? r->samples_text : "", r->samples_len), *save = NULL;
+	char err[256];
+	size_t last = 0;
+
+	*n = 0;
+	for (char *l = copy ? strtok_r(copy, "\n", &save) : NULL; l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		long rank = line_rank(l);
+
+		if (rank < 0)
+			continue;
+		if (!*n || v[last].rank != rank) {
+			for (last = 0; last < *n && v[last].rank != rank; last++)
+				;
+			if (last == *n) {
+				grown = realloc(v, (*n + 1) * sizeof(*v));
+				if (!grown || !(grown[*n].t = ra_stack_tree_new())) {
+					v = grown ? grown : v;
+					break;
+				}
+				v = grown;
+				v[(*n)++].rank = rank;
+			}
+		}
+		(void)ra_stack_tree_add_folded(v[last].t, l, err, sizeof(err));
+	}
+	free(copy);
+	return v;
+}
+
+/* FILE.svg -> FILE.rank<N>.svg */
+static void rank_path(const char *path, long rank, char *out, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n > 4 && !strcmp(path + n - 4, ".svg"))
+		n -= 4;
+	snprintf(out, len, "%.*s.rank%ld.svg", (int)n, path, rank);
+}
+
+int rm_write_flamegraph(const char *path, const struct rm_run *r, char *err, size_t len)
+{
+	char title[128], file[4200];
+	struct rank_tree *v;
+	json_t *tree;
+	size_t n;
+	int ret;
+
+	snprintf(title, sizeof(title), "rocattach-mpi --sample %d, every rank", r->sample_hz);
+	tree = r->samples ? ra_stack_tree_json(r->samples) : NULL;
+	ret = write_tree_svg(path, "flame graph", tree, title, "sample", err, len);
+	json_decref(tree);
+	if (ret || !r->flame_per_rank)
+		return ret;
+	v = per_rank(r, &n);
+	for (size_t i = 0; i < n; i++) {
+		rank_path(path, v[i].rank, file, sizeof(file));
+		snprintf(title, sizeof(title), "rocattach-mpi --sample %d, rank %ld", r->sample_hz,
+			 v[i].rank);
+		tree = ra_stack_tree_json(v[i].t);
+		if (!ret)
+			ret = write_tree_svg(file, "flame graph", tree, title, "sample", err, len);
+		json_decref(tree);
+		ra_stack_tree_free(v[i].t);
+	}
+	free(v);
+	return ret;
 }

@@ -113,7 +113,8 @@ static void test_plan_round_trip(void **state)
 /* --stacks crosses to every rank: each node folds its targets' stacks. */
 static void test_plan_carries_stacks(void **state)
 {
-	const char *argv[] = {"rocattach-mpi", "--exe", "app", "--stacks"};
+	const char *argv[] = {"rocattach-mpi", "--exe", "app", "--stacks",
+			      "--sample",      "250",	"-d",  "40"};
 	struct rm_opts a, b;
 	struct rm_plan p = {0};
 	char *text;
@@ -124,7 +125,8 @@ static void test_plan_carries_stacks(void **state)
 	assert_non_null(text);
 	assert_int_equal(rm_plan_decode(text, &b, &p, err, sizeof(err)), 0);
 	assert_true(b.stacks);
-	assert_int_equal(b.duration_ms, 0);
+	assert_int_equal(b.sample_hz, 250);
+	assert_int_equal(b.duration_ms, 40);
 	free(text);
 	rm_plan_free(&p);
 	rm_opts_free(&a);
