@@ -106,8 +106,8 @@ static void print_samples(FILE *out, const struct rm_run *r)
 	free(v);
 	if (r->samples_missing)
 		fprintf(out,
-			"  (%zu target%s gave no samples: no file from the tool; see the "
-			"failures above)\n",
+			"  (%zu target%s gave no samples: not attached, or no file from "
+			"the tool)\n",
 			r->samples_missing, r->samples_missing == 1 ? "" : "s");
 	if (r->samples_refused)
 		fprintf(out, "  (%zu sample line%s from the nodes could not be read: left out)\n",
