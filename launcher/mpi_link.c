@@ -414,6 +414,7 @@ struct rm_rec_head {
 	uint64_t stacks_no_rank;  /* --stacks: targets left out, with no rank */
 	uint64_t samples_len;	  /* --sample: folded lines after the stacks, this long */
 	uint64_t samples_missing; /* --sample: targets with no file */
+	uint64_t timed_len;	  /* --sample with --trace: timed samples after those, this long */
 };
 
 static int64_t boot_offset_ns(void)
@@ -430,7 +431,8 @@ static void *pack_records(struct ctx *c, size_t *len)
 	size_t n = c->worker ? c->n : 0, body = rn_pack(c->host, c->t, n, NULL, 0);
 	size_t stacks = c->stacks.text ? strlen(c->stacks.text) : 0;
 	size_t samples = c->stacks.samples ? strlen(c->stacks.samples) : 0;
-	char *buf = malloc(sizeof(h) + body + stacks + samples);
+	size_t timed = c->stacks.timed ? strlen(c->stacks.timed) : 0;
+	char *buf = malloc(sizeof(h) + body + stacks + samples + timed);
 
 	if (!buf)
 		out_of_memory();
@@ -438,6 +440,7 @@ static void *pack_records(struct ctx *c, size_t *len)
 	h.stacks_no_rank = c->stacks.no_rank;
 	h.samples_len = samples;
 	h.samples_missing = c->stacks.samples_missing;
+	h.timed_len = timed;
 	h.all_gone = c->watch && !rn_watch_alive(c->watch);
 	memcpy(h.node_ns, c->node_ns, sizeof(h.node_ns));
 	snprintf(h.error, sizeof(h.error), "%s", c->node_error);
@@ -447,7 +450,9 @@ static void *pack_records(struct ctx *c, size_t *len)
 		memcpy(buf + sizeof(h) + body, c->stacks.text, stacks);
 	if (samples)
 		memcpy(buf + sizeof(h) + body + stacks, c->stacks.samples, samples);
-	*len = sizeof(h) + body + stacks + samples;
+	if (timed)
+		memcpy(buf + sizeof(h) + body + stacks + samples, c->stacks.timed, timed);
+	*len = sizeof(h) + body + stacks + samples + timed;
 	return buf;
 }
 
@@ -518,7 +523,8 @@ static void keep(struct ctx *c, struct rm_node *nd)
 }
 
 /* --stacks and --sample: a node's folded lines (after its records) into rank 0's trees. */
-static void take_stacks(struct ctx *c, const struct rm_rec_head *h, const char *lines)
+static void take_stacks(struct ctx *c, const struct rm_rec_head *h, const char *lines,
+			int64_t applied_ns)
 {
 	if (h->stacks_len && c->run.stacks)
 		c->run.stacks_refused += rm_stacks_merge(c->run.stacks, lines, h->stacks_len);
@@ -528,6 +534,9 @@ static void take_stacks(struct ctx *c, const struct rm_rec_head *h, const char *
 		if (rm_samples_keep(&c->run, lines + h->stacks_len, h->samples_len))
 			out_of_memory();
 	}
+	if (h->timed_len && rm_timed_keep(&c->run, lines + h->stacks_len + h->samples_len,
+					  h->timed_len, applied_ns))
+		out_of_memory();
 	c->run.stacks_no_rank += h->stacks_no_rank;
 	c->run.samples_missing += h->samples_missing;
 }
@@ -557,12 +566,13 @@ static void take_records(struct ctx *c, int r, const char *buf, size_t len)
 			c->worst_node_ns[i] = h.node_ns[i];
 	if (!h.worker)
 		return;
-	if (h.stacks_len > len - sizeof(h) || h.samples_len > len - sizeof(h) - h.stacks_len) {
+	if (h.stacks_len > len - sizeof(h) || h.samples_len > len - sizeof(h) - h.stacks_len ||
+	    h.timed_len > len - sizeof(h) - h.stacks_len - h.samples_len) {
 		rm_mark_lost(c, r, "its records are cut short (%zu bytes)", len);
 		return;
 	}
-	len -= h.stacks_len + h.samples_len;
-	take_stacks(c, &h, buf + len);
+	len -= h.stacks_len + h.samples_len + h.timed_len;
+	take_stacks(c, &h, buf + len, p->clock.applied_ns);
 	if (rm_take_node(buf + sizeof(h), len - sizeof(h), p->clock.applied_ns, &nd)) {
 		rm_mark_lost(c, r, "its records do not unpack (%zu bytes)", len);
 		return;

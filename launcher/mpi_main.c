@@ -732,6 +732,8 @@ static void free_run(struct ctx *c)
 	ra_stack_tree_free(c->run.samples);
 	free(c->run.samples_text);
 	free(c->stacks.samples);
+	free(c->stacks.timed);
+	free(c->run.timed_text);
 	free(c->stacks.text);
 	rm_stacks_cleanup(&c->stacks);
 }

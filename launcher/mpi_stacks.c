@@ -161,9 +161,11 @@ static void fold_missing(FILE *out, const char *host, long rank, const char *why
 }
 
 /* One target's file: its snapshot into snap, its samples into samples (either may be NULL). */
-static void fold_one(FILE *snap, FILE *samples, const char *host, const struct rn_target *t,
-		     const char *path, size_t *missing)
+static void fold_one(FILE *snap, FILE *samples, FILE *timed, const char *host,
+		     const struct rn_target *t, const char *path, size_t *missing)
 {
+	char prefix[400];
+
 	struct ra_stackfile f;
 	struct ra_symbolizer *sym;
 	char err[512];
@@ -183,6 +185,9 @@ static void fold_one(FILE *snap, FILE *samples, const char *host, const struct r
 			lines = -1;
 		if (samples && lines >= 0)
 			lines = ra_stackfile_fold(&f, sym, host, t->rank, true, samples);
+		snprintf(prefix, sizeof(prefix), "%s\t%ld\t%d", host, t->rank, (int)t->pid);
+		if (timed && lines >= 0 && ra_stackfile_timed(&f, sym, prefix, timed) < 0)
+			lines = -1;
 	}
 	if (lines < 0 && snap)
 		fold_missing(snap, host, t->rank, "out of memory naming its frames");
@@ -224,12 +229,13 @@ static void close_text(FILE *f, char **text)
  * cannot be put in a tree and is left out (counted).
  */
 void rm_stacks_fold(struct rm_stacks *s, const char *host, const struct rn_target *t, size_t n,
-		    const char *node_error, bool snapshot, bool samples)
+		    const char *node_error, bool snapshot, bool samples, bool timed)
 {
 	char path[PATH_MAX + 300];
-	size_t size[2] = {0, 0};
+	size_t size[3] = {0, 0, 0};
 	FILE *snap = open_text(&s->text, &size[0], snapshot);
 	FILE *smp = open_text(&s->samples, &size[1], samples);
+	FILE *tmd = open_text(&s->timed, &size[2], timed);
 	const char *why;
 
 	s->no_rank = s->samples_missing = 0;
@@ -243,11 +249,12 @@ void rm_stacks_fold(struct rm_stacks *s, const char *host, const struct rn_targe
 					     why ? why : "the tool wrote no file");
 			s->samples_missing += smp != NULL;
 		} else {
-			fold_one(snap, smp, host, &t[i], path, &s->samples_missing);
+			fold_one(snap, smp, tmd, host, &t[i], path, &s->samples_missing);
 		}
 	}
 	close_text(snap, &s->text);
 	close_text(smp, &s->samples);
+	close_text(tmd, &s->timed);
 }
 
 /* The files, then the directory (s->text stays). */

@@ -19,6 +19,7 @@ struct rm_stacks {
 	const char *env[3];	/* ROCPROF_OUTPUT_PATH, ROCPROF_STACKS_HZ, NULL */
 	char *text;		/* this window's snapshot as folded lines, NULL if none */
 	char *samples;		/* its samples as folded lines (count: samples), NULL if none */
+	char *timed;		/* its samples one a line with their time (--trace), NULL if none */
 	size_t no_rank;		/* targets left out: no rank in their environment */
 	size_t samples_missing; /* targets with a rank and no file */
 };
@@ -32,7 +33,7 @@ int rm_stacks_prepare(struct rm_stacks *s, int hz, char *err, size_t len);
  * s->text; node_error: why the node has none ("" if it may have).
  */
 void rm_stacks_fold(struct rm_stacks *s, const char *host, const struct rn_target *t, size_t n,
-		    const char *node_error, bool snapshot, bool samples);
+		    const char *node_error, bool snapshot, bool samples, bool timed);
 /* The tool's files and the directory, once read (s->text stays). */
 void rm_stacks_cleanup(struct rm_stacks *s);
 /* Rank 0: a node's lines into the tree; returns how many were refused. */

@@ -256,7 +256,7 @@ static void stacks_fold(struct ctx *c)
 	if (!rm_stacks_on(&c->o) || !c->worker)
 		return;
 	rm_stacks_fold(&c->stacks, c->host, c->t, c->n, c->stacks_error, c->o.stacks,
-		       c->o.sample_hz > 0);
+		       c->o.sample_hz > 0, c->o.sample_hz > 0 && c->o.trace);
 	rm_stacks_cleanup(&c->stacks);
 }
 

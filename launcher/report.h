@@ -108,6 +108,9 @@ struct rm_run {
 	size_t samples_missing; /* targets whose samples are missing (no file) */
 	int sample_hz;
 	bool flame_per_rank;
+	/* With --trace: "host\trank\tpid\ttid\tns\tframes" a sample, ns in rank 0's clock. */
+	char *timed_text;
+	size_t timed_len, timed_cap;
 };
 
 /*
@@ -236,6 +239,8 @@ void rm_print_stacks(FILE *f, const struct rm_run *r);
 int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, size_t len);
 /* --sample: keep a node's folded lines (0, or -1 out of memory); --folded; --flamegraph. */
 int rm_samples_keep(struct rm_run *r, const char *lines, size_t len);
+/* --sample with --trace: a node's timed samples, its clock corrected by applied_ns. */
+int rm_timed_keep(struct rm_run *r, const char *lines, size_t len, int64_t applied_ns);
 int rm_write_folded(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_flamegraph(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len);

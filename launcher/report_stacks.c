@@ -262,23 +262,59 @@ int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, siz
 	return ret;
 }
 
-int rm_samples_keep(struct rm_run *r, const char *lines, size_t len)
+/* Lines into a growing buffer (text, len, cap), each ending in a newline. */
+static int grow_keep(char **text, size_t *used, size_t *cap, const char *lines, size_t len)
 {
-	if (r->samples_len + len + 1 > r->samples_cap) {
-		size_t cap = (r->samples_len + len + 1) * 2;
-		char *grown = realloc(r->samples_text, cap);
+	if (*used + len + 2 > *cap) {
+		size_t want = (*used + len + 2) * 2;
+		char *grown = realloc(*text, want);
 
 		if (!grown)
 			return -1;
-		r->samples_text = grown;
-		r->samples_cap = cap;
+		*text = grown;
+		*cap = want;
 	}
-	memcpy(r->samples_text + r->samples_len, lines, len);
-	r->samples_len += len;
-	if (r->samples_len && r->samples_text[r->samples_len - 1] != '\n')
-		r->samples_text[r->samples_len++] = '\n';
-	r->samples_text[r->samples_len] = '\0';
+	memcpy(*text + *used, lines, len);
+	*used += len;
+	if (*used && (*text)[*used - 1] != '\n')
+		(*text)[(*used)++] = '\n';
+	(*text)[*used] = '\0';
 	return 0;
+}
+
+int rm_samples_keep(struct rm_run *r, const char *lines, size_t len)
+{
+	return grow_keep(&r->samples_text, &r->samples_len, &r->samples_cap, lines, len);
+}
+
+int rm_timed_keep(struct rm_run *r, const char *lines, size_t len, int64_t applied_ns)
+{
+	char *copy = strndup(lines, len), *save = NULL, *line;
+	int ret = copy ? 0 : -1;
+
+	/* host, rank, pid, tid, then ns: the fifth field is in the node's clock. */
+	for (char *l = copy ? strtok_r(copy, "\n", &save) : NULL; l && !ret;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *f = l, *end;
+		unsigned long long ns;
+
+		for (int i = 0; i < 4 && f; i++)
+			f = strchr(f, '\t') ? strchr(f, '\t') + 1 : NULL;
+		if (!f)
+			continue;
+		ns = strtoull(f, &end, 10);
+		if (*end != '\t')
+			continue;
+		if (asprintf(&line, "%.*s%lld%s", (int)(f - l), l,
+			     (long long)ns - (long long)applied_ns, end) < 0)
+			ret = -1;
+		else
+			ret = grow_keep(&r->timed_text, &r->timed_len, &r->timed_cap, line,
+					strlen(line));
+		free(line);
+	}
+	free(copy);
+	return ret;
 }
 
 int rm_write_folded(const char *path, const struct rm_run *r, char *err, size_t len)

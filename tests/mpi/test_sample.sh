@@ -62,7 +62,7 @@ start_target a1 1 "$DOUBLE" || exit 1
 P1=$TPID
 mpirun -np 1 "$LAUNCHER" --pid "$P0,$P1" --rank-var MY_RANK --sample 99 -d 2000 \
 	--folded "$W/f1.txt" --flamegraph "$W/g1.svg" --flamegraph-per-rank \
-	--report "$W/r1.json" </dev/null >"$W/l1.out" 2>&1 &
+	--report "$W/r1.json" --trace "$W/t1.json" </dev/null >"$W/l1.out" 2>&1 &
 L=$!
 after_attach "$W/l1.out" 0.3
 echo "spawn 300" >&"${TFD[a0]}"
@@ -85,6 +85,16 @@ check "sides: flame graph draws stuck_here" svg_has "$W/g1.svg" "stuck_here [ran
 check "sides: rank 0's flame graph has short_lived" svg_has "$W/g1.rank0.svg" "short_lived [ranks 0]"
 check "sides: rank 1's flame graph has stuck_here" svg_has "$W/g1.rank1.svg" "stuck_here [ranks 1]"
 check "sides: rank 1's flame graph has no short_lived" eval '! svg_has "$W/g1.rank1.svg" short_lived'
+total=$(($(samples "$W/f1.txt" 0 "") + $(samples "$W/f1.txt" 1 "")))
+check "sides: the trace has every sample ($total)" jq -e --argjson n "$total" \
+	'[.traceEvents[] | select(.cat == "sample")] | length == $n' "$W/t1.json"
+check "sides: the trace's samples lie in the window, on the node's process" jq -e --slurpfile r \
+	"$W/r1.json" '($r[0].windows[0].start_ns / 1000) as $a | ($r[0].windows[0].stop_ns / 1000
+	 + 100000) as $b | [.traceEvents[] | select(.cat == "sample")] | all(.ts >= $a and .ts <= $b
+	 and .pid == 2 and (.name as $n | .args.stack | endswith(";" + $n)))' "$W/t1.json"
+check "sides: the trace's stuck_here samples are both ranks'" jq -e \
+	'[.traceEvents[] | select(.cat == "sample" and .name == "stuck_here") | .args.rank] | unique
+	 == [0, 1]' "$W/t1.json"
 check "sides: both targets still run" kill -0 "$P0" "$P1"
 check "sides: the targets' sides" jq -e \
 	'[.windows[0].nodes[].targets[].target_side] | sort == ["agent","rocm"]' "$W/r1.json"
