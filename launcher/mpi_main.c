@@ -148,6 +148,20 @@ static void bcast_plan(struct ctx *c, char **text)
 	bcast(c, *text, (int)len, MPI_CHAR);
 }
 
+/*
+ * --stacks, --sample: rank 0 finds the stack tool. A dry run attaches
+ * nothing: it says what a run would stop on, and goes on.
+ */
+static int stacks_setup(struct ctx *c, char *err, size_t len)
+{
+	if (!rm_stacks_on(&c->o) || !rm_stacks_find_tool(&c->o, err, len))
+		return 0;
+	if (!c->o.dry_run)
+		return RM_EXIT_FAILED;
+	fprintf(stderr, "rocattach-mpi: warning: %s (a run would stop here, exit 4)\n", err);
+	return 0;
+}
+
 /* 0 to go on, else the exit code every rank uses (-1: done, nothing to attach). */
 static int configure(struct ctx *c, int argc, char **argv)
 {
@@ -174,9 +188,8 @@ static int configure(struct ctx *c, int argc, char **argv)
 				printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
 				       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 			code = -1;
-		} else if (rm_stacks_on(&c->o) && rm_stacks_find_tool(&c->o, err, sizeof(err))) {
+		} else if ((code = stacks_setup(c, err, sizeof(err)))) {
 			say_to(c, stderr, "%s", err);
-			code = RM_EXIT_FAILED;
 		} else if ((code = rm_rocprofv3_setup(
 				&c->o, c->o.verbose ? (c->o.dry_run ? stdout : stderr) : NULL, err,
 				sizeof(err)))) {

@@ -55,10 +55,11 @@ int rm_stacks_find_tool(struct rm_opts *o, char *err, size_t len)
 	if (env && *env) {
 		snprintf(found_tool, sizeof(found_tool), "%s", env);
 		if (!is_file(found_tool)) {
-			snprintf(err, len,
-				 "--stacks: ROCATTACH_STACKS_TOOL=%s: %s: set it to the path of "
-				 "%s, or unset it",
-				 env, strerror(errno ? errno : ENOENT), STACKS_SONAME);
+			snprintf(
+			    err, len,
+			    "the stack tool: ROCATTACH_STACKS_TOOL=%s: %s: set it to the path of "
+			    "%s, or unset it",
+			    env, strerror(errno ? errno : ENOENT), STACKS_SONAME);
 			return -1;
 		}
 	} else if (agent && *agent) {
@@ -73,7 +74,7 @@ int rm_stacks_find_tool(struct rm_opts *o, char *err, size_t len)
 	return 0;
 missing:
 	snprintf(err, len,
-		 "--stacks: cannot find %s beside %s: install it there, or set "
+		 "the stack tool: cannot find %s beside %s: install it there, or set "
 		 "ROCATTACH_STACKS_TOOL=/path/to/%s",
 		 STACKS_SONAME, where, STACKS_SONAME);
 	return -1;

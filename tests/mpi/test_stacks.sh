@@ -86,6 +86,14 @@ rc=$?
 check "a missing stack tool: exit 4 (got $rc)" test "$rc" -eq 4
 check "a missing stack tool: named, with the fix" \
 	grep -q "ROCATTACH_STACKS_TOOL=/nonexistent/librocattach-stacks.so: .*set it to" "$W/bad2.out"
+ROCATTACH_STACKS_TOOL=/nonexistent/librocattach-stacks.so mpirun -np 1 \
+	-x ROCATTACH_STACKS_TOOL "$LAUNCHER" --mpirun-pid "$JOB_PID" --stacks --dry-run </dev/null \
+	>"$W/dry.out" 2>&1
+rc=$?
+check "a missing stack tool with --dry-run: exit 0, the listing (got $rc)" \
+	test "$rc" -eq 0 -a "$(grep -c "^  [0-9]" "$W/dry.out")" -eq 4
+check "a missing stack tool with --dry-run: a warning says a run would stop" \
+	grep -q "warning: the stack tool: .*(a run would stop here, exit 4)" "$W/dry.out"
 # No directory for the tool's files on the node: nothing attached, each rank says why.
 cwd=$(readlink "/proc/$(pgrep -f "^$STUCK" -P "$JOB_PID" | head -n 1)/cwd")
 touch "$W/file"
