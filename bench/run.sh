@@ -5,7 +5,7 @@
 #   bench/run.sh [--quick] [--only LIST] [--build-dir DIR] [--no-build] [--out FILE]
 #
 #   --quick          fewer samples, smaller sizes, shorter windows (about 30 s)
-#   --only LIST      comma-separated subset of: latency,pause,scaling,cpu,skew,cluster,coord,rank0
+#   --only LIST      comma-separated subset of: latency,pause,scaling,cpu,skew,cluster,coord,rank0,stacks
 #   --build-dir DIR  build tree to use (default: build/ in the repository)
 #   --no-build       do not configure or build
 #   --out FILE       JSON output (default bench/results/latest.json)
@@ -18,7 +18,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 LOCK=/tmp/rocattach-heavy.lock
-ALL=latency,pause,scaling,cpu,skew,cluster,coord,rank0
+ALL=latency,pause,scaling,cpu,skew,cluster,coord,rank0,stacks
 
 B=${BENCH_BUILD_DIR:-$ROOT/build}
 OUT=
@@ -102,6 +102,7 @@ else
 	run cluster 300 "$HERE/cluster_skew.sh" "$B" "${Q[@]}"
 	run coord 600 "$B/bin/bench_coord" "${Q[@]}"
 	run rank0 600 "$B/bin/bench_rank0" "${Q[@]}"
+	run stacks 300 "$B/bin/bench_stacks" "${Q[@]}"
 fi
 
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)

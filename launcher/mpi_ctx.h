@@ -20,6 +20,7 @@
 #include <mpi.h>
 
 #include "mpi_opts.h"
+#include "mpi_stacks.h"
 #include "node.h"
 #include "plan.h"
 #include "report.h"
@@ -212,6 +213,8 @@ struct ctx {
 				    * rank's shortest) in the last clock exchange; others:
 				    * rank 0's, from its last order */
 	bool mpi_any_said;	   /* rank 0: a failed look at any rank was said once */
+	struct rm_stacks stacks;   /* --stacks: this node's part */
+	char stacks_error[300];	   /* --stacks: why this node has no directory for them */
 };
 
 /* mpi_main.c */

@@ -410,6 +410,11 @@ struct rm_rec_head {
 	int64_t boot_offset_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME here */
 	uint64_t node_ns[3];	/* selection, topology, side probes */
 	char error[256];
+	uint64_t stacks_len;	  /* --stacks: folded lines after the targets, this long */
+	uint64_t stacks_no_rank;  /* --stacks: targets left out, with no rank */
+	uint64_t samples_len;	  /* --sample: folded lines after the stacks, this long */
+	uint64_t samples_missing; /* --sample: targets with no file */
+	uint64_t timed_len;	  /* --sample with --trace: timed samples after those, this long */
 };
 
 static int64_t boot_offset_ns(void)
@@ -424,16 +429,30 @@ static void *pack_records(struct ctx *c, size_t *len)
 				.gones_sent = c->gones_sent,
 				.boot_offset_ns = boot_offset_ns()};
 	size_t n = c->worker ? c->n : 0, body = rn_pack(c->host, c->t, n, NULL, 0);
-	char *buf = malloc(sizeof(h) + body);
+	size_t stacks = c->stacks.text ? strlen(c->stacks.text) : 0;
+	size_t samples = c->stacks.samples ? strlen(c->stacks.samples) : 0;
+	size_t timed = c->stacks.timed ? strlen(c->stacks.timed) : 0;
+	char *buf = malloc(sizeof(h) + body + stacks + samples + timed);
 
 	if (!buf)
 		out_of_memory();
+	h.stacks_len = stacks;
+	h.stacks_no_rank = c->stacks.no_rank;
+	h.samples_len = samples;
+	h.samples_missing = c->stacks.samples_missing;
+	h.timed_len = timed;
 	h.all_gone = c->watch && !rn_watch_alive(c->watch);
 	memcpy(h.node_ns, c->node_ns, sizeof(h.node_ns));
 	snprintf(h.error, sizeof(h.error), "%s", c->node_error);
 	memcpy(buf, &h, sizeof(h));
 	rn_pack(c->host, c->t, n, buf + sizeof(h), body);
-	*len = sizeof(h) + body;
+	if (stacks)
+		memcpy(buf + sizeof(h) + body, c->stacks.text, stacks);
+	if (samples)
+		memcpy(buf + sizeof(h) + body + stacks, c->stacks.samples, samples);
+	if (timed)
+		memcpy(buf + sizeof(h) + body + stacks + samples, c->stacks.timed, timed);
+	*len = sizeof(h) + body + stacks + samples + timed;
 	return buf;
 }
 
@@ -503,6 +522,25 @@ static void keep(struct ctx *c, struct rm_node *nd)
 	c->store_full = true; /* what is in it stays readable */
 }
 
+/* --stacks and --sample: a node's folded lines (after its records) into rank 0's trees. */
+static void take_stacks(struct ctx *c, const struct rm_rec_head *h, const char *lines,
+			int64_t applied_ns)
+{
+	if (h->stacks_len && c->run.stacks)
+		c->run.stacks_refused += rm_stacks_merge(c->run.stacks, lines, h->stacks_len);
+	if (h->samples_len && c->run.samples) {
+		c->run.samples_refused +=
+		    rm_stacks_merge(c->run.samples, lines + h->stacks_len, h->samples_len);
+		if (rm_samples_keep(&c->run, lines + h->stacks_len, h->samples_len))
+			out_of_memory();
+	}
+	if (h->timed_len && rm_timed_keep(&c->run, lines + h->stacks_len + h->samples_len,
+					  h->timed_len, applied_ns))
+		out_of_memory();
+	c->run.stacks_no_rank += h->stacks_no_rank;
+	c->run.samples_missing += h->samples_missing;
+}
+
 /* One rank's records message into its peer entry (r's last known node). */
 static void take_records(struct ctx *c, int r, const char *buf, size_t len)
 {
@@ -528,6 +566,13 @@ static void take_records(struct ctx *c, int r, const char *buf, size_t len)
 			c->worst_node_ns[i] = h.node_ns[i];
 	if (!h.worker)
 		return;
+	if (h.stacks_len > len - sizeof(h) || h.samples_len > len - sizeof(h) - h.stacks_len ||
+	    h.timed_len > len - sizeof(h) - h.stacks_len - h.samples_len) {
+		rm_mark_lost(c, r, "its records are cut short (%zu bytes)", len);
+		return;
+	}
+	len -= h.stacks_len + h.samples_len + h.timed_len;
+	take_stacks(c, &h, buf + len, p->clock.applied_ns);
 	if (rm_take_node(buf + sizeof(h), len - sizeof(h), p->clock.applied_ns, &nd)) {
 		rm_mark_lost(c, r, "its records do not unpack (%zu bytes)", len);
 		return;

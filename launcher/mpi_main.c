@@ -32,6 +32,7 @@
 #include "common/clock.h"
 #include "mpi_ctx.h"
 #include "mpi_rocprofv3.h"
+#include "stacks_tree.h"
 
 /* The window loop looks around every POLL_MS (signals wake it at once): near zero CPU. */
 #define POLL_MS 25
@@ -147,6 +148,20 @@ static void bcast_plan(struct ctx *c, char **text)
 	bcast(c, *text, (int)len, MPI_CHAR);
 }
 
+/*
+ * --stacks, --sample: rank 0 finds the stack tool. A dry run attaches
+ * nothing: it says what a run would stop on, and goes on.
+ */
+static int stacks_setup(struct ctx *c, char *err, size_t len)
+{
+	if (!rm_stacks_on(&c->o) || !rm_stacks_find_tool(&c->o, err, len))
+		return 0;
+	if (!c->o.dry_run)
+		return RM_EXIT_FAILED;
+	fprintf(stderr, "rocattach-mpi: warning: %s (a run would stop here, exit 4)\n", err);
+	return 0;
+}
+
 /* 0 to go on, else the exit code every rank uses (-1: done, nothing to attach). */
 static int configure(struct ctx *c, int argc, char **argv)
 {
@@ -173,6 +188,8 @@ static int configure(struct ctx *c, int argc, char **argv)
 				printf("rocattach-mpi %s (rocprofiler-sdk rocattach API %s)\n",
 				       ROCATTACH_VERSION_STRING, ROCATTACH_SDK_VERSION_STRING);
 			code = -1;
+		} else if ((code = stacks_setup(c, err, sizeof(err)))) {
+			say_to(c, stderr, "%s", err);
 		} else if ((code = rm_rocprofv3_setup(
 				&c->o, c->o.verbose ? (c->o.dry_run ? stdout : stderr) : NULL, err,
 				sizeof(err)))) {
@@ -552,6 +569,9 @@ static int write_outputs(struct ctx *c, int code, const char *reason)
 	struct output out[] = {
 	    {c->o.trace, "trace", rm_write_trace, false, ""},
 	    {c->o.timeline, "timeline", rm_write_timeline, false, ""},
+	    {c->o.stacks_svg, "stacks' SVG", rm_write_stacks_svg, false, ""},
+	    {c->o.folded, "folded samples", rm_write_folded, false, ""},
+	    {c->o.flamegraph, "flame graph", rm_write_flamegraph, false, ""},
 	    {c->o.report, "report", rm_write_report, false, ""},
 	};
 	size_t n = sizeof(out) / sizeof(out[0]), failed = 0, before;
@@ -628,6 +648,7 @@ static int finish(struct ctx *c)
 	code = write_outputs(c, code, reason);
 	fflush(stderr);
 	rm_print_summary(stdout, &c->run);
+	rm_print_stacks(stdout, &c->run);
 	fflush(stdout);
 	return code;
 }
@@ -696,6 +717,13 @@ static void init_run(struct ctx *c)
 	cfg->jobs = c->o.jobs;
 	cfg->inject = c->o.inject;
 	cfg->ranks = c->size;
+	c->run.sample_hz = c->o.sample_hz;
+	c->run.flame_per_rank = c->o.flame_per_rank;
+	if ((c->o.stacks && !(c->run.stacks = ra_stack_tree_new())) ||
+	    (c->o.sample_hz && !(c->run.samples = ra_stack_tree_new()))) {
+		rm_rank_error(c, "--stacks: out of memory for the tree");
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	}
 }
 
 /* Rank 0's records: the windows' and each rank's last ones. */
@@ -713,6 +741,14 @@ static void free_run(struct ctx *c)
 	free(c->peers);
 	free(c->t);
 	rm_store_close(c->run.store);
+	ra_stack_tree_free(c->run.stacks);
+	ra_stack_tree_free(c->run.samples);
+	free(c->run.samples_text);
+	free(c->stacks.samples);
+	free(c->stacks.timed);
+	free(c->run.timed_text);
+	free(c->stacks.text);
+	rm_stacks_cleanup(&c->stacks);
 }
 
 /*

@@ -45,6 +45,12 @@ enum {
 	OPT_VERSION,
 	OPT_ALL_USERS,
 	OPT_TRACE,
+	OPT_STACKS,
+	OPT_STACKS_SVG,
+	OPT_SAMPLE,
+	OPT_FOLDED,
+	OPT_FLAMEGRAPH,
+	OPT_FLAME_PER_RANK,
 };
 
 static const struct option long_opts[] = {
@@ -72,6 +78,12 @@ static const struct option long_opts[] = {
     {"report", required_argument, NULL, OPT_REPORT},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"stacks", no_argument, NULL, OPT_STACKS},
+    {"stacks-svg", required_argument, NULL, OPT_STACKS_SVG},
+    {"sample", required_argument, NULL, OPT_SAMPLE},
+    {"folded", required_argument, NULL, OPT_FOLDED},
+    {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
+    {"flamegraph-per-rank", no_argument, NULL, OPT_FLAME_PER_RANK},
     {"one-node-per-rank", no_argument, NULL, OPT_ONE_NODE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -275,6 +287,29 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 	case OPT_TRACE:
 		o->trace = optarg;
 		return 0;
+	case OPT_STACKS:
+		o->stacks = true;
+		return 0;
+	case OPT_STACKS_SVG:
+		o->stacks_svg = optarg;
+		return 0;
+	case OPT_SAMPLE:
+		if (cli_parse_ll(optarg, 1, 10000, &v))
+			return bad(err, len,
+				   "invalid --sample '%s': give samples per second of each "
+				   "thread's CPU time, 1 to 10000",
+				   optarg);
+		o->sample_hz = (int)v;
+		return 0;
+	case OPT_FOLDED:
+		o->folded = optarg;
+		return 0;
+	case OPT_FLAMEGRAPH:
+		o->flamegraph = optarg;
+		return 0;
+	case OPT_FLAME_PER_RANK:
+		o->flame_per_rank = true;
+		return 0;
 	case OPT_ONE_NODE:
 		o->one_node_per_rank = true;
 		return 0;
@@ -360,11 +395,55 @@ static int validate(struct rm_opts *o, char *err, size_t len)
 	return 0;
 }
 
+/*
+ * --stacks and --sample attach their own tool, in one window: no -t, no
+ * --windows, no rocprofv3 options. --sample needs -d (or
+ * ROCPROF_ATTACH_DURATION); --stacks alone has a 0 ms window without it:
+ * the snapshot is taken at the attach.
+ */
+static int check_stacks(struct rm_opts *o, bool d_given, bool windows_given, char *err, size_t len)
+{
+	const char *opt = o->stacks ? "--stacks" : "--sample";
+
+	if (o->stacks_svg && !o->stacks)
+		return bad(err, len, "--stacks-svg draws the tree of --stacks: add --stacks");
+	if ((o->folded || o->flamegraph || o->flame_per_rank) && !o->sample_hz)
+		return bad(err, len,
+			   "--folded, --flamegraph and --flamegraph-per-rank show the samples "
+			   "of --sample: add --sample HZ");
+	if (o->flame_per_rank && !o->flamegraph)
+		return bad(err, len,
+			   "--flamegraph-per-rank names its files after --flamegraph FILE.svg: add "
+			   "--flamegraph");
+	if (!o->stacks && !o->sample_hz)
+		return 0;
+	if (o->tools)
+		return bad(err, len,
+			   "%s attaches its own tool (librocattach-stacks.so): give %s without -t",
+			   opt, opt);
+	if (windows_given)
+		return bad(err, len, "%s has one window: give %s without --windows", opt, opt);
+	if (o->rp3.any)
+		return bad(err, len,
+			   "%s attaches its own tool, not rocprofv3's: give %s without "
+			   "rocprofv3's options",
+			   opt, opt);
+	if (o->sample_hz && o->duration_ms < 0)
+		return bad(err, len,
+			   "--sample needs a window to sample: give its length with -d MS");
+	if (!d_given && o->duration_ms < 0)
+		o->duration_ms = 0;
+	return 0;
+}
+
 int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len)
 {
 	if (ra_outpath_check(o->report, "--report", err, len) ||
 	    ra_outpath_check(o->timeline, "--timeline", err, len) ||
-	    ra_outpath_check(o->trace, "--trace", err, len))
+	    ra_outpath_check(o->trace, "--trace", err, len) ||
+	    ra_outpath_check(o->stacks_svg, "--stacks-svg", err, len) ||
+	    ra_outpath_check(o->folded, "--folded", err, len) ||
+	    ra_outpath_check(o->flamegraph, "--flamegraph", err, len))
 		return -1;
 	return 0;
 }
@@ -403,6 +482,8 @@ int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t le
 	if (o->help || o->version)
 		return 0;
 	if (rp3_check(&o->rp3, getenv("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") != NULL, err, len))
+		return -1;
+	if (check_stacks(o, d_given, windows_given, err, len))
 		return -1;
 	return validate(o, err, len);
 }

@@ -41,6 +41,12 @@ struct rm_opts {
 	int gather_slots;	   /* ranks whose records may be on their way to rank 0 at once */
 	bool inject, dry_run, one_node_per_rank;
 	const char *report, *timeline, *trace;
+	bool stacks;		/* --stacks: one snapshot of every thread, merged on rank 0 */
+	const char *stacks_svg; /* --stacks-svg: the merged tree as SVG (rank 0) */
+	int sample_hz;		/* --sample: every thread sampled at this rate, 0: off */
+	const char *folded;	/* --folded: the samples as folded lines (rank 0) */
+	const char *flamegraph; /* --flamegraph: the samples merged, as SVG (rank 0) */
+	bool flame_per_rank;	/* --flamegraph-per-rank: and one SVG per rank */
 	int verbose;
 	bool help, version;
 	struct rp3_opts rp3; /* rocprofv3's options, by its names (rank 0 only) */
@@ -54,6 +60,12 @@ void rm_opts_free(struct rm_opts *o);
  * rank 0 only, before any target is touched (the paths are rank 0's).
  */
 int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len);
+
+/* --stacks or --sample: the stack tool is attached. */
+static inline bool rm_stacks_on(const struct rm_opts *o)
+{
+	return o->stacks || o->sample_hz;
+}
 
 extern const char rm_usage[];
 

@@ -111,6 +111,8 @@ static struct rn_pool_opts pool_opts(const struct ctx *c)
 				 .inject = c->o.inject,
 				 .call_timeout_ms = (unsigned)c->o.call_timeout_ms};
 
+	if (rm_stacks_on(&c->o) && c->stacks.dir[0])
+		p.env = c->stacks.env;
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
 	return p;
@@ -187,6 +189,27 @@ static int pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
 	return j.short_by;
 }
 
+/*
+ * --stacks without a directory for the tool's files: nothing is attached
+ * (the tool would write into each target's working directory); each
+ * target fails with the reason.
+ */
+static struct rm_ready stacks_unattached(struct ctx *c)
+{
+	struct rm_ready r = {0, 0, 0, 0};
+
+	for (size_t i = 0; i < c->n; i++) {
+		struct rn_target *t = &c->t[i];
+
+		if (t->state != RN_FOUND && t->state != RN_DETACHED)
+			continue;
+		t->state = RN_ATTACH_FAILED;
+		t->status = ROCATTACH_STATUS_ERROR;
+		snprintf(t->message, sizeof(t->message), "not attached: %s", c->stacks_error);
+	}
+	return r;
+}
+
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
 static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 {
@@ -194,9 +217,14 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	struct rn_pool_opts p;
 	int short_by;
 
+	if (rm_stacks_on(&c->o) && c->worker && c->n && !c->stacks.dir[0] && !c->stacks_error[0] &&
+	    rm_stacks_prepare(&c->stacks, c->o.sample_hz, c->stacks_error, sizeof(c->stacks_error)))
+		rm_rank_error(c, "%s", c->stacks_error);
 	ra_sleep_until_monotonic(mono_of(c, when[1]));
 	if (!c->worker || !c->n)
 		return r;
+	if (rm_stacks_on(&c->o) && c->stacks_error[0])
+		return stacks_unattached(c);
 	/* Who went since the last look is not attached again (and its GONE is due). */
 	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);
@@ -222,7 +250,18 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	return r;
 }
 
+/* --stacks: this node's files, read and named, become its folded lines; then removed. */
+static void stacks_fold(struct ctx *c)
+{
+	if (!rm_stacks_on(&c->o) || !c->worker)
+		return;
+	rm_stacks_fold(&c->stacks, c->host, c->t, c->n, c->stacks_error, c->o.stacks,
+		       c->o.sample_hz > 0, c->o.sample_hz > 0 && c->o.trace);
+	rm_stacks_cleanup(&c->stacks);
+}
+
 /* The detach calls go out at once; the library keeps every hand-back to stop_ns. */
+
 static void detach_phase(struct ctx *c, uint64_t stop_ns)
 {
 	struct rn_pool_opts p;
@@ -544,6 +583,7 @@ void rm_run_windows(struct ctx *c)
 		attach_outcome(c, w, when[1]);
 		hold_root(c, w, when[0], &m);
 		detach_phase(c, m.stop_ns);
+		stacks_fold(c);
 		keep_window(c, w, when[0], &m);
 		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * RA_NS_PER_MS;
 		c->nodes_alive = count_alive(c);
@@ -669,6 +709,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		} else {
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
+		stacks_fold(c);
 		rm_records_ready(c);
 		/* Rank 0's records wait with its retry, its wait for late clocks, and more. */
 		c->next_deadline = ra_monotonic_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +

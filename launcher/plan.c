@@ -100,6 +100,11 @@ char *rm_plan_encode(const struct rm_opts *o)
 		json_decref(j);
 		return NULL;
 	}
+	if (json_object_set_new(j, "stacks", json_boolean(o->stacks)) ||
+	    json_object_set_new(j, "sample_hz", json_integer(o->sample_hz))) {
+		json_decref(j);
+		return NULL;
+	}
 	text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return text;
@@ -217,6 +222,12 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	o->one_node_per_rank = b[4];
 	o->help = b[5];
 	o->version = b[6];
+	o->stacks = json_is_true(json_object_get(j, "stacks"));
+	o->sample_hz = (int)json_integer_value(json_object_get(j, "sample_hz"));
+	if (o->sample_hz < 0 || o->sample_hz > 10000) {
+		snprintf(err, len, "rank 0's plan has a field of the wrong form");
+		return -1;
+	}
 	return 0;
 }
 

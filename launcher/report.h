@@ -15,6 +15,7 @@
 #include "node.h"
 
 struct rm_store;
+struct ra_stack_tree;
 
 /* One node's records as gathered after a window (or after selection, for --dry-run). */
 struct rm_node {
@@ -95,6 +96,21 @@ struct rm_run {
 	 * job being ended: see rocattach-mpi's hold_root), NULL: it is.
 	 */
 	const char *provisional;
+	/* --stacks: every node's stacks merged (NULL without --stacks). */
+	struct ra_stack_tree *stacks;
+	size_t stacks_refused; /* folded lines the tree refused */
+	size_t stacks_no_rank; /* targets left out of it: no rank in their environment */
+	/* --sample: every node's samples merged, and as folded lines (NULL without). */
+	struct ra_stack_tree *samples;
+	char *samples_text;
+	size_t samples_len, samples_cap;
+	size_t samples_refused; /* folded lines the tree refused */
+	size_t samples_missing; /* targets whose samples are missing (no file) */
+	int sample_hz;
+	bool flame_per_rank;
+	/* With --trace: "host\trank\tpid\ttid\tns\tframes" a sample, ns in rank 0's clock. */
+	char *timed_text;
+	size_t timed_len, timed_cap;
 };
 
 /*
@@ -218,6 +234,15 @@ size_t rm_died_attached(const struct rm_run *r, size_t *lived, uint64_t *first_n
  */
 int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_t len);
+/* --stacks: the tree as indented text (after the summary), and as SVG (--stacks-svg). */
+void rm_print_stacks(FILE *f, const struct rm_run *r);
+int rm_write_stacks_svg(const char *path, const struct rm_run *r, char *err, size_t len);
+/* --sample: keep a node's folded lines (0, or -1 out of memory); --folded; --flamegraph. */
+int rm_samples_keep(struct rm_run *r, const char *lines, size_t len);
+/* --sample with --trace: a node's timed samples, its clock corrected by applied_ns. */
+int rm_timed_keep(struct rm_run *r, const char *lines, size_t len, int64_t applied_ns);
+int rm_write_folded(const char *path, const struct rm_run *r, char *err, size_t len);
+int rm_write_flamegraph(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t len);
 
 #endif

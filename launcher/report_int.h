@@ -155,5 +155,7 @@ int rm_out_abort(struct rm_out *o, int e, char *err, size_t len);
 /* A JSON string of s (at most width bytes; any length), '?' for non-ASCII if not UTF-8. */
 json_t *rm_jstr(const char *s, size_t width);
 json_t *rm_jstr_or_null(const char *s);
+/* The --stacks tree as JSON, an array of {frame, ranks, threads, children}; null without. */
+json_t *rm_stacks_json(const struct rm_run *r);
 
 #endif

@@ -511,6 +511,8 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 		put_window(&o, &r->w[i]);
 	}
 	fputs("]", o.f);
+	if (r->stacks)
+		put(&o, "stacks", rm_stacks_json(r), false);
 	put_errors(&o, r);
 	fputs("}\n", o.f);
 	if (o.err)

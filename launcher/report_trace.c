@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rocattach/version.h>
 
@@ -327,6 +328,52 @@ static void trace_nodes(struct trace *tr)
 }
 
 /*
+ * --sample: each sample an instant event on its thread's track (tid: the
+ * thread's id, on the node's process), named by its innermost frame, with
+ * the whole stack and the rank in its args.
+ */
+static void trace_samples(struct trace *tr)
+{
+	const struct rm_window *last = rm_last_window(tr->r);
+	char *copy, *save = NULL;
+	size_t hint = 0;
+
+	if (!last || !tr->r->timed_len)
+		return;
+	copy = strndup(tr->r->timed_text, tr->r->timed_len);
+	if (!copy) {
+		tr->err = tr->err ? tr->err : ENOMEM;
+		return;
+	}
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *f[6], *leaf;
+		const struct rm_node *n;
+		int k = 0;
+
+		/* host, rank, pid, tid, ns, stack */
+		for (char *p = l; p && k < 6; k++) {
+			f[k] = p;
+			p = k < 5 ? strchr(p, '\t') : NULL;
+			if (p)
+				*p++ = '\0';
+		}
+		if (k < 6)
+			continue;
+		n = rm_find_node(last, hint, f[0]);
+		if (!n)
+			continue;
+		hint = (size_t)(n - last->nodes);
+		leaf = strrchr(f[5], ';');
+		trace_instant(tr, leaf ? leaf + 1 : f[5], "sample", (int)hint + 2,
+			      strtoll(f[3], NULL, 10), strtoull(f[4], NULL, 10),
+			      json_pack("{s:I, s:I, s:s}", "rank",
+					(json_int_t)strtoll(f[1], NULL, 10), "pid",
+					(json_int_t)strtoll(f[2], NULL, 10), "stack", f[5]));
+	}
+	free(copy);
+}
+
+/*
  * The clock, and per node its CLOCK_REALTIME - CLOCK_BOOTTIME and its clock's
  * offset to rank 0's, to line up with other traces taken on that node.
  */
@@ -376,6 +423,7 @@ int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t l
 	fputs("{\"traceEvents\":[\n", tr.f);
 	trace_windows(&tr);
 	trace_nodes(&tr);
+	trace_samples(&tr);
 	fputs("],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":", tr.f);
 	other = trace_other(r);
 	if (!other)

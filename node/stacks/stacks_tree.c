@@ -304,7 +304,7 @@ json_t *ra_stack_tree_json(const struct ra_stack_tree *t)
 static void frame_name(const struct ra_frame *f, char *buf, size_t len)
 {
 	if (f->func[0])
-		snprintf(buf, len, "%s", f->func);
+		snprintf(buf, len, "%.*s", (int)len - 1, f->func);
 	else
 		ra_frame_format(f, buf, len);
 	for (char *p = buf; *p; p++)
@@ -408,5 +408,30 @@ done:
 	for (size_t i = 0; i < n; i++)
 		free(lines[i]);
 	free(lines);
+	return written;
+}
+
+long ra_stackfile_timed(const struct ra_stackfile *f, struct ra_symbolizer *s, const char *prefix,
+			FILE *out)
+{
+	long written = 0;
+
+	for (size_t i = 0; i < f->n_stacks; i++) {
+		const struct ra_stack *st = &f->stacks[i];
+		char *line;
+		int ret;
+
+		if (st->snapshot)
+			continue;
+		line = fold_stack(st, s, "");
+		if (!line)
+			return -1;
+		ret = fprintf(out, "%s\t%d\t%llu\t%s\n", prefix, (int)st->tid,
+			      (unsigned long long)st->ns, line + 1);
+		free(line);
+		if (ret < 0)
+			return -1;
+		written++;
+	}
 	return written;
 }

@@ -66,4 +66,12 @@ int ra_ranks_format(const long *ranks, size_t n, char *buf, size_t len);
 long ra_stackfile_fold(const struct ra_stackfile *f, struct ra_symbolizer *s, const char *host,
 		       long rank, bool samples, FILE *out);
 
+/*
+ * The samples of one stack file, one line each with its time, for a trace:
+ * "<prefix>\t<tid>\t<ns>\t<outermost>;...;<innermost>", ns CLOCK_REALTIME
+ * of the process's node. Returns lines written, or -1.
+ */
+long ra_stackfile_timed(const struct ra_stackfile *f, struct ra_symbolizer *s, const char *prefix,
+			FILE *out);
+
 #endif

@@ -173,6 +173,11 @@ for side in agent rocm inject; do
 	check "$side: no answer invented: every 'ok' snapshot has frames" test "$(awk '
 		/^snapshot [0-9]+ ok/ && NF < 5 { n++ } END { print n + 0 }' "$W"/o_snap_"$side"/*.txt)" \
 		-eq 0
+	check "$side: every 'ok' snapshot has its handler's time, under 1 s" test "$(awk '
+		/^snapshot [0-9]+ ok / { ok[$2] = 1 }
+		/^handler [0-9]+ [0-9]+$/ { if ($2 in ok && $3 > 0 && $3 < 1e9) h[$2] = 1 }
+		END { n = 0; for (t in ok) if (!(t in h)) n++; print n + (length(ok) == 0) }' \
+		"$W"/o_snap_"$side"/*.txt)" -eq 0
 	# shellcheck disable=SC2086
 	after=$(signal_state "$TPID" $tids)
 	check "$side: SigCgt and each thread's SigBlk as before" test "$before" = "$after"

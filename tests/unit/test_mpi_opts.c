@@ -191,7 +191,7 @@ static void test_rm_opts_parse_duration_limit(void **state)
 /* --help prints launcher/help/rocattach-mpi.txt, the man page's source, byte for byte. */
 static void test_rm_usage_is_the_help_file(void **state)
 {
-	static char text[16384];
+	static char text[32768];
 	FILE *f = fopen(RA_TEST_DATA "/../../launcher/help/rocattach-mpi.txt", "r");
 	size_t n;
 
@@ -227,11 +227,69 @@ static void test_rm_opts_parse_trace(void **state)
 	assert_non_null(strstr(rm_usage, "--trace FILE.json"));
 }
 
+static void test_rm_opts_parse_stacks(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "--stacks"), 0);
+	assert_true(o.stacks);
+	assert_int_equal(o.duration_ms, 0); /* one snapshot: no window to wait for */
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "-d", "300"), 0);
+	assert_int_equal(o.duration_ms, 300);
+	setenv("ROCPROF_ATTACH_DURATION", "200", 1);
+	assert_int_equal(PARSE("--exe", "x", "--stacks"), 0);
+	assert_int_equal(o.duration_ms, 200);
+	unsetenv("ROCPROF_ATTACH_DURATION");
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "-t", "/lib/libx.so"), -1);
+	assert_non_null(strstr(err, "give --stacks without -t"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "--windows", "100:100:2"), -1);
+	assert_non_null(strstr(err, "give --stacks without --windows"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "--kernel-trace"), -1);
+	assert_non_null(strstr(err, "without rocprofv3's options"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks-svg", "s.svg"), -1);
+	assert_non_null(strstr(err, "add --stacks"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "--stacks-svg", "/nonexistent-dir/s.svg"),
+			 0);
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--stacks-svg"));
+}
+
+static void test_rm_opts_parse_sample(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "--sample", "99", "-d", "1000", "--folded", "f.txt",
+			       "--flamegraph", "f.svg", "--flamegraph-per-rank"),
+			 0);
+	assert_int_equal(o.sample_hz, 99);
+	assert_false(o.stacks);
+	assert_true(rm_stacks_on(&o));
+	assert_string_equal(o.folded, "f.txt");
+	assert_string_equal(o.flamegraph, "f.svg");
+	assert_true(o.flame_per_rank);
+	assert_int_equal(PARSE("--exe", "x", "--sample", "99"), -1);
+	assert_non_null(strstr(err, "give its length with -d MS"));
+	assert_int_equal(PARSE("--exe", "x", "--sample", "0", "-d", "10"), -1);
+	assert_non_null(strstr(err, "1 to 10000"));
+	assert_int_equal(PARSE("--exe", "x", "--sample", "10001", "-d", "10"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--sample", "99", "-d", "10", "-t", "/l.so"), -1);
+	assert_non_null(strstr(err, "give --sample without -t"));
+	assert_int_equal(PARSE("--exe", "x", "--sample", "99", "--windows", "1:10:2"), -1);
+	assert_non_null(strstr(err, "give --sample without --windows"));
+	assert_int_equal(PARSE("--exe", "x", "--folded", "f.txt"), -1);
+	assert_non_null(strstr(err, "add --sample HZ"));
+	assert_int_equal(PARSE("--exe", "x", "--sample", "9", "-d", "9", "--flamegraph-per-rank"),
+			 -1);
+	assert_non_null(strstr(err, "add --flamegraph"));
+	assert_int_equal(PARSE("--exe", "x", "--stacks", "--sample", "99", "-d", "500"), 0);
+	assert_true(o.stacks && o.sample_hz == 99 && o.duration_ms == 500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_rm_opts_parse_selectors_and_window, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_trace, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_stacks, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_sample, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),

@@ -103,6 +103,30 @@ static void test_plan_round_trip(void **state)
 	assert_string_equal(b.timeline, "/tmp/t.svg");
 	assert_string_equal(b.trace, "/tmp/p.json");
 	assert_int_equal(b.verbose, 2);
+	assert_false(b.stacks);
+	free(text);
+	rm_plan_free(&p);
+	rm_opts_free(&a);
+	rm_opts_free(&b);
+}
+
+/* --stacks crosses to every rank: each node folds its targets' stacks. */
+static void test_plan_carries_stacks(void **state)
+{
+	const char *argv[] = {"rocattach-mpi", "--exe", "app", "--stacks",
+			      "--sample",      "250",	"-d",  "40"};
+	struct rm_opts a, b;
+	struct rm_plan p = {0};
+	char *text;
+
+	(void)state;
+	assert_int_equal(parse(&a, sizeof(argv) / sizeof(argv[0]), argv), 0);
+	text = rm_plan_encode(&a);
+	assert_non_null(text);
+	assert_int_equal(rm_plan_decode(text, &b, &p, err, sizeof(err)), 0);
+	assert_true(b.stacks);
+	assert_int_equal(b.sample_hz, 250);
+	assert_int_equal(b.duration_ms, 40);
 	free(text);
 	rm_plan_free(&p);
 	rm_opts_free(&a);
@@ -209,6 +233,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plan_round_trip),
+	    cmocka_unit_test(test_plan_carries_stacks),
 	    cmocka_unit_test(test_plan_carries_resolved_uid),
 	    cmocka_unit_test(test_plan_environment_is_rank0s),
 	    cmocka_unit_test(test_plan_refuses_damage),

@@ -20,6 +20,9 @@
  *                                         while sampled, "-" if not sampled or it
  *                                         ended first; name is the rest of the line
  *   snapshot <tid> <status> <ns> [<hex address>...] [...]
+ *   handler <tid> <ns>                    after an "ok" snapshot: how long its handler
+ *                                         ran, first clock read to after the unwind
+ *                                         (CLOCK_MONOTONIC; a lower bound of the hold)
  *   sample <tid> <ns> <hex address>...  [...]
  *   maps                                  then /proc/self/maps at detach, verbatim
  *   end                                   last line

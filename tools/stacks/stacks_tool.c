@@ -57,6 +57,7 @@ struct record {
 	uint8_t kind; /* RS_KIND_* */
 	uint8_t pad[3];
 	uint64_t ns;
+	uint64_t handler_ns; /* CLOCK_MONOTONIC from the handler's first read to after the unwind */
 	uint32_t nframes;
 	uint32_t truncated;
 	uint64_t frames[]; /* max_frames of them */
@@ -114,6 +115,14 @@ static unsigned long long now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
 }
 
@@ -223,11 +232,14 @@ static void handler(int sig, siginfo_t *si, void *uc)
 		goto out;
 	i = claim_record();
 	if (i >= 0) {
+		unsigned long long t0 = mono_ns();
+
 		r = record_at((size_t)i);
 		r->tid = tid;
 		r->kind = RS_KIND_SNAPSHOT;
 		r->ns = now_ns();
 		unwind_into(r, uc);
+		r->handler_ns = mono_ns() - t0;
 	}
 	atomic_store(&t->snap_record, i);
 	atomic_store(&t->snap, SLOT_DONE);
@@ -747,6 +759,9 @@ static void write_body(FILE *f)
 		fprintf(f, "snapshot %d %s %llu", (int)t->tid, s,
 			(unsigned long long)record_at((size_t)ri)->ns);
 		write_record(f, record_at((size_t)ri));
+		if (!strcmp(s, RS_SNAP_OK))
+			fprintf(f, "handler %d %llu\n", (int)t->tid,
+				(unsigned long long)record_at((size_t)ri)->handler_ns);
 	}
 	for (size_t i = 0; i < used; i++) {
 		const struct record *r = record_at(i);
