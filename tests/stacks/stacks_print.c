@@ -58,7 +58,7 @@ static void count_in(struct count *c, int *nc, const char *name, size_t sample)
 	if (i == *nc) {
 		if (*nc == MAX_FUNCS)
 			return;
-		snprintf(c[i].name, sizeof(c[i].name), "%s", name);
+		snprintf(c[i].name, sizeof(c[i].name), "%.*s", (int)sizeof(c[i].name) - 1, name);
 		c[i].n = 0;
 		c[i].last = (size_t)-1;
 		(*nc)++;
@@ -88,7 +88,8 @@ static void print_samples(struct ra_symbolizer *s, const struct ra_stackfile *f,
 
 			for (int j = 0; j < n; j++) {
 				if (fr[j].func[0])
-					snprintf(buf, sizeof(buf), "%s", fr[j].func);
+					snprintf(buf, sizeof(buf), "%.*s", (int)sizeof(buf) - 1,
+						 fr[j].func);
 				else
 					ra_frame_format(&fr[j], buf, sizeof(buf));
 				count_in(c, &nc, buf, i);
