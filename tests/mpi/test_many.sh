@@ -15,6 +15,18 @@ SHIM=${2:-}
 . "$(dirname "$0")/lib.sh"
 N=${RA_MANY_TARGETS:-300}
 BOUND_MS=150
+# Under a sanitizer (scripts/sanitize.sh sets ROCATTACH_SANITIZED) the launcher runs
+# several times slower and the sanitizer's runtime interposes pthread_create: the
+# checks of speed (every worker at once, every call before the start, the --jobs 256
+# control) and the thread-limit shim are the plain build's, where they run. Here the
+# run checks what must hold at any speed: every target attached and detached once,
+# every hand-over measured, none traced afterwards.
+SPEED=1
+if [ -n "${ROCATTACH_SANITIZED:-}" ]; then
+	SPEED=0
+	SHIM=
+	echo "under $ROCATTACH_SANITIZED: correctness at $N targets; the speed checks run in the plain build"
+fi
 
 command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
 # Threads: N targets of 3 threads, the launcher's N workers, Open MPI's.
@@ -85,7 +97,8 @@ echo "launcher: exit $rc in $took s; $threads threads at most, peak RSS $hwm kB,
 	"peak address space $peak kB"
 check "exit 0 (got $rc)" test "$rc" = 0
 [ "$rc" = 0 ] || tail -20 "$W/l.out"
-check "the launcher had a worker per target at once ($threads threads)" test "$threads" -gt "$N"
+[ "$SPEED" = 1 ] &&
+	check "the launcher had a worker per target at once ($threads threads)" test "$threads" -gt "$N"
 check "report: $N targets, all detached" test "$(jq '[.windows[0].nodes[].targets[] |
 	select(.state == "detached")] | length' "$W/r.json")" = "$N"
 check "each tool attached and detached once (their own records)" test \
@@ -99,7 +112,7 @@ jq -r --argjson s "$start" '.windows[0].nodes[].targets[] |
 	| @tsv' "$W/r.json" >"$W/times.tsv"
 awk '{ if (!n || $2 < lo) lo = $2; if ($3 > hi) hi = $3; n++ }
 	END { printf "attach calls began %.1f ms or more before the start; hand-overs up to %.1f ms after it\n", lo, hi }' "$W/times.tsv"
-check "every attach call began before the start time" \
+[ "$SPEED" = 1 ] && check "every attach call began before the start time" \
 	awk '$2 <= 0 { bad++ } END { exit !(NR > 0 && !bad) }' "$W/times.tsv"
 check "every hand-over measured, within 0 to $BOUND_MS ms of the start" \
 	awk -v b="$BOUND_MS" '$4 != "measured" || $3 < 0 || $3 > b { bad++ }
@@ -107,7 +120,7 @@ check "every hand-over measured, within 0 to $BOUND_MS ms of the start" \
 
 # The control: with 256 workers (the old cap) the same check must fail, the last
 # calls starting only as the first ones return, after the start.
-if [ "$N" -gt 256 ]; then
+if [ "$SPEED" = 1 ] && [ "$N" -gt 256 ]; then
 	mpirun -np 1 "$LAUNCHER" --pid "$list" -t "$TOOL" -d 200 --jobs 256 --report "$W/r256.json" \
 		</dev/null >"$W/l256.out" 2>&1
 	check "control, --jobs 256: exit 0" test "$?" = 0
