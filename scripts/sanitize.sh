@@ -30,4 +30,8 @@ if [ "$kind" = thread ] && { [ "$rnd_bits" -gt 28 ] ||
 	run=(setarch "$(uname -m)" -R)
 fi
 cd "$dir"
-"${run[@]}" ctest -L '^(unit|ptrace|mpi)$' --output-on-failure --timeout 300 "$@"
+# Tests labelled nosan (notsan: under TSan) run in the plain suite only: tests/CMakeLists.txt
+# says why each.
+skip='^nosan$'
+[ "$kind" = thread ] && skip='^(nosan|notsan)$'
+"${run[@]}" ctest -L '^(unit|ptrace|mpi)$' -LE "$skip" --output-on-failure --timeout 300 "$@"
