@@ -65,12 +65,17 @@ struct record {
 
 enum { RS_KIND_SNAPSHOT = 1, RS_KIND_SAMPLE = 2 };
 
+/* Scans of the poller (10 ms apart) a thread may show the signal blocked before it is
+ * taken for one that blocks it (see see_task). */
+#define BLOCKED_SCANS 20
+
 /* A thread the tool knows: its snapshot slot and its sampling timer. */
 struct thread {
 	pid_t tid;
 	char name[16];
 	bool has_timer, timer_tried;
-	bool ended; /* gone from /proc/self/task during the window */
+	int blocked_scans; /* poller scans that found the signal blocked in it */
+	bool ended;	   /* gone from /proc/self/task during the window */
 	timer_t timer;
 	clockid_t clock;	/* its CPU-time clock */
 	long long cpu0, cpu_ns; /* CPU time at the timer's start; used while sampled, or -1 */
@@ -425,10 +430,19 @@ static int see_task(pid_t tid, void *arg)
 		t = add_thread(tid);
 	if (!t || !st.hz || t->timer_tried || t->ended || atomic_load(&st.stop_poller))
 		return 0;
-	/* Once: a thread that blocks the signal would only collect it pending. */
+	/*
+	 * A thread that blocks the signal would only collect it pending. But a new
+	 * thread starts with every signal blocked until glibc's start routine
+	 * restores its mask: look again on the next scans (BLOCKED_SCANS, about
+	 * 200 ms) before taking it for one that blocks the signal.
+	 */
+	if (sig_in_mask(status_mask(tid, "SigBlk:"), st.sig)) {
+		if (++t->blocked_scans >= BLOCKED_SCANS)
+			t->timer_tried = true;
+		return 0;
+	}
 	t->timer_tried = true;
-	if (!sig_in_mask(status_mask(tid, "SigBlk:"), st.sig))
-		arm_timer(t);
+	arm_timer(t);
 	return 0;
 }
 
