@@ -93,22 +93,6 @@ static int shm_open_file(struct shm_file *f)
 	return f->m == MAP_FAILED ? -1 : 0;
 }
 
-/* Longest event of ring r that overlaps [a, b]; 0 if none. */
-static double ring_max(const struct pt_ring *r, uint64_t a, uint64_t b)
-{
-	uint64_t n = atomic_load_explicit(&r->n, memory_order_acquire), best = 0;
-
-	if (n > PT_CAP)
-		n = PT_CAP;
-	for (uint64_t i = 0; i < n; i++) {
-		const struct pt_event *e = &r->ev[i];
-
-		if (e->start_ns < b && e->start_ns + e->len_ns > a && e->len_ns > best)
-			best = e->len_ns;
-	}
-	return (double)best;
-}
-
 struct window {
 	uint64_t a, b;
 };
@@ -121,13 +105,13 @@ static void measure(const struct pt_shm *m, const struct window *w, size_t n, st
 		double best = 0;
 
 		for (unsigned int k = 0; k < m->n_busy; k++) {
-			double v = ring_max(&m->ring[k], w[i].a, w[i].b);
+			double v = pt_ring_max(&m->ring[k], w[i].a, w[i].b);
 
 			if (v > best)
 				best = v;
 		}
 		bt_vec_push(busy, best);
-		bt_vec_push(sleeper, ring_max(&m->ring[PT_SLEEPER], w[i].a, w[i].b));
+		bt_vec_push(sleeper, pt_ring_max(&m->ring[PT_SLEEPER], w[i].a, w[i].b));
 	}
 }
 

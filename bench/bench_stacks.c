@@ -74,22 +74,6 @@ static void shm_close(struct shm_file *f)
 	unlink(f->path);
 }
 
-/* Longest gap of ring r that overlaps [a, b]; 0 if none. */
-static double ring_max(const struct pt_ring *r, uint64_t a, uint64_t b)
-{
-	uint64_t n = atomic_load_explicit(&r->n, memory_order_acquire), best = 0;
-
-	if (n > PT_CAP)
-		n = PT_CAP;
-	for (uint64_t i = 0; i < n; i++) {
-		const struct pt_event *e = &r->ev[i];
-
-		if (e->start_ns < b && e->start_ns + e->len_ns > a && e->len_ns > best)
-			best = e->len_ns;
-	}
-	return (double)best;
-}
-
 static int start_target(struct bt_proc *p, unsigned int busy, const char *shm)
 {
 	char nbuf[16];
@@ -140,9 +124,12 @@ static double busy_max(const struct shm_file *f, uint64_t a, uint64_t b)
 {
 	double best = 0;
 
-	for (unsigned int k = 0; k < f->m->n_busy; k++)
-		if (ring_max(&f->m->ring[k], a, b) > best)
-			best = ring_max(&f->m->ring[k], a, b);
+	for (unsigned int k = 0; k < f->m->n_busy; k++) {
+		double v = pt_ring_max(&f->m->ring[k], a, b);
+
+		if (v > best)
+			best = v;
+	}
 	return best;
 }
 

@@ -39,4 +39,20 @@ struct pt_shm {
 	struct pt_ring ring[PT_MAX_BUSY + 1];
 };
 
+/* Longest event of ring r that overlaps [a, b] (ns); 0 if none. */
+static inline double pt_ring_max(const struct pt_ring *r, uint64_t a, uint64_t b)
+{
+	uint64_t n = atomic_load_explicit(&r->n, memory_order_acquire), best = 0;
+
+	if (n > PT_CAP)
+		n = PT_CAP;
+	for (uint64_t i = 0; i < n; i++) {
+		const struct pt_event *e = &r->ev[i];
+
+		if (e->start_ns < b && e->start_ns + e->len_ns > a && e->len_ns > best)
+			best = e->len_ns;
+	}
+	return (double)best;
+}
+
 #endif
