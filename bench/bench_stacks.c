@@ -4,12 +4,14 @@
  * of the same run:
  *
  *   hold    how long a snapshot holds a running thread: pause_target's busy
- *           threads record every gap of their CLOCK_MONOTONIC loop; the hold
- *           of one attach+detach with librocattach-stacks.so is the longest
- *           gap overlapping it (attach+detach included). Baseline: the same
- *           thread's longest gap in an idle window as long, 20 ms later.
- *           And the handler's own time per thread, from the tool's file
- *           ("handler" lines): a lower bound of the hold.
+ *           thread records every gap of its CLOCK_MONOTONIC loop over 2 us;
+ *           the gap that contains its handler's entry (the tool's "hold"
+ *           line) is that snapshot's hold, when the thread was running at
+ *           the tgkill; for every snapshot, that gap's part from the entry
+ *           on. Also, from the tool's file, the tgkill-to-handler-end time
+ *           and the handler's own time. Baseline:
+ *           the same signal and handler without the unwind
+ *           (ROCPROF_STACKS_UNWIND=0), in alternate cycles of the same run.
  *   sample  the throughput cost of sampling at 99 Hz: two pause_targets with
  *           one busy thread each, run together; one is sampled, the other
  *           not (the tool attached with no rate: its snapshot only), then
@@ -74,13 +76,16 @@ static void shm_close(struct shm_file *f)
 	unlink(f->path);
 }
 
-static int start_target(struct bt_proc *p, unsigned int busy, const char *shm)
+static int start_target(struct bt_proc *p, unsigned int busy, unsigned int thresh_us,
+			const char *shm)
 {
-	char nbuf[16];
-	const char *argv[] = {BT_PAUSE_TARGET, "--busy", nbuf, "--shm", shm, NULL};
+	char nbuf[16], tbuf[16];
+	const char *argv[] = {BT_PAUSE_TARGET, "--busy", nbuf, "--shm", shm,
+			      "--thresh-us",   tbuf,	 NULL};
 	const struct bt_spawn_opts o = {.agent = true, .stdin_pipe = true};
 
 	snprintf(nbuf, sizeof(nbuf), "%u", busy);
+	snprintf(tbuf, sizeof(tbuf), "%u", thresh_us);
 	if (bt_spawn(p, argv, &o) || bt_wait_ready(p, 20000)) {
 		bt_log("pause target did not start");
 		bt_stop(p);
@@ -89,11 +94,12 @@ static int start_target(struct bt_proc *p, unsigned int busy, const char *shm)
 	return 0;
 }
 
-static char stacks_tool[PATH_MAX], out_var[PATH_MAX + 32], hz_var[64];
+static char stacks_tool[PATH_MAX], out_var[PATH_MAX + 32], hz_var[64],
+    unwind_var[64] = "ROCPROF_STACKS_UNWIND=1";
 
 static int attach(pid_t pid, const char *tool, bool stacks, int hz, char *err, size_t len)
 {
-	const char *env[] = {out_var, hz_var, NULL};
+	const char *env[] = {out_var, hz_var, unwind_var, NULL};
 	rocattach_opts_t o = {
 	    .size = sizeof(o), .tool_libraries = tool, .env = stacks ? env : NULL};
 	rocattach_report_t rep = {.size = sizeof(rep)};
@@ -109,8 +115,10 @@ static double p99(const struct bt_vec *v)
 {
 	double *c = malloc((v->n ? v->n : 1) * sizeof(*c)), r;
 
-	if (!c)
-		return NAN;
+	if (!c || !v->n) {
+		free(c);
+		return NAN; /* none measured: unknown, not 0 */
+	}
 	memcpy(c, v->v, v->n * sizeof(*c));
 	r = bt_pct(c, v->n, 0.99);
 	free(c);
@@ -133,77 +141,199 @@ static double busy_max(const struct shm_file *f, uint64_t a, uint64_t b)
 	return best;
 }
 
-/* The "handler" lines of every file in dir into v (ns), then the files go. */
-static void take_handlers(const char *dir, struct bt_vec *v)
+/* The gap of busy ring r that contains t (ns), or NULL if none was recorded there. */
+static const struct pt_event *gap_at(const struct pt_ring *r, uint64_t t)
+{
+	uint64_t n = atomic_load_explicit(&r->n, memory_order_acquire);
+
+	if (n > PT_CAP)
+		n = PT_CAP;
+	for (uint64_t i = n; i-- > 0;)
+		if (r->ev[i].start_ns <= t && t <= r->ev[i].start_ns + r->ev[i].len_ns)
+			return &r->ev[i];
+	return NULL;
+}
+
+/* What one kind of snapshot (with the unwind, or without) held, over the cycles. */
+struct hold {
+	struct bt_vec handler; /* "handler" lines: entry to after the unwind, every thread */
+	struct bt_vec trip;    /* tgkill to the handler's end, the busy thread */
+	struct bt_vec gap;     /* the busy thread's gap that holds its handler's entry, if it ran */
+	struct bt_vec tail;    /* every such gap's part from the handler's entry to its end */
+	size_t below;	       /* entries in no recorded gap: held less than the threshold */
+	size_t off_cpu;	       /* the thread was not running when signalled */
+};
+
+static void hold_free(struct hold *h)
+{
+	bt_vec_free(&h->handler);
+	bt_vec_free(&h->trip);
+	bt_vec_free(&h->gap);
+	bt_vec_free(&h->tail);
+}
+
+/* Slack for the busy loop's last clock read before the tool's own read of "sent". */
+#define RUNNING_SLACK_NS 1000
+
+/*
+ * One busy thread's snapshot. If its gap began after the tgkill, the thread
+ * was running and the whole gap is the hold. If it began before, the thread
+ * was already off its CPU (preempted, often by the attaching thread itself
+ * on 2 CPUs): the gap is the scheduler's, and only the part from the
+ * handler's entry to the gap's end (the handler and sigreturn) is the
+ * snapshot's for sure. That part is kept for every snapshot.
+ */
+static void add_hold(struct hold *h, const struct shm_file *f, double thresh_ns,
+		     unsigned long long sent, unsigned long long entry)
+{
+	const struct pt_event *e = gap_at(&f->m->ring[0], entry);
+
+	if (!e) {
+		h->below++;
+		bt_vec_push(&h->gap, thresh_ns); /* a bound: no gap over the threshold held it */
+		return;
+	}
+	bt_vec_push(&h->tail, (double)(e->start_ns + e->len_ns - entry));
+	if (e->start_ns + RUNNING_SLACK_NS >= sent)
+		bt_vec_push(&h->gap, (double)e->len_ns);
+	else
+		h->off_cpu++;
+}
+
+/*
+ * The "handler" and "hold" lines of every file in dir into h, then the files go.
+ * The busy thread is the one that is not the main thread (the tool's own
+ * attach thread answers "self", with no such lines).
+ */
+static void take_holds(const char *dir, pid_t pid, const struct shm_file *f, double thresh_ns,
+		       struct hold *h)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	char path[PATH_MAX + 300], line[4096];
 
 	while (d && (e = readdir(d))) {
-		FILE *f;
-		unsigned long long ns;
+		unsigned long long ns, sent, entry, ret;
+		FILE *fp;
 		int tid;
 
 		if (strncmp(e->d_name, "rocattach-stacks.", 17))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		f = fopen(path, "r");
-		while (f && fgets(line, sizeof(line), f))
+		fp = fopen(path, "r");
+		while (fp && fgets(line, sizeof(line), fp)) {
 			if (sscanf(line, "handler %d %llu", &tid, &ns) == 2)
-				bt_vec_push(v, (double)ns);
-		if (f)
-			fclose(f);
+				bt_vec_push(&h->handler, (double)ns);
+			if (sscanf(line, "hold %d %llu %llu %llu", &tid, &sent, &entry, &ret) !=
+				4 ||
+			    tid == pid || !ret)
+				continue;
+			bt_vec_push(&h->trip, (double)(ret - sent));
+			add_hold(h, f, thresh_ns, sent, entry);
+		}
+		if (fp)
+			fclose(fp);
 		unlink(path);
 	}
 	if (d)
 		closedir(d);
 }
 
+#define HOLD_THRESH_US 2
+
+static void hold_rows(struct bt_results *res, struct hold h[2], size_t cycles)
+{
+	bt_row_note(
+	    bt_row(res, "stacks.hold_p99",
+		   "snapshot: hold of a running thread (its gap around the handler), p99",
+		   p99(&h[1].gap) / 1e3, "us", p99(&h[0].gap) / 1e3,
+		   "the same signal and handler without the unwind, alternate cycles", "<=", 100,
+		   false),
+	    "the busy thread's own CLOCK_MONOTONIC gap that contains its handler's entry, when it "
+	    "was running at the tgkill: kernel entry, the handler, sigreturn (and any preemption "
+	    "in that gap); %zu + %zu snapshots, p50 %.1f / %.1f us, max %.1f / %.1f us; %zu + %zu "
+	    "in no gap over %d us (counted as %d us, a bound). Off its CPU at the tgkill (its gap "
+	    "is the scheduler's, not counted here): %zu + %zu",
+	    h[1].gap.n, h[0].gap.n, bt_pct(h[1].gap.v, h[1].gap.n, 0.5) / 1e3,
+	    bt_pct(h[0].gap.v, h[0].gap.n, 0.5) / 1e3, bt_max(h[1].gap.v, h[1].gap.n) / 1e3,
+	    bt_max(h[0].gap.v, h[0].gap.n) / 1e3, h[1].below, h[0].below, HOLD_THRESH_US,
+	    HOLD_THRESH_US, h[1].off_cpu, h[0].off_cpu);
+	bt_row_note(
+	    bt_row(res, "stacks.hold_tail_p99",
+		   "snapshot: its handler's entry to the thread's next own clock read, p99",
+		   p99(&h[1].tail) / 1e3, "us", p99(&h[0].tail) / 1e3,
+		   "the same without the unwind", "<=", 100, false),
+	    "every snapshot of the busy thread (%zu + %zu), running or not at the tgkill: the "
+	    "handler, sigreturn and the loop's next read, as the thread saw them (the "
+	    "signal's delivery before the entry is not in it); p50 %.1f / %.1f us",
+	    h[1].tail.n, h[0].tail.n, bt_pct(h[1].tail.v, h[1].tail.n, 0.5) / 1e3,
+	    bt_pct(h[0].tail.v, h[0].tail.n, 0.5) / 1e3);
+	bt_row_note(bt_row(res, "stacks.trip_p99",
+			   "snapshot: tgkill to the handler's end, busy thread, p99",
+			   p99(&h[1].trip) / 1e3, "us", p99(&h[0].trip) / 1e3,
+			   "the same without the unwind", NULL, 0, false),
+		    "the tool's clock just before its tgkill and at the handler's end (sigreturn "
+		    "not included); p50 %.1f / %.1f us",
+		    bt_pct(h[1].trip.v, h[1].trip.n, 0.5) / 1e3,
+		    bt_pct(h[0].trip.v, h[0].trip.n, 0.5) / 1e3);
+	bt_row_note(bt_row(res, "stacks.handler_p99",
+			   "snapshot: its handler per thread (entry to after the unwind), p99",
+			   p99(&h[1].handler) / 1e3, "us", p99(&h[0].handler) / 1e3,
+			   "the same handler without the unwind", "<=", 100, false),
+		    "every answering thread (%zu + %zu): a lower bound of the hold", h[1].handler.n,
+		    h[0].handler.n);
+	json_object_set_new(res->details, "hold",
+			    json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
+				      "gap_us", bt_vec_summary(&h[1].gap, 1e-3), "gap_no_unwind_us",
+				      bt_vec_summary(&h[0].gap, 1e-3), "tail_us",
+				      bt_vec_summary(&h[1].tail, 1e-3), "tail_no_unwind_us",
+				      bt_vec_summary(&h[0].tail, 1e-3), "trip_us",
+				      bt_vec_summary(&h[1].trip, 1e-3), "trip_no_unwind_us",
+				      bt_vec_summary(&h[0].trip, 1e-3), "handler_us",
+				      bt_vec_summary(&h[1].handler, 1e-3), "handler_no_unwind_us",
+				      bt_vec_summary(&h[0].handler, 1e-3), "cycles",
+				      (json_int_t)cycles, "gap_threshold_us", HOLD_THRESH_US));
+}
+
 /*
  * One target with one busy thread, attached and detached with the stack
- * tool (a snapshot each time); the same thread's longest gap in a window of
- * the same length 20 ms later, with nothing attached, is the baseline: on a
- * shared machine most gaps are the scheduler's.
+ * tool (a snapshot each time), by turns with ROCPROF_STACKS_UNWIND=0: the
+ * same signal and handler without the unwind, so the difference is what
+ * the unwind adds. The busy thread records every gap of its loop over
+ * HOLD_THRESH_US; the one holding a handler's entry is that snapshot's hold.
+ * The longest gap anywhere in the attach+detach (the figure before, mostly
+ * the scheduler's) stays in the details.
  */
 static int run_hold(size_t cycles, const char *dir, struct bt_results *res)
 {
-	struct bt_vec v[2] = {{0}}, handler = {0};
+	struct bt_vec v = {0};
+	struct hold h[2] = {{{0}}};
 	struct shm_file f = {0};
 	struct bt_proc p = {0};
 	char err[600] = "";
 	int ret = -1;
 
-	if (shm_open_file(&f, 0) || start_target(&p, 1, f.path))
+	if (shm_open_file(&f, 0) || start_target(&p, 1, HOLD_THRESH_US, f.path))
 		goto out;
-	for (size_t i = 0; i < cycles; i++) {
+	for (size_t i = 0; i < 2 * cycles; i++) {
+		int unwind = (int)(i % 2);
 		uint64_t a = bt_mono_ns(), b;
 
+		snprintf(unwind_var, sizeof(unwind_var), "ROCPROF_STACKS_UNWIND=%d", unwind);
 		if (attach(p.pid, stacks_tool, true, 0, err, sizeof(err)))
 			goto out;
 		rocattach_detach(p.pid);
 		b = bt_mono_ns();
-		bt_sleep_ns(20000000);
-		bt_sleep_ns(b - a);
-		bt_sleep_ns(20000000); /* the gaps are read after the rings settle */
-		bt_vec_push(&v[0], busy_max(&f, a, b));
-		bt_vec_push(&v[1], busy_max(&f, b + 20000000, b + 20000000 + (b - a)));
-		take_handlers(dir, &handler);
+		bt_sleep_ns(20000000); /* the gaps are read after the ring settles */
+		take_holds(dir, p.pid, &f, HOLD_THRESH_US * 1e3, &h[unwind]);
+		if (unwind)
+			bt_vec_push(&v, busy_max(&f, a, b));
 	}
-	bt_row_note(bt_row(res, "stacks.handler_p99",
-			   "snapshot: its handler per thread (unwind), p99", p99(&handler) / 1e3,
-			   "us", NAN, NULL, "<=", 100, false),
-		    "the tool's own clock around each thread's unwind (%zu threads): a lower "
-		    "bound of the hold (signal delivery and return not included)",
-		    handler.n);
-	bt_row(res, "stacks.hold_p99", "snapshot: hold of a running thread, p99", p99(&v[0]) / 1e3,
-	       "us", p99(&v[1]) / 1e3, "the same thread, an idle window as long, 20 ms later",
-	       "<=", 100, true);
-	json_object_set_new(
-	    res->details, "hold",
-	    json_pack("{s:o, s:o, s:o, s:I}", "with_snapshot_us", bt_vec_summary(&v[0], 1e-3),
-		      "idle_us", bt_vec_summary(&v[1], 1e-3), "handler_us",
-		      bt_vec_summary(&handler, 1e-3), "cycles", (json_int_t)cycles));
+	snprintf(unwind_var, sizeof(unwind_var), "ROCPROF_STACKS_UNWIND=1");
+	hold_rows(res, h, cycles);
+	/* The figure before: the longest gap anywhere in the attach+detach. */
+	json_object_set_new(json_object_get(res->details, "hold"), "attach_detach_max_gap_us",
+			    bt_vec_summary(&v, 1e-3));
 	ret = 0;
 out:
 	if (ret)
@@ -211,9 +341,9 @@ out:
 			  err[0] ? err : "the target did not start");
 	bt_stop(&p);
 	shm_close(&f);
-	bt_vec_free(&v[0]);
-	bt_vec_free(&v[1]);
-	bt_vec_free(&handler);
+	bt_vec_free(&v);
+	hold_free(&h[0]);
+	hold_free(&h[1]);
 	return ret;
 }
 
@@ -271,7 +401,7 @@ static int run_sample(int rounds, double secs, struct bt_results *res)
 	int ret = -1;
 
 	for (int k = 0; k < 2; k++)
-		if (shm_open_file(&f[k], k + 1) || start_target(&p[k], 1, f[k].path))
+		if (shm_open_file(&f[k], k + 1) || start_target(&p[k], 1, 5, f[k].path))
 			goto out;
 	bt_sleep_ns(500000000);
 	/* Each target sampled in turn: placement and frequency differences cancel out. */
@@ -422,7 +552,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(stacks_tool, sizeof(stacks_tool), "%s", o.tools);
 	snprintf(out_var, sizeof(out_var), "ROCPROF_OUTPUT_PATH=%s", dir);
-	run_hold(c.quick ? 20 : 100, dir, &res);
+	run_hold(c.quick ? 100 : 300, dir, &res);
 	run_sample(c.quick ? 2 : 6, c.quick ? 2.0 : 5.0, &res);
 	run_merge(1000, false, &res);
 	run_merge(1000, true, &res);

@@ -15,7 +15,9 @@
  *   dropped <n>                           records lost to a full buffer
  *   overruns <n>                          timer expiries that sent no signal (the
  *                                         last one was still pending): not sampled
- *   note <text>                           optional: why something was not done
+ *   note <text>                           optional: why something was not done, or
+ *                                         that snapshots were not unwound
+ *                                         (ROCPROF_STACKS_UNWIND=0, for measuring)
  *   thread <tid> live|ended <cpu> <name>  every thread seen; cpu: its CPU time in ns
  *                                         while sampled, "-" if not sampled or it
  *                                         ended first; name is the rest of the line
@@ -23,6 +25,10 @@
  *   handler <tid> <ns>                    after an "ok" snapshot: how long its handler
  *                                         ran, first clock read to after the unwind
  *                                         (CLOCK_MONOTONIC; a lower bound of the hold)
+ *   hold <tid> <sent> <entry> <return>    after "handler": CLOCK_MONOTONIC (ns) read
+ *                                         just before the tool's tgkill, at the
+ *                                         handler's entry and at its end (return -
+ *                                         sent: signal to answer, per thread)
  *   sample <tid> <ns> <hex address>...  [...]
  *   maps                                  then /proc/self/maps at detach, verbatim
  *   end                                   last line

@@ -58,6 +58,7 @@ struct record {
 	uint8_t pad[3];
 	uint64_t ns;
 	uint64_t handler_ns; /* CLOCK_MONOTONIC from the handler's first read to after the unwind */
+	uint64_t entry_mono; /* snapshots: CLOCK_MONOTONIC at the handler's entry */
 	uint32_t nframes;
 	uint32_t truncated;
 	uint64_t frames[]; /* max_frames of them */
@@ -81,7 +82,9 @@ struct thread {
 	long long cpu0, cpu_ns; /* CPU time at the timer's start; used while sampled, or -1 */
 	/* The snapshot: the state, then the record the handler filled. */
 	_Atomic int snap;
-	_Atomic long snap_record; /* index in the pool, -1 none */
+	_Atomic long snap_record;	     /* index in the pool, -1 none */
+	unsigned long long sent_mono;	     /* CLOCK_MONOTONIC read just before its tgkill */
+	_Atomic unsigned long long ret_mono; /* read at the end of its handler, 0 none */
 	const char *snap_status;
 };
 
@@ -97,6 +100,7 @@ struct stacks {
 	_Atomic unsigned long overruns; /* timer expiries while its signal was pending */
 	_Atomic int in_handler;
 	_Atomic int sampling; /* the handler takes samples only while set */
+	bool unwind;	      /* ROCPROF_STACKS_UNWIND=0: snapshots answer without frames */
 	struct sigaction old_action;
 	bool installed;
 	struct thread threads[MAX_THREADS];
@@ -206,6 +210,7 @@ static long claim_record(void)
 
 static void handler(int sig, siginfo_t *si, void *uc)
 {
+	unsigned long long entry = mono_ns();
 	int saved = errno;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	struct thread *t;
@@ -237,16 +242,20 @@ static void handler(int sig, siginfo_t *si, void *uc)
 		goto out;
 	i = claim_record();
 	if (i >= 0) {
-		unsigned long long t0 = mono_ns();
-
 		r = record_at((size_t)i);
 		r->tid = tid;
 		r->kind = RS_KIND_SNAPSHOT;
 		r->ns = now_ns();
-		unwind_into(r, uc);
-		r->handler_ns = mono_ns() - t0;
+		r->entry_mono = entry;
+		if (st.unwind)
+			unwind_into(r, uc);
+		else
+			r->nframes = r->truncated = 0;
+		r->handler_ns = mono_ns() - entry;
 	}
 	atomic_store(&t->snap_record, i);
+	/* The last read: the snapshot's hold ends with this handler's return. */
+	atomic_store(&t->ret_mono, mono_ns());
 	atomic_store(&t->snap, SLOT_DONE);
 out:
 	atomic_fetch_sub(&st.in_handler, 1);
@@ -498,6 +507,7 @@ static void snapshot(long timeout_ms)
 			continue;
 		}
 		atomic_store(&t->snap, SLOT_ASKED);
+		t->sent_mono = mono_ns();
 		if (syscall(SYS_tgkill, pid, t->tid, st.sig)) {
 			atomic_store(&t->snap, SLOT_FREE);
 			t->snap_status = errno == ESRCH ? RS_SNAP_GONE : RS_SNAP_NOANSWER;
@@ -652,6 +662,7 @@ static int tool_attach(rocprofiler_client_detach_t detach_func,
 	st.detach_ns = 0;
 	st.note[0] = '\0';
 	st.hz = env_long("ROCPROF_STACKS_HZ", 0, 0, MAX_HZ);
+	st.unwind = env_long("ROCPROF_STACKS_UNWIND", 1, 0, 1);
 	st.self_tid = (pid_t)syscall(SYS_gettid);
 	atomic_store(&st.n_threads, 0);
 	atomic_store(&st.sampling, 0);
@@ -731,6 +742,8 @@ static void write_header(FILE *f)
 		atomic_load(&st.overruns));
 	if (st.note[0])
 		fprintf(f, "note %s\n", st.note);
+	if (!st.unwind)
+		fprintf(f, "note ROCPROF_STACKS_UNWIND=0: snapshots answered without frames\n");
 	if (st.too_many)
 		fprintf(f, "note more than %d threads: the others were not seen\n", MAX_THREADS);
 }
@@ -773,9 +786,14 @@ static void write_body(FILE *f)
 		fprintf(f, "snapshot %d %s %llu", (int)t->tid, s,
 			(unsigned long long)record_at((size_t)ri)->ns);
 		write_record(f, record_at((size_t)ri));
-		if (!strcmp(s, RS_SNAP_OK))
+		if (!strcmp(s, RS_SNAP_OK)) {
+			const struct record *r = record_at((size_t)ri);
+
 			fprintf(f, "handler %d %llu\n", (int)t->tid,
-				(unsigned long long)record_at((size_t)ri)->handler_ns);
+				(unsigned long long)r->handler_ns);
+			fprintf(f, "hold %d %llu %llu %llu\n", (int)t->tid, t->sent_mono,
+				(unsigned long long)r->entry_mono, atomic_load(&t->ret_mono));
+		}
 	}
 	for (size_t i = 0; i < used; i++) {
 		const struct record *r = record_at(i);
