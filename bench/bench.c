@@ -494,6 +494,23 @@ json_t *bt_row(struct bt_results *r, const char *id, const char *figure, double 
 	return row;
 }
 
+json_t *bt_row_ratio(struct bt_results *r, const char *id, const char *figure, double value,
+		     const char *unit, double baseline, const char *baseline_what,
+		     const char *target_op, double target)
+{
+	json_t *row = bt_row(r, id, figure, value, unit, baseline, baseline_what, NULL, 0, false);
+	double q = value / baseline;
+	bool known = !isnan(q) && !isinf(q) && baseline > 0;
+	bool met = !strcmp(target_op, "<=") ? q <= target : q >= target;
+
+	json_object_set_new(row, "target_op", json_string(target_op));
+	json_object_set_new(row, "target", json_real(target));
+	json_object_set_new(row, "checked", json_string("value/baseline"));
+	json_object_set_new(row, "ratio", known ? json_real(q) : json_null());
+	json_object_set_new(row, "met", known ? json_boolean(met) : json_null());
+	return row;
+}
+
 json_t *bt_row_na(struct bt_results *r, const char *id, const char *figure, const char *why)
 {
 	json_t *row = bt_row(r, id, figure, NAN, "", NAN, NULL, NULL, 0, false);

@@ -8,7 +8,8 @@
  * and a row is one figure with its baseline and target:
  *   { "id", "figure", "value", "unit", "baseline", "baseline_what",
  *     "target_op" ("<=" or ">="), "target", "checked" (what the target is
- *     compared with: the value or value - baseline), "met" (bool or null),
+ *     compared with: the value, value - baseline or value / baseline, then
+ *     also "ratio"), "met" (bool or null),
  *     "note" }
  * bench_report merges the files into results/latest.json and prints the table.
  * Benchmarks never fail for being slow: "met" is information, not a verdict.
@@ -117,6 +118,14 @@ void bt_results_init(struct bt_results *r, const char *bench);
 json_t *bt_row(struct bt_results *r, const char *id, const char *figure, double value,
 	       const char *unit, double baseline, const char *baseline_what, const char *target_op,
 	       double target, bool diff);
+/*
+ * The same with a target on value / baseline (the baseline a same-run floor):
+ * "checked" is "value/baseline", "ratio" the quotient; "met" is null when
+ * either is unknown.
+ */
+json_t *bt_row_ratio(struct bt_results *r, const char *id, const char *figure, double value,
+		     const char *unit, double baseline, const char *baseline_what,
+		     const char *target_op, double target);
 /* A row that could not be measured, with the reason. */
 json_t *bt_row_na(struct bt_results *r, const char *id, const char *figure, const char *why);
 void bt_row_note(json_t *row, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -54,7 +54,11 @@ static void print_row(json_t *row, const char *bench)
 	if (op) {
 		char t[32];
 
-		fmt_num(t, sizeof(t), json_object_get(row, "target"), unit);
+		if (!strcmp(str(row, "checked", ""), "value/baseline"))
+			snprintf(t, sizeof(t), "%gx base",
+				 json_number_value(json_object_get(row, "target")));
+		else
+			fmt_num(t, sizeof(t), json_object_get(row, "target"), unit);
 		snprintf(target, sizeof(target), "%s %s%s", op, t,
 			 !strcmp(str(row, "checked", ""), "value-baseline") ? " (diff)" : "");
 		snprintf(ok, sizeof(ok), "%s",

@@ -101,6 +101,8 @@ else
 	run skew 120 "$B/bin/bench_skew" "${Q[@]}"
 	run cluster 300 "$HERE/cluster_skew.sh" "$B" "${Q[@]}"
 	run coord 600 "$B/bin/bench_coord" "${Q[@]}"
+	# The model of issue 24 from what coord measured (bench/README.md, "The coordination model").
+	[ -f "$W/coord.json" ] && { echo "== model (bench/model_coord.c)"; "$B/bin/model_coord" "$W/coord.json"; }
 	run rank0 600 "$B/bin/bench_rank0" "${Q[@]}"
 	run stacks 300 "$B/bin/bench_stacks" "${Q[@]}"
 fi
