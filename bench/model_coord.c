@@ -215,11 +215,10 @@ static void model(const struct inputs *in, long n, struct figures *f)
 	/* Start-up: per level each parent's P ping-pongs with each child in turn, then the
 	 * first orders down. */
 	f->first_ms = f->h * in->k * in->rounds * 2 * (in->hop_us + in->ci_us) * ms + f->sweep_ms;
-	f->today_ms = in->ranks_max > in->ranks_min
-			  ? in->gap_min_ms + (in->gap_max_ms - in->gap_min_ms) /
-						 (in->ranks_max - in->ranks_min) *
-						 (double)(n - in->ranks_min)
-			  : NAN;
+	/* Before the tree, for comparison: rank 0 exchanges P clock round trips with every
+	 * rank in turn, then about 4 messages each (order, ready, halt, records). */
+	f->today_ms = (double)n *
+		      (in->rounds * (2 * in->hop_us + in->c0_us + in->ci_us) + 4 * in->c0_us) * ms;
 }
 
 static void print_inputs(const struct inputs *in)
@@ -230,9 +229,12 @@ static void print_inputs(const struct inputs *in)
 	printf("  an interior rank's per message  %8.2f us  %s\n", in->ci_us, in->ci_src);
 	printf("  one node's records on the wire  %8.0f B + %.0f B per target (rn_pack)\n",
 	       in->hdr_b, in->per_b);
-	printf("  per-window coordination         %8.1f ms at %d ranks, %.1f ms at %d (%s)\n",
+	printf("  per-window coordination         %8.1f ms at %d ranks, %.1f ms at %d (%s),\n"
+	       "                                  %8.2f ms more per rank (not an input: %s)\n",
 	       in->gap_min_ms, in->ranks_min, in->gap_max_ms, in->ranks_max,
-	       in->tree ? "the tree's launcher" : "the launcher before the tree");
+	       in->tree ? "the tree's launcher" : "the launcher before the tree",
+	       (in->gap_max_ms - in->gap_min_ms) / (in->ranks_max - in->ranks_min),
+	       "oversubscribed ranks on this machine");
 	printf("  8-byte ping-pong, rank 0 - last %8.1f us (here; the model assumes the fabric's "
 	       "hop below)\n",
 	       in->pingpong_us);
@@ -271,18 +273,17 @@ static void print_figures(const struct figures *f, int nf)
 	LINE("  + rank 0's take-in, --detail all (ms)", "%14.1f", f[i].take_all_ms);
 	LINE("  + rank 0's take-in, --detail failures (ms)", "%14.2f", f[i].take_fail_ms);
 	LINE("time to the first window, coordination (ms)", "%14.2f", f[i].first_ms);
-	LINE("this launcher: its measured gaps, linear (ms)", "%14.0f", f[i].today_ms);
+	LINE("before the tree, same inputs (ms)", "%14.0f", f[i].today_ms);
 #undef LINE
 	for (int i = 0; i < nf; i++)
 		if (f[i].n == 10000)
 			printf(
 			    "\ntarget (issue 24): per-window coordination at 10,000 nodes <= %.0f "
-			    "ms: %s (%.2f ms at --detail all, %.2f ms at --detail failures)\n",
-			    TARGET_MS,
-			    f[i].coord_all_ms <= TARGET_MS && f[i].coord_fail_ms <= TARGET_MS
-				? "met in the model"
-				: "MISSED in the model",
-			    f[i].coord_all_ms, f[i].coord_fail_ms);
+			    "ms, in the model: %s at --detail all (%.2f ms), %s at --detail "
+			    "failures (%.2f ms); rank 0's take-in not counted\n",
+			    TARGET_MS, f[i].coord_all_ms <= TARGET_MS ? "met" : "MISSED",
+			    f[i].coord_all_ms, f[i].coord_fail_ms <= TARGET_MS ? "met" : "MISSED",
+			    f[i].coord_fail_ms);
 }
 
 static json_t *jnum(double x)
