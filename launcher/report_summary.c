@@ -585,6 +585,8 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 		/* Out of memory for the groups: a row per node, as always. */
 		grouped = !rm_group_nodes(w, &g) && g.grouped;
 		hw = host_width(w->nodes, w->n_nodes);
+		if (grouped && hw < 26) /* "unreadable (10000 nodes)" */
+			hw = 26;
 		fprintf(f,
 			"%-*s found attached failed exited  attach p50  attach max  start skew\n",
 			hw, "node");
