@@ -332,6 +332,7 @@ static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold
 	uint64_t p50, max;
 	int rc = 0;
 
+	*left = 0;
 	if (!o)
 		return NULL;
 	rm_count_node(n, t, &c);
