@@ -300,9 +300,8 @@ int main(int argc, char **argv)
 		    s[i].trace_all_mb, s[i].summary_ms, s[i].summary_lines, s[i].timeline_ms,
 		    s[i].svg_kb, s[i].wire_mb, s[i].store_mb, mem.report_ms);
 		snprintf(id, sizeof(id), "rank0.trace.%ldx%ld", s[i].nodes, s[i].targets);
-		snprintf(fig, sizeof(fig),
-			 "trace size, %ld nodes x %ld targets, default --detail (%s)", s[i].nodes,
-			 s[i].targets, s[i].level);
+		snprintf(fig, sizeof(fig), "trace size, %ld x %ld, --detail %s (the default)",
+			 s[i].nodes, s[i].targets, s[i].level);
 		row = bt_row(&res, id, fig, s[i].trace_mb, "MB", s[i].trace_all_mb,
 			     "--detail all (a track per target), same run", NULL, 0, false);
 		bt_row_note(row, "written in %.0f ms; --detail all in %.0f ms", s[i].trace_ms,
