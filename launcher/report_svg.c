@@ -41,6 +41,7 @@ struct svg {
 	struct rm_grouping g;
 	struct svg_row *rows;
 	size_t n_rows;
+	enum rm_detail d;    /* a node's lanes: the targets whose records this level keeps */
 	uint64_t t0, lo, hi; /* window 1's start; the axis range */
 	double px_per_ns;
 	int y;	      /* top of the next row */
@@ -144,9 +145,25 @@ static void svg_range(struct svg *s)
 }
 
 /* The groups first (clean, then the others), then every node shown alone. */
+/*
+ * The lanes of node n: its targets (of the last window, t) that s->d keeps;
+ * every one at all, or when they cannot be read (empty lanes, as before).
+ */
+static size_t svg_lanes(const struct svg *s, const struct rm_node *n, const struct rn_target *t)
+{
+	size_t lanes = 0;
+
+	if (s->d == RM_DETAIL_ALL || !t)
+		return n->n;
+	for (size_t k = 0; k < n->n; k++)
+		lanes += rm_detail_keeps(s->d, n, &t[k]);
+	return lanes;
+}
+
 static int svg_rows(struct svg *s)
 {
 	const struct rm_window *w = rm_last_window(s->r);
+	struct rm_hold h = {0};
 	size_t n = 0;
 
 	if (rm_group_nodes(w, &s->g))
@@ -162,8 +179,15 @@ static int svg_rows(struct svg *s)
 						      o != RM_OUT_UNREADABLE};
 	for (size_t i = 0; i < s->g.n; i++)
 		if (s->g.alone[i])
-			s->rows[n++] =
-			    (struct svg_row){.group = -1, .node = i, .lanes = w->nodes[i].n};
+			s->rows[n++] = (struct svg_row){
+			    .group = -1,
+			    .node = i,
+			    .lanes =
+				s->d == RM_DETAIL_ALL
+				    ? w->nodes[i].n
+				    : svg_lanes(s, &w->nodes[i], rm_targets(&w->nodes[i], &h))};
+	/* The same count as svg_node's: both read the node's records of the last window. */
+	rm_hold_free(&h);
 	s->n_rows = n;
 	return 0;
 }
@@ -623,6 +647,9 @@ static void svg_node_note(struct svg *s, const struct rm_node *n, const struct r
 		fprintf(s->f, "%zu found, %zu attached, %zu failed", c.found, c.attached, c.failed);
 	else
 		fputs("no targets found", s->f);
+	if (t && svg_lanes(s, n, t) < n->n)
+		fprintf(s->f, "; %zu clean not drawn (--detail %s)", n->n - svg_lanes(s, n, t),
+			rm_detail_name(s->d));
 	if (lw) {
 		fprintf(s->f, ", lost in window %d: ", lw->index);
 		xml_put(s->f, rm_lost_reason(ln), (size_t)-1, 100);
@@ -640,7 +667,7 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 	struct rm_hold hl = {0}, h[2] = {{0}, {0}};
 	const struct rn_target *lt = rm_targets(n, &hl);
 	struct svg_at at = {0};
-	int y0;
+	int y0, lane;
 	size_t k;
 
 	fprintf(s->f,
@@ -655,7 +682,8 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 	s->y += SVG_GROUP_H;
 	y0 = s->y;
 	for (k = 0; lt && k < n->n; k++)
-		svg_lane(s, &lt[k]);
+		if (rm_detail_keeps(s->d, n, &lt[k]))
+			svg_lane(s, &lt[k]);
 	for (at.wi = 0; lt && at.wi < s->r->n_w; at.wi++) {
 		const struct rm_node *pn = at.wn;
 
@@ -664,10 +692,11 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 		at.p = pn ? at.t : NULL;
 		at.np = at.p ? pn->n : 0;
 		at.t = at.wn ? rm_targets(at.wn, &h[at.wi % 2]) : NULL;
-		for (k = 0; at.t && k < n->n; k++)
-			svg_target(s, &at, n, k, lt[k].pid, y0 + (int)k * SVG_LANE_H);
+		for (k = 0, lane = 0; at.t && k < n->n; k++)
+			if (rm_detail_keeps(s->d, n, &lt[k]))
+				svg_target(s, &at, n, k, lt[k].pid, y0 + lane++ * SVG_LANE_H);
 	}
-	s->y = y0 + (int)n->n * SVG_LANE_H;
+	s->y = y0 + (int)svg_lanes(s, n, lt) * SVG_LANE_H;
 	rm_hold_free(&hl);
 	rm_hold_free(&h[0]);
 	rm_hold_free(&h[1]);
@@ -856,6 +885,7 @@ int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_
 	if (rm_out_open(&o, path, "timeline", err, len))
 		return -1;
 	s.f = o.f;
+	s.d = rm_detail_of(r, NULL, 0);
 	if (svg_rows(&s)) {
 		rm_grouping_free(&s.g);
 		free(s.rows);

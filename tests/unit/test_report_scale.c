@@ -443,7 +443,9 @@ static size_t count(const char *s, const char *what)
 /*
  * 1,000 nodes in the timeline: one band for the clean ones (997 - the lost
  * and empty rows have no band), node 7's eight lanes drawn alone; the file
- * stays small (about 12 KB, most of it node 7's lanes; bounded at 40 KB).
+ * stays small (about 11 KB, most of it node 7's lanes; bounded at 40 KB).
+ * At --detail failures node 7 has one lane, its failed target's; the lost
+ * node keeps its eight.
  */
 static void test_rm_write_timeline_groups_1000_nodes(void **state)
 {
@@ -464,6 +466,16 @@ static void test_rm_write_timeline_groups_1000_nodes(void **state)
 	assert_int_equal(count(s, "<rect class=\"tools\""), 7);
 	assert_int_equal(count(s, "<rect class=\"failed\""), 1);
 	assert_non_null(strstr(s, ">node0500</text>"));
+	free(s);
+	/* Below --detail all, a node alone has lanes for the records kept only. */
+	b.r.cfg.detail = RM_DETAIL_FAILURES;
+	assert_int_equal(rm_write_timeline(path, &b.r, err, sizeof(err)), 0);
+	s = slurp(path, &size);
+	assert_int_equal(count(s, "<rect class=\"tools\""), 0);
+	assert_int_equal(count(s, "<rect class=\"failed\""), 1);
+	assert_int_equal(count(s, "<tspan class=\"dim\">solver</tspan>"), 1 + 8);
+	assert_non_null(strstr(s, "8 found, 7 attached, 1 failed; 7 clean not drawn (--detail "
+				  "failures)"));
 	free(s);
 	big_free(&b);
 }
