@@ -717,6 +717,7 @@ static void init_run(struct ctx *c)
 	cfg->jobs = c->o.jobs;
 	cfg->inject = c->o.inject;
 	cfg->ranks = c->size;
+	cfg->detail = c->o.detail;
 	c->run.sample_hz = c->o.sample_hz;
 	c->run.flame_per_rank = c->o.flame_per_rank;
 	if ((c->o.stacks && !(c->run.stacks = ra_stack_tree_new())) ||

@@ -51,6 +51,7 @@ enum {
 	OPT_FOLDED,
 	OPT_FLAMEGRAPH,
 	OPT_FLAME_PER_RANK,
+	OPT_DETAIL,
 };
 
 static const struct option long_opts[] = {
@@ -78,6 +79,7 @@ static const struct option long_opts[] = {
     {"report", required_argument, NULL, OPT_REPORT},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"detail", required_argument, NULL, OPT_DETAIL},
     {"stacks", no_argument, NULL, OPT_STACKS},
     {"stacks-svg", required_argument, NULL, OPT_STACKS_SVG},
     {"sample", required_argument, NULL, OPT_SAMPLE},
@@ -286,6 +288,21 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		return 0;
 	case OPT_TRACE:
 		o->trace = optarg;
+		return 0;
+	case OPT_DETAIL:
+		/* The names of report_scale.c's rm_detail_parse, which this library does not link.
+		 */
+		if (!strcmp(optarg, "all"))
+			o->detail = RM_DETAIL_ALL;
+		else if (!strcmp(optarg, "failures"))
+			o->detail = RM_DETAIL_FAILURES;
+		else if (!strcmp(optarg, "none"))
+			o->detail = RM_DETAIL_NONE;
+		else
+			return bad(err, len,
+				   "invalid --detail '%s': give all, failures or none (the "
+				   "per-target records the report and the trace keep)",
+				   optarg);
 		return 0;
 	case OPT_STACKS:
 		o->stacks = true;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "node.h"
+#include "report.h"
 #include "rocprofv3_opts.h"
 
 /* Exit codes of rocattach-mpi, documented in docs/ and --help. */
@@ -41,6 +42,7 @@ struct rm_opts {
 	int gather_slots;	   /* ranks whose records may be on their way to rank 0 at once */
 	bool inject, dry_run, one_node_per_rank;
 	const char *report, *timeline, *trace;
+	enum rm_detail detail;	/* --detail; RM_DETAIL_AUTO when not given */
 	bool stacks;		/* --stacks: one snapshot of every thread, merged on rank 0 */
 	const char *stacks_svg; /* --stacks-svg: the merged tree as SVG (rank 0) */
 	int sample_hz;		/* --sample: every thread sampled at this rate, 0: off */

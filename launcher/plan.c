@@ -101,7 +101,8 @@ char *rm_plan_encode(const struct rm_opts *o)
 		return NULL;
 	}
 	if (json_object_set_new(j, "stacks", json_boolean(o->stacks)) ||
-	    json_object_set_new(j, "sample_hz", json_integer(o->sample_hz))) {
+	    json_object_set_new(j, "sample_hz", json_integer(o->sample_hz)) ||
+	    json_object_set_new(j, "detail", json_integer(o->detail))) {
 		json_decref(j);
 		return NULL;
 	}
@@ -225,6 +226,12 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	o->stacks = json_is_true(json_object_get(j, "stacks"));
 	o->sample_hz = (int)json_integer_value(json_object_get(j, "sample_hz"));
 	if (o->sample_hz < 0 || o->sample_hz > 10000) {
+		snprintf(err, len, "rank 0's plan has a field of the wrong form");
+		return -1;
+	}
+	/* --detail: rank 0 cuts the records today; every rank knows it, for a cut made earlier. */
+	o->detail = (enum rm_detail)json_integer_value(json_object_get(j, "detail"));
+	if (o->detail < RM_DETAIL_AUTO || o->detail > RM_DETAIL_NONE) {
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");
 		return -1;
 	}

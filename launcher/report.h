@@ -64,6 +64,23 @@ struct rm_window {
 	size_t n_nodes;
 };
 
+/*
+ * --detail: the per-target records the JSON report and the trace keep.
+ * Auto (the default): all up to RM_DETAIL_AUTO_MAX targets in the run,
+ * failures beyond. The per-node counts and figures are kept at every level.
+ */
+enum rm_detail {
+	RM_DETAIL_AUTO = 0,
+	RM_DETAIL_ALL,
+	RM_DETAIL_FAILURES, /* every record that is not a clean attach and detach */
+	RM_DETAIL_NONE,	    /* per-node counts and figures only */
+};
+#define RM_DETAIL_AUTO_MAX 10000
+
+/* "all", "failures", "none" into *d; 0, or -1 for anything else. */
+int rm_detail_parse(const char *s, enum rm_detail *d);
+const char *rm_detail_name(enum rm_detail d);
+
 /* The configuration as run, for the report. */
 struct rm_config {
 	int argc;
@@ -74,7 +91,8 @@ struct rm_config {
 	int windows;	       /* --windows COUNT (1 without) */
 	int jobs;
 	int inject;
-	int ranks; /* MPI ranks of the launcher */
+	int ranks;	       /* MPI ranks of the launcher */
+	enum rm_detail detail; /* --detail as given (RM_DETAIL_AUTO: not given) */
 };
 
 struct rm_run {
@@ -186,6 +204,21 @@ uint64_t rm_length_tolerance_ns(uint64_t planned_ns);
  * 0 and 0 for a lost node: nothing of it was measured.
  */
 void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max);
+
+/*
+ * The --detail level in effect for r (never RM_DETAIL_AUTO), and in chosen
+ * (if not NULL) why: "--detail failures", or "default: 12800 targets >
+ * 10000". The run's targets: the most found in one window.
+ */
+enum rm_detail rm_detail_of(const struct rm_run *r, char *chosen, size_t len);
+
+/*
+ * Nodes are grouped in the summary and the timeline above this many: the
+ * clean ones (every target attached and detached) as one group, at most
+ * RM_GROUP_ALONE others shown one by one, the rest grouped by outcome.
+ */
+#define RM_GROUP_ABOVE 32
+#define RM_GROUP_ALONE 16
 
 /*
  * Summary table: one row per node (host, found, attached, failed, attach

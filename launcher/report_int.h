@@ -86,6 +86,77 @@ struct rm_counts rm_count_window(const struct rm_window *w);
 /* NULL when no window ran. */
 const struct rm_window *rm_last_window(const struct rm_run *r);
 
+/* ---- per-node figures, kept at every --detail level ---- */
+
+/*
+ * Histogram bins, fixed, log2 in us: bin 0 is [0, 1 us), bin i (1..24) is
+ * [2^(i-1), 2^i) us, bin 25 is 2^24 us (16.8 s) and more.
+ */
+#define RM_HIST_BINS 26
+unsigned rm_hist_bin(uint64_t ns);
+
+/* Minimum, median (as rm_node_times) and maximum of n values; all 0 when n is 0. */
+struct rm_fig3 {
+	uint64_t min, p50, max;
+	size_t n;
+};
+
+/*
+ * A node's targets attached in the window that started at since: their
+ * attach times (from the later of the call's start and since, as
+ * rm_node_times) and detach call times, their hand-overs (tool_attach or its
+ * bound) and hand-backs as instants, the calls' extent, and histograms of
+ * the attach times and of the hand-overs' lateness after since (a hand-over
+ * before it, after a clock correction, is in bin 0 and counted in early).
+ * Nothing of a lost node.
+ */
+struct rm_node_fig {
+	struct rm_fig3 attach, detach, over, back;
+	uint64_t calls_lo, calls_hi; /* first attach call's start, last detach call's end */
+	uint32_t attach_hist[RM_HIST_BINS], skew_hist[RM_HIST_BINS];
+	size_t early;
+};
+void rm_node_figures(const struct rm_node *n, const struct rn_target *t, uint64_t since,
+		     struct rm_node_fig *f);
+
+/* --detail: whether t's record (of node n) is kept at level d (never RM_DETAIL_AUTO). */
+bool rm_clean(const struct rn_target *t);
+bool rm_detail_keeps(enum rm_detail d, const struct rm_node *n, const struct rn_target *t);
+
+/* ---- nodes in groups (RM_GROUP_ABOVE) ---- */
+
+enum rm_outcome {
+	RM_OUT_CLEAN, /* targets found, each attached and detached */
+	RM_OUT_EMPTY, /* no target found (or selection failed) */
+	RM_OUT_FAILED,
+	RM_OUT_OTHER, /* exited, died attached, not completed */
+	RM_OUT_LOST,
+	RM_OUT_UNREADABLE,
+	RM_OUT_N,
+};
+const char *rm_outcome_name(enum rm_outcome o);
+enum rm_outcome rm_node_outcome(const struct rm_node *n, const struct rn_target *t);
+
+/* The last window's nodes: each one's outcome, and whether it is shown alone. */
+struct rm_grouping {
+	size_t n;
+	bool grouped; /* n > RM_GROUP_ABOVE; else every node is alone */
+	unsigned char *outcome;
+	bool *alone;
+	size_t members[RM_OUT_N]; /* nodes in each group (not alone) */
+};
+/* 0, or -1 out of memory. w may be NULL (no nodes). */
+int rm_group_nodes(const struct rm_window *w, struct rm_grouping *g);
+void rm_grouping_free(struct rm_grouping *g);
+/*
+ * The hosts of group o as Slurm writes a hostlist ("node[001-128,130],gpu7"),
+ * at most max bytes (then cut with "..."); malloc'd, NULL out of memory.
+ */
+char *rm_group_hosts(const struct rm_window *w, const struct rm_grouping *g, enum rm_outcome o,
+		     size_t max);
+/* hosts[0..n) as a hostlist (sorted, repeats once); malloc'd, NULL out of memory. */
+char *rm_hostlist(const char *const *hosts, size_t n);
+
 /* ---- a target in another window, each failure once, lost nodes ---- */
 
 /* By host (hint: its index there, tried first); NULL if absent. */

@@ -251,16 +251,23 @@ static json_t *topology_json(const struct rm_node *n, const struct rn_target *t)
 	return o;
 }
 
-static json_t *targets_json(const struct rm_node *n, const struct rn_target *t)
+/* The records --detail keeps; *left: how many it leaves out. */
+static json_t *targets_json(const struct rm_node *n, const struct rn_target *t, enum rm_detail d,
+			    size_t *left)
 {
 	json_t *a = json_array();
 	size_t k;
 
+	*left = 0;
 	if (!t && n->n) { /* not read back: rm_store_check fails the report */
 		json_decref(a);
 		return NULL;
 	}
 	for (k = 0; a && k < n->n; k++) {
+		if (!rm_detail_keeps(d, n, &t[k])) {
+			(*left)++;
+			continue;
+		}
 		json_t *j = rn_target_to_json(&t[k]);
 
 		rm_rp3_output_add(j, n->host, &t[k]);
@@ -272,11 +279,51 @@ static json_t *targets_json(const struct rm_node *n, const struct rn_target *t)
 	return a;
 }
 
+static json_t *fig3_json(const struct rm_fig3 *f)
+{
+	if (!f->n)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I}", "min", (json_int_t)f->min, "p50",
+			 (json_int_t)f->p50, "max", (json_int_t)f->max, "targets",
+			 (json_int_t)f->n);
+}
+
+static json_t *hist_json(const uint32_t *v, bool known)
+{
+	json_t *a = known ? json_array() : json_null();
+
+	for (size_t i = 0; known && a && i < RM_HIST_BINS; i++)
+		if (json_array_append_new(a, json_integer(v[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* Kept at every --detail level: times, histograms (bins: the report's "detail"). */
+static int figures_json(json_t *o, const struct rm_node *n, const struct rn_target *t,
+			uint64_t since)
+{
+	struct rm_node_fig f;
+	int rc = 0;
+
+	rm_node_figures(n, t, since, &f);
+	rc |= json_object_set_new(o, "attach_time_ns", fig3_json(&f.attach));
+	rc |= json_object_set_new(o, "detach_time_ns", fig3_json(&f.detach));
+	rc |= json_object_set_new(o, "attach_time_hist", hist_json(f.attach_hist, f.attach.n));
+	rc |=
+	    json_object_set_new(o, "attach_skew_hist", hist_json(f.skew_hist, f.attach.n && since));
+	rc |=
+	    json_object_set_new(o, "attach_skew_early", jint_or_null(f.early, f.attach.n && since));
+	return rc;
+}
+
 /*
  * A lost node ("state": "lost") is found with its last known targets and
  * nothing else: its counts, times and skew are of nothing measured.
  */
-static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold *h)
+static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold *h,
+			 enum rm_detail d, size_t *left)
 {
 	const struct rn_target *t = rm_targets(n, h);
 	struct rm_spread a = rm_node_attach_spread(n, t, since);
@@ -285,6 +332,7 @@ static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold
 	uint64_t p50, max;
 	int rc = 0;
 
+	*left = 0;
 	if (!o)
 		return NULL;
 	rm_count_node(n, t, &c);
@@ -311,7 +359,9 @@ static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold
 	rc |= json_object_set_new(o, "clock_rtt_ns", jint_or_null(n->clock_rtt_ns, n->clock_known));
 	rc |= json_object_set_new(o, "clock_corrected",
 				  n->clock_known ? json_boolean(n->clock_applied) : json_null());
-	rc |= json_object_set_new(o, "targets", targets_json(n, t));
+	rc |= figures_json(o, n, t, since);
+	rc |= json_object_set_new(o, "targets", targets_json(n, t, d, left));
+	rc |= json_object_set_new(o, "records_left_out", json_integer((json_int_t)*left));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -374,6 +424,28 @@ static json_t *length_json(const struct rm_window *w, const struct rm_skew s)
 }
 
 /*
+ * --detail as in effect; the cut is made here, as the report is written:
+ * the nodes sent rank 0 every record.
+ */
+static json_t *detail_json(enum rm_detail d, const char *chosen)
+{
+	json_t *bins = json_array();
+	json_t *o;
+
+	/* Each bin's lower edge: 0, then 1, 2, 4 ... 2^24 us; the last has no upper one. */
+	for (unsigned i = 0; bins && i < RM_HIST_BINS; i++)
+		if (json_array_append_new(bins, json_integer(i ? 1ll << (i - 1) : 0))) {
+			json_decref(bins);
+			return NULL;
+		}
+	o = json_pack("{s:s, s:s, s:s, s:o*}", "level", rm_detail_name(d), "chosen", chosen, "cut",
+		      "on rank 0, as the report is written: every record came over the wire, "
+		      "the counts and figures are of them all",
+		      "hist_bins_us", bins);
+	return o;
+}
+
+/*
  * The report is written as it is made, a node at a time: only one node's
  * JSON is ever in memory (at 10,000 nodes x 128 targets the whole tree
  * would take gigabytes; bench/README.md, "Rank 0 at scale"). One key and
@@ -407,10 +479,11 @@ static void put(struct json_out *o, const char *key, json_t *v, bool first)
 	json_decref(v);
 }
 
-static void put_window(struct json_out *o, const struct rm_window *w)
+static void put_window(struct json_out *o, const struct rm_window *w, enum rm_detail d)
 {
 	struct rm_skew s = rm_window_skew(w);
 	struct rm_hold h = {0};
+	size_t left, all = 0;
 
 	fputs("{", o->f);
 	put(o, "index", json_integer(w->index), true);
@@ -420,9 +493,13 @@ static void put_window(struct json_out *o, const struct rm_window *w)
 	put(o, "skew", skew_json(s), false);
 	put(o, "length", length_json(w, s), false);
 	fputs(",\n\"nodes\": [\n", o->f);
-	for (size_t i = 0; i < w->n_nodes && !o->err; i++)
-		put(o, NULL, node_json(&w->nodes[i], w->start_ns, &h), i == 0);
-	fputs("]}", o->f);
+	for (size_t i = 0; i < w->n_nodes && !o->err; i++) {
+		put(o, NULL, node_json(&w->nodes[i], w->start_ns, &h, d, &left), i == 0);
+		all += left;
+	}
+	fputs("]", o->f);
+	put(o, "records_left_out", json_integer((json_int_t)all), false);
+	fputs("}", o->f);
 	rm_hold_free(&h);
 }
 
@@ -476,10 +553,15 @@ static int put_error(const struct rm_window *w, const struct rm_node *n, const s
 }
 
 /* Every failure once, in the first window that has it (see rm_new_failure). */
-static void put_errors(struct json_out *o, const struct rm_run *r)
+static void put_errors(struct json_out *o, const struct rm_run *r, enum rm_detail d)
 {
 	struct errors_out e = {.o = o, .first = true};
 
+	if (d == RM_DETAIL_NONE) { /* counted, not listed: never an empty list */
+		put(o, "errors", json_null(), false);
+		put(o, "errors_left_out", json_integer((json_int_t)rm_count_failures(r)), false);
+		return;
+	}
 	fputs(",\n\"errors\": [\n", o->f);
 	rm_for_each_failure(r, put_error, &e);
 	fputs("]", o->f);
@@ -489,6 +571,8 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 {
 	struct json_out o = {0};
 	struct rm_out out;
+	char chosen[96];
+	enum rm_detail d = rm_detail_of(r, chosen, sizeof(chosen));
 
 	if (rm_out_open(&out, path, "report", err, len))
 		return -1;
@@ -504,16 +588,17 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 	put(&o, "provisional", rm_jstr_or_null(r->provisional), false);
 	put(&o, "config", config_json(&r->cfg), false);
 	put(&o, "summary", summary_json(r), false);
+	put(&o, "detail", detail_json(d, chosen), false);
 	fputs(",\n\"windows\": [\n", o.f);
 	for (size_t i = 0; i < r->n_w && !o.err; i++) {
 		if (i)
 			fputs(",\n", o.f);
-		put_window(&o, &r->w[i]);
+		put_window(&o, &r->w[i], d);
 	}
 	fputs("]", o.f);
 	if (r->stacks)
 		put(&o, "stacks", rm_stacks_json(r), false);
-	put_errors(&o, r);
+	put_errors(&o, r, d);
 	fputs("}\n", o.f);
 	if (o.err)
 		return rm_out_abort(&out, o.err, err, len);

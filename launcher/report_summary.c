@@ -5,6 +5,7 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -177,6 +178,71 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 		p50s, maxs, skews);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A group's row: its outcome and size, the sums of its nodes' counts, the
+ * median of their attach p50s, the largest attach max, and the start skew
+ * over all their targets; then its hosts as a hostlist.
+ */
+static void print_group_row(FILE *f, const struct rm_window *w, const struct rm_grouping *g,
+			    enum rm_outcome o, int hw, struct rm_hold *h)
+{
+	uint64_t *p50s = calloc(g->members[o], sizeof(*p50s)), p50, max, top = 0;
+	char label[64], p50str[32], maxs[32], skews[32], *hosts;
+	struct rm_spread a = {0}, na;
+	struct rm_counts c = {0};
+	size_t m = 0;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct rm_node *n = &w->nodes[i];
+		const struct rn_target *t;
+
+		if (g->alone[i] || g->outcome[i] != o)
+			continue;
+		t = n->lost ? NULL : rm_targets(n, h);
+		rm_count_node(n, t, &c);
+		na = rm_node_attach_spread(n, t, w->start_ns);
+		if (!na.n)
+			continue;
+		rm_spread_add(&a, na.lo);
+		rm_spread_add(&a, na.hi);
+		rm_node_times(n, t, w->start_ns, &p50, &max);
+		if (p50s)
+			p50s[m++] = p50;
+		top = max > top ? max : top;
+	}
+	if (m)
+		qsort(p50s, m, sizeof(*p50s), cmp_u64);
+	snprintf(label, sizeof(label), "%s (%zu nodes)", rm_outcome_name(o), g->members[o]);
+	put_col(f, label, sizeof(label), hw);
+	if (o == RM_OUT_LOST)
+		fprintf(f, " %5zu %8s %6s %6s %11s %11s %11s\n", c.found, "lost", "-", "-", "-",
+			"-", "-");
+	else if (o == RM_OUT_EMPTY)
+		fprintf(f, " %5d  no targets found\n", 0);
+	else if (o == RM_OUT_UNREADABLE)
+		fprintf(f, " %5zu  their records could not be read back\n", c.found);
+	else {
+		fmt_ms(m ? p50s[m / 2] : 0, m, p50str, sizeof(p50str));
+		fmt_ms(top, m, maxs, sizeof(maxs));
+		fmt_ms(rm_spread_ns(&a), a.n, skews, sizeof(skews));
+		fprintf(f, " %5zu %8zu %6zu %6zu %11s %11s %11s\n", c.found, c.attached, c.failed,
+			c.exited, p50str, maxs, skews);
+	}
+	free(p50s);
+	hosts = rm_group_hosts(w, g, o, 200);
+	fputs("  hosts: ", f);
+	put_text(f, hosts ? hosts : "(out of memory)", (size_t)-1);
+	fputc('\n', f);
+	free(hosts);
+}
+
 /* A window's length, or in words why there is none. */
 static void put_length(FILE *f, const struct rm_window *w)
 {
@@ -293,12 +359,12 @@ static void put_target(FILE *f, const struct rn_target *t)
  * "node HOST lost in window W: REASON", once per loss (the first window of
  * a run of windows that lost it), with its last known targets.
  */
-static void print_lost(FILE *f, const struct rm_run *r)
+static void print_lost(FILE *f, const struct rm_run *r, size_t limit)
 {
 	const struct rm_node *n, *p;
 	const struct rn_target *t;
 	struct rm_hold h = {0};
-	size_t wi, ni, k;
+	size_t wi, ni, k, shown = 0, more = 0;
 
 	for (wi = 0; wi < r->n_w; wi++) {
 		for (ni = 0; ni < r->w[wi].n_nodes; ni++) {
@@ -306,6 +372,10 @@ static void print_lost(FILE *f, const struct rm_run *r)
 			p = wi ? rm_find_node(&r->w[wi - 1], ni, n->host) : NULL;
 			if (!n->lost || (p && p->lost))
 				continue;
+			if (shown++ >= limit) {
+				more++;
+				continue;
+			}
 			fputs("node ", f);
 			put_text(f, n->host, sizeof(n->host));
 			fprintf(f, " lost in window %d: ", r->w[wi].index);
@@ -321,6 +391,9 @@ static void print_lost(FILE *f, const struct rm_run *r)
 		}
 	}
 	rm_hold_free(&h);
+	if (more)
+		fprintf(f, "... and %zu more node%s lost (in the report)\n", more,
+			more == 1 ? "" : "s");
 }
 
 /*
@@ -397,13 +470,14 @@ static void put_after(FILE *f, const struct rm_run *r, uint64_t ns)
  * tools never got them back), each with when it was seen gone; and, when
  * no target lived on, one plain line saying so.
  */
-static void print_died(FILE *f, const struct rm_run *r)
+static void print_died(FILE *f, const struct rm_run *r, size_t limit)
 {
 	const struct rm_window *w = rm_last_window(r);
 	uint64_t first, last;
 	size_t lived, died = rm_died_attached(r, &lived, &first, &last);
 	const struct rn_target *t;
 	struct rm_hold h = {0};
+	size_t shown = 0;
 
 	if (!died)
 		return;
@@ -412,7 +486,7 @@ static void print_died(FILE *f, const struct rm_run *r)
 		if (w->nodes[i].lost || !(t = rm_targets(&w->nodes[i], &h)))
 			continue;
 		for (size_t k = 0; k < w->nodes[i].n; k++) {
-			if (t[k].state != RN_DIED_ATTACHED)
+			if (t[k].state != RN_DIED_ATTACHED || shown++ >= limit)
 				continue;
 			fputs("  ", f);
 			put_text(f, w->nodes[i].host, sizeof(w->nodes[i].host));
@@ -424,6 +498,8 @@ static void print_died(FILE *f, const struct rm_run *r)
 		}
 	}
 	rm_hold_free(&h);
+	if (died > shown)
+		fprintf(f, "  ... and %zu more (in the report)\n", died - shown);
 	if (lived)
 		return;
 	fprintf(f, "all %zu target%s died while attached: ", died, died == 1 ? "" : "s");
@@ -439,6 +515,7 @@ struct failure_out {
 	FILE *f;
 	bool windows; /* name the window: there was more than one */
 	bool any;
+	size_t shown, limit, more;
 };
 
 static int print_failure(const struct rm_window *w, const struct rm_node *n,
@@ -450,6 +527,11 @@ static int print_failure(const struct rm_window *w, const struct rm_node *n,
 	if (!o->any)
 		fputs("failures:\n", o->f);
 	o->any = true;
+	if (o->shown >= o->limit) {
+		o->more++;
+		return 0;
+	}
+	o->shown++;
 	fputs("  ", o->f);
 	put_text(o->f, n->host, sizeof(n->host));
 	if (!t) {
@@ -482,32 +564,53 @@ static int print_failure(const struct rm_window *w, const struct rm_node *n,
 /*
  * Rows are the nodes of the last window: the same targets, gathered last; a
  * lost node's row has its last known count and its own line after the table.
+ * Above RM_GROUP_ABOVE nodes, the clean ones are one row (and a line of
+ * their hosts), the others alone up to RM_GROUP_ALONE then grouped by
+ * outcome, and the lists after the table (lost nodes, failures, deaths)
+ * stop after RM_GROUP_ALONE with how many more: the report has them all.
  */
 void rm_print_summary(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
+	struct failure_out fo = {.f = f, .windows = r->n_w > 1, .limit = (size_t)-1};
+	struct rm_grouping g = {0};
 	struct rm_hold h = {0};
+	bool grouped = false;
 	char why[512];
 	size_t i;
 	int hw;
 
 	print_headline(f, r);
 	if (w && w->n_nodes) {
+		/* Out of memory for the groups: a row per node, as always. */
+		grouped = !rm_group_nodes(w, &g) && g.grouped;
 		hw = host_width(w->nodes, w->n_nodes);
+		if (grouped && hw < 26) /* "unreadable (10000 nodes)" */
+			hw = 26;
 		fprintf(f,
 			"%-*s found attached failed exited  attach p50  attach max  start skew\n",
 			hw, "node");
+		for (int o = 0; grouped && o < RM_OUT_N; o++)
+			if (g.members[o])
+				print_group_row(f, w, &g, (enum rm_outcome)o, hw, &h);
 		for (i = 0; i < w->n_nodes; i++)
-			print_node_row(f, &w->nodes[i], w->start_ns, hw, &h);
+			if (!grouped || g.alone[i])
+				print_node_row(f, &w->nodes[i], w->start_ns, hw, &h);
 		rm_hold_free(&h);
+		rm_grouping_free(&g);
 	}
-	print_lost(f, r);
+	fo.limit = grouped ? RM_GROUP_ALONE : (size_t)-1;
+	print_lost(f, r, fo.limit);
 	for (i = 0; i < r->n_w; i++)
 		print_window_line(f, &r->w[i]);
 	print_no_watchdog(f, r);
 	print_tool_outcomes(f, r);
-	rm_for_each_failure(r, print_failure, &(struct failure_out){.f = f, .windows = r->n_w > 1});
-	print_died(f, r);
+	rm_for_each_failure(r, print_failure, &fo);
+	if (fo.more)
+		fprintf(
+		    f, "  ... and %zu more failure%s (listed in the report unless --detail none)\n",
+		    fo.more, fo.more == 1 ? "" : "s");
+	print_died(f, r, fo.limit);
 	if (rm_store_check(r->store, why, sizeof(why)))
 		fprintf(f, "this summary is incomplete: %s\n", why);
 	fflush(f);

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The SVG timeline (--timeline): one lane per target, grouped by node, windows left to right. */
+/*
+ * The SVG timeline (--timeline): one lane per target, grouped by node, windows
+ * left to right. Above RM_GROUP_ABOVE nodes, the nodes that share an outcome
+ * are one group with one band (report_scale.c says which are alone): per
+ * window, the median hand-over to the median hand-back of its nodes, with
+ * the spread of the hand-overs and of the hand-backs (first to last) over it.
+ */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +28,20 @@
 #define SVG_FAIL "#d64541"
 #define SVG_CALL "#1d3557"
 
+/* A row: a node (group < 0) with a lane per target, or a group with one band lane (or none). */
+struct svg_row {
+	int group;
+	size_t node;
+	size_t lanes;
+};
+
 struct svg {
 	FILE *f;
 	const struct rm_run *r;
+	struct rm_grouping g;
+	struct svg_row *rows;
+	size_t n_rows;
+	enum rm_detail d;    /* a node's lanes: the targets whose records this level keeps */
 	uint64_t t0, lo, hi; /* window 1's start; the axis range */
 	double px_per_ns;
 	int y;	      /* top of the next row */
@@ -65,6 +83,13 @@ static void xml_put(FILE *f, const char *s, size_t width, size_t max)
 	}
 	if (cut)
 		fputc('~', f);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
 }
 
 static double svg_x(const struct svg *s, uint64_t ns)
@@ -119,13 +144,60 @@ static void svg_range(struct svg *s)
 	s->px_per_ns = (double)(SVG_W - SVG_LABEL_W - SVG_RIGHT) / (double)(s->hi - s->lo);
 }
 
-static int svg_height(const struct rm_run *r)
+/* The groups first (clean, then the others), then every node shown alone. */
+/*
+ * The lanes of node n: its targets (of the last window, t) that s->d keeps;
+ * every one at all, or when they cannot be read (empty lanes, as before).
+ */
+static size_t svg_lanes(const struct svg *s, const struct rm_node *n, const struct rn_target *t)
 {
-	const struct rm_window *w = rm_last_window(r);
+	size_t lanes = 0;
+
+	if (s->d == RM_DETAIL_ALL || !t)
+		return n->n;
+	for (size_t k = 0; k < n->n; k++)
+		lanes += rm_detail_keeps(s->d, n, &t[k]);
+	return lanes;
+}
+
+static int svg_rows(struct svg *s)
+{
+	const struct rm_window *w = rm_last_window(s->r);
+	struct rm_hold h = {0};
+	size_t n = 0;
+
+	if (rm_group_nodes(w, &s->g))
+		return -1;
+	s->rows = calloc(s->g.n + RM_OUT_N, sizeof(*s->rows));
+	if (!s->rows)
+		return -1;
+	for (int o = 0; s->g.grouped && o < RM_OUT_N; o++)
+		if (s->g.members[o])
+			s->rows[n++] =
+			    (struct svg_row){.group = o,
+					     .lanes = o != RM_OUT_LOST && o != RM_OUT_EMPTY &&
+						      o != RM_OUT_UNREADABLE};
+	for (size_t i = 0; i < s->g.n; i++)
+		if (s->g.alone[i])
+			s->rows[n++] = (struct svg_row){
+			    .group = -1,
+			    .node = i,
+			    .lanes =
+				s->d == RM_DETAIL_ALL
+				    ? w->nodes[i].n
+				    : svg_lanes(s, &w->nodes[i], rm_targets(&w->nodes[i], &h))};
+	/* The same count as svg_node's: both read the node's records of the last window. */
+	rm_hold_free(&h);
+	s->n_rows = n;
+	return 0;
+}
+
+static int svg_height(const struct svg *s)
+{
 	size_t i, h = SVG_TOP + SVG_BOTTOM;
 
-	for (i = 0; w && i < w->n_nodes; i++)
-		h += SVG_GROUP_H + w->nodes[i].n * SVG_LANE_H;
+	for (i = 0; i < s->n_rows; i++)
+		h += SVG_GROUP_H + s->rows[i].lanes * SVG_LANE_H;
 	return (int)h;
 }
 
@@ -246,16 +318,15 @@ static void svg_vseg(struct svg *s, double x, int y1, int y2, const char *what, 
  */
 static void svg_vline(struct svg *s, uint64_t ns, const char *what, int index)
 {
-	const struct rm_window *w = rm_last_window(s->r);
 	double x = svg_x(s, ns);
 	int y = SVG_TOP;
 
 	svg_vseg(s, x, SVG_TOP - 42, SVG_TOP - 24, what, index);
-	for (size_t i = 0; w && i < w->n_nodes; i++) {
+	for (size_t i = 0; i < s->n_rows; i++) {
 		y += SVG_GROUP_H;
-		if (w->nodes[i].n)
-			svg_vseg(s, x, y, y + (int)w->nodes[i].n * SVG_LANE_H, what, index);
-		y += (int)w->nodes[i].n * SVG_LANE_H;
+		if (s->rows[i].lanes)
+			svg_vseg(s, x, y, y + (int)s->rows[i].lanes * SVG_LANE_H, what, index);
+		y += (int)s->rows[i].lanes * SVG_LANE_H;
 	}
 }
 
@@ -525,14 +596,14 @@ static void svg_target(struct svg *s, const struct svg_at *at, const struct rm_n
 }
 
 /* Every other lane shaded, drawn before the grid so that it shows through. */
-static void svg_shading(struct svg *s, const struct rm_window *w)
+static void svg_shading(struct svg *s)
 {
 	int y = SVG_TOP;
 	size_t i, k;
 
-	for (i = 0; w && i < w->n_nodes; i++) {
+	for (i = 0; i < s->n_rows; i++) {
 		y += SVG_GROUP_H;
-		for (k = 0; k < w->nodes[i].n; k++, y += SVG_LANE_H)
+		for (k = 0; k < s->rows[i].lanes; k++, y += SVG_LANE_H)
 			if (k % 2)
 				fprintf(s->f, "<path d=\"M0 %dH%dV%dH0Z\" fill=\"#f1f4f8\"/>\n", y,
 					SVG_W, y + SVG_LANE_H);
@@ -576,6 +647,9 @@ static void svg_node_note(struct svg *s, const struct rm_node *n, const struct r
 		fprintf(s->f, "%zu found, %zu attached, %zu failed", c.found, c.attached, c.failed);
 	else
 		fputs("no targets found", s->f);
+	if (t && svg_lanes(s, n, t) < n->n)
+		fprintf(s->f, "; %zu clean not drawn (--detail %s)", n->n - svg_lanes(s, n, t),
+			rm_detail_name(s->d));
 	if (lw) {
 		fprintf(s->f, ", lost in window %d: ", lw->index);
 		xml_put(s->f, rm_lost_reason(ln), (size_t)-1, 100);
@@ -593,7 +667,7 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 	struct rm_hold hl = {0}, h[2] = {{0}, {0}};
 	const struct rn_target *lt = rm_targets(n, &hl);
 	struct svg_at at = {0};
-	int y0;
+	int y0, lane;
 	size_t k;
 
 	fprintf(s->f,
@@ -608,7 +682,8 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 	s->y += SVG_GROUP_H;
 	y0 = s->y;
 	for (k = 0; lt && k < n->n; k++)
-		svg_lane(s, &lt[k]);
+		if (rm_detail_keeps(s->d, n, &lt[k]))
+			svg_lane(s, &lt[k]);
 	for (at.wi = 0; lt && at.wi < s->r->n_w; at.wi++) {
 		const struct rm_node *pn = at.wn;
 
@@ -617,13 +692,135 @@ static void svg_node(struct svg *s, const struct rm_node *n, size_t ni)
 		at.p = pn ? at.t : NULL;
 		at.np = at.p ? pn->n : 0;
 		at.t = at.wn ? rm_targets(at.wn, &h[at.wi % 2]) : NULL;
-		for (k = 0; at.t && k < n->n; k++)
-			svg_target(s, &at, n, k, lt[k].pid, y0 + (int)k * SVG_LANE_H);
+		for (k = 0, lane = 0; at.t && k < n->n; k++)
+			if (rm_detail_keeps(s->d, n, &lt[k]))
+				svg_target(s, &at, n, k, lt[k].pid, y0 + lane++ * SVG_LANE_H);
 	}
-	s->y = y0 + (int)n->n * SVG_LANE_H;
+	s->y = y0 + (int)svg_lanes(s, n, lt) * SVG_LANE_H;
 	rm_hold_free(&hl);
 	rm_hold_free(&h[0]);
 	rm_hold_free(&h[1]);
+}
+
+/* The band's figures of one window, over the group's nodes there. */
+struct band {
+	uint64_t *v[6]; /* per node: hand-over min, p50, max; hand-back min, p50, max */
+	size_t m, mb, targets;
+};
+
+static uint64_t band_pick(uint64_t *v, size_t m, int which)
+{
+	if (!m)
+		return 0;
+	qsort(v, m, sizeof(*v), cmp_u64);
+	return which < 0 ? v[0] : which > 0 ? v[m - 1] : v[m / 2];
+}
+
+static void band_add(struct svg *s, struct band *b, const struct rm_window *w, size_t ni,
+		     struct rm_hold *h)
+{
+	const struct rm_node *ln = &rm_last_window(s->r)->nodes[ni];
+	const struct rm_node *n = rm_find_node(w, ni, ln->host);
+	const struct rn_target *t = n && !n->lost ? rm_targets(n, h) : NULL;
+	struct rm_node_fig f;
+
+	if (!t)
+		return;
+	rm_node_figures(n, t, w->start_ns, &f);
+	if (!f.over.n)
+		return;
+	b->v[0][b->m] = f.over.min;
+	b->v[1][b->m] = f.over.p50;
+	b->v[2][b->m++] = f.over.max;
+	b->targets += f.over.n;
+	if (!f.back.n)
+		return;
+	b->v[3][b->mb] = f.back.min;
+	b->v[4][b->mb] = f.back.p50;
+	b->v[5][b->mb++] = f.back.max;
+}
+
+/* A thin dark line over [a, b] of the band's lane: a spread. */
+static void svg_spread(struct svg *s, uint64_t a, uint64_t b, int y, const char *title)
+{
+	double x1 = svg_x(s, a), x2 = svg_x(s, b);
+
+	if (x2 - x1 < 2)
+		x2 = x1 + 2;
+	fprintf(s->f,
+		"<line class=\"spread\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+		"stroke=\"" SVG_CALL "\" stroke-width=\"4\">",
+		x1, y + 9, x2, y + 9);
+	svg_title(s, title);
+	fputs("</line>\n", s->f);
+}
+
+/* One window's band of group o: median hand-over to median hand-back, the spreads over it. */
+static void svg_band(struct svg *s, const struct svg_row *row, size_t wi, struct band *b, int y)
+{
+	const struct rm_window *w = &s->r->w[wi];
+	uint64_t o[3], k[3] = {0}, to;
+	struct rm_hold h = {0};
+	char t[400];
+
+	b->m = b->mb = b->targets = 0;
+	for (size_t i = 0; i < s->g.n; i++)
+		if (!s->g.alone[i] && s->g.outcome[i] == row->group)
+			band_add(s, b, w, i, &h);
+	rm_hold_free(&h);
+	if (!b->m)
+		return;
+	for (int j = 0; j < 3; j++) {
+		o[j] = band_pick(b->v[j], b->m, j - 1);
+		k[j] = band_pick(b->v[3 + j], b->mb, j - 1);
+	}
+	to = b->mb ? k[1] : w->stop_ns;
+	snprintf(t, sizeof(t),
+		 "%s: %zu nodes, %zu targets attached in window %d; hand-over min %+.3f, median "
+		 "node %+.3f, max %+.3f ms; hand-back min %+.3f, median node %+.3f, max %+.3f ms",
+		 rm_outcome_name((enum rm_outcome)row->group), b->m, b->targets, w->index,
+		 rel_ms(s, o[0]), rel_ms(s, o[1]), rel_ms(s, o[2]), b->mb ? rel_ms(s, k[0]) : 0.0,
+		 b->mb ? rel_ms(s, k[1]) : 0.0, b->mb ? rel_ms(s, k[2]) : 0.0);
+	fprintf(s->f,
+		"<rect class=\"group\" data-window=\"%d\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+		"height=\"10\" rx=\"2\" fill=\"%s\">",
+		w->index, svg_x(s, o[1]), y + 4, to > o[1] ? svg_x(s, to) - svg_x(s, o[1]) : 6.0,
+		row->group == RM_OUT_CLEAN ? SVG_OK : SVG_FAIL);
+	svg_title(s, t);
+	fputs("</rect>\n", s->f);
+	svg_spread(s, o[0], o[2], y, "hand-overs: first to last");
+	if (b->mb)
+		svg_spread(s, k[0], k[2], y, "hand-backs: first to last");
+}
+
+/* A group: its label row (outcome, count, hosts), then its band lane, window by window. */
+static void svg_group(struct svg *s, const struct svg_row *row)
+{
+	enum rm_outcome o = (enum rm_outcome)row->group;
+	double x = svg_x(s, s->t0) + 6;
+	size_t room = x < SVG_W - 60 ? (size_t)((SVG_W - x) / SVG_CHAR_W) : 10;
+	char *hosts = rm_group_hosts(rm_last_window(s->r), &s->g, o, room);
+	struct band b = {0};
+
+	fprintf(s->f,
+		"<line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#bbb\"/>\n"
+		"<text class=\"host%s\" x=\"8\" y=\"%d\">%s: %zu nodes</text>\n"
+		"<text class=\"dim halo\" x=\"%.1f\" y=\"%d\">",
+		s->y, SVG_W, s->y, o == RM_OUT_CLEAN ? "" : " bad", s->y + 16, rm_outcome_name(o),
+		s->g.members[o], x, s->y + 16);
+	xml_put(s->f, hosts ? hosts : "?", (size_t)-1, room);
+	fputs("</text>\n", s->f);
+	free(hosts);
+	s->y += SVG_GROUP_H;
+	if (!row->lanes)
+		return;
+	b.v[0] = calloc(6 * s->g.n + 1, sizeof(uint64_t));
+	for (int j = 1; b.v[0] && j < 6; j++)
+		b.v[j] = b.v[0] + j * s->g.n;
+	for (size_t wi = 0; b.v[0] && wi < s->r->n_w; wi++)
+		svg_band(s, row, wi, &b, s->y);
+	free(b.v[0]);
+	s->y += SVG_LANE_H;
 }
 
 /* One legend item at s->x_legend: a sample line of width px, then its text. */
@@ -656,18 +853,22 @@ static void svg_legend(struct svg *s)
 static void svg_write(struct svg *s)
 {
 	const struct rm_window *w = rm_last_window(s->r);
-	int height = svg_height(s->r), bottom = height - SVG_BOTTOM;
+	int height = svg_height(s), bottom = height - SVG_BOTTOM;
 	size_t i;
 
 	svg_range(s);
 	svg_head(s, height);
-	svg_shading(s, w);
+	svg_shading(s);
 	svg_axis(s, bottom, false);
 	svg_windows(s);
 	svg_axis(s, bottom, true);
 	s->y = SVG_TOP;
-	for (i = 0; w && i < w->n_nodes; i++)
-		svg_node(s, &w->nodes[i], i);
+	for (i = 0; i < s->n_rows; i++) {
+		if (s->rows[i].group >= 0)
+			svg_group(s, &s->rows[i]);
+		else
+			svg_node(s, &w->nodes[s->rows[i].node], s->rows[i].node);
+	}
 	if (!w)
 		fprintf(s->f, "<text x=\"8\" y=\"%d\">no window ran</text>\n", s->y + 16);
 	s->y = bottom;
@@ -684,6 +885,14 @@ int rm_write_timeline(const char *path, const struct rm_run *r, char *err, size_
 	if (rm_out_open(&o, path, "timeline", err, len))
 		return -1;
 	s.f = o.f;
+	s.d = rm_detail_of(r, NULL, 0);
+	if (svg_rows(&s)) {
+		rm_grouping_free(&s.g);
+		free(s.rows);
+		return rm_out_abort(&o, ENOMEM, err, len);
+	}
 	svg_write(&s);
+	rm_grouping_free(&s.g);
+	free(s.rows);
 	return rm_out_done(&o, r->store, err, len);
 }

@@ -10,6 +10,13 @@
  * epoch (a double: to about 0.25 us). Written as it is made, an event a
  * line, and read a node at a time: the trace of 10,000 nodes x 128 targets
  * never is in memory whole.
+ *
+ * Below --detail all, each node has two tracks of its own instead: its
+ * targets' tools' windows as one span per window (first hand-over to last
+ * hand-back) and their calls as one (first attach call's start to last
+ * detach call's end), with the node's figures in the args; the targets the
+ * level keeps (failures: every one not cleanly attached and detached) keep
+ * their own two tracks.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -23,10 +30,14 @@
 
 #define TRACE_CALLS_TID 4194304 /* PID_MAX_LIMIT: above any pid */
 #define TRACE_WINDOWS_PID 1
+/* Below --detail all, a node's own two tracks: above any pid + TRACE_CALLS_TID. */
+#define TRACE_NODE_TID (2 * TRACE_CALLS_TID)
+#define TRACE_NODE_CALLS_TID (2 * TRACE_CALLS_TID + 1)
 
 struct trace {
 	FILE *f;
 	const struct rm_run *r;
+	enum rm_detail d;
 	bool any;
 	int err; /* errno of the first failure, 0 if none */
 };
@@ -152,9 +163,21 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 
 	trace_meta(tr, "process_name", pid, 0, trace_node_name(tr, n, ni));
 	trace_meta(tr, "process_sort_index", pid, 0, trace_sort(pid));
+	if (tr->d != RM_DETAIL_ALL) {
+		snprintf(label, sizeof(label), "node: %zu targets' tools", n->n);
+		trace_meta(tr, "thread_name", pid, TRACE_NODE_TID, trace_name(label, (size_t)-1));
+		trace_meta(tr, "thread_sort_index", pid, TRACE_NODE_TID, trace_sort(-2));
+		trace_meta(tr, "thread_name", pid, TRACE_NODE_CALLS_TID,
+			   trace_name("node: calls", (size_t)-1));
+		trace_meta(tr, "thread_sort_index", pid, TRACE_NODE_CALLS_TID, trace_sort(-1));
+	}
 	for (size_t k = 0; v && k < n->n; k++) {
 		const struct rn_target *t = &v[k];
-		int len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
+		int len;
+
+		if (!rm_detail_keeps(tr->d, n, t))
+			continue;
+		len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
 
 		if (t->rank >= 0)
 			len += snprintf(label + len, sizeof(label) - (size_t)len, " rank %ld",
@@ -294,6 +317,42 @@ static void trace_target(struct trace *tr, const struct rm_window *w, const stru
 		trace_mark(tr, w, t, pid, new_call);
 }
 
+static json_t *trace_fig3(const struct rm_fig3 *f)
+{
+	if (!f->n)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I}", "min", (json_int_t)f->min, "p50", (json_int_t)f->p50,
+			 "max", (json_int_t)f->max);
+}
+
+/* Below --detail all: a node's targets in one window, as two spans on its own tracks. */
+static void trace_node_spans(struct trace *tr, const struct rm_window *w, const struct rm_node *n,
+			     const struct rn_target *t, int pid)
+{
+	struct rm_node_fig f;
+	struct rm_counts c = {0};
+	uint64_t to;
+	char name[64];
+
+	rm_node_figures(n, t, w->start_ns, &f);
+	if (!f.attach.n)
+		return;
+	rm_count_node(n, t, &c);
+	to = f.back.n ? f.back.max : w->stop_ns;
+	snprintf(name, sizeof(name), "tools attached (%zu targets)", f.attach.n);
+	trace_span(tr, name, "tools", pid, TRACE_NODE_TID, f.over.min,
+		   to > f.over.min ? to : f.over.min,
+		   json_pack("{s:i, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "window", w->index,
+			     "found", (json_int_t)c.found, "attached", (json_int_t)f.attach.n,
+			     "failed", (json_int_t)c.failed, "hand_over_ns", trace_fig3(&f.over),
+			     "hand_back_ns", trace_fig3(&f.back), "attach_time_ns",
+			     trace_fig3(&f.attach), "detach_time_ns", trace_fig3(&f.detach)));
+	if (f.calls_lo && f.calls_hi >= f.calls_lo)
+		trace_span(tr, "calls", "call", pid, TRACE_NODE_CALLS_TID, f.calls_lo, f.calls_hi,
+			   json_pack("{s:i, s:s}", "window", w->index, "extent",
+				     "the first attach call's start to the last call's end"));
+}
+
 /*
  * Nodes are those of the last window (as the timeline's); earlier ones are
  * found by host. Two nodes' targets are in memory at a time: one window's
@@ -319,8 +378,12 @@ static void trace_nodes(struct trace *tr)
 
 			if (t)
 				p = rm_prev_targets(tr->r, wi, ni, n->host, &hp, &np);
+			if (t && tr->d != RM_DETAIL_ALL)
+				trace_node_spans(tr, w, n, t, (int)(ln - last->nodes) + 2);
 			for (size_t ti = 0; t && ti < n->n; ti++)
-				trace_target(tr, w, &t[ti], p, np, ti, (int)(ln - last->nodes) + 2);
+				if (rm_detail_keeps(tr->d, n, &t[ti]))
+					trace_target(tr, w, &t[ti], p, np, ti,
+						     (int)(ln - last->nodes) + 2);
 		}
 	}
 	rm_hold_free(&h);
@@ -416,7 +479,9 @@ int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t l
 	struct trace tr = {.r = r};
 	struct rm_out out;
 	json_t *other;
+	char chosen[96];
 
+	tr.d = rm_detail_of(r, chosen, sizeof(chosen));
 	if (rm_out_open(&out, path, "trace", err, len))
 		return -1;
 	tr.f = out.f;
@@ -426,6 +491,10 @@ int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t l
 	trace_samples(&tr);
 	fputs("],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":", tr.f);
 	other = trace_other(r);
+	if (other)
+		json_object_set_new(
+		    other, "detail",
+		    json_pack("{s:s, s:s}", "level", rm_detail_name(tr.d), "chosen", chosen));
 	if (!other)
 		tr.err = tr.err ? tr.err : ENOMEM;
 	else if (!tr.err && json_dumpf(other, tr.f, JSON_COMPACT | JSON_PRESERVE_ORDER))

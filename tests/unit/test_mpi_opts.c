@@ -227,6 +227,23 @@ static void test_rm_opts_parse_trace(void **state)
 	assert_non_null(strstr(rm_usage, "--trace FILE.json"));
 }
 
+static void test_rm_opts_parse_detail(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x"), 0);
+	assert_int_equal(o.detail, RM_DETAIL_AUTO);
+	assert_int_equal(PARSE("--exe", "x", "--detail", "failures"), 0);
+	assert_int_equal(o.detail, RM_DETAIL_FAILURES);
+	assert_int_equal(PARSE("--exe", "x", "--detail", "none"), 0);
+	assert_int_equal(o.detail, RM_DETAIL_NONE);
+	assert_int_equal(PARSE("--exe", "x", "--detail", "all"), 0);
+	assert_int_equal(o.detail, RM_DETAIL_ALL);
+	assert_int_equal(PARSE("--exe", "x", "--detail", "some"), -1);
+	assert_string_equal(err, "invalid --detail 'some': give all, failures or none (the "
+				 "per-target records the report and the trace keep)");
+	assert_non_null(strstr(rm_usage, "--detail all|failures|none"));
+}
+
 static void test_rm_opts_parse_stacks(void **state)
 {
 	(void)state;
@@ -288,6 +305,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_rm_opts_parse_selectors_and_window, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_trace, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_detail, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_stacks, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_sample, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),

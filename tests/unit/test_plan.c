@@ -104,6 +104,7 @@ static void test_plan_round_trip(void **state)
 	assert_string_equal(b.trace, "/tmp/p.json");
 	assert_int_equal(b.verbose, 2);
 	assert_false(b.stacks);
+	assert_int_equal(b.detail, RM_DETAIL_AUTO);
 	free(text);
 	rm_plan_free(&p);
 	rm_opts_free(&a);
@@ -113,8 +114,8 @@ static void test_plan_round_trip(void **state)
 /* --stacks crosses to every rank: each node folds its targets' stacks. */
 static void test_plan_carries_stacks(void **state)
 {
-	const char *argv[] = {"rocattach-mpi", "--exe", "app", "--stacks",
-			      "--sample",      "250",	"-d",  "40"};
+	const char *argv[] = {"rocattach-mpi", "--exe", "app", "--stacks", "--sample",
+			      "250",	       "-d",	"40",  "--detail", "none"};
 	struct rm_opts a, b;
 	struct rm_plan p = {0};
 	char *text;
@@ -127,6 +128,7 @@ static void test_plan_carries_stacks(void **state)
 	assert_true(b.stacks);
 	assert_int_equal(b.sample_hz, 250);
 	assert_int_equal(b.duration_ms, 40);
+	assert_int_equal(b.detail, RM_DETAIL_NONE);
 	free(text);
 	rm_plan_free(&p);
 	rm_opts_free(&a);
