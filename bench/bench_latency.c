@@ -19,7 +19,11 @@
  * pftrace rocpd --stats -S --kernel-include-regex ... --output-directory ...,
  * built by launcher/rocprofv3_opts.c as the launchers build them), in turn
  * with the plain warm attach (which goes first alternates): what the options
- * cost an attach, beside the same run's figure without them.
+ * cost an attach, beside the same run's figure without them. Each such pair
+ * (same target, same cycle) gives a difference; the medians of the two
+ * orders, averaged, are set beside the baseline's own drift (the plain
+ * attaches' p50 in the first half of the cycles against the second), the
+ * noise a difference must stand out of.
  */
 #include <errno.h>
 #include <math.h>
@@ -95,6 +99,9 @@ struct run {
 	pid_t *listener;
 	struct steps cold, warm, detach, warm_rp3;
 	size_t rp3_vars;
+	/* Per [cycle * k + target], ns (NAN: failed): wall and CALL step, plain and with the
+	 * options. */
+	double *pw, *pc, *ow, *oc;
 	struct bt_vec bare;
 	size_t failures;
 	char first_error[ROCATTACH_MESSAGE_MAX + 64];
@@ -106,12 +113,16 @@ static void fail_once(struct run *r, const char *what, pid_t pid, const char *ms
 		snprintf(r->first_error, sizeof(r->first_error), "%s %d: %s", what, (int)pid, msg);
 }
 
-static void one_cycle_into(struct run *r, size_t i, struct steps *into, const rocattach_opts_t *o)
+/* wall and call (if not NULL) get the attach's wall time and CALL step, ns; NAN if it failed. */
+static void one_cycle_into(struct run *r, size_t i, struct steps *into, const rocattach_opts_t *o,
+			   double *wall, double *call)
 {
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	pid_t pid = r->t[i].pid;
 	uint64_t t0, ns;
 
+	if (wall)
+		*wall = *call = NAN;
 	if (!bare_ptrace(r->listener[i], &ns))
 		bt_vec_push(&r->bare, (double)ns);
 	t0 = bt_mono_ns();
@@ -119,7 +130,12 @@ static void one_cycle_into(struct run *r, size_t i, struct steps *into, const ro
 		fail_once(r, "attach", pid, rep.message);
 		return;
 	}
-	steps_add(into, &rep, bt_mono_ns() - t0);
+	ns = bt_mono_ns() - t0;
+	steps_add(into, &rep, ns);
+	if (wall) {
+		*wall = (double)ns;
+		*call = (double)rep.step_ns[ROCATTACH_STEP_CALL];
+	}
 	memset(&rep, 0, sizeof(rep));
 	rep.size = sizeof(rep);
 	t0 = bt_mono_ns();
@@ -130,9 +146,10 @@ static void one_cycle_into(struct run *r, size_t i, struct steps *into, const ro
 	steps_add(&r->detach, &rep, bt_mono_ns() - t0);
 }
 
-static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t *o)
+static void one_cycle(struct run *r, size_t i, bool cold, const rocattach_opts_t *o, double *wall,
+		      double *call)
 {
-	one_cycle_into(r, i, cold ? &r->cold : &r->warm, o);
+	one_cycle_into(r, i, cold ? &r->cold : &r->warm, o, wall, call);
 }
 
 /* The variables rocattach sends for a broad set of rocprofv3's options (in o3, env kept in e). */
@@ -169,6 +186,95 @@ static int rp3_options(const char *dir, struct rp3_env *e, const char ***env)
 	for (size_t i = 0; *env && i < e->n; i++)
 		(*env)[i] = e->kv[i];
 	return *env ? 0 : -1;
+}
+
+/*
+ * p50 of v[j] (or of v[j] - base[j] with base) over the warm cycles [c0, c1)
+ * of one parity (odd 0 or 1; 2: every cycle), skipping NAN.
+ */
+static double p50_cycles(const struct run *r, const double *v, const double *base, size_t c0,
+			 size_t c1, int odd)
+{
+	size_t n = 0, j;
+	double *c, x;
+
+	c = malloc((r->cycles * r->k + 1) * sizeof(*c));
+	if (!c)
+		return NAN;
+	for (j = (c0 ? c0 : 1) * r->k; j < c1 * r->k; j++) {
+		if (odd != 2 && (int)(j / r->k % 2) != odd)
+			continue;
+		x = base ? v[j] - base[j] : v[j];
+		if (!isnan(x))
+			c[n++] = x;
+	}
+	x = n ? bt_pct(c, n, 0.5) : NAN;
+	free(c);
+	return x;
+}
+
+/*
+ * The options' cost over cycles [c0, c1), us: the median difference of the
+ * pairs (same target, same cycle) where the options went first and of those
+ * where they went second, averaged. Which attach of a pair goes first
+ * matters more than the options (the target's thread and caches are colder),
+ * and the average cancels that; *order gets half the gap between the two.
+ */
+static double cost(const struct run *r, const double *with, const double *without, size_t c0,
+		   size_t c1, double *order)
+{
+	double first = p50_cycles(r, with, without, c0, c1, 1);
+	double second = p50_cycles(r, with, without, c0, c1, 0);
+
+	if (order)
+		*order = (first - second) / 2000.0;
+	return (first + second) / 2000.0;
+}
+
+/*
+ * The options' cost beside the noise it must stand out of: how far the
+ * plain attaches' own p50 moved between the two halves of the run.
+ */
+static void add_paired_row(struct bt_results *res, const struct run *r, bool call)
+{
+	const double *with = call ? r->oc : r->ow, *without = call ? r->pc : r->pw;
+	size_t h = (r->cycles + 1) / 2, c = r->cycles;
+	double d, order, noise;
+	json_t *row;
+
+	d = cost(r, with, without, 0, c, &order);
+	noise =
+	    fabs(p50_cycles(r, without, NULL, 0, h, 2) - p50_cycles(r, without, NULL, h, c, 2)) /
+	    1000.0;
+	row = bt_row(res, call ? "attach.rocprofv3.paired_call" : "attach.rocprofv3.paired",
+		     call ? "rocprofv3's options: paired difference, CALL step"
+			  : "rocprofv3's options: paired difference (warm attach)",
+		     d, "us", noise,
+		     call ? "the plain CALL step's p50, first half of the cycles against the second"
+			  : "the plain warm attach's p50, first half of the cycles against the "
+			    "second, same run",
+		     NULL, 0, false);
+	bt_row_note(row,
+		    "with - without, same target and cycle, both orders averaged; first half "
+		    "%+.1f us, second %+.1f us; going first costs %.1f us",
+		    cost(r, with, without, 0, h, NULL), cost(r, with, without, h, c, NULL), order);
+}
+
+/* v[cycle * k + target] as [cycle][target], ns, null where the attach failed. */
+static json_t *pairs_json(const struct run *r, const double *v)
+{
+	json_t *a = json_array(), *row;
+
+	for (size_t cy = 0; cy < r->cycles; cy++) {
+		row = json_array();
+		for (size_t k = 0; k < r->k; k++) {
+			double x = v[cy * r->k + k];
+
+			json_array_append_new(row, isnan(x) ? json_null() : json_real(x));
+		}
+		json_array_append_new(a, row);
+	}
+	return a;
 }
 
 static void add_rows(struct bt_results *res, struct run *r)
@@ -213,6 +319,8 @@ static void add_rows(struct bt_results *res, struct run *r)
 	       pct_us(&r->warm_rp3.total, 0.99) / 1000.0, "ms",
 	       pct_us(&r->warm.total, 0.99) / 1000.0,
 	       "the same warm attaches without them, alternating, same run", NULL, 0, false);
+	add_paired_row(res, r, false);
+	add_paired_row(res, r, true);
 	snprintf(fig, sizeof(fig), "slowest warm attach step: %s (p50)", step_names[top]);
 	bt_row(res, "attach.top_step", fig, pct_us(&r->warm.s[top], 0.5) / 1000.0, "ms", NAN, NULL,
 	       NULL, 0, false);
@@ -262,13 +370,20 @@ int main(int argc, char **argv)
 	r.rp3_vars = e3.n;
 	o3 = o;
 	o3.env = env3;
+	r.pw = calloc(r.cycles * r.k, sizeof(double));
+	r.pc = calloc(r.cycles * r.k, sizeof(double));
+	r.ow = calloc(r.cycles * r.k, sizeof(double));
+	r.oc = calloc(r.cycles * r.k, sizeof(double));
+	if (!r.pw || !r.pc || !r.ow || !r.oc)
+		goto out;
 	for (size_t cy = 0; cy < r.cycles; cy++) {
-		for (size_t k = 0; k < r.k; k++) {
+		for (size_t k = 0, j = cy * r.k; k < r.k; k++, j++) {
+			r.ow[j] = r.oc[j] = NAN;
 			if (cy && cy % 2)
-				one_cycle_into(&r, k, &r.warm_rp3, &o3);
-			one_cycle(&r, k, cy == 0, &o);
+				one_cycle_into(&r, k, &r.warm_rp3, &o3, &r.ow[j], &r.oc[j]);
+			one_cycle(&r, k, cy == 0, &o, &r.pw[j], &r.pc[j]);
 			if (cy && !(cy % 2))
-				one_cycle_into(&r, k, &r.warm_rp3, &o3);
+				one_cycle_into(&r, k, &r.warm_rp3, &o3, &r.ow[j], &r.oc[j]);
 		}
 	}
 	bt_stop_targets(r.t, r.k);
@@ -285,10 +400,20 @@ int main(int argc, char **argv)
 	json_object_set_new(res.details, "detach", steps_json(&r.detach));
 	json_object_set_new(res.details, "attach_warm_rocprofv3", steps_json(&r.warm_rp3));
 	json_object_set_new(res.details, "bare_ptrace_us", bt_vec_summary(&r.bare, 1e-3));
+	/* Raw pairs (cycle 0 is the first attach; odd cycles send the options first). */
+	json_object_set_new(res.details, "pairs_ns",
+			    json_pack("{s:o,s:o,s:o,s:o}", "plain_wall", pairs_json(&r, r.pw),
+				      "plain_call", pairs_json(&r, r.pc), "rocprofv3_wall",
+				      pairs_json(&r, r.ow), "rocprofv3_call",
+				      pairs_json(&r, r.oc)));
 	ret = bt_results_write(&res, c.json) ? 1 : 0;
 	if (r.failures)
 		bt_log("%zu failures, first: %s", r.failures, r.first_error);
 out:
+	free(r.pw);
+	free(r.pc);
+	free(r.ow);
+	free(r.oc);
 	rp3_env_free(&e3);
 	free(env3);
 	bt_rmdir_files(dir);

@@ -26,22 +26,11 @@
 
 #include "agent/agent.h"
 #include "common/clock.h"
-#include "common/envbuf.h"
 #include "common/protocol.h"
 #include "common/toollist.h"
 
 #define ERR_MAX 4096
 #define START_HINT_MAX_NS (10 * RA_NS_PER_SEC)
-
-struct env_prev {
-	char *name;
-	char *value; /* NULL: was unset */
-};
-
-struct env_undo {
-	struct env_prev *v;
-	size_t n, cap;
-};
 
 pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 /*
@@ -272,24 +261,16 @@ static bool time_ahead(uint64_t ns)
 	return true;
 }
 
-static int start_match(const char *name, const char *value, void *arg)
-{
-	if (!strcmp(name, RA_ENV_START_NS))
-		*(const char **)arg = value;
-	return 0;
-}
-
 /*
- * The start time in the environment buffer (never in environ: it is ours,
- * not the tools'), if still ahead; else 0.
+ * The start time in the environment buffer's value v (never in environ: it
+ * is ours, not the tools'), if still ahead; else 0.
  */
-static uint64_t start_hint(const char *env, size_t envlen)
+static uint64_t start_hint(const char *v)
 {
-	const char *v = NULL;
 	unsigned long long ns;
 	char *end;
 
-	if (!env || ra_envbuf_decode(env, envlen, start_match, &v) || !v || *v < '0' || *v > '9')
+	if (!v || *v < '0' || *v > '9')
 		return 0;
 	errno = 0;
 	ns = strtoull(v, &end, 10);
@@ -348,13 +329,13 @@ static int run_at(uint64_t at_ns, void (*fn)(void))
 	return 0;
 }
 
-static int tools_attach(const char *env, size_t envlen)
+static int tools_attach(const char *start)
 {
 	uint64_t at;
 
 	if (!tools_usable())
 		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
-	at = start_hint(env, envlen);
+	at = start_hint(start);
 	if (!at || run_at(at, tools_hand_over)) {
 		if (at)
 			ra_sleep_until_realtime(at);
@@ -364,90 +345,22 @@ static int tools_attach(const char *env, size_t envlen)
 	return ROCATTACH_REGISTER_SUCCESS;
 }
 
-/* old: the value name has now (NULL: unset), kept to be restored. */
-static int env_save(struct env_undo *u, const char *name, const char *old)
+/* The buffer checked and read in one pass: each later use reads sc. */
+static int check_env_buffer(const char *env, struct env_scan *sc)
 {
-	struct env_prev *v;
+	size_t len;
+	int err;
 
-	if (u->n == u->cap) {
-		v = realloc(u->v, (u->cap ? 2 * u->cap : 8) * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		u->v = v;
-		u->cap = u->cap ? 2 * u->cap : 8;
-	}
-	v = &u->v[u->n];
-	v->name = strdup(name);
-	v->value = old ? strdup(old) : NULL;
-	if (!v->name || (old && !v->value)) {
-		free(v->name);
-		free(v->value);
-		return -ENOMEM;
-	}
-	u->n++;
-	return 0;
-}
-
-/*
- * Our private variables (the owner, the start time) are ours to read: they
- * never enter environ. A variable that already has its value is left as it
- * is, with nothing to undo: on a reattach with the same options (rocprofv3's
- * tool cannot take others) every one of them is so, and setenv plus the
- * copies kept for the undo were most of the cost of the options in a warm
- * attach (about 1 us a variable here, see bench/README.md).
- */
-static int env_apply_one(const char *name, const char *value, void *arg)
-{
-	const char *old;
-
-	if (!strcmp(name, "ROCPROFILER_REGISTER_TOOL_ATTACHED") ||
-	    ra_env_is_private(name, strlen(name)))
-		return 0;
-	old = getenv(name);
-	if (old && !strcmp(old, value))
-		return 0;
-	if (env_save(arg, name, old))
-		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
-	if (setenv(name, value, 1))
-		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "setenv(%s): %s", name,
-			    strerror(errno));
-	return 0;
-}
-
-/* Newest first, so a name given twice gets its original value back. */
-static void env_rollback(struct env_undo *u)
-{
-	size_t i;
-
-	for (i = u->n; i-- > 0;) {
-		if (u->v[i].value)
-			setenv(u->v[i].name, u->v[i].value, 1);
-		else
-			unsetenv(u->v[i].name);
-	}
-}
-
-static void env_undo_free(struct env_undo *u)
-{
-	size_t i;
-
-	for (i = 0; i < u->n; i++) {
-		free(u->v[i].name);
-		free(u->v[i].value);
-	}
-	free(u->v);
-}
-
-static int check_env_buffer(const char *env, size_t *len)
-{
-	*len = 0;
 	if (!env)
 		return 0;
-	*len = readable_bytes(env);
-	if (!*len)
+	len = readable_bytes(env);
+	if (!len)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
 			    "environment_buffer %p is not in readable memory", (const void *)env);
-	if (ra_envbuf_decode(env, *len, NULL, NULL))
+	err = env_scan(env, len, sc);
+	if (err == -ENOMEM)
+		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
+	if (err)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
 			    "environment_buffer %p is malformed", (const void *)env);
 	return 0;
@@ -460,7 +373,7 @@ static int no_listener(void)
 		    " (a child forked without exec has none)");
 }
 
-static int check_attach_args(const char *env, const char *path, size_t *envlen)
+static int check_attach_args(const char *env, const char *path, struct env_scan *sc)
 {
 	int ret;
 
@@ -470,7 +383,7 @@ static int check_attach_args(const char *env, const char *path, size_t *envlen)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
 			    "tool_lib_path %p is not a string in readable memory",
 			    (const void *)path);
-	ret = check_env_buffer(env, envlen);
+	ret = check_env_buffer(env, sc);
 	if (ret)
 		return ret;
 	if (first_path && strcmp(first_path, path))
@@ -493,32 +406,31 @@ void thread_name(const char *name)
 
 static int attach_locked(const char *env, const char *path)
 {
+	struct env_scan sc = {0};
 	struct env_undo undo = {0};
 	struct owner o;
-	size_t envlen = 0;
 	int ret;
 
-	ret = check_attach_args(env, path, &envlen);
+	ret = check_attach_args(env, path, &sc);
 	if (ret)
-		return ret;
-	owner_from_env(env, envlen, &o);
+		goto out;
+	owner_from_value(sc.owner, &o);
 	if (agent_attached) {
 		ret = holder_check(&o);
 		if (ret) {
 			owner_drop(&o);
-			return ret;
+			goto out;
 		}
 		dbg("already attached");
 		holder_set(&o);
 		owner_set(&o);
-		return ROCATTACH_REGISTER_SUCCESS;
+		goto out;
 	}
-	if (env)
-		ret = ra_envbuf_decode(env, envlen, env_apply_one, &undo);
+	ret = env_apply(&sc, &undo);
 	if (!ret && !first_path)
 		ret = first_attach(path);
 	if (!ret)
-		ret = tools_attach(env, envlen);
+		ret = tools_attach(sc.start);
 	if (ret) {
 		env_rollback(&undo);
 		owner_drop(&o);
@@ -527,6 +439,8 @@ static int attach_locked(const char *env, const char *path)
 		owner_set(&o);
 	}
 	env_undo_free(&undo);
+out:
+	env_scan_free(&sc);
 	return ret;
 }
 

@@ -3,7 +3,10 @@
  * The agent's rooms (libc only: it lives in someone else's process) and
  * what they share, all hidden symbols:
  *   agent.c           the entry points: attach, detach (at a time), their
- *                     arguments and environment, starter threads, messages
+ *                     arguments, starter threads, messages
+ *   agent_env.c       the environment buffer: read once, applied to
+ *                     environ (a reattach's checks its variables in place),
+ *                     undone when the attach fails
  *   agent_tools.c     the tool lifecycle: load, configure, initialize,
  *                     hand over and back, finalize
  *   agent_watchdog.c  the attacher's liveness (ROCP_ATTACH_OWNER), the
@@ -42,6 +45,26 @@ void thread_name(const char *name);
 /* Under agent_lock: tool_detach now (the watchdog's, for a dead attacher). */
 int detach_locked(void);
 
+/* agent_env.c */
+/* A checked environment buffer: our private variables, and the pairs the tools see. */
+struct env_scan {
+	const char *owner, *start; /* values of ROCP_ATTACH_OWNER, _START_NS, or NULL */
+	const char **pair;	   /* [2k] name, [2k+1] value, pointing into the buffer */
+	size_t n, cap;
+};
+/* What an attach changed in environ, to undo it if the attach fails. */
+struct env_undo {
+	struct env_prev *v;
+	size_t n, cap;
+};
+/* Check the buffer (len readable bytes) and read it: 0, -EINVAL if malformed, -ENOMEM. */
+int env_scan(const char *env, size_t len, struct env_scan *sc);
+void env_scan_free(struct env_scan *sc);
+/* Under agent_lock: set every pair that has not its value yet (the code, fail() set). */
+int env_apply(const struct env_scan *sc, struct env_undo *u);
+void env_rollback(struct env_undo *u);
+void env_undo_free(struct env_undo *u);
+
 /* agent_tools.c */
 /*
  * dlopen lib and make a tool of it, once per library; why it cannot attach
@@ -64,8 +87,8 @@ struct owner {
 	bool dead; /* already gone when the attach arrived */
 };
 
-/* The attacher named by the environment buffer (nobody if absent); its pidfd opened. */
-void owner_from_env(const char *env, size_t envlen, struct owner *o);
+/* The attacher named by ROCP_ATTACH_OWNER's value v (nobody if NULL); its pidfd opened. */
+void owner_from_value(const char *v, struct owner *o);
 void owner_drop(struct owner *o);
 /* Under agent_lock: from now on the watchdog watches o (o->pid 0: nobody); takes o's fd. */
 void owner_set(struct owner *o);

@@ -24,7 +24,6 @@
 #include <rocattach/tool.h>
 
 #include "agent/agent.h"
-#include "common/envbuf.h"
 #include "common/owner.h"
 #include "common/protocol.h"
 
@@ -46,26 +45,18 @@ static bool owner_alive(const struct owner *o)
 	return ra_owner_alive(o->pid, o->start);
 }
 
-static int owner_match(const char *name, const char *value, void *arg)
-{
-	if (!strcmp(name, RA_ENV_OWNER))
-		*(const char **)arg = value;
-	return 0;
-}
-
 /*
  * The attacher named by the environment buffer (nobody if absent). Its
  * pidfd is opened now, during its own call; the starttime check then rules
  * out a pid that was reused after it died.
  */
-void owner_from_env(const char *env, size_t envlen, struct owner *o)
+void owner_from_value(const char *v, struct owner *o)
 {
 	unsigned long long pid, start;
-	const char *v = NULL;
 	char tail;
 
 	*o = (struct owner){.fd = -1};
-	if (!env || ra_envbuf_decode(env, envlen, owner_match, &v) || !v)
+	if (!v)
 		return;
 	if (sscanf(v, "%llu:%llu%c", &pid, &start, &tail) != 2 || !pid || pid > INT32_MAX) {
 		dbg("ignoring %s=%s", RA_ENV_OWNER, v);

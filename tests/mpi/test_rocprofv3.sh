@@ -140,6 +140,20 @@ check "the run says where the files land" grep -q "rocprofv3's tool writes $W/o3
 	--output-directory "$W/o4" </dev/null >"$W/c4.out" 2>&1
 check "same collection, other output: exit 0" test $? -eq 0
 check "same collection, other output: csv and json written" eventually test -f "$W/o4/$H/${AG[1]}_results.csv" -a -f "$W/o4/$H/${AG[1]}_results.json"
+# The same options again, twice: our agent finds every variable already set and sets none
+# (from the second such reattach on it checks each where it stood in environ, not by
+# name); the tool still sees every one of them, with the variable an earlier run left.
+for i in 1 2; do
+	rm -f "$W/o4/$H/${AG[1]}_results."*
+	"$CLI" -p "${AG[1]}" --attach-children=false --kernel-trace -f csv json -d 100 \
+		--output-directory "$W/o4" </dev/null >"$W/c4.$i.out" 2>&1
+	check "same options again ($i): exit 0" test $? -eq 0
+	check "same options again ($i): the tool saw every variable" same \
+		"$W/o4/$H/${AG[1]}_results.csv" ROCPROFILER_LIBRARY_CTOR=1 "ROCP_TOOL_LIBRARIES=$T" \
+		"ROCPROF_OUTPUT_FILE_NAME=%hostname%/%pid%" "ROCPROF_OUTPUT_PATH=$W/o4" \
+		ROCPROF_OUTPUT_FORMAT=csv,json ROCPROF_KERNEL_TRACE=1 "ROCPROF_ATTACH_TOOL_LIBRARY=$T" \
+		"ROCPROF_ATTACH_PID=${AG[1]}" ROCPROF_ATTACH_DURATION=100
+done
 "$CLI" -p "${RO[1]}" --attach-children=false --hip-trace -d 100 </dev/null >"$W/c5.out" 2>&1
 check "rocattach, other collection: exit 1" test $? -eq 1
 check "rocattach, other collection: the reason" grep -q "process ${RO[1]} was first attached with --kernel-trace; rocprofv3's tool cannot change" "$W/c5.out"

@@ -801,6 +801,76 @@ static int grandchild_attach(void)
 	return 0;
 }
 
+/* One attach and detach of env; counts: what the agent says it did with the pairs. */
+static int cycle(const char *env, const uint32_t *counts, uint32_t pairs, uint32_t set,
+		 uint32_t in_place)
+{
+	CHECK(ag.attach(env, RA_TOOL_PATH) == 0);
+	CHECK(counts[0] == pairs && counts[1] == set && counts[2] == in_place);
+	CHECK(ag.detach() == 0);
+	return 0;
+}
+
+static bool env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
+/*
+ * A reattach with the same variables sets none: each is checked at the
+ * place it had in environ. Whatever the application did to environ since
+ * (a variable changed, unset, another one added) is seen, and the tool
+ * gets the sent values as on a first attach.
+ */
+static int child_reattach_env(void)
+{
+	const char *vars[] = {"ROCP_TEST_R1=1", "ROCP_TEST_R2=two", NULL};
+	char *env = make_env(vars), *env_out = make_env(NULL);
+	const uint32_t *counts;
+
+	CHECK(env && env_out);
+	CHECK_OK(agent_load(true));
+	counts = dlsym(agent_handle, "rocattach_agent_env_counts");
+	CHECK(counts);
+	CHECK_OK(cycle(env, counts, 3, 3, 0));
+	/* The first reattach finds the places by name, the next ones check them. */
+	CHECK_OK(cycle(env, counts, 3, 0, 0));
+	CHECK_OK(cycle(env, counts, 3, 0, 3));
+	CHECK_OK(cycle(env, counts, 3, 0, 3));
+	/* Another buffer (a subset) in between keeps the places. */
+	CHECK_OK(cycle(env_out, counts, 1, 0, 1));
+	CHECK_OK(cycle(env, counts, 3, 0, 3));
+	CHECK(env_is("ROCP_TEST_R1", "1") && env_is("ROCP_TEST_R2", "two"));
+	/* The application changed one: it is set again, the others checked in place. */
+	setenv("ROCP_TEST_R2", "app", 1);
+	CHECK_OK(cycle(env, counts, 3, 1, 2));
+	CHECK(env_is("ROCP_TEST_R2", "two"));
+	CHECK_OK(cycle(env, counts, 3, 0, 0));
+	CHECK_OK(cycle(env, counts, 3, 0, 3));
+	/* Unset: environ moved down and shrank, so every place is found again. */
+	unsetenv("ROCP_TEST_R1");
+	CHECK_OK(cycle(env, counts, 3, 1, 0));
+	CHECK(env_is("ROCP_TEST_R1", "1"));
+	CHECK_OK(cycle(env, counts, 3, 0, 0));
+	/* A variable added, the array maybe moved: found again by name. */
+	setenv("APP_OTHER", "x", 1);
+	CHECK_OK(cycle(env, counts, 3, 0, 0));
+	CHECK_OK(cycle(env, counts, 3, 0, 3));
+	CHECK(env_is("ROCP_TEST_R1", "1") && env_is("ROCP_TEST_R2", "two"));
+	CHECK(env_is("ROCPROF_OUTPUT_PATH", outdir));
+	free(env);
+	free(env_out);
+	return 0;
+}
+
+static void test_rocprofiler_register_attach_reattach_env_in_place(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(child_reattach_env), 0);
+}
+
 static int child_fork(void)
 {
 	int status;
@@ -842,6 +912,7 @@ int main(void)
 	    TEST(test_rocprofiler_register_detach_waits_for_tool),
 	    TEST(test_rocprofiler_register_attach_concurrent),
 	    TEST(test_agent_atfork_child_has_no_listener),
+	    TEST(test_rocprofiler_register_attach_reattach_env_in_place),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
