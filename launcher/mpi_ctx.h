@@ -88,6 +88,7 @@ enum {
  * PULL_ANSWER_NS.
  */
 #define PULL_ANSWER_NS 1000000000ull
+#define RM_PULL_SLOTS 64
 #define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
 
 /*

@@ -468,7 +468,7 @@ void rm_records_ready(struct ctx *c)
 	void *buf;
 
 	c->records_ready = true;
-	if (c->records_sent || (!c->pull_pending && c->rank > c->o.gather_slots))
+	if (c->records_sent || (!c->pull_pending && c->rank > RM_PULL_SLOTS))
 		return;
 	buf = pack_records(c, &len);
 	rm_post(c, 0, TAG_RECORDS, buf, len);
@@ -718,7 +718,7 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 	size_t missing = 0, asked = 0, lost_seen;
 	int32_t window = (int32_t)c->run.n_w;
 	char *buf = NULL;
-	int cut = 0, next = c->size <= c->o.gather_slots ? c->size : c->o.gather_slots + 1;
+	int cut = 0, next = c->size <= RM_PULL_SLOTS ? c->size : RM_PULL_SLOTS + 1;
 
 	for (int r = 0; r < c->size; r++) {
 		struct rm_peer *p = &c->peers[r];
@@ -746,7 +746,7 @@ void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, 
 			missing = owed(c, &asked);
 			continue;
 		}
-		for (; !cut && asked < (size_t)c->o.gather_slots && next < c->size; next++) {
+		for (; !cut && asked < (size_t)RM_PULL_SLOTS && next < c->size; next++) {
 			if (c->peers[next].lost)
 				continue;
 			rm_post(c, next, TAG_PULL, &window, sizeof(window));
