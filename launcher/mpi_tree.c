@@ -543,8 +543,8 @@ static void add_ready(struct rm_ready *sum, const struct rm_ready *m)
 		sum->rtt_sub_ns = m->rtt_sub_ns;
 }
 
-static void take_ready(struct ctx *c, struct rm_kid *k, const char *buf, size_t len,
-		       int32_t window, uint64_t t3, struct rm_ready *sum)
+static void take_ready(struct ctx *c, struct rm_kid *k, const char *buf, size_t len, int32_t window,
+		       uint64_t t3, struct rm_ready *sum)
 {
 	struct rm_ready m;
 	const struct rm_lost_note *notes = (const void *)(buf + sizeof(m));
