@@ -583,7 +583,6 @@ void rm_tree_ready(struct ctx *c, int32_t window, uint64_t start_mono, struct rm
 		c->tree.kids[i].got_ready = false;
 	sum->rtt_sub_ns = c->tree.rtt_sub_ns;
 	while (kids_missing(c, false)) {
-		uint64_t t3 = ra_realtime_ns();
 		struct rm_kid *k;
 		size_t len = 0;
 		char *buf;
@@ -591,8 +590,9 @@ void rm_tree_ready(struct ctx *c, int32_t window, uint64_t start_mono, struct rm
 		rm_tree_service(c);
 		k = take_message(c, TAG_READY, &buf, &len);
 		if (buf) {
+			/* t3 after the receive: never before the message was there. */
 			if (k)
-				take_ready(c, k, buf, len, window, t3, sum);
+				take_ready(c, k, buf, len, window, ra_realtime_ns(), sum);
 			free(buf);
 			continue;
 		}
