@@ -43,6 +43,7 @@ enum {
 	TAG_HALT = 21,	  /* the window's stop (struct rm_halt) */
 	TAG_READY = 22,	  /* the sender's subtree's attaches are done (struct rm_ready, notes) */
 	TAG_RECORDS = 23, /* the sender's subtree's records (a bundle, mpi_tree.c) */
+	TAG_ADOPT = 24,	  /* the sender (an ancestor) is this rank's parent now (struct rm_adopt) */
 };
 
 /* STOP and GONE up the tree: the rank where it happened, and the signal (GONE: 1). */
@@ -107,6 +108,13 @@ struct rm_up {
  * that disagrees with it calls for a new exchange.
  */
 #define CLOCK_DRIFT_PPM 100
+/*
+ * A parent that loses a child adopts the child's children (mpi_tree.c): it
+ * waits ADOPT_WAIT_NS (rm_budget) more for what they owe (their READY or
+ * records, sent again), half a level's step: its own parent waits one step
+ * longer than it.
+ */
+#define ADOPT_WAIT_NS 500000000ull
 #define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
 
 /*
@@ -165,16 +173,30 @@ struct rm_ready {
 	uint64_t rtt_sub_ns; /* the worst round trip measured in the sender's subtree */
 };
 
-/* A rank lost below the sender, with why: rank 0 loses it and its subtree. */
+/*
+ * A rank lost below the sender, with why: rank 0 loses it, and its subtree
+ * unless its children were adopted.
+ */
 struct rm_lost_note {
 	int32_t rank;
+	int32_t adopted; /* its children were adopted: they answer for themselves */
 	char reason[320];
+};
+
+/* An ancestor to the children of a lost rank: it is their parent now. */
+struct rm_adopt {
+	int32_t window;	     /* the window it is in (0: the start-up) */
+	int32_t lost;	     /* the rank that was lost (their parent) */
+	int32_t has_halt;    /* the window's stop, if the adopter has it */
+	struct rm_halt halt; /* ... which they may not have had */
 };
 
 /* A child, as its parent sees it (any rank with children). */
 struct rm_kid {
 	int rank;
 	bool lost;
+	bool adopted;	  /* a lost child's child, adopted */
+	int adopted_from; /* ... that child */
 	char lost_reason[320];
 	bool got_ready, got_records;
 	struct rm_ready ready; /* its subtree's, this window */
@@ -191,14 +213,26 @@ struct rm_kid {
 
 /* This rank's place in the tree (tree.h) and its link state. */
 struct rm_tree {
-	int k, height, depth, parent, first, n_kids;
-	struct rm_kid *kids;
+	int k, height, depth, parent, first;
+	int n_heap;	      /* children by the tree's arithmetic: kids[0 .. n_heap - 1] */
+	int n_kids, cap_kids; /* ... then adopted ones (a lost child's children) */
+	struct rm_kid **kids;
 	int up_stops, up_gones;	    /* STOP and GONE messages sent to the parent, all along */
 	struct rm_lost_note *notes; /* lost below, not told up yet */
 	size_t n_notes, cap_notes;
 	uint64_t awake_until; /* answering clock pings: no naps until then */
 	uint64_t order_t1;    /* the last order's receipt (CLOCK_REALTIME) */
 	uint64_t rtt_sub_ns;  /* the worst round trip measured in this subtree */
+	int32_t window;	      /* the window it is in (0: the start-up) */
+	bool have_halt;	      /* this window's stop was sent down (halt) */
+	struct rm_halt halt;
+	bool adopt_halt; /* an adopter sent this window's stop: taken as the parent's */
+	struct rm_halt adopted_halt;
+	uint64_t adopt_until; /* adopted children owe their messages until then (monotonic) */
+	/* What was last sent up, for an adopter: sent again (not rank 0). */
+	char *last_ready, *last_bundle;
+	size_t last_ready_len, last_bundle_len;
+	int32_t last_ready_window, last_bundle_window;
 };
 
 /* Rank 0's messages and bytes in one window (sent and received). */
@@ -347,6 +381,10 @@ void rm_send_up(struct ctx *c, int tag, int32_t origin, int32_t value);
 void rm_kid_lost(struct ctx *c, struct rm_kid *k, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 struct rm_kid *rm_kid_of(struct ctx *c, int r);
+/* A new window (0: the start-up): its stop not sent down yet. */
+void rm_tree_window(struct ctx *c, int32_t window);
+/* An adopter's stop for this window, taken once: true, and *m. */
+bool rm_tree_adopted_halt(struct ctx *c, struct rm_halt *m);
 /* Measure the children's clocks: all of them (start-up), or those the drift check flagged. */
 void rm_tree_measure(struct ctx *c, bool all);
 /* The order (ORDER) or stop (HALT) to each live child, an order with the child's clock. */

@@ -740,7 +740,11 @@ static void free_run(struct ctx *c)
 		free((char *)c->peers[r].last.error);
 	}
 	free(c->peers);
+	for (int i = 0; i < c->tree.n_kids; i++)
+		free(c->tree.kids[i]);
 	free(c->tree.kids);
+	free(c->tree.last_ready);
+	free(c->tree.last_bundle);
 	free(c->tree.notes);
 	free(c->t);
 	rm_store_close(c->run.store);

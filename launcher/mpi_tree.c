@@ -50,11 +50,15 @@ void rm_tree_init(struct ctx *c)
 	t->parent = rm_tree_parent(c->rank, t->k);
 	t->first = rm_tree_first_child(c->rank, t->k);
 	t->n_kids = rm_tree_children(c->rank, t->k, c->size);
+	t->n_heap = t->cap_kids = t->n_kids;
 	t->kids = calloc(t->n_kids ? (size_t)t->n_kids : 1, sizeof(*t->kids));
 	if (!t->kids)
 		rm_out_of_memory();
-	for (int i = 0; i < t->n_kids; i++)
-		t->kids[i].rank = t->first + i;
+	for (int i = 0; i < t->n_kids; i++) {
+		if (!(t->kids[i] = calloc(1, sizeof(**t->kids))))
+			rm_out_of_memory();
+		t->kids[i]->rank = t->first + i;
+	}
 	if (c->rank == 0)
 		c->clock = (struct rm_clock){0, 0, 0, true, 0}; /* the reference */
 }
@@ -65,7 +69,7 @@ struct rm_kid *rm_kid_of(struct ctx *c, int r)
 
 	if (r < 0 || i < 0 || i >= c->tree.n_kids)
 		return NULL;
-	return &c->tree.kids[i];
+	return c->tree.kids[i];
 }
 
 uint64_t rm_level_wait(const struct ctx *c)
@@ -75,7 +79,7 @@ uint64_t rm_level_wait(const struct ctx *c)
 	return levels > 0 ? (uint64_t)levels * rm_budget(c, LEVEL_STEP_NS) : 0;
 }
 
-static void note_lost(struct ctx *c, int r, const char *why)
+static void note_lost(struct ctx *c, int r, const char *why, bool adopted)
 {
 	struct rm_tree *t = &c->tree;
 
@@ -89,12 +93,57 @@ static void note_lost(struct ctx *c, int r, const char *why)
 		t->cap_notes = cap;
 	}
 	t->notes[t->n_notes].rank = r;
+	t->notes[t->n_notes].adopted = adopted;
 	snprintf(t->notes[t->n_notes].reason, sizeof(t->notes[0].reason), "%s", why);
 	t->n_notes++;
 }
 
+/*
+ * The children of lost child p become this rank's: each is told (ADOPT,
+ * with this window's stop if it went down already) and owes what it sent
+ * p (READY, records), ADOPT_WAIT_NS (rm_budget) from now. Their clocks
+ * are measured before the next order. 0 if p had no children.
+ */
+static int adopt(struct ctx *c, const struct rm_kid *p)
+{
+	struct rm_tree *t = &c->tree;
+	int first = rm_tree_first_child(p->rank, t->k),
+	    n = rm_tree_children(p->rank, t->k, c->size);
+	struct rm_adopt a = {.window = t->window, .lost = p->rank, .has_halt = t->have_halt};
+
+	if (!n)
+		return 0;
+	a.halt = t->halt;
+	if (t->n_kids + n > t->cap_kids) {
+		int cap = 2 * (t->n_kids + n);
+		struct rm_kid **kids = realloc(t->kids, (size_t)cap * sizeof(*kids));
+
+		if (!kids)
+			rm_out_of_memory();
+		t->kids = kids;
+		t->cap_kids = cap;
+	}
+	for (int r = first; r < first + n; r++) {
+		struct rm_kid *k = calloc(1, sizeof(*k));
+
+		if (!k)
+			rm_out_of_memory();
+		k->rank = r;
+		k->adopted = true;
+		k->adopted_from = p->rank;
+		k->clock_stale = true; /* its offset to this rank: not measured yet */
+		t->kids[t->n_kids++] = k;
+		rm_post(c, r, TAG_ADOPT, &a, sizeof(a));
+	}
+	t->adopt_until = ra_monotonic_ns() + rm_budget(c, ADOPT_WAIT_NS);
+	if (c->o.verbose)
+		rm_say(c, "rank %d lost: its %d children adopted by rank %d", p->rank, n, c->rank);
+	return n;
+}
+
 void rm_kid_lost(struct ctx *c, struct rm_kid *k, const char *fmt, ...)
 {
+	bool adopted;
 	va_list ap;
 
 	if (k->lost)
@@ -103,24 +152,30 @@ void rm_kid_lost(struct ctx *c, struct rm_kid *k, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(k->lost_reason, sizeof(k->lost_reason), fmt, ap);
 	va_end(ap);
+	adopted = adopt(c, k) > 0;
 	if (c->rank == 0) {
-		rm_lose_subtree(c, k->rank, k->lost_reason);
+		if (adopted)
+			rm_mark_lost(c, k->rank, "%s", k->lost_reason);
+		else
+			rm_lose_subtree(c, k->rank, k->lost_reason);
 		return;
 	}
 	if (c->o.verbose)
 		rm_rank_error(c, "child rank %d lost: %s", k->rank, k->lost_reason);
-	note_lost(c, k->rank, k->lost_reason);
+	note_lost(c, k->rank, k->lost_reason, adopted);
 }
 
 /* A lost rank below a child, as that child said: rank 0 loses it, others tell it up. */
-static void take_note(struct ctx *c, const struct rm_kid *k, int r, const char *why)
+static void take_note(struct ctx *c, const struct rm_kid *k, int r, const char *why, bool adopted)
 {
 	if (!rm_tree_in_subtree(r, k->rank, c->tree.k) || r == k->rank)
 		return; /* not below that child: not its to say */
-	if (c->rank == 0)
-		rm_lose_subtree(c, r, why);
+	if (c->rank != 0)
+		note_lost(c, r, why, adopted);
+	else if (adopted)
+		rm_mark_lost(c, r, "%s", why);
 	else
-		note_lost(c, r, why);
+		rm_lose_subtree(c, r, why);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -219,10 +274,85 @@ int rm_tree_take_up(struct ctx *c, int tag, struct rm_up *m)
 	}
 }
 
+/* A copy of what went up last (buf, len), for an adopter. */
+static void keep_sent(char **keep, size_t *keep_len, int32_t *keep_w, const void *buf, size_t len,
+		      int32_t window)
+{
+	free(*keep);
+	if (!(*keep = malloc(len ? len : 1)))
+		rm_out_of_memory();
+	memcpy(*keep, buf, len);
+	*keep_len = len;
+	*keep_w = window;
+}
+
+/*
+ * An ancestor adopts this rank (its parent was lost): it is the parent from
+ * now on. What went up this window to the lost one goes to it again; the
+ * window's stop, if it sent one, is taken as the parent's.
+ */
+static void take_adopt(struct ctx *c)
+{
+	struct rm_tree *t = &c->tree;
+	struct rm_adopt a;
+	MPI_Status st;
+	int flag = 0;
+
+	if (RM_MPI(c, RM_ANY, "from", MPI_Iprobe, MPI_ANY_SOURCE, TAG_ADOPT, MPI_COMM_WORLD, &flag,
+		   &st) ||
+	    !flag)
+		return;
+	if (RM_MPI(c, RM_ANY, "from", MPI_Recv, &a, sizeof(a), MPI_BYTE, st.MPI_SOURCE, TAG_ADOPT,
+		   MPI_COMM_WORLD, MPI_STATUS_IGNORE) ||
+	    st.MPI_SOURCE == t->parent || st.MPI_SOURCE == c->rank ||
+	    !rm_tree_in_subtree(c->rank, st.MPI_SOURCE, t->k))
+		return; /* not from an ancestor */
+	fprintf(stderr,
+		"rocattach-mpi[%s:%d] warning: rank %d (this rank's parent) was lost: rank %d "
+		"adopted this rank\n",
+		c->host, c->rank, a.lost, st.MPI_SOURCE);
+	t->parent = st.MPI_SOURCE;
+	/* A new link: its counts start again (what went to the lost one is gone). */
+	t->up_stops = t->up_gones = 0;
+	if (a.window != t->window)
+		return;
+	if (t->last_ready && t->last_ready_window == t->window)
+		rm_post(c, t->parent, TAG_READY, t->last_ready, t->last_ready_len);
+	if (t->last_bundle && t->last_bundle_window == t->window) {
+		struct rm_bundle_head h;
+
+		/* No STOP or GONE on this link yet. */
+		memcpy(&h, t->last_bundle, sizeof(h));
+		h.stops_sent = h.gones_sent = 0;
+		memcpy(t->last_bundle, &h, sizeof(h));
+		rm_post(c, t->parent, TAG_RECORDS, t->last_bundle, t->last_bundle_len);
+	}
+	if (a.has_halt && !t->have_halt) {
+		t->adopted_halt = a.halt;
+		t->adopt_halt = true;
+	}
+}
+
+void rm_tree_window(struct ctx *c, int32_t window)
+{
+	c->tree.window = window;
+	c->tree.have_halt = c->tree.adopt_halt = false;
+}
+
+bool rm_tree_adopted_halt(struct ctx *c, struct rm_halt *m)
+{
+	if (!c->tree.adopt_halt)
+		return false;
+	*m = c->tree.adopted_halt;
+	c->tree.adopt_halt = false;
+	return true;
+}
+
 void rm_tree_service(struct ctx *c)
 {
 	if (c->rank == 0)
 		return;
+	take_adopt(c);
 	answer_pings(c);
 	if (c->tree.n_kids) {
 		relay_up(c, TAG_STOP);
@@ -238,12 +368,14 @@ void rm_tree_nap(struct ctx *c, unsigned us)
 
 int rm_await_parent(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline)
 {
-	int p = c->tree.parent;
-
 	for (;;) {
-		int flag = 0;
+		int flag = 0, p;
 
 		rm_tree_service(c);
+		if (tag == TAG_HALT && len == sizeof(struct rm_halt) &&
+		    rm_tree_adopted_halt(c, buf))
+			return 0;
+		p = c->tree.parent; /* an adoption changes it */
 		RM_MPI(c, p, "from", MPI_Iprobe, p, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 		if (flag) {
 			RM_MPI(c, p, "from", MPI_Recv, buf, (int)len, MPI_BYTE, p, tag,
@@ -338,7 +470,7 @@ static void wait_late_clocks(struct ctx *c, size_t late)
 		uint64_t now = ra_monotonic_ns();
 
 		for (int i = 0; i < c->tree.n_kids; i++) {
-			struct rm_kid *k = &c->tree.kids[i];
+			struct rm_kid *k = c->tree.kids[i];
 			int flag = 0;
 
 			if (!k->ping_t0)
@@ -383,7 +515,7 @@ void rm_tree_measure(struct ctx *c, bool all)
 	size_t late = 0;
 
 	for (int i = 0; i < c->tree.n_kids; i++) {
-		struct rm_kid *k = &c->tree.kids[i];
+		struct rm_kid *k = c->tree.kids[i];
 		struct rm_clock best = {0, UINT64_MAX, 0, true, 0};
 		uint64_t budget = ra_monotonic_ns() + rm_budget(c, CLOCK_ANSWER_NS);
 
@@ -412,7 +544,7 @@ void rm_tree_measure(struct ctx *c, bool all)
 	}
 	wait_late_clocks(c, late);
 	for (int i = 0; i < c->tree.n_kids; i++) {
-		const struct rm_kid *k = &c->tree.kids[i];
+		const struct rm_kid *k = c->tree.kids[i];
 
 		/* Late answers' round trips are this rank's own wait: not the link's. */
 		if (!k->lost && k->clock.known && k->clock.rtt_ns != UINT64_MAX &&
@@ -461,7 +593,7 @@ static void drift_check(struct ctx *c, struct rm_kid *k, const struct rm_ready *
 void rm_tree_orders(struct ctx *c, const struct rm_order *o)
 {
 	for (int i = 0; i < c->tree.n_kids; i++) {
-		struct rm_kid *k = &c->tree.kids[i];
+		struct rm_kid *k = c->tree.kids[i];
 		struct rm_order mine = *o;
 
 		if (k->lost)
@@ -474,9 +606,11 @@ void rm_tree_orders(struct ctx *c, const struct rm_order *o)
 
 void rm_tree_halts(struct ctx *c, const struct rm_halt *m)
 {
+	c->tree.halt = *m;
+	c->tree.have_halt = true;
 	for (int i = 0; i < c->tree.n_kids; i++)
-		if (!c->tree.kids[i].lost)
-			rm_post(c, c->tree.kids[i].rank, TAG_HALT, m, sizeof(*m));
+		if (!c->tree.kids[i]->lost)
+			rm_post(c, c->tree.kids[i]->rank, TAG_HALT, m, sizeof(*m));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -487,7 +621,7 @@ static size_t kids_missing(const struct ctx *c, bool records)
 	size_t n = 0;
 
 	for (int i = 0; i < c->tree.n_kids; i++) {
-		const struct rm_kid *k = &c->tree.kids[i];
+		const struct rm_kid *k = c->tree.kids[i];
 
 		n += !k->lost && !(records ? k->got_records : k->got_ready);
 	}
@@ -497,7 +631,7 @@ static size_t kids_missing(const struct ctx *c, bool records)
 static void say_late(struct ctx *c, bool records, const char *what, uint64_t retry)
 {
 	for (int i = 0; i < c->tree.n_kids && c->o.verbose; i++) {
-		const struct rm_kid *k = &c->tree.kids[i];
+		const struct rm_kid *k = c->tree.kids[i];
 
 		if (!k->lost && !(records ? k->got_records : k->got_ready))
 			rm_say(c, "rank %d late: no %s yet; retrying for %.1f s", k->rank, what,
@@ -560,7 +694,7 @@ static void take_ready(struct ctx *c, struct rm_kid *k, const char *buf, size_t 
 
 		memcpy(&n, &notes[i], sizeof(n));
 		n.reason[sizeof(n.reason) - 1] = '\0';
-		take_note(c, k, n.rank, n.reason);
+		take_note(c, k, n.rank, n.reason, n.adopted);
 	}
 	drift_check(c, k, &m, t3);
 	k->ready = m;
@@ -577,11 +711,13 @@ void rm_tree_ready(struct ctx *c, int32_t window, uint64_t start_mono, struct rm
 	uint64_t retry = rm_budget(c, LATE_RETRY_NS);
 	uint64_t grace = rm_budget(c, GRACE_READY_NS) + rm_level_wait(c);
 	uint64_t deadline = start_mono + grace;
+	int fresh = c->tree.n_kids, before;
 	bool retried = false;
 
 	for (int i = 0; i < c->tree.n_kids; i++)
-		c->tree.kids[i].got_ready = false;
+		c->tree.kids[i]->got_ready = false;
 	sum->rtt_sub_ns = c->tree.rtt_sub_ns;
+again:
 	while (kids_missing(c, false)) {
 		struct rm_kid *k;
 		size_t len = 0;
@@ -596,23 +732,38 @@ void rm_tree_ready(struct ctx *c, int32_t window, uint64_t start_mono, struct rm
 			free(buf);
 			continue;
 		}
-		if (ra_monotonic_ns() > deadline && retried)
+		if (ra_monotonic_ns() > deadline && retried &&
+		    ra_monotonic_ns() > c->tree.adopt_until)
 			break;
-		if (ra_monotonic_ns() > deadline) {
+		if (ra_monotonic_ns() > deadline && !retried) {
 			say_late(c, false, "word of its attaches", retry);
 			deadline += retry;
 			retried = true;
 		}
 		rm_tree_nap(c, 100);
 	}
-	for (int i = 0; i < c->tree.n_kids; i++) {
-		struct rm_kid *k = &c->tree.kids[i];
+	before = c->tree.n_kids;
+	for (int i = 0; i < before; i++) {
+		struct rm_kid *k = c->tree.kids[i];
 
-		if (!k->lost && !k->got_ready)
+		if (k->lost || k->got_ready)
+			continue;
+		if (i >= fresh)
+			rm_kid_lost(c, k,
+				    "no word of its attaches within %.1f s of its adoption by rank "
+				    "%d (rank %d, its parent, was lost)",
+				    (double)rm_budget(c, ADOPT_WAIT_NS) / 1e9, c->rank,
+				    k->adopted_from);
+		else
 			rm_kid_lost(c, k,
 				    "its attaches not done within %.1f s after the start "
 				    "(retried for %.1f s)",
 				    (double)grace / 1e9, (double)retry / 1e9);
+	}
+	/* The lost ones' children adopted: their READY is waited for (adopt_until). */
+	if (c->tree.n_kids != before) {
+		fresh = before;
+		goto again;
 	}
 }
 
@@ -642,6 +793,8 @@ void rm_tree_ready_up(struct ctx *c, struct rm_ready *sum)
 	sum->t2 = ra_realtime_ns();
 	buf = with_notes(c, sum, sizeof(*sum), &len);
 	rm_post(c, c->tree.parent, TAG_READY, buf, len);
+	keep_sent(&c->tree.last_ready, &c->tree.last_ready_len, &c->tree.last_ready_window, buf,
+		  len, c->tree.window);
 	free(buf);
 }
 
@@ -677,8 +830,7 @@ static void take_entry(struct ctx *c, const struct rm_kid *k, const struct rm_en
 		char why[320];
 
 		snprintf(why, sizeof(why), "%.*s", (int)(e->len < sizeof(why) ? e->len : 0), bytes);
-		if (e->rank != k->rank)
-			rm_lose_subtree(c, e->rank, why);
+		take_note(c, k, e->rank, why, e->lost == 2);
 		return;
 	}
 	if (c->peers[e->rank].got_records || c->peers[e->rank].lost)
@@ -726,18 +878,26 @@ static void take_bundle(struct ctx *c, struct rm_kid *k, char *buf, size_t len, 
 }
 
 /* Children silent at the deadline: lost, and why. */
-static void lose_silent(struct ctx *c, int cut, uint64_t grace, uint64_t retry, const char *after)
+/* Children silent at the deadline: lost, and why (those adopted from `fresh` on: since then). */
+static void lose_silent(struct ctx *c, int cut, uint64_t grace, uint64_t retry, const char *after,
+			int fresh)
 {
 	char more[48] = "";
 
-	if (retry)
+	if (retry > 1)
 		snprintf(more, sizeof(more), " (retried for %.1f s)", (double)retry / 1e9);
-	for (int i = 0; i < c->tree.n_kids; i++) {
-		struct rm_kid *k = &c->tree.kids[i];
+	for (int i = 0, n = c->tree.n_kids; i < n; i++) {
+		struct rm_kid *k = c->tree.kids[i];
 
 		if (k->lost || k->got_records)
 			continue;
-		if (cut)
+		if (i >= fresh && !cut)
+			rm_kid_lost(c, k,
+				    "no records within %.1f s of its adoption by rank %d (rank %d, "
+				    "its parent, was lost)",
+				    (double)rm_budget(c, ADOPT_WAIT_NS) / 1e9, c->rank,
+				    k->adopted_from);
+		else if (cut)
 			rm_kid_lost(c, k,
 				    "no records by the time the job was being ended (SIG%s on "
 				    "rank 0)",
@@ -759,12 +919,25 @@ static void gather_records(struct ctx *c, int32_t window, uint64_t since, uint64
 	uint64_t retry = 0, deadline;
 	int cut = 0;
 
+	int fresh = c->tree.n_kids, before;
+
 	grace += rm_level_wait(c);
 	deadline = since + grace;
-	for (int i = 0; i < c->tree.n_kids; i++) {
-		c->tree.kids[i].got_records = false;
-		c->tree.kids[i].bundle = NULL;
+	if (ra_monotonic_ns() > deadline) {
+		/*
+		 * The stop came after the deadline: from an adopter, which waits
+		 * ADOPT_WAIT_NS for this rank. Its children get half of that, no retry.
+		 */
+		grace = rm_budget(c, ADOPT_WAIT_NS) / 2;
+		deadline = ra_monotonic_ns() + grace;
+		retry = 1;
+		after = "after the stop reached this rank (late: an adoption)";
 	}
+	for (int i = 0; i < c->tree.n_kids; i++) {
+		c->tree.kids[i]->got_records = false;
+		c->tree.kids[i]->bundle = NULL;
+	}
+again:
 	while (kids_missing(c, true)) {
 		struct rm_kid *k;
 		size_t len = 0;
@@ -789,11 +962,17 @@ static void gather_records(struct ctx *c, int32_t window, uint64_t since, uint64
 			deadline += retry;
 			continue;
 		}
-		if (now > deadline)
+		if (now > deadline && (cut || now > c->tree.adopt_until))
 			break;
 		rm_tree_nap(c, 100);
 	}
-	lose_silent(c, cut, grace, retry, after);
+	before = c->tree.n_kids;
+	lose_silent(c, cut, grace, retry, after, fresh);
+	/* The lost ones' children adopted: their records are waited for (adopt_until). */
+	if (c->tree.n_kids != before) {
+		fresh = before;
+		goto again;
+	}
 }
 
 static size_t put_entry(char *at, int32_t rank, int32_t lost, const void *bytes, size_t len)
@@ -815,8 +994,8 @@ void rm_records_up(struct ctx *c, int32_t window, uint64_t since, uint64_t grace
 	own = rm_pack_records(c, &own_len);
 	total = sizeof(h) + sizeof(struct rm_entry) + own_len;
 	for (int i = 0; i < c->tree.n_kids; i++)
-		if (c->tree.kids[i].bundle)
-			total += c->tree.kids[i].bundle_len - sizeof(h);
+		if (c->tree.kids[i]->bundle)
+			total += c->tree.kids[i]->bundle_len - sizeof(h);
 	for (size_t i = 0; i < c->tree.n_notes; i++)
 		total += sizeof(struct rm_entry) + strlen(c->tree.notes[i].reason) + 1;
 	if (!(buf = malloc(total)))
@@ -826,7 +1005,7 @@ void rm_records_up(struct ctx *c, int32_t window, uint64_t since, uint64_t grace
 	h.n = 1;
 	free(own);
 	for (int i = 0; i < c->tree.n_kids; i++) {
-		struct rm_kid *k = &c->tree.kids[i];
+		struct rm_kid *k = c->tree.kids[i];
 		struct rm_bundle_head kh;
 
 		if (!k->bundle)
@@ -839,14 +1018,16 @@ void rm_records_up(struct ctx *c, int32_t window, uint64_t since, uint64_t grace
 		k->bundle = NULL;
 	}
 	for (size_t i = 0; i < c->tree.n_notes; i++, h.n++)
-		at += put_entry(buf + at, c->tree.notes[i].rank, 1, c->tree.notes[i].reason,
-				strlen(c->tree.notes[i].reason) + 1);
+		at += put_entry(buf + at, c->tree.notes[i].rank, c->tree.notes[i].adopted ? 2 : 1,
+				c->tree.notes[i].reason, strlen(c->tree.notes[i].reason) + 1);
 	c->tree.n_notes = 0;
 	/* Counted after the children's links were drained: those went up first. */
 	h.stops_sent = c->tree.up_stops;
 	h.gones_sent = c->tree.up_gones;
 	memcpy(buf, &h, sizeof(h));
 	rm_post(c, c->tree.parent, TAG_RECORDS, buf, at);
+	keep_sent(&c->tree.last_bundle, &c->tree.last_bundle_len, &c->tree.last_bundle_window, buf,
+		  at, window);
 	free(buf);
 }
 

@@ -31,6 +31,7 @@
 
 #include "common/clock.h"
 #include "mpi_ctx.h"
+#include "tree.h"
 
 /*
  * A stop rank 0 decides lies STOP_MARGIN_NS ahead, time enough for every
@@ -566,6 +567,7 @@ void rm_run_windows(struct ctx *c)
 
 		/* Rank 0's messages from here to the window's records: the window's. */
 		memset(&c->coord, 0, sizeof(c->coord));
+		rm_tree_window(c, w);
 		/* Only children whose drift check disagreed: the clocks were measured at the start.
 		 */
 		rm_tree_measure(c, false);
@@ -659,6 +661,10 @@ static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 
 		watch_job(c);
 		rm_tree_service(c);
+		if (rm_tree_adopted_halt(c, m)) {
+			rm_tree_halts(c, m);
+			return false;
+		}
 		/* RM_MPI with the parent returns only on success here. */
 		RM_MPI(c, c->tree.parent, "from", MPI_Iprobe, c->tree.parent, TAG_HALT,
 		       MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
@@ -715,6 +721,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 			*lost = o.lost;
 			return o.code;
 		}
+		rm_tree_window(c, o.window);
 		/* From here on this rank's clock: rank 0's times turned into it. */
 		c->clock = o.clock;
 		c->rtt_worst_ns = o.rtt_worst_ns;
