@@ -571,8 +571,11 @@ static void drift_check(struct ctx *c, struct rm_kid *k, const struct rm_ready *
 		return;
 	off = ((int64_t)(m->t1 - k->order_rt) + (int64_t)(m->t2 - t3)) / 2;
 	bound = ((int64_t)(t3 - k->order_rt) - (int64_t)(m->t2 - m->t1)) / 2;
-	if (bound < 0)
-		bound = -bound;
+	/* The child's clock ran faster than the round trip allows: it was stepped. */
+	if (bound < 0) {
+		k->clock_stale = true;
+		return;
+	}
 	drift = (int64_t)((ra_monotonic_ns() - k->measured_mono) / 1000000 * CLOCK_DRIFT_PPM);
 	lo = k->clock.offset_ns - (int64_t)(k->clock.rtt_ns / 2) - drift;
 	hi = k->clock.offset_ns + (int64_t)(k->clock.rtt_ns / 2) + drift;
