@@ -67,9 +67,15 @@ struct rm_kid *rm_kid_of(struct ctx *c, int r)
 {
 	long long i = (long long)r - c->tree.first;
 
-	if (r < 0 || i < 0 || i >= c->tree.n_kids)
+	if (r < 0)
 		return NULL;
-	return c->tree.kids[i];
+	if (i >= 0 && i < c->tree.n_heap)
+		return c->tree.kids[i];
+	/* Adopted (a lost child's children): after the own ones. */
+	for (int a = c->tree.n_heap; a < c->tree.n_kids; a++)
+		if (c->tree.kids[a]->rank == r)
+			return c->tree.kids[a];
+	return NULL;
 }
 
 uint64_t rm_level_wait(const struct ctx *c)

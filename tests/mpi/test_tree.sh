@@ -13,6 +13,11 @@
 #     to it: every other node's records are there; every rank but the dead
 #     one ends with the run's code; every target alive, untraced, its tool
 #     attached and detached once.
+#  3. The same, SIGKILLing rank 5 (parent rank 1, children 21-24) and rank 2
+#     with all its children (9-12): rank 1 adopts 21-24 within rank 0's
+#     deadline (each level waits a step longer); rank 0 adopts 9-12, which
+#     stay silent and are lost with that reason. No hang, the other 26
+#     nodes' records there, every target alive and untraced.
 # Usage: test_tree.sh BUILD_DIR   (under the heavy-test lock)
 B=${1:?usage: test_tree.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
@@ -24,7 +29,7 @@ TARGET=$B/bin/rocattach-example-target
 export OMPI_MCA_btl=self,tcp
 W=$(mktemp -d /var/tmp/ra-tree.XXXXXX)
 TAG=ra-tree-$$
-trap 'cleanup; rm -rf "$W"' EXIT
+trap 'cleanup; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"' EXIT
 
 # Each rank: its hostname, its target, the launcher; then the target's state
 # after the launcher ended: "rank exit tracer alive attaches detaches".
@@ -144,6 +149,46 @@ check "rank 1's children (5-8) say rank 0 adopted them" bash -c "for r in 5 6 7 
 	exit 1; done"
 check "every rank but rank 1 ended with the run's code (6)" \
 	[ "$(awk '$1 != 1 && $2 == 6' "$O/ranks" | wc -l)" = 31 ]
+check "every target alive and untraced afterwards" \
+	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 32 ]
+check "every target's tool attached once and detached once" \
+	[ "$(awk '$5 == 1 && $6 == 1' "$O/ranks" | wc -l)" = 32 ]
+[ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; grep -v '^\[' "$O/out" | tail -40; }
+
+echo "== 3. 32 ranks, --fanout 4: rank 5 SIGKILLed, and rank 2 with its children 9-12"
+O=$W/kill2
+run 32 "$O" --enable-recovery -- --fanout 4 -d 3000 --report "$O/r.json"
+for _ in $(seq 600); do grep -q "attached 32/32" "$O/out" && break; sleep 0.05; done
+check "all 32 targets attached" grep -q "attached 32/32" "$O/out"
+pids=
+for r in 5 2 9 10 11 12; do pids="$pids $(launcher_of $r)"; done
+check "the 6 launchers found" [ "$(echo $pids | wc -w)" = 6 ]
+kill -KILL $pids
+tk=$(now)
+timeout 60 tail --pid="$RUN" -f /dev/null
+check "the job ended by itself within 40 s of the kill" elapsed_below "$tk" 40
+kill "$RUN" 2>/dev/null
+wait "$RUN"
+R=$O/r.json
+check "report written, exit code 6" jq -e '.exit_code == 6' "$R"
+[ -s "$R" ] || sed 's/^/  | /' "$O/out" | tail -30
+reason() { jq -r --arg h "$1" '.windows[-1].nodes[] | select(.host == $h) | .lost_reason' "$R"; }
+echo "r5: $(reason r5)"
+echo "r2: $(reason r2)"
+echo "r9: $(reason r9)"
+check "rank 5 lost by rank 1 (its deadline, a level below rank 0's)" \
+	[ "$(reason r5)" = "no records within 6.0 s after the stop (retried for 2.0 s)" ]
+check "rank 2 lost by rank 0" \
+	[ "$(reason r2)" = "no records within 7.0 s after the stop (retried for 2.0 s)" ]
+check "ranks 9-12, adopted by rank 0 but dead, lost with that reason" jq -e \
+	'[.windows[-1].nodes[] | select(.host == ("r9", "r10", "r11", "r12")) | select(.state ==
+	"lost" and (.lost_reason | test("^no records within 0.5 s of its adoption by rank 0 \\(rank 2, its parent, was lost\\)$")))] |
+	length == 4' "$R"
+check "ranks 21-24 adopted by rank 1" bash -c "for r in 21 22 23 24; do
+	grep -q 'rank 5 (this rank.s parent) was lost: rank 1 adopted this rank' '$O/err.'\$r ||
+	exit 1; done"
+check "the 26 other nodes ok, their targets detached" jq -e '[.windows[-1].nodes[] |
+	select(.state == "ok" and .targets[0].state == "detached")] | length == 26' "$R"
 check "every target alive and untraced afterwards" \
 	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 32 ]
 check "every target's tool attached once and detached once" \
