@@ -155,6 +155,7 @@ struct rm_halt {
 	int32_t signo; /* the signal that caused it, 0 if none */
 	int32_t last;  /* no window after this one */
 	char reason[48];
+	uint64_t sent_rt; /* the sender's CLOCK_REALTIME as it sent it (the drift check's t0) */
 };
 
 /*
@@ -204,6 +205,7 @@ struct rm_kid {
 	bool clock_stale;      /* the drift check disagreed: measured again before the next order */
 	uint64_t measured_mono; /* when it was measured */
 	uint64_t order_rt;	/* this rank's clock when the last order went to it (t0) */
+	uint64_t halt_rt;	/* ... and the last stop */
 	uint64_t ping_t0;	/* a late clock ping: its time (CLOCK_REALTIME), 0: none */
 	uint64_t ping_sent;	/* ... and when it was sent (CLOCK_MONOTONIC) */
 	int stops_in, gones_in; /* STOP and GONE messages taken from it */
@@ -222,6 +224,7 @@ struct rm_tree {
 	size_t n_notes, cap_notes;
 	uint64_t awake_until; /* answering clock pings: no naps until then */
 	uint64_t order_t1;    /* the last order's receipt (CLOCK_REALTIME) */
+	uint64_t halt_t1;     /* this window's stop's receipt (CLOCK_REALTIME), 0: none yet */
 	uint64_t rtt_sub_ns;  /* the worst round trip measured in this subtree */
 	int32_t window;	      /* the window it is in (0: the start-up) */
 	bool have_halt;	      /* this window's stop was sent down (halt) */

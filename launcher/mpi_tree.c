@@ -32,6 +32,7 @@ struct rm_bundle_head {
 	int32_t window;
 	int32_t n;
 	int32_t stops_sent, gones_sent; /* on the sender's link to its parent, all along */
+	uint64_t t1, t2; /* the stop's receipt and this bundle's send (the drift check) */
 };
 
 struct rm_entry {
@@ -330,6 +331,7 @@ static void take_adopt(struct ctx *c)
 		/* No STOP or GONE on this link yet. */
 		memcpy(&h, t->last_bundle, sizeof(h));
 		h.stops_sent = h.gones_sent = 0;
+		h.t1 = 0; /* the stop it answered came from the lost parent */
 		memcpy(t->last_bundle, &h, sizeof(h));
 		rm_post(c, t->parent, TAG_RECORDS, t->last_bundle, t->last_bundle_len);
 	}
@@ -343,6 +345,7 @@ void rm_tree_window(struct ctx *c, int32_t window)
 {
 	c->tree.window = window;
 	c->tree.have_halt = c->tree.adopt_halt = false;
+	c->tree.halt_t1 = 0;
 }
 
 bool rm_tree_adopted_halt(struct ctx *c, struct rm_halt *m)
@@ -562,21 +565,23 @@ void rm_tree_measure(struct ctx *c, bool all)
 }
 
 /*
- * The drift check, on the order and the READY (no message of its own):
- * t0 the order's send here, t1 its receipt there, t2 the READY's send
- * there, t3 its receipt here. offset = ((t1 - t0) + (t2 - t3)) / 2 within
+ * The drift check, on the order and the READY, and on the stop and the
+ * records (no message of its own): t0 the order's (stop's) send here, t1
+ * its receipt there, t2 the READY's (records') send there, t3 its receipt
+ * here. offset = ((t1 - t0) + (t2 - t3)) / 2 within
  * ((t3 - t0) - (t2 - t1)) / 2. A check whose interval misses the stored
  * estimate's (rtt / 2, widened by CLOCK_DRIFT_PPM since it was measured)
  * marks the child for a new exchange before the next order.
  */
-static void drift_check(struct ctx *c, struct rm_kid *k, const struct rm_ready *m, uint64_t t3)
+static void drift_check(struct ctx *c, struct rm_kid *k, uint64_t t0, uint64_t t1, uint64_t t2,
+			uint64_t t3)
 {
 	int64_t off, bound, lo, hi, drift;
 
-	if (!k->order_rt || !m->t1 || !m->t2 || !k->clock.known || k->clock.rtt_ns == UINT64_MAX)
+	if (!t0 || !t1 || !t2 || !k->clock.known || k->clock.rtt_ns == UINT64_MAX)
 		return;
-	off = ((int64_t)(m->t1 - k->order_rt) + (int64_t)(m->t2 - t3)) / 2;
-	bound = ((int64_t)(t3 - k->order_rt) - (int64_t)(m->t2 - m->t1)) / 2;
+	off = ((int64_t)(t1 - t0) + (int64_t)(t2 - t3)) / 2;
+	bound = ((int64_t)(t3 - t0) - (int64_t)(t2 - t1)) / 2;
 	/* The child's clock ran faster than the round trip allows: it was stepped. */
 	if (bound < 0) {
 		k->clock_stale = true;
@@ -617,9 +622,15 @@ void rm_tree_halts(struct ctx *c, const struct rm_halt *m)
 {
 	c->tree.halt = *m;
 	c->tree.have_halt = true;
-	for (int i = 0; i < c->tree.n_kids; i++)
-		if (!c->tree.kids[i]->lost)
-			rm_post(c, c->tree.kids[i]->rank, TAG_HALT, m, sizeof(*m));
+	for (int i = 0; i < c->tree.n_kids; i++) {
+		struct rm_kid *k = c->tree.kids[i];
+		struct rm_halt mine = *m;
+
+		if (k->lost)
+			continue;
+		mine.sent_rt = k->halt_rt = ra_realtime_ns();
+		rm_post(c, k->rank, TAG_HALT, &mine, sizeof(mine));
+	}
 }
 
 /* ------------------------------------------------------------------------ */
@@ -705,7 +716,7 @@ static void take_ready(struct ctx *c, struct rm_kid *k, const char *buf, size_t 
 		n.reason[sizeof(n.reason) - 1] = '\0';
 		take_note(c, k, n.rank, n.reason, n.adopted);
 	}
-	drift_check(c, k, &m, t3);
+	drift_check(c, k, k->order_rt, m.t1, m.t2, t3);
 	k->ready = m;
 	k->got_ready = true;
 	add_ready(sum, &m);
@@ -863,6 +874,9 @@ static void take_bundle(struct ctx *c, struct rm_kid *k, char *buf, size_t len, 
 		return; /* an earlier window's, late */
 	}
 	drain_link(c, k, h.stops_sent, h.gones_sent);
+	/* A resent bundle (an adoption) was stopped by another parent: no t0 here for it. */
+	if (window && !k->adopted)
+		drift_check(c, k, k->halt_rt, h.t1, h.t2, ra_realtime_ns());
 	for (int32_t i = 0; i < h.n; i++) {
 		struct rm_entry e;
 
@@ -1033,6 +1047,8 @@ void rm_records_up(struct ctx *c, int32_t window, uint64_t since, uint64_t grace
 	/* Counted after the children's links were drained: those went up first. */
 	h.stops_sent = c->tree.up_stops;
 	h.gones_sent = c->tree.up_gones;
+	h.t1 = c->tree.halt_t1;
+	h.t2 = ra_realtime_ns();
 	memcpy(buf, &h, sizeof(h));
 	rm_post(c, c->tree.parent, TAG_RECORDS, buf, at);
 	keep_sent(&c->tree.last_bundle, &c->tree.last_bundle_len, &c->tree.last_bundle_window, buf,

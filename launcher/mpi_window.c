@@ -740,8 +740,10 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 			if (rm_await_parent(c, TAG_HALT, &m, sizeof(m),
 					    lost_root_deadline(c, c->frame_mono)))
 				rm_cut_off(c, "stop");
+			c->tree.halt_t1 = m.sent_rt ? ra_realtime_ns() : 0;
 			rm_tree_halts(c, &m);
 		} else {
+			c->tree.halt_t1 = m.sent_rt ? ra_realtime_ns() : 0;
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
 		stacks_fold(c);
