@@ -340,10 +340,10 @@ void rm_wait_until(const struct ctx *c, uint64_t until_ns);
  * Every MPI call goes through RM_MPI, which names the call and the peer
  * when it fails ("MPI_Recv from rank 3 failed: <MPI's text>") and handles
  * it: 0 when the call succeeded, else -1 and nothing it returned may be
- * used. peer is a rank, RM_ANY (any rank) or RM_ALL (a collective). On
- * rank 0 a failure with rank r marks r lost; on another rank a failure
- * with rank 0 detaches this node's targets and ends it (exit 6, as when
- * rank 0 falls silent); a collective's (start-up only, before any target
+ * used. peer is a rank, RM_ANY (any rank) or RM_ALL (a collective). A
+ * failure with a child marks it lost (its children adopted); a failure
+ * with the parent detaches this node's targets and ends it (exit 6, as
+ * when the parent falls silent); a collective's (start-up only, before any target
  * is touched) ends every rank (exit 1); a look at any rank that fails is
  * said once and taken as nothing there: the deadlines then act on whoever
  * stays silent.
