@@ -2,14 +2,20 @@
 /*
  * rocattach-mpi's shared state, between its three rooms:
  *   mpi_main.c    start-up (plan, election, selection), signals, the end
- *   mpi_link.c    rank 0 and every other rank, point to point, every wait
- *                 with a deadline: clock exchange, orders, records
+ *   mpi_link.c    checked MPI calls, sends, lost ranks, records packed
+ *                 and taken into rank 0's view
+ *   mpi_tree.c    the tree (--fanout K, tree.h): clocks measured by each
+ *                 parent, orders and stops down, READY and records up,
+ *                 aggregated, every wait with a deadline
  *   mpi_window.c  one window: start time, attach, hold, stop, detach
  *
  * After the start-up no collective operation is used: a collective waits
  * for every rank, and one dead rank or cut link would hang all of them.
- * Rank 0 talks to each rank on its own, and a rank that does not answer by
- * its deadline is lost (the report says so) and left out from then on.
+ * The ranks form a k-ary tree in heap order; each rank talks only to its
+ * parent and its children, point to point. A child that does not answer its
+ * parent by its deadline is lost with its whole subtree (the report says
+ * why) and left out from then on; a rank whose parent falls silent detaches
+ * its targets and ends (rm_cut_off).
  */
 #ifndef RM_MPI_CTX_H
 #define RM_MPI_CTX_H
@@ -25,16 +31,25 @@
 #include "plan.h"
 #include "report.h"
 
-/* Message tags. Rank r -> 0: STOP, GONE, READY, RECORDS, CLOCK answers; 0 -> r: the rest. */
+/*
+ * Message tags. Up the tree (child -> parent): STOP, GONE, READY, RECORDS,
+ * CLOCK answers; down (parent -> child): ORDER, HALT, CLOCK pings.
+ */
 enum {
-	TAG_STOP = 17,	  /* a signal on the sender's node (int32 signo) */
+	TAG_STOP = 17,	  /* a signal on the origin's node (struct rm_up), forwarded up */
 	TAG_CLOCK = 18,	  /* clock ping-pong (uint64 time) */
-	TAG_GONE = 19,	  /* every target of the sender's node is gone (int32) */
+	TAG_GONE = 19,	  /* every target of the origin's node is gone (struct rm_up) */
 	TAG_ORDER = 20,	  /* a window's start, or the end of the run (struct rm_order) */
 	TAG_HALT = 21,	  /* the window's stop (struct rm_halt) */
-	TAG_READY = 22,	  /* the sender's attaches are done (struct rm_ready) */
-	TAG_RECORDS = 23, /* the sender's records (struct rm_rec_head, then rn_pack) */
-	TAG_PULL = 24,	  /* send your records (int32 window, 0: the survey) */
+	TAG_READY = 22,	  /* the sender's subtree's attaches are done (struct rm_ready, notes) */
+	TAG_RECORDS = 23, /* the sender's subtree's records (a bundle, mpi_tree.c) */
+	TAG_ADOPT = 24,	  /* the sender (an ancestor) is this rank's parent now (struct rm_adopt) */
+};
+
+/* STOP and GONE up the tree: the rank where it happened, and the signal (GONE: 1). */
+struct rm_up {
+	int32_t origin;
+	int32_t value;
 };
 
 /*
@@ -57,12 +72,20 @@ enum {
  * larger (rm_budget). Slow links and loaded nodes get longer
  * deadlines; a killed rank is lost by the floor's deadline on a quick one.
  *
- * The other ranks wait for rank 0's stop until the window's planned end plus
- * GRACE_LOST_ROOT_NS, and for its next order until the stop plus the delay
- * plus GRACE_RECORDS_NS + LATE_RETRY_NS + CLOCK_LOST_NS + GRACE_NEXT_NS
- * (and 2 ms per rank, for the clock exchanges rank 0 runs in turn), each
- * scaled the same way with rank 0's worst round trip (sent in every order);
- * one that waits in vain detaches its targets and ends.
+ * In the tree every parent holds these deadlines on its children, and
+ * each level waits LEVEL_STEP_NS (rm_budget) longer than the level below
+ * it: a rank at depth d waits (H - 1 - d) steps more, H the tree's height,
+ * so a parent's deadline comes after its children's by a step (time to
+ * send up what they gathered), and rank 0 waits longest. Up to 32 ranks
+ * (H = 1 with the default fanout) rank 0's deadlines are the floors above.
+ *
+ * The other ranks wait for their parent's stop until the window's planned
+ * end plus GRACE_LOST_ROOT_NS plus a step per level, and for its next
+ * order until the stop plus the delay plus GRACE_RECORDS_NS +
+ * LATE_RETRY_NS + CLOCK_LOST_NS + GRACE_NEXT_NS, a step per level and
+ * 2 ms per child of rank 0 (a clock exchange that may run again), each
+ * scaled the same way with the worst round trip rank 0 knows (sent in
+ * every order); one that waits in vain detaches its targets and ends.
  */
 #define GRACE_READY_NS 10000000000ull
 #define GRACE_RECORDS_NS 5000000000ull
@@ -77,17 +100,21 @@ enum {
 #define CLOCK_ROUNDS 8	    /* ping-pongs per rank; the shortest round trip's is kept */
 #define CLOCK_ROUNDS_MAX 64 /* ... or more, while none was shorter than: */
 #define CLOCK_RTT_GOOD_NS 100000ull
-#define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long for rank 0 */
+#define ORPHAN_TIMEOUT_NS 10000000000ull /* a rank with a signal waits this long (+ levels) */
+#define LEVEL_STEP_NS 1000000000ull
 /*
- * Records are pulled: at most --gather-slots (o.gather_slots) ranks' are on
- * their way to rank 0 at a time, whatever the number of ranks (a message
- * each, ~130 KB at 128 targets a node). Ranks 1 to that number hold the
- * first slots: they send theirs as soon as they are final, unasked; rank 0
- * asks the next rank (TAG_PULL) as each answer comes. A rank asked after
- * the deadline (the stop + the grace: ranks before it held the slots) has
- * PULL_ANSWER_NS.
+ * The drift check (mpi_tree.c): a child's clock may have moved this much
+ * (parts per million of the time since it was measured) before a check
+ * that disagrees with it calls for a new exchange.
  */
-#define PULL_ANSWER_NS 1000000000ull
+#define CLOCK_DRIFT_PPM 100
+/*
+ * A parent that loses a child adopts the child's children (mpi_tree.c): it
+ * waits ADOPT_WAIT_NS (rm_budget) more for what they owe (their READY or
+ * records, sent again), half a level's step: its own parent waits one step
+ * longer than it.
+ */
+#define ADOPT_WAIT_NS 500000000ull
 #define STARTUP_TIMEOUT_NS 60000000000ull /* for the plan's broadcast at the start */
 
 /*
@@ -102,6 +129,12 @@ struct rm_clock {
 	uint64_t rtt_ns;
 	int64_t applied_ns; /* offset_ns, or 0 */
 	bool known;
+	/*
+	 * Composed down the tree: the offset to rank 0 is the parent's plus the
+	 * child's, and the truth lies within bound_ns of it (the sum of rtt / 2
+	 * along the path). rtt_ns is the last link's. Applied when |offset| > bound.
+	 */
+	uint64_t bound_ns;
 };
 
 /* Rank 0 -> each rank: open window `window` at start_ns, or end the run. */
@@ -112,7 +145,8 @@ struct rm_order {
 	int32_t end; /* the run is over: no window; leave with `code` */
 	int32_t code;
 	int32_t lost; /* a rank was lost: leave without MPI_Finalize (it would wait for it) */
-	uint64_t rtt_worst_ns; /* rank 0's worst measured round trip: what rm_budget scales with */
+	uint64_t rtt_worst_ns; /* the worst round trip rank 0 knows: what rm_budget scales with */
+	uint64_t sent_rt; /* the sender's CLOCK_REALTIME as it sent it (the drift check's t0) */
 };
 
 /* Rank 0 -> each rank: the window's stop. */
@@ -121,14 +155,92 @@ struct rm_halt {
 	int32_t signo; /* the signal that caused it, 0 if none */
 	int32_t last;  /* no window after this one */
 	char reason[48];
+	uint64_t sent_rt; /* the sender's CLOCK_REALTIME as it sent it (the drift check's t0) */
 };
 
-/* Each rank -> rank 0, after its attaches. */
+/*
+ * Each rank -> its parent, after its attaches and its children's READY: the
+ * counts summed over its subtree, the slowest ready time, then n_lost
+ * struct rm_lost_note (its subtree's ranks it lost).
+ */
 struct rm_ready {
 	uint64_t ready_ns;   /* slowest target's attach ready, after the attaches were sent */
 	int64_t attached;    /* targets attached now */
 	int64_t tool_failed; /* this window's attaches that failed in the tool */
 	int64_t no_listener; /* this window's attaches that failed: no listener, no --inject */
+	int32_t window;
+	int32_t n_lost;
+	uint64_t t1, t2;     /* the order's receipt and this message's send (sender's clock) */
+	uint64_t rtt_sub_ns; /* the worst round trip measured in the sender's subtree */
+};
+
+/*
+ * A rank lost below the sender, with why: rank 0 loses it, and its subtree
+ * unless its children were adopted.
+ */
+struct rm_lost_note {
+	int32_t rank;
+	int32_t adopted; /* its children were adopted: they answer for themselves */
+	char reason[320];
+};
+
+/* An ancestor to the children of a lost rank: it is their parent now. */
+struct rm_adopt {
+	int32_t window;	     /* the window it is in (0: the start-up) */
+	int32_t lost;	     /* the rank that was lost (their parent) */
+	int32_t has_halt;    /* the window's stop, if the adopter has it */
+	struct rm_halt halt; /* ... which they may not have had */
+};
+
+/* A child, as its parent sees it (any rank with children). */
+struct rm_kid {
+	int rank;
+	bool lost;
+	bool adopted;	  /* a lost child's child, adopted */
+	int adopted_from; /* ... that child */
+	char lost_reason[320];
+	bool got_ready, got_records;
+	struct rm_ready ready; /* its subtree's, this window */
+	struct rm_clock clock; /* its clock minus this rank's (measured here) */
+	bool clock_stale;      /* the drift check disagreed: measured again before the next order */
+	uint64_t measured_mono; /* when it was measured */
+	uint64_t order_rt;	/* this rank's clock when the last order went to it (t0) */
+	uint64_t halt_rt;	/* ... and the last stop */
+	uint64_t ping_t0;	/* a late clock ping: its time (CLOCK_REALTIME), 0: none */
+	uint64_t ping_sent;	/* ... and when it was sent (CLOCK_MONOTONIC) */
+	int stops_in, gones_in; /* STOP and GONE messages taken from it */
+	char *bundle;		/* its records bundle, this window (not rank 0) */
+	size_t bundle_len;
+};
+
+/* This rank's place in the tree (tree.h) and its link state. */
+struct rm_tree {
+	int k, height, depth, parent, first;
+	int n_heap;	      /* children by the tree's arithmetic: kids[0 .. n_heap - 1] */
+	int n_kids, cap_kids; /* ... then adopted ones (a lost child's children) */
+	struct rm_kid **kids;
+	int up_stops, up_gones;	    /* STOP and GONE messages sent to the parent, all along */
+	struct rm_lost_note *notes; /* lost below, not told up yet */
+	size_t n_notes, cap_notes;
+	uint64_t awake_until; /* answering clock pings: no naps until then */
+	uint64_t order_t1;    /* the last order's receipt (CLOCK_REALTIME) */
+	uint64_t halt_t1;     /* this window's stop's receipt (CLOCK_REALTIME), 0: none yet */
+	uint64_t rtt_sub_ns;  /* the worst round trip measured in this subtree */
+	int32_t window;	      /* the window it is in (0: the start-up) */
+	bool have_halt;	      /* this window's stop was sent down (halt) */
+	struct rm_halt halt;
+	bool adopt_halt; /* an adopter sent this window's stop: taken as the parent's */
+	struct rm_halt adopted_halt;
+	uint64_t adopt_until; /* adopted children owe their messages until then (monotonic) */
+	/* What was last sent up, for an adopter: sent again (not rank 0). */
+	char *last_ready, *last_bundle;
+	size_t last_ready_len, last_bundle_len;
+	int32_t last_ready_window, last_bundle_window;
+};
+
+/* Rank 0's messages and bytes in one window (sent and received). */
+struct rm_coord_count {
+	uint64_t sent, received, bytes_sent, bytes_received;
 };
 
 /* Rank 0's view of each rank. */
@@ -143,9 +255,6 @@ struct rm_peer {
 	struct rm_clock clock; /* this window's estimate */
 	struct rm_ready ready;
 	bool got_ready, got_records;
-	uint64_t pulled_ns; /* when rank 0 asked for its records (monotonic), 0: not yet */
-	uint64_t ping_t0;   /* a late clock ping: its time (CLOCK_REALTIME), 0: none */
-	uint64_t ping_sent; /* ... and when it was sent (CLOCK_MONOTONIC) */
 };
 
 /* Sends in flight: each owns a copy of its data until MPI is done with it. */
@@ -184,7 +293,7 @@ struct ctx {
 	const char *run_stop;	/* rank 0: why the run stopped early, NULL if it did not */
 	struct rm_run run;	/* rank 0 */
 	bool store_full;	/* rank 0: run.store could not take more: keep in memory */
-	struct rm_clock clock;	/* this rank's clock against rank 0's */
+	struct rm_clock clock;	/* this rank's clock against rank 0's (composed) */
 	struct rm_peer *peers;	/* rank 0: by rank */
 	size_t lost_count;	/* rank 0: ranks lost so far */
 	struct rm_outbox out;
@@ -201,9 +310,8 @@ struct ctx {
 	 * times, which the targets read.
 	 */
 	uint64_t frame_rt, frame_mono;
-	bool records_ready; /* other ranks: this window's records are final (detached) */
-	bool pull_pending;  /* other ranks: rank 0 asked for them, not yet sent */
-	bool records_sent;  /* other ranks: sent for this window (or the survey) */
+	struct rm_tree tree;
+	struct rm_coord_count coord; /* rank 0, this window */
 	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */
 	uint64_t setup_at[4];
 	uint64_t node_ns[3];	   /* this node's selection, topology, side probes (ns) */
@@ -232,10 +340,10 @@ void rm_wait_until(const struct ctx *c, uint64_t until_ns);
  * Every MPI call goes through RM_MPI, which names the call and the peer
  * when it fails ("MPI_Recv from rank 3 failed: <MPI's text>") and handles
  * it: 0 when the call succeeded, else -1 and nothing it returned may be
- * used. peer is a rank, RM_ANY (any rank) or RM_ALL (a collective). On
- * rank 0 a failure with rank r marks r lost; on another rank a failure
- * with rank 0 detaches this node's targets and ends it (exit 6, as when
- * rank 0 falls silent); a collective's (start-up only, before any target
+ * used. peer is a rank, RM_ANY (any rank) or RM_ALL (a collective). A
+ * failure with a child marks it lost (its children adopted); a failure
+ * with the parent detaches this node's targets and ends it (exit 6, as
+ * when the parent falls silent); a collective's (start-up only, before any target
  * is touched) ends every rank (exit 1); a look at any rank that fails is
  * said once and taken as nothing there: the deadlines then act on whoever
  * stays silent.
@@ -244,35 +352,66 @@ enum { RM_ANY = -1, RM_ALL = -2 };
 #define RM_MPI(c, peer, dir, fn, ...) rm_mpi_check((c), fn(__VA_ARGS__), #fn, (dir), (peer))
 int rm_mpi_check(struct ctx *c, int ret, const char *call, const char *dir, int peer);
 void rm_post(struct ctx *c, int dest, int tag, const void *data, size_t len);
+/* Rank 0: a message of len bytes received (the window's coordination count). */
+void rm_count_in(struct ctx *c, size_t len);
 void rm_outbox_reap(struct ctx *c, bool all);
+__attribute__((noreturn)) void rm_out_of_memory(void);
 void rm_mark_lost(struct ctx *c, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A deadline's length: floor_ns, or RTT_BUDGET times the worst round trip measured, if longer. */
 uint64_t rm_budget(const struct ctx *c, uint64_t floor_ns);
-/*
- * Other ranks: the next message of `tag` from rank 0 into buf; 0, or -1 once
- * deadline (CLOCK_MONOTONIC) passed.
- */
-int rm_await_root(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline);
-/* Other ranks: rank 0 is gone or cut off: detach this node's targets, say why, end. */
+/* Other ranks: the parent is gone or cut off: detach this node's targets, say why, end. */
 __attribute__((noreturn)) void rm_cut_off(struct ctx *c, const char *waiting_for);
-void rm_clock_exchange(struct ctx *c);
-void rm_send_orders(struct ctx *c, const struct rm_order *o);
-/* Other ranks: this node's records are final; sent when rank 0 asks (now, if it has). */
-void rm_records_ready(struct ctx *c);
-/* Other ranks: a window starts: the records are not final until its detach. */
-void rm_records_open(struct ctx *c);
+/* This node's records, packed (struct rm_rec_head, then rn_pack and the stacks). */
+void *rm_pack_records(struct ctx *c, size_t *len);
+/* Rank 0: one rank's records (as rm_pack_records made them) into its peer entry. */
+void rm_take_records(struct ctx *c, int r, const char *buf, size_t len);
+/* Rank 0: r lost, and every rank below it "under rank r, lost: <why>". */
+void rm_lose_subtree(struct ctx *c, int r, const char *why);
+
+/* mpi_tree.c */
+void rm_tree_init(struct ctx *c);
+/* Answer the parent's clock pings, forward the children's STOP and GONE up (other ranks). */
+void rm_tree_service(struct ctx *c);
+/* A short nap in a wait loop, none while clock pings are being answered. */
+void rm_tree_nap(struct ctx *c, unsigned us);
+/* The next message of `tag` from the parent; 0, or -1 once deadline (monotonic) passed. */
+int rm_await_parent(struct ctx *c, int tag, void *buf, size_t len, uint64_t deadline);
+/* Rank 0: a STOP or GONE (tag) from a child, counted: 1, or 0 if none is there. */
+int rm_tree_take_up(struct ctx *c, int tag, struct rm_up *m);
+/* STOP or GONE (tag) of this rank's node, up to the parent. */
+void rm_send_up(struct ctx *c, int tag, int32_t origin, int32_t value);
+/* A child lost (any rank with children): said up, or on rank 0 lost with its subtree. */
+void rm_kid_lost(struct ctx *c, struct rm_kid *k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+struct rm_kid *rm_kid_of(struct ctx *c, int r);
+/* A new window (0: the start-up): its stop not sent down yet. */
+void rm_tree_window(struct ctx *c, int32_t window);
+/* An adopter's stop for this window, taken once: true, and *m. */
+bool rm_tree_adopted_halt(struct ctx *c, struct rm_halt *m);
+/* Measure the children's clocks: all of them (start-up), or those the drift check flagged. */
+void rm_tree_measure(struct ctx *c, bool all);
+/* The order (ORDER) or stop (HALT) to each live child, an order with the child's clock. */
+void rm_tree_orders(struct ctx *c, const struct rm_order *o);
+void rm_tree_halts(struct ctx *c, const struct rm_halt *m);
 /*
- * Rank 0: every live rank's records until since + grace (CLOCK_MONOTONIC), as the nodes of a
- * window (by rank; a lost node with its last known records). after: what
+ * Every live child's READY until start_mono + the grace + this level's
+ * steps, late ones retried once; summed into *sum (which holds this rank's).
+ */
+void rm_tree_ready(struct ctx *c, int32_t window, uint64_t start_mono, struct rm_ready *sum);
+/* Other ranks: the subtree's READY (sum) up to the parent. */
+void rm_tree_ready_up(struct ctx *c, struct rm_ready *sum);
+/*
+ * Every live child's records bundle until since + grace + this level's
+ * steps (CLOCK_MONOTONIC), late ones retried once. Rank 0 takes them into
+ * peers[] and returns the window's nodes (a lost node with its last known
+ * records); the other ranks send their subtree's bundle up. after: what
  * the lost reason says the wait came after ("after the stop").
  */
 void rm_collect_records(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, uint64_t since,
 			uint64_t grace, const char *after);
-/*
- * Rank 0: every live rank's READY, late ones retried (see the deadlines
- * above); start_mono: the start time on CLOCK_MONOTONIC.
- */
-void rm_collect_ready(struct ctx *c, uint64_t start_mono);
+void rm_records_up(struct ctx *c, int32_t window, uint64_t since, uint64_t grace);
+/* This rank's level steps: LEVEL_STEP_NS (rm_budget) per level below its children's. */
+uint64_t rm_level_wait(const struct ctx *c);
 /*
  * Rank 0: the nodes of a window as rank 0 knows them now (each rank's last
  * records; a lost node lost). unknown: every node is shown lost for that

@@ -33,6 +33,7 @@
 #include "mpi_ctx.h"
 #include "mpi_rocprofv3.h"
 #include "stacks_tree.h"
+#include "tree.h"
 
 /* The window loop looks around every POLL_MS (signals wake it at once): near zero CPU. */
 #define POLL_MS 25
@@ -602,7 +603,7 @@ static void send_end(struct ctx *c, int code)
 {
 	struct rm_order o = {.end = 1, .code = code, .lost = c->lost_count > 0};
 
-	rm_send_orders(c, &o);
+	rm_tree_orders(c, &o);
 }
 
 /* The line that says why the run stopped at its first attach, if it did. */
@@ -740,6 +741,12 @@ static void free_run(struct ctx *c)
 		free((char *)c->peers[r].last.error);
 	}
 	free(c->peers);
+	for (int i = 0; i < c->tree.n_kids; i++)
+		free(c->tree.kids[i]);
+	free(c->tree.kids);
+	free(c->tree.last_ready);
+	free(c->tree.last_bundle);
+	free(c->tree.notes);
 	free(c->t);
 	rm_store_close(c->run.store);
 	ra_stack_tree_free(c->run.stacks);
@@ -811,11 +818,13 @@ int main(int argc, char **argv)
 	init_run(&c);
 	elect(&c);
 	c.setup_at[3] = ra_monotonic_ns();
+	if (c.rank == 0 && !(c.peers = calloc((size_t)c.size, sizeof(*c.peers))))
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	rm_tree_init(&c);
 	select_targets(&c);
+	/* Every parent measures its children's clocks, all parents at once. */
+	rm_tree_measure(&c, true);
 	if (c.rank == 0) {
-		c.peers = calloc((size_t)c.size, sizeof(*c.peers));
-		if (!c.peers)
-			MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
 		open_store(&c);
 		code = survey(&c);
 		if (code) {
@@ -826,10 +835,11 @@ int main(int argc, char **argv)
 		}
 		lost = c.lost_count > 0;
 	} else {
-		rm_records_ready(&c);
-		c.next_deadline = ra_monotonic_ns() + GRACE_SURVEY_NS + LATE_RETRY_NS +
-				  CLOCK_LOST_NS + GRACE_NEXT_NS +
-				  (uint64_t)c.size * 2 * RA_NS_PER_MS;
+		rm_records_up(&c, 0, ra_monotonic_ns(), GRACE_SURVEY_NS);
+		c.next_deadline =
+		    ra_monotonic_ns() + GRACE_SURVEY_NS + LATE_RETRY_NS + CLOCK_LOST_NS +
+		    GRACE_NEXT_NS + (uint64_t)c.tree.height * LEVEL_STEP_NS +
+		    (uint64_t)rm_tree_children(0, c.tree.k, c.size) * 2 * RA_NS_PER_MS;
 		code = rm_follow_windows(&c, &lost);
 	}
 	rn_watch_close(c.watch);

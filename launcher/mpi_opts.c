@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli_opts.h"
+#include "tree.h"
 #include "common/outpath.h"
 #include "mpi_opts.h"
 #include "launcher_help/rocattach-mpi.h"
@@ -37,6 +38,7 @@ enum {
 	OPT_CALL_TIMEOUT,
 	OPT_JOBS,
 	OPT_GATHER_SLOTS,
+	OPT_FANOUT,
 	OPT_INJECT,
 	OPT_DRY_RUN,
 	OPT_REPORT,
@@ -74,6 +76,7 @@ static const struct option long_opts[] = {
     {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
     {"jobs", required_argument, NULL, OPT_JOBS},
     {"gather-slots", required_argument, NULL, OPT_GATHER_SLOTS},
+    {"fanout", required_argument, NULL, OPT_FANOUT},
     {"inject", no_argument, NULL, OPT_INJECT},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"report", required_argument, NULL, OPT_REPORT},
@@ -264,10 +267,15 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		return cli_parse_ms(optarg, 1, CLI_MAX_CALL_TIMEOUT_MS, "--call-timeout",
 				    &o->call_timeout_ms, err, len);
 	case OPT_GATHER_SLOTS:
-		if (cli_parse_ll(optarg, 1, 65536, &v))
-			return bad(err, len, "invalid --gather-slots '%s': give 1 to 65536",
-				   optarg);
-		o->gather_slots = (int)v;
+		return bad(err, len,
+			   "--gather-slots is gone: the records now come up the launcher's tree, "
+			   "whose --fanout K (default %d) replaced it; drop --gather-slots",
+			   RM_FANOUT_DEFAULT);
+	case OPT_FANOUT:
+		if (cli_parse_ll(optarg, RM_FANOUT_MIN, RM_FANOUT_MAX, &v))
+			return bad(err, len, "invalid --fanout '%s': give %d to %d", optarg,
+				   RM_FANOUT_MIN, RM_FANOUT_MAX);
+		o->fanout = (int)v;
 		return 0;
 	case OPT_JOBS:
 		if (cli_parse_ll(optarg, 1, 65536, &v))
@@ -358,7 +366,7 @@ static void defaults(struct rm_opts *o)
 	o->max_window_ms = DAY_MS;
 	o->start_lead_ms = -1;
 	o->call_timeout_ms = CLI_CALL_TIMEOUT_MS;
-	o->gather_slots = RM_GATHER_SLOTS;
+	o->fanout = RM_FANOUT_DEFAULT;
 	v = getenv("ROCPROF_ATTACH_DURATION");
 	if (v && *v && !cli_parse_ll(v, 0, CLI_MAX_DURATION_MS, &d))
 		o->duration_ms = d;

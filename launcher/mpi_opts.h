@@ -23,7 +23,6 @@ enum rm_exit {
 };
 
 #define RM_MAX_PIDS 4096
-#define RM_GATHER_SLOTS 64 /* --gather-slots' default */
 
 struct rm_opts {
 	struct rn_selector sel;
@@ -39,7 +38,7 @@ struct rm_opts {
 	long long start_lead_ms;   /* how far ahead rank 0 sets the start; -1 = automatic */
 	int jobs;		   /* 0 = automatic */
 	long long call_timeout_ms; /* --call-timeout: the longest one remote call may take */
-	int gather_slots;	   /* ranks whose records may be on their way to rank 0 at once */
+	int fanout;		   /* --fanout: children per rank in the launcher's tree */
 	bool inject, dry_run, one_node_per_rank;
 	const char *report, *timeline, *trace;
 	enum rm_detail detail;	/* --detail; RM_DETAIL_AUTO when not given */

@@ -31,6 +31,7 @@
 
 #include "common/clock.h"
 #include "mpi_ctx.h"
+#include "tree.h"
 
 /*
  * A stop rank 0 decides lies STOP_MARGIN_NS ahead, time enough for every
@@ -290,7 +291,7 @@ static void watch_job(struct ctx *c)
 		c->nodes_alive--;
 		return;
 	}
-	rm_post(c, 0, TAG_GONE, &one, sizeof(one));
+	rm_send_up(c, TAG_GONE, c->rank, one);
 	c->gones_sent++;
 }
 
@@ -332,18 +333,10 @@ static void attach_outcome(struct ctx *c, int w, uint64_t since)
 /* GONE messages in; each is a node whose targets are all gone. */
 static void take_gones(struct ctx *c)
 {
-	int flag = 1, one;
-	MPI_Status st;
+	struct rm_up m;
 
-	while (flag) {
-		if (RM_MPI(c, RM_ANY, "from", MPI_Iprobe, MPI_ANY_SOURCE, TAG_GONE, MPI_COMM_WORLD,
-			   &flag, &st) ||
-		    !flag)
-			break;
-		if (RM_MPI(c, st.MPI_SOURCE, "from", MPI_Recv, &one, 1, MPI_INT, st.MPI_SOURCE,
-			   TAG_GONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE))
-			continue; /* lost: count_alive leaves it out */
-		c->peers[st.MPI_SOURCE].gones++;
+	while (rm_tree_take_up(c, TAG_GONE, &m)) {
+		c->peers[m.origin].gones++;
 		c->nodes_alive--;
 	}
 }
@@ -373,19 +366,13 @@ static bool run_over(struct ctx *c, struct rm_halt *m)
 /* A STOP message from a rank (a signal there), or 0. */
 static int take_stop(struct ctx *c, int *from)
 {
-	int flag = 0, sig;
-	MPI_Status st;
+	struct rm_up m;
 
-	if (RM_MPI(c, RM_ANY, "from", MPI_Iprobe, MPI_ANY_SOURCE, TAG_STOP, MPI_COMM_WORLD, &flag,
-		   &st) ||
-	    !flag)
+	if (!rm_tree_take_up(c, TAG_STOP, &m))
 		return 0;
-	if (RM_MPI(c, st.MPI_SOURCE, "from", MPI_Recv, &sig, 1, MPI_INT, st.MPI_SOURCE, TAG_STOP,
-		   MPI_COMM_WORLD, MPI_STATUS_IGNORE))
-		return 0;
-	c->peers[st.MPI_SOURCE].stops++;
-	*from = st.MPI_SOURCE;
-	return sig;
+	c->peers[m.origin].stops++;
+	*from = m.origin;
+	return m.value;
 }
 
 /* The window's planned end: its start + the duration; 0 without one (until a stop). */
@@ -503,9 +490,7 @@ static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m
 	}
 	if (c->root_signalled)
 		write_provisional(c, w, start_ns, m);
-	for (int r = 1; r < c->size; r++)
-		if (!c->peers[r].lost)
-			rm_post(c, r, TAG_HALT, m, sizeof(*m));
+	rm_tree_halts(c, m);
 	if (m->signo && m->signo != SIGUSR1 && !(m->signo == SIGINT && c->o.duration_ms < 0))
 		c->interrupted = m->signo;
 	c->last |= m->last;
@@ -557,6 +542,13 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_ha
 	win->stop_reason = strdup(m->reason);
 	rm_collect_records(c, &win->nodes, &win->n_nodes, mono_of(c, m->stop_ns), grace,
 			   "after the stop");
+	win->coord = (struct rm_coord){.known = true,
+				       .messages_sent = c->coord.sent,
+				       .messages_received = c->coord.received,
+				       .bytes_sent = c->coord.bytes_sent,
+				       .bytes_received = c->coord.bytes_received,
+				       .fanout = c->tree.k,
+				       .height = c->tree.height};
 	for (int r = 0; r < c->size; r++)
 		detached += c->peers[r].lost ? 0 : c->peers[r].detached;
 	rm_progress_detached(line, sizeof(line), w, detached, c->total_targets,
@@ -571,15 +563,28 @@ void rm_run_windows(struct ctx *c)
 
 	for (int w = 1; w <= c->o.windows && !c->interrupted && !c->last; w++) {
 		struct rm_order o = {.window = w};
+		struct rm_ready sum;
 
-		rm_clock_exchange(c);
+		/* Rank 0's messages from here to the window's records: the window's. */
+		memset(&c->coord, 0, sizeof(c->coord));
+		rm_tree_window(c, w);
+		/* Only children whose drift check disagreed: the clocks were measured at the start.
+		 */
+		rm_tree_measure(c, false);
 		pick_start(c, earliest, when);
 		o.start_ns = when[0];
 		o.send_ns = when[1];
-		rm_send_orders(c, &o);
+		o.rtt_worst_ns = c->rtt_worst_ns;
+		rm_tree_orders(c, &o);
+		for (int r = 0; r < c->size; r++)
+			c->peers[r].got_ready = false;
 		c->peers[0].ready = attach_phase(c, when);
 		c->peers[0].got_ready = true;
-		rm_collect_ready(c, mono_of(c, when[0]));
+		sum = c->peers[0].ready;
+		rm_tree_ready(c, w, mono_of(c, when[0]), &sum);
+		/* Deadlines scale with the worst round trip measured anywhere in the tree. */
+		if (sum.rtt_sub_ns > c->rtt_worst_ns)
+			c->rtt_worst_ns = sum.rtt_sub_ns;
 		attach_outcome(c, w, when[1]);
 		hold_root(c, w, when[0], &m);
 		detach_phase(c, m.stop_ns);
@@ -612,11 +617,13 @@ void rm_run_windows(struct ctx *c)
 static void watch_local(struct ctx *c, uint64_t *orphan_deadline)
 {
 	int32_t sig = rm_take_signal(c);
-	uint64_t wait = sig == SIGTERM ? ORPHAN_ENDING_NS : ORPHAN_TIMEOUT_NS;
+	uint64_t wait = sig == SIGTERM ? ORPHAN_ENDING_NS
+				       : ORPHAN_TIMEOUT_NS + (uint64_t)c->tree.depth * 2 *
+								 rm_budget(c, LEVEL_STEP_NS);
 
 	if (!sig)
 		return;
-	rm_post(c, 0, TAG_STOP, &sig, sizeof(sig));
+	rm_send_up(c, TAG_STOP, c->rank, sig);
 	c->stops_sent++;
 	if (!*orphan_deadline || ra_monotonic_ns() + wait < *orphan_deadline)
 		*orphan_deadline = ra_monotonic_ns() + wait;
@@ -633,7 +640,8 @@ static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
 
 	if (!end)
 		end = start_ns + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS;
-	return end + rm_budget(c, GRACE_LOST_ROOT_NS);
+	return end + rm_budget(c, GRACE_LOST_ROOT_NS) +
+	       (uint64_t)c->tree.height * rm_budget(c, LEVEL_STEP_NS);
 }
 
 /*
@@ -652,12 +660,18 @@ static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 		uint64_t now;
 
 		watch_job(c);
-		/* RM_MPI with rank 0 returns only on success here. */
-		RM_MPI(c, 0, "from", MPI_Iprobe, 0, TAG_HALT, MPI_COMM_WORLD, &flag,
-		       MPI_STATUS_IGNORE);
+		rm_tree_service(c);
+		if (rm_tree_adopted_halt(c, m)) {
+			rm_tree_halts(c, m);
+			return false;
+		}
+		/* RM_MPI with the parent returns only on success here. */
+		RM_MPI(c, c->tree.parent, "from", MPI_Iprobe, c->tree.parent, TAG_HALT,
+		       MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 		if (flag) {
-			RM_MPI(c, 0, "from", MPI_Recv, m, sizeof(*m), MPI_BYTE, 0, TAG_HALT,
-			       MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			RM_MPI(c, c->tree.parent, "from", MPI_Recv, m, sizeof(*m), MPI_BYTE,
+			       c->tree.parent, TAG_HALT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			rm_tree_halts(c, m);
 			return false;
 		}
 		now = ra_monotonic_ns();
@@ -671,8 +685,23 @@ static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 			rm_cut_off(c, "stop after a signal here");
 		if (now > lost)
 			rm_cut_off(c, "stop by the window's planned end");
-		rm_wait_until(c, planned ? planned - STOP_MARGIN_NS : 0);
+		if (ra_monotonic_ns() > c->tree.awake_until)
+			rm_wait_until(c, planned ? planned - STOP_MARGIN_NS : 0);
 	}
+}
+
+/* Other ranks: when the parent's next order is due, from now (the records just sent). */
+static uint64_t next_order_due(struct ctx *c)
+{
+	const struct rm_tree *t = &c->tree;
+	int root_kids = rm_tree_children(0, t->k, c->size);
+
+	/* Rank 0 gathers (the levels' steps), retries, may measure clocks again, and more. */
+	return ra_monotonic_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
+	       rm_budget(c, GRACE_RECORDS_NS) + rm_budget(c, LATE_RETRY_NS) +
+	       rm_budget(c, CLOCK_LOST_NS) + rm_budget(c, GRACE_NEXT_NS) + output_wait(c) +
+	       (uint64_t)t->height * rm_budget(c, LEVEL_STEP_NS) +
+	       (uint64_t)root_kids * 2 * RA_NS_PER_MS;
 }
 
 int rm_follow_windows(struct ctx *c, bool *lost)
@@ -684,37 +713,44 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 	for (;;) {
 		struct rm_ready r;
 
-		if (rm_await_root(c, TAG_ORDER, &o, sizeof(o), c->next_deadline))
+		if (rm_await_parent(c, TAG_ORDER, &o, sizeof(o), c->next_deadline))
 			rm_cut_off(c, "order");
+		c->tree.order_t1 = ra_realtime_ns();
 		if (o.end) {
+			rm_tree_orders(c, &o);
 			*lost = o.lost;
 			return o.code;
 		}
-		rm_records_open(c);
+		rm_tree_window(c, o.window);
 		/* From here on this rank's clock: rank 0's times turned into it. */
 		c->clock = o.clock;
 		c->rtt_worst_ns = o.rtt_worst_ns;
+		rm_tree_orders(c, &o);
 		mine[0] = local_ns(c, o.start_ns);
 		mine[1] = local_ns(c, o.send_ns);
 		/* Converted once, on receipt: a later step of this node's clock moves no wait. */
 		set_frame(c, mine[0]);
 		r = attach_phase(c, mine);
-		rm_post(c, 0, TAG_READY, &r, sizeof(r));
+		r.window = o.window;
+		rm_tree_ready(c, o.window, c->frame_mono, &r);
+		rm_tree_ready_up(c, &r);
 		if (hold_other(c, mine[0], &m)) {
 			detach_phase(c, m.stop_ns);
-			/* Rank 0's word on the same stop, for its reason and what follows. */
-			if (rm_await_root(c, TAG_HALT, &m, sizeof(m),
-					  lost_root_deadline(c, c->frame_mono)))
+			/* The parent's word on the same stop, for its reason and what follows. */
+			if (rm_await_parent(c, TAG_HALT, &m, sizeof(m),
+					    lost_root_deadline(c, c->frame_mono)))
 				rm_cut_off(c, "stop");
+			c->tree.halt_t1 = m.sent_rt ? ra_realtime_ns() : 0;
+			rm_tree_halts(c, &m);
 		} else {
+			c->tree.halt_t1 = m.sent_rt ? ra_realtime_ns() : 0;
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
 		stacks_fold(c);
-		rm_records_ready(c);
-		/* Rank 0's records wait with its retry, its wait for late clocks, and more. */
-		c->next_deadline = ra_monotonic_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
-				   rm_budget(c, GRACE_RECORDS_NS) + rm_budget(c, LATE_RETRY_NS) +
-				   rm_budget(c, CLOCK_LOST_NS) + rm_budget(c, GRACE_NEXT_NS) +
-				   output_wait(c) + (uint64_t)c->size * 2 * RA_NS_PER_MS;
+		rm_records_up(c, o.window, mono_of(c, local_ns(c, m.stop_ns)),
+			      rm_budget(c, GRACE_RECORDS_NS) + output_wait(c));
+		/* Children whose drift check disagreed, measured again before the next order. */
+		rm_tree_measure(c, false);
+		c->next_deadline = next_order_due(c);
 	}
 }

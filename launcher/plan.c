@@ -85,18 +85,18 @@ char *rm_plan_encode(const struct rm_opts *o)
 	if (!j)
 		return NULL;
 	if (json_object_update_new(
-		j, json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:i, s:i, s:b, s:b, s:b, s:o, s:o, "
-			     "s:o, s:i, s:b, s:b, s:o, s:I}",
-			     "tools", str_or_null(o->tools), "duration_ms",
-			     (json_int_t)o->duration_ms, "delay_ms", (json_int_t)o->delay_ms,
-			     "windows", o->windows, "max_window_ms", (json_int_t)o->max_window_ms,
-			     "start_lead_ms", (json_int_t)o->start_lead_ms, "jobs", o->jobs,
-			     "gather_slots", o->gather_slots, "inject", o->inject, "dry_run",
-			     o->dry_run, "one_node_per_rank", o->one_node_per_rank, "report",
-			     str_or_null(o->report), "timeline", str_or_null(o->timeline), "trace",
-			     str_or_null(o->trace), "verbose", o->verbose, "help", o->help,
-			     "version", o->version, "env", env_json(), "call_timeout_ms",
-			     (json_int_t)o->call_timeout_ms))) {
+		j,
+		json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:i, s:i, s:b, s:b, s:b, s:o, s:o, "
+			  "s:o, s:i, s:b, s:b, s:o, s:I}",
+			  "tools", str_or_null(o->tools), "duration_ms", (json_int_t)o->duration_ms,
+			  "delay_ms", (json_int_t)o->delay_ms, "windows", o->windows,
+			  "max_window_ms", (json_int_t)o->max_window_ms, "start_lead_ms",
+			  (json_int_t)o->start_lead_ms, "jobs", o->jobs, "fanout", o->fanout,
+			  "inject", o->inject, "dry_run", o->dry_run, "one_node_per_rank",
+			  o->one_node_per_rank, "report", str_or_null(o->report), "timeline",
+			  str_or_null(o->timeline), "trace", str_or_null(o->trace), "verbose",
+			  o->verbose, "help", o->help, "version", o->version, "env", env_json(),
+			  "call_timeout_ms", (json_int_t)o->call_timeout_ms))) {
 		json_decref(j);
 		return NULL;
 	}
@@ -188,10 +188,9 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 			   "mpirun_pid", &mpirun_pid, "uid", &uid, "children", &b[0], "all_users",
 			   &b[1], "duration_ms", &duration, "delay_ms", &delay, "windows",
 			   &o->windows, "max_window_ms", &max_window, "start_lead_ms", &lead,
-			   "jobs", &o->jobs, "gather_slots", &o->gather_slots, "inject", &b[2],
-			   "dry_run", &b[3], "one_node_per_rank", &b[4], "verbose", &o->verbose,
-			   "help", &b[5], "version", &b[6], "env", &env, "call_timeout_ms",
-			   &call_timeout)) {
+			   "jobs", &o->jobs, "fanout", &o->fanout, "inject", &b[2], "dry_run",
+			   &b[3], "one_node_per_rank", &b[4], "verbose", &o->verbose, "help", &b[5],
+			   "version", &b[6], "env", &env, "call_timeout_ms", &call_timeout)) {
 		snprintf(err, len, "rank 0's plan lacks a field: %s", je.text);
 		return -1;
 	}

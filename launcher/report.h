@@ -40,6 +40,12 @@ struct rm_node {
 	 */
 	int64_t clock_offset_ns;
 	uint64_t clock_rtt_ns;
+	/*
+	 * Composed down the launcher's tree: the true offset lies within
+	 * clock_bound_ns of clock_offset_ns (the sum of rtt / 2 over the links
+	 * from rank 0), and clock_rtt_ns is the round trip to the node's parent.
+	 */
+	uint64_t clock_bound_ns;
 	bool clock_known, clock_applied;
 	/* CLOCK_REALTIME - CLOCK_BOOTTIME on that node when gathered, 0 if unknown. */
 	int64_t boot_offset_ns;
@@ -54,6 +60,13 @@ struct rm_node {
 	const char *lost_reason; /* NULL when not lost */
 };
 
+/* Rank 0's share of one window's coordination (counted by rank 0). */
+struct rm_coord {
+	bool known;
+	uint64_t messages_sent, messages_received, bytes_sent, bytes_received;
+	int fanout, height;
+};
+
 /* One profiling window across all nodes. */
 struct rm_window {
 	int index;		 /* 1-based */
@@ -62,6 +75,7 @@ struct rm_window {
 	const char *stop_reason; /* "duration", "enter", "SIGINT", "SIGTERM", "max-window", ... */
 	struct rm_node *nodes;
 	size_t n_nodes;
+	struct rm_coord coord;
 };
 
 /*

@@ -357,6 +357,8 @@ static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold
 				  n->clock_known ? json_integer((json_int_t)n->clock_offset_ns)
 						 : json_null());
 	rc |= json_object_set_new(o, "clock_rtt_ns", jint_or_null(n->clock_rtt_ns, n->clock_known));
+	rc |= json_object_set_new(o, "clock_bound_ns",
+				  jint_or_null(n->clock_bound_ns, n->clock_known));
 	rc |= json_object_set_new(o, "clock_corrected",
 				  n->clock_known ? json_boolean(n->clock_applied) : json_null());
 	rc |= figures_json(o, n, t, since);
@@ -479,6 +481,18 @@ static void put(struct json_out *o, const char *key, json_t *v, bool first)
 	json_decref(v);
 }
 
+/* Rank 0's messages and bytes in the window (null for a window not counted). */
+static json_t *coord_json(const struct rm_coord *c)
+{
+	if (!c->known)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I, s:i, s:i}", "messages_sent",
+			 (json_int_t)c->messages_sent, "messages_received",
+			 (json_int_t)c->messages_received, "bytes_sent", (json_int_t)c->bytes_sent,
+			 "bytes_received", (json_int_t)c->bytes_received, "fanout", c->fanout,
+			 "height", c->height);
+}
+
 static void put_window(struct json_out *o, const struct rm_window *w, enum rm_detail d)
 {
 	struct rm_skew s = rm_window_skew(w);
@@ -492,6 +506,7 @@ static void put_window(struct json_out *o, const struct rm_window *w, enum rm_de
 	put(o, "stop_reason", rm_jstr_or_null(w->stop_reason), false);
 	put(o, "skew", skew_json(s), false);
 	put(o, "length", length_json(w, s), false);
+	put(o, "coordination", coord_json(&w->coord), false);
 	fputs(",\n\"nodes\": [\n", o->f);
 	for (size_t i = 0; i < w->n_nodes && !o->err; i++) {
 		put(o, NULL, node_json(&w->nodes[i], w->start_ns, &h, d, &left), i == 0);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# rocattach-mpi on 16 virtual nodes under a real mpirun, one target each:
-# every target attached exactly once and detached, the tools' records agree
-# with the report (tests/lib/windows.sh), every node has a clock offset and
-# round trip, and on this one real clock every offset is within 200 us of 0.
+# rocattach-mpi on 16 virtual nodes under a real mpirun, one target each, the
+# launcher's tree with --fanout 2 (height 4): every target attached exactly
+# once and detached, the tools' records agree with the report
+# (tests/lib/windows.sh), every node has a clock offset, round trip and error
+# bound (> 0 below rank 0, a child's at least its parent's), and on this one
+# real clock every offset is within its bound + 200 us of 0.
 # Usage: test_launcher_scale.sh BUILD_DIR   (as root, under the heavy-test lock)
 set -uo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
@@ -50,11 +52,11 @@ for _ in $(seq 100); do
 done
 vc_t_eq "a target on every node" "$up" "$N"
 
-echo "== one launcher rank per node, a 500 ms window; rank 0 pulls the records 3 ranks at a time"
+echo "== one launcher rank per node, a 500 ms window, the launcher's tree with --fanout 2"
 t0=$(vc_ms)
 "$S/vc-head" mpirun --hostfile "$S/hostfile" -np "$N" --map-by ppr:1:node \
 	-x ROCPROF_OUTPUT_PATH="$W/t1" "$B/bin/rocattach-mpi" --exe rocattach-example-target \
-	-t "$TOOL" -d 500 --gather-slots 3 --report "$W/r1.json" </dev/null >"$W/l1.out" 2>&1
+	-t "$TOOL" -d 500 --fanout 2 --report "$W/r1.json" </dev/null >"$W/l1.out" 2>&1
 rc=$?
 echo "launcher run: $(($(vc_ms) - t0)) ms"
 vc_t_eq "launcher exit code" "$rc" 0
@@ -68,9 +70,18 @@ vc_t_eq "each target's tool attached exactly once" \
 window_checks vc_t_cmd "$W/t1" "$W/r1.json" "$N" 500
 echo "clock offsets (ns): $(jq -c '[.windows[0].nodes[] | .clock_offset_ns]' "$W/r1.json")"
 echo "round trips (ns): $(jq -c '[.windows[0].nodes[] | .clock_rtt_ns]' "$W/r1.json")"
-vc_t_cmd "every node's clock offset and round trip in the report, the offset within 200 us of 0" \
+echo "error bounds (ns): $(jq -c '[.windows[0].nodes[] | .clock_bound_ns]' "$W/r1.json")"
+vc_t_cmd "every node's clock offset, round trip and bound in the report, the offset within its bound + 200 us of 0" \
 	jq -e --argjson n "$N" '[.windows[0].nodes[] | select(.clock_offset_ns != null and
-	.clock_rtt_ns != null and (.clock_offset_ns | fabs) <= 200000)] | length == $n' "$W/r1.json"
+	.clock_rtt_ns != null and .clock_bound_ns != null and
+	(.clock_offset_ns | fabs) <= .clock_bound_ns + 200000)] | length == $n' "$W/r1.json"
+# node i is rank i-1 (one per node, in order); rank r's parent is (r - 1) / 2.
+vc_t_cmd "below rank 0 every bound is > 0, and at least the parent's" \
+	jq -e '[.windows[0].nodes[] | {key: (.host[4:]), value: .clock_bound_ns}] | from_entries
+	as $b | [range(2; 17) | tostring | select($b[.] <= 0 or (((. | tonumber) - 2) / 2 | floor)
+	as $p | $p >= 1 and $b[.] < $b[($p + 1 | tostring)])] | length == 0' "$W/r1.json"
+vc_t_cmd "rank 0 sent at most 2 x fanout messages in the window" \
+	jq -e '.windows[0].coordination | .messages_sent <= 4 and .fanout == 2' "$W/r1.json"
 vc_t_cmd "no target traced afterwards" bash -c "for i in \$(seq $N); do
 	'$S/vc-exec' node\$i sh -c 'grep TracerPid: /proc/\$(pgrep -f \"^$B/bin/rocattach-example-target\")/status'
 	done | awk '{print \$2}' | sort -u | grep -qx 0"

@@ -11,7 +11,8 @@
 #  - the report's skew is the spread of its own per-target times.
 # Within 1 us (jq, which reads the report, holds numbers as doubles, and
 # CLOCK_REALTIME's nanoseconds need 61 bits), plus, for a node other than
-# rank 0's, half the round trip over which its clock offset was estimated:
+# rank 0's, the error bound of its clock offset (half the round trip over which
+# it was estimated, summed along the launcher's tree from rank 0):
 # the report's times are in rank 0's clock, corrected by that estimate, and a
 # node starts at rank 0's start time turned into its own clock by it.
 # Loose sanity bounds (an order of magnitude above the figures): spreads and
@@ -37,10 +38,11 @@ tool_records() {
 }
 
 # The report's targets of window W as
-# "host pid attach_ns attach_kind detach_ns detach_kind node_clock_rtt_ns"
+# "host pid attach_ns attach_kind detach_ns detach_kind twice_the_node's_clock_bound_ns"
 # (pid as the target sees it: the node's pid namespace when the report knows it).
 report_times() {
-	jq -r --argjson w "$2" '.windows[$w].nodes[] | .host as $h | (.clock_rtt_ns // 0) as $rtt |
+	jq -r --argjson w "$2" '.windows[$w].nodes[] | .host as $h |
+		(if .clock_bound_ns != null then 2 * .clock_bound_ns else (.clock_rtt_ns // 0) end) as $rtt |
 		.targets[] | [$h, (.nspid // .pid), (.attach.tool_ns // "null"),
 		 (.attach.tool_ns_kind // "null"), (.detach.tool_ns // "null"),
 		 (.detach.tool_ns_kind // "null"), $rtt] | join(" ")' "$1"

@@ -22,7 +22,15 @@ fi
 W=$(mktemp -d /tmp/rocattach-clock-test.XXXXXX)
 TARGET=$B/bin/rocattach-example-target
 D=3000
+WIN=(-d "$D")
 
+# drift: rank 1's clock stepped +5 s 1 s into the first of 3 windows: the launcher's
+# drift check (its stop and records' four timestamps) sees it, so rank 0 measures rank
+# 1's clock again before window 2 (clocks are not measured before every window now):
+# windows 2 and 3 have rank 1's offset at +5 s, corrected: rank 1 is given their start
+# in its stepped clock (its target, whose clock libfaketime leaves alone, attaches 5 s
+# after rank 0's start by its own clock), and the report, corrected back, has both
+# tools attached within 50 ms of each start.
 # In a new PID namespace: start the target with our agent, wait for its listener, run "$@".
 rank_script='t=$1 a=$2; shift 2
 ROCP_TOOL_ATTACH=1 LD_PRELOAD=$a "$t" --threads 0 </dev/null >/dev/null 2>&1 &
@@ -36,7 +44,7 @@ rank() { # rank CASE ENV...: one MPMD part; ENV goes to the launcher only
 	shift
 	printf '%s\0' -np 1 unshare --pid --fork --mount-proc /bin/sh -c "$rank_script" \
 		sh "$TARGET" "$AGENT" env "$@" "$LAUNCHER" --one-node-per-rank \
-		--exe rocattach-example-target -t "$TOOL" -d "$D" --report "$W/r.$c.json"
+		--exe rocattach-example-target -t "$TOOL" "${WIN[@]}" --report "$W/r.$c.json"
 }
 
 # run CASE STEP: rank 1's wall clock stepped by STEP seconds 1 s into the window; sets
@@ -99,6 +107,27 @@ for step in +5 -5 +15; do
 	check "$c: both tools detached within 50 ms of the stop (targets' clocks)" jq -e \
 		'.windows[0] as $w | [$w.nodes[].targets[] | .detach.tool_ns - $w.stop_ns]
 		 | length == 2 and all(. > -50000000 and . < 50000000)' "$W/r.$c.json"
+done
+c=drift
+WIN=(--windows "500:$D:3")
+run "$c" +5
+check "$c: exit 0 (got $RC), 3 windows, no node lost" jq -e '.exit_code == 0 and
+	(.windows | length == 3) and all(.windows[].nodes[]; .state == "ok")' "$W/r.$c.json"
+echo "$c: rank 1's offsets (ns): $(jq -c '[.windows[].nodes[1].clock_offset_ns]' "$W/r.$c.json")"
+check "$c: window 1 measured rank 1's clock as it was (offset within 0.1 s of 0)" jq -e \
+	'.windows[0].nodes[1].clock_offset_ns | fabs < 100000000' "$W/r.$c.json"
+check "$c: windows 2 and 3: rank 1's clock measured again, +5 s, corrected" jq -e \
+	'[.windows[1:][] | .nodes[1] | select((.clock_offset_ns - 5e9 | fabs) < 1e8 and
+	.clock_corrected)] | length == 2' "$W/r.$c.json"
+for w in 1 2; do
+	s=$(jq -r ".windows[$w].start_ns" "$W/r.$c.json")
+	check "$c: window $((w + 1)): rank 1's tool attached 5 s after the start by its target's clock" \
+		test "$(cat "$W/t.$c"/rocattach-tool.*.log | sed -n 's/^tool_attach .* ns=\([0-9]*\).*/\1/p' |
+		awk -v s="$s" '{ d = ($1 - s) / 1e6 - 5000; if (d > -1 && d < 50) n++ } END { print n + 0 }')" -eq 1
+	check "$c: window $((w + 1)): the report, corrected, has both tools attached within 50 ms of its start" \
+		jq -e --argjson w "$w" '.windows[$w] as $x | [$x.nodes[].targets[] |
+		(.attach.tool_ns - $x.start_ns)] | length == 2 and all(. > -1000000 and . < 50000000)' \
+		"$W/r.$c.json"
 done
 if [ "$FAILED" -eq 0 ] && [ -z "${KEEP:-}" ]; then rm -rf "$W"; elif [ "$FAILED" -ne 0 ]; then cat "$W"/*.out >&2; fi
 finish

@@ -151,6 +151,25 @@ static void test_rm_opts_parse_rejects_bad_input(void **state)
 	assert_null(strchr(err, '\n'));
 }
 
+/* --fanout: 2 to 1024, default 32; --gather-slots is refused, naming --fanout. */
+static void test_rm_opts_parse_fanout(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x"), 0);
+	assert_int_equal(o.fanout, 32);
+	assert_int_equal(PARSE("--exe", "x", "--fanout", "2"), 0);
+	assert_int_equal(o.fanout, 2);
+	assert_int_equal(PARSE("--exe", "x", "--fanout", "1024"), 0);
+	assert_int_equal(o.fanout, 1024);
+	assert_int_equal(PARSE("--exe", "x", "--fanout", "1"), -1);
+	assert_string_equal(err, "invalid --fanout '1': give 2 to 1024");
+	assert_int_equal(PARSE("--exe", "x", "--fanout", "1025"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--fanout", "4x"), -1);
+	assert_int_equal(PARSE("--exe", "x", "--gather-slots", "8"), -1);
+	assert_non_null(strstr(err, "--fanout"));
+	assert_null(strchr(err, '\n'));
+}
+
 /* Named as rocattach names them. */
 static void test_rm_opts_parse_names_bad_option(void **state)
 {
@@ -314,6 +333,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_rm_opts_parse_all_users, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_rejects_bad_input, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_names_bad_option, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_fanout, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_duration_limit, clear_env),
 	    cmocka_unit_test(test_rm_usage_is_the_help_file),
 	    cmocka_unit_test_setup(test_rm_opts_check_outputs_missing_dir, clear_env),

@@ -51,7 +51,7 @@ static void test_plan_round_trip(void **state)
 			      "750",
 			      "--jobs",
 			      "4",
-			      "--gather-slots",
+			      "--fanout",
 			      "3",
 			      "--inject",
 			      "--report",
@@ -96,7 +96,7 @@ static void test_plan_round_trip(void **state)
 	assert_int_equal(b.start_lead_ms, 40);
 	assert_int_equal(b.call_timeout_ms, 750);
 	assert_int_equal(b.jobs, 4);
-	assert_int_equal(b.gather_slots, 3);
+	assert_int_equal(b.fanout, 3);
 	assert_true(b.inject);
 	assert_false(b.dry_run);
 	assert_string_equal(b.report, "/tmp/r.json");

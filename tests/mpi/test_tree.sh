@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# The launcher's tree (--fanout), with many ranks on this machine: each rank in
+# its own PID and UTS namespace (hostname rN, --one-node-per-rank) with one
+# attachable example target, as bench/bench_coord.c runs them.
+#  1. --fanout 2 at 10 ranks (height 3), 2 windows: every node's records, each
+#     target attached and detached once per window; every node's clock fields,
+#     the error bound > 0 below rank 0 and a deeper node's bound >= its
+#     parent's; rank 0 sent at most 2 x fanout messages per window.
+#  2. 32 ranks, --fanout 4: interior rank 1 (children 5-8, grandchildren
+#     21-31) SIGKILLed mid-window under mpirun --enable-recovery: rank 0's
+#     report comes out with exit code 6, rank 1 lost with a reason; rank 0
+#     adopts rank 1's children, whose records (and their children's) come
+#     to it: every other node's records are there; every rank but the dead
+#     one ends with the run's code; every target alive, untraced, its tool
+#     attached and detached once.
+#  3. The same, SIGKILLing rank 5 (parent rank 1, children 21-24) and rank 2
+#     with all its children (9-12): rank 1 adopts 21-24 within rank 0's
+#     deadline (each level waits a step longer); rank 0 adopts 9-12, which
+#     stay silent and are lost with that reason. No hang, the other 26
+#     nodes' records there, every target alive and untraced.
+# Usage: test_tree.sh BUILD_DIR   (under the heavy-test lock)
+B=${1:?usage: test_tree.sh BUILD_DIR}
+. "$(dirname "$0")/lib.sh"
+command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
+command -v unshare >/dev/null || { echo "SKIP: unshare not found (package util-linux)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (a PID namespace per rank)"; exit 77; }
+TARGET=$B/bin/rocattach-example-target
+# Open MPI's shared-memory transport breaks across PID namespaces: TCP on loopback.
+export OMPI_MCA_btl=self,tcp
+W=$(mktemp -d /var/tmp/ra-tree.XXXXXX)
+TAG=ra-tree-$$
+trap 'cleanup; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"' EXIT
+
+# Each rank: its hostname, its target, the launcher; then the target's state
+# after the launcher ended: "rank exit tracer alive attaches detaches".
+cat >"$W/rank.sh" <<'EOF'
+out=$1; shift
+r=$OMPI_COMM_WORLD_RANK
+hostname "r$r"
+# The tools' logs are named by pid, and every namespace starts at 1: use up r
+# pids first, so that each rank's target has its own.
+i=0
+while [ $i -lt "$r" ]; do /bin/true; i=$((i + 1)); done
+ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT "$TARGET" --threads 0 </dev/null >/dev/null 2>&1 &
+tp=$!
+i=0
+while ! grep -qs rocp-bg-attach /proc/$tp/task/*/comm && [ $i -lt 2000 ]; do
+	sleep 0.005; i=$((i + 1))
+done
+"$@" 2>"$out/err.$r"
+rc=$?
+# A killed launcher's target is detached by its agent's watchdog: give it 5 s.
+for i in $(seq 50); do
+	[ "$(grep -c '^tool_detach ' "$out"/tool/*."$tp".log 2>/dev/null)" = \
+		"$(grep -c '^tool_attach ' "$out"/tool/*."$tp".log 2>/dev/null)" ] && break
+	sleep 0.1
+done
+tr=$(awk '/^TracerPid:/ {print $2}' /proc/$tp/status)
+alive=dead
+kill -0 $tp 2>/dev/null && alive=alive
+echo "$r $rc $tr $alive $(cat "$out"/tool/*."$tp".log 2>/dev/null | grep -c '^tool_attach ') \
+$(cat "$out"/tool/*."$tp".log 2>/dev/null | grep -c '^tool_detach ')" >>"$out/ranks"
+kill $tp
+EOF
+
+# run N OUT MPIRUN_OPTS... -- LAUNCHER_ARGS...: in the background, pid in RUN
+run() {
+	local n=$1 out=$2
+	shift 2
+	local mo=()
+	while [ "$1" != -- ]; do mo+=("$1"); shift; done
+	shift
+	mkdir -p "$out/tool"
+	mpirun -np "$n" --bind-to none "${mo[@]}" -x ROCPROF_OUTPUT_PATH="$out/tool" \
+		-x AGENT="$AGENT" -x TARGET="$TARGET" -x RA_TREE_TEST="$TAG" \
+		unshare --pid --fork --mount-proc --uts /bin/sh "$W/rank.sh" "$out" \
+		"$LAUNCHER" --one-node-per-rank --exe rocattach-example-target -t "$TOOL" \
+		"$@" </dev/null >"$out/out" 2>&1 &
+	RUN=$!
+	CHILDREN+=("$RUN")
+}
+
+# The launcher of rank $1 of this test's job.
+launcher_of() {
+	for p in $(pgrep -f "^$LAUNCHER"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RA_TREE_TEST=$TAG" || continue
+		tr '\0' '\n' <"/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$p"
+	done
+}
+
+echo "== 1. --fanout 2, 10 ranks, 2 windows"
+O=$W/f2
+run 10 "$O" -- --fanout 2 --windows 200:300:2 --report "$O/r.json"
+timeout 90 tail --pid="$RUN" -f /dev/null
+wait "$RUN"
+R=$O/r.json
+check "report written" jq -e . "$R"
+[ -s "$R" ] || sed 's/^/  | /' "$O/out" | tail -20
+check "exit code 0 in the report" jq -e '.exit_code == 0' "$R"
+check "both windows: 10 nodes, each ok with its target detached" jq -e '[.windows[] |
+	[.nodes[] | select(.state == "ok" and ([.targets[] | select(.state == "detached")] |
+	length) == 1)] | length] == [10, 10]' "$R"
+check "every target's tool attached and detached twice" \
+	[ "$(awk '$5 == 2 && $6 == 2 && $3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 10 ]
+echo "clocks (host offset rtt bound): $(jq -r '.windows[-1].nodes[] |
+	"\(.host) \(.clock_offset_ns) \(.clock_rtt_ns) \(.clock_bound_ns)"' "$R" | paste -sd, -)"
+check "every node has an offset, round trip and bound; below rank 0 the bound is > 0" \
+	jq -e '[.windows[-1].nodes[] | select(.clock_offset_ns != null and .clock_rtt_ns != null
+	and .clock_bound_ns != null and (.host == "r0" or .clock_bound_ns > 0))] | length == 10' "$R"
+# Heap order with fanout 2: rank r's parent is (r - 1) / 2.
+check "a deeper node's bound is at least its parent's (the sum of rtt/2 along the path)" \
+	jq -e '[.windows[-1].nodes[] | {key: (.host[1:]), value: .clock_bound_ns}] |
+	from_entries as $b | [range(3; 10) | tostring | select($b[.] <
+	$b[(((. | tonumber) - 1) / 2 | floor | tostring)])] | length == 0' "$R"
+echo "coordination: $(jq -c '[.windows[].coordination]' "$R")"
+check "rank 0 sent at most 2 x fanout messages per window, fanout 2, height 3" jq -e \
+	'[.windows[].coordination | select(.messages_sent <= 4 and .fanout == 2 and
+	.height == 3 and .messages_received > 0 and .bytes_received > 0)] | length == 2' "$R"
+
+echo "== 2. 32 ranks, --fanout 4: interior rank 1 SIGKILLed mid-window"
+O=$W/kill
+t0=$(now)
+run 32 "$O" --enable-recovery -- --fanout 4 -d 3000 --report "$O/r.json"
+for _ in $(seq 600); do grep -q "attached 32/32" "$O/out" && break; sleep 0.05; done
+check "all 32 targets attached" grep -q "attached 32/32" "$O/out"
+k=$(launcher_of 1)
+check "rank 1's launcher found" [ -n "$k" ]
+[ -n "$k" ] && kill -KILL "$k"
+tk=$(now)
+timeout 60 tail --pid="$RUN" -f /dev/null
+check "the job ended by itself within 40 s of the kill" elapsed_below "$tk" 40
+kill "$RUN" 2>/dev/null
+wait "$RUN"
+echo "whole run: $(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s"
+R=$O/r.json
+check "report written" jq -e . "$R"
+[ -s "$R" ] || sed 's/^/  | /' "$O/out" | tail -30
+check "the report's exit code is 6 (nodes lost)" jq -e '.exit_code == 6' "$R"
+check "rank 0's launcher exited 6" grep -q '^0 6 ' "$O/ranks"
+echo "r1: $(jq -r '.windows[-1].nodes[] | select(.host == "r1") | .lost_reason' "$R")"
+check "rank 1 lost with a reason" jq -e '.windows[-1].nodes[] | select(.host == "r1") |
+	.state == "lost" and (.lost_reason | test("^no records within"))' "$R"
+check "every other node (31) ok, its target detached: rank 1's subtree adopted" jq -e \
+	'[.windows[-1].nodes[] | select(.host != "r1") |
+	select(.state == "ok" and .targets[0].state == "detached")] | length == 31' "$R"
+check "32 nodes in the report" jq -e '.windows[-1].nodes | length == 32' "$R"
+check "rank 1's children (5-8) say rank 0 adopted them" bash -c "for r in 5 6 7 8; do
+	grep -q 'rank 1 (this rank.s parent) was lost: rank 0 adopted this rank' '$O/err.'\$r ||
+	exit 1; done"
+check "every rank but rank 1 ended with the run's code (6)" \
+	[ "$(awk '$1 != 1 && $2 == 6' "$O/ranks" | wc -l)" = 31 ]
+check "every target alive and untraced afterwards" \
+	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 32 ]
+check "every target's tool attached once and detached once" \
+	[ "$(awk '$5 == 1 && $6 == 1' "$O/ranks" | wc -l)" = 32 ]
+[ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; grep -v '^\[' "$O/out" | tail -40; }
+
+echo "== 3. 32 ranks, --fanout 4: rank 5 SIGKILLed, and rank 2 with its children 9-12"
+O=$W/kill2
+run 32 "$O" --enable-recovery -- --fanout 4 -d 3000 --report "$O/r.json"
+for _ in $(seq 600); do grep -q "attached 32/32" "$O/out" && break; sleep 0.05; done
+check "all 32 targets attached" grep -q "attached 32/32" "$O/out"
+pids=
+for r in 5 2 9 10 11 12; do pids="$pids $(launcher_of $r)"; done
+check "the 6 launchers found" [ "$(echo $pids | wc -w)" = 6 ]
+kill -KILL $pids
+tk=$(now)
+timeout 60 tail --pid="$RUN" -f /dev/null
+check "the job ended by itself within 40 s of the kill" elapsed_below "$tk" 40
+kill "$RUN" 2>/dev/null
+wait "$RUN"
+R=$O/r.json
+check "report written, exit code 6" jq -e '.exit_code == 6' "$R"
+[ -s "$R" ] || sed 's/^/  | /' "$O/out" | tail -30
+reason() { jq -r --arg h "$1" '.windows[-1].nodes[] | select(.host == $h) | .lost_reason' "$R"; }
+echo "r5: $(reason r5)"
+echo "r2: $(reason r2)"
+echo "r9: $(reason r9)"
+check "rank 5 lost by rank 1 (its deadline, a level below rank 0's)" \
+	[ "$(reason r5)" = "no records within 6.0 s after the stop (retried for 2.0 s)" ]
+check "rank 2 lost by rank 0" \
+	[ "$(reason r2)" = "no records within 7.0 s after the stop (retried for 2.0 s)" ]
+check "ranks 9-12, adopted by rank 0 but dead, lost with that reason" jq -e \
+	'[.windows[-1].nodes[] | select(.host == ("r9", "r10", "r11", "r12")) | select(.state ==
+	"lost" and (.lost_reason | test("^no records within 0.5 s of its adoption by rank 0 \\(rank 2, its parent, was lost\\)$")))] |
+	length == 4' "$R"
+check "ranks 21-24 adopted by rank 1" bash -c "for r in 21 22 23 24; do
+	grep -q 'rank 5 (this rank.s parent) was lost: rank 1 adopted this rank' '$O/err.'\$r ||
+	exit 1; done"
+check "the 26 other nodes ok, their targets detached" jq -e '[.windows[-1].nodes[] |
+	select(.state == "ok" and .targets[0].state == "detached")] | length == 26' "$R"
+check "every target alive and untraced afterwards" \
+	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 32 ]
+check "every target's tool attached once and detached once" \
+	[ "$(awk '$5 == 1 && $6 == 1' "$O/ranks" | wc -l)" = 32 ]
+[ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; grep -v '^\[' "$O/out" | tail -40; }
+finish
