@@ -39,6 +39,23 @@ after_attach() {
 	sleep "$2"
 }
 
+# The CPU time of process $1 in clock ticks (utime + stime), 0 once it is gone.
+cpu_ticks() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ t = $12 + $13 } END { print t + 0 }'
+}
+
+# Until process $1 has run $2 more ticks of CPU (the samples follow its CPU
+# time, not the wall clock: a loaded machine gives it less), 20 s at most.
+after_cpu() {
+	local t0
+	t0=$(cpu_ticks "$1")
+	for _ in $(seq 400); do
+		kill -0 "$1" 2>/dev/null || return 0
+		[ "$(cpu_ticks "$1")" -ge $((t0 + $2)) ] && return 0
+		sleep 0.05
+	done
+}
+
 # Samples of rank $2 in folded file $1 whose stack has frame $3 (all: $3 empty).
 samples() {
 	awk -v r="$HOST;rank $2;" -v f="$3" 'index($0, r) == 1 {
@@ -104,10 +121,12 @@ start_target i0 0 none || exit 1
 P0=$TPID
 start_target i1 1 none || exit 1
 P1=$TPID
-mpirun -np 1 "$LAUNCHER" --pid "$P0,$P1" --rank-var MY_RANK --inject --sample 99 -d 2000 \
+mpirun -np 1 "$LAUNCHER" --pid "$P0,$P1" --rank-var MY_RANK --inject --sample 99 -d 4000 \
 	--folded "$W/f2.txt" --flamegraph "$W/g2.svg" </dev/null >"$W/l2.out" 2>&1 &
 L=$!
-after_attach "$W/l2.out" 0.5
+after_attach "$W/l2.out" 0
+# 0.3 s of its CPU at 99 Hz: about 30 samples before it exits.
+after_cpu "$P1" 30
 echo exit >&"${TFD[i1]}"
 wait "$L"
 rc=$?
