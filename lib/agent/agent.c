@@ -335,6 +335,8 @@ static int check_attach_args(const char *env, const char *path, struct env_scan 
 	if (!listening)
 		return no_listener();
 	ret = arg_copy_string(path, &a->path);
+	if (ret)
+		arg_copy_end();
 	if (ret == -ENOMEM)
 		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
 	if (ret)
@@ -342,6 +344,7 @@ static int check_attach_args(const char *env, const char *path, struct env_scan 
 			    "tool_lib_path %p is not a string in readable memory",
 			    (const void *)path);
 	ret = check_env_buffer(env, sc, &a->env);
+	arg_copy_end();
 	if (ret)
 		return ret;
 	if (first_path && strcmp(first_path, a->path))

@@ -59,6 +59,8 @@ int arg_copy_string(const char *s, char **out);
  * may be read, -ENOMEM.
  */
 int arg_copy_envbuf(const char *env, char **out, size_t *len);
+/* After the copies of one call: closes what they kept open (one maps fd). */
+void arg_copy_end(void);
 
 /* agent_env.c */
 /* A checked environment buffer: our private variables, and the pairs the tools see. */

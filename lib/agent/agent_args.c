@@ -41,9 +41,10 @@
 
 /* Under agent_lock: what this kernel refused once is not asked again. */
 static bool no_query, no_vm_readv;
+/* /proc/self/maps for PROCMAP_QUERY, open from the first query to arg_copy_end. */
+static int maps_fd = -1;
 
 struct arg_reader {
-	int fd;		  /* /proc/self/maps for PROCMAP_QUERY, -1 before it is opened */
 	uintptr_t end;	  /* end of the scannable span found so far */
 	bool span_closed; /* the span cannot grow past end */
 };
@@ -105,7 +106,7 @@ static size_t readable_bytes(const void *p)
 }
 
 /* The mapping at a: 1 and its end if we may scan it, 0 if not, -1 if the ioctl is not there. */
-static int query_one(struct arg_reader *r, uintptr_t a, uintptr_t *end)
+static int query_one(uintptr_t a, uintptr_t *end)
 {
 	char name[4096];
 	struct procmap_query q = {
@@ -115,12 +116,12 @@ static int query_one(struct arg_reader *r, uintptr_t a, uintptr_t *end)
 	    .vma_name_addr = (uintptr_t)name,
 	};
 
-	if (r->fd < 0)
-		r->fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0)
+	if (maps_fd < 0)
+		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (maps_fd < 0)
 		return -1;
 	name[0] = '\0';
-	if (ioctl(r->fd, PROCMAP_QUERY, &q) < 0) {
+	if (ioctl(maps_fd, PROCMAP_QUERY, &q) < 0) {
 		/* ENOENT: no mapping at a. ENAMETOOLONG: not a name we let through. */
 		if (errno == ENOENT || errno == ENAMETOOLONG)
 			return 0;
@@ -142,7 +143,7 @@ static size_t span_from(struct arg_reader *r, uintptr_t a)
 		return r->end - a;
 	if (r->span_closed)
 		return 0;
-	ok = no_query ? -1 : query_one(r, a, &end);
+	ok = no_query ? -1 : query_one(a, &end);
 	if (ok < 0) {
 		/* An older kernel: the whole span at once, from the maps file. */
 		if (!no_query)
@@ -222,10 +223,11 @@ static int read_arg(struct arg_reader *r, const char *p, size_t max,
 	return 0;
 }
 
-static void reader_close(struct arg_reader *r)
+void arg_copy_end(void)
 {
-	if (r->fd >= 0)
-		close(r->fd);
+	if (maps_fd >= 0)
+		close(maps_fd);
+	maps_fd = -1;
 }
 
 /* A string is complete at its NUL; only the newest chunk needs a look. */
@@ -244,14 +246,13 @@ static bool str_done(const char *buf, size_t len, void *arg)
 
 int arg_copy_string(const char *s, char **out)
 {
-	struct arg_reader r = {.fd = -1};
+	struct arg_reader r = {0};
 	struct str_state st = {0};
 	size_t len;
 	char *buf;
 	int err;
 
 	err = read_arg(&r, s, ARG_STRING_MAX, str_done, &st, &buf, &len);
-	reader_close(&r);
 	if (err)
 		return err;
 	if (!len || !memchr(buf, '\0', len)) {
@@ -290,13 +291,12 @@ static bool env_done(const char *buf, size_t len, void *arg)
 
 int arg_copy_envbuf(const char *env, char **out, size_t *len)
 {
-	struct arg_reader r = {.fd = -1};
+	struct arg_reader r = {0};
 	struct env_state st = {0};
 	char *buf;
 	int err;
 
 	err = read_arg(&r, env, ARG_ENVBUF_MAX, env_done, &st, &buf, len);
-	reader_close(&r);
 	if (err)
 		return err;
 	if (!*len) {
