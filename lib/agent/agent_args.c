@@ -18,7 +18,8 @@
  *   and any page without a struct page. It would still read a device
  *   mapping backed by ordinary pages (and run its fault handler), which is
  *   why the first layer stays. Where process_vm_readv is refused (seccomp,
- *   ENOSYS) we copy with memcpy inside the checked span, as before.
+ *   ENOSYS) the argument is measured in place inside the checked span, as
+ *   before (no further than its end), and copied with memcpy.
  *
  * Limits: a string is read in chunks up to its NUL, at most ARG_STRING_MAX
  * bytes; an environment buffer up to its last pair, at most ARG_ENVBUF_MAX.
@@ -161,46 +162,87 @@ static size_t span_from(struct arg_reader *r, uintptr_t a)
 	return end - a;
 }
 
-/* Copy n bytes at a, all inside the span: how many came (fewer if a page went away). */
-static size_t copy_in(char *dst, uintptr_t a, size_t n)
+/*
+ * Copy n bytes at a, all inside the span: how many came (fewer if a page
+ * went away), or -1 where process_vm_readv cannot be used.
+ */
+static ssize_t copy_in(char *dst, uintptr_t a, size_t n)
 {
 	struct iovec local = {dst, n}, remote = {(void *)a, n};
 	ssize_t got;
 	int err;
 
-	if (!no_vm_readv) {
-		got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-		if (got >= 0)
-			return (size_t)got;
-		err = errno;
-		if (err == EFAULT)
-			return 0;
-		/* EPERM (seccomp) or ENOSYS stay; anything else may pass. */
-		no_vm_readv = err == EPERM || err == ENOSYS;
-		dbg("process_vm_readv on ourselves: %s; copying directly", strerror(err));
-	}
-	memcpy(dst, (const void *)a, n);
-	return n;
+	got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	if (got >= 0)
+		return got;
+	err = errno;
+	if (err == EFAULT)
+		return 0;
+	/* EPERM (seccomp) or ENOSYS stay; anything else may pass. */
+	no_vm_readv = err == EPERM || err == ENOSYS;
+	dbg("process_vm_readv on ourselves: %s; copying directly", strerror(err));
+	return -1;
+}
+
+/* What is read of one kind of argument. */
+struct arg_kind {
+	size_t max; /* bytes read at most */
+	/* With the chunks read so far: is it complete? (st: the kind's running state) */
+	bool (*done)(const char *buf, size_t len, void *st);
+	/* Its length in [b, b + len) read in place, 0 if it does not end there. */
+	size_t (*measure)(const char *b, size_t len);
+};
+
+static int copy_out(const char *src, size_t n, char **buf, size_t *len)
+{
+	char *b = malloc(n + 1);
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, src, n);
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
 }
 
 /*
- * Read from p into *buf until done() says the argument is complete, the
- * span ends or max bytes came; *len is how many came. The first read goes
- * to the end of p's 4 KB block, each next one doubles what we have.
+ * Without process_vm_readv, as before: the whole span found first, the
+ * argument measured in place (reading no further than its end, as a memchr
+ * would) and copied.
  */
-static int read_arg(struct arg_reader *r, const char *p, size_t max,
-		    bool (*done)(const char *buf, size_t len, void *st), void *st, char **buf,
-		    size_t *len)
+static int read_direct(struct arg_reader *r, const char *p, const struct arg_kind *k, char **buf,
+		       size_t *len)
+{
+	size_t tot = 0, span, n;
+
+	while (tot < k->max && (span = span_from(r, (uintptr_t)p + tot)))
+		tot += span;
+	tot = MIN(tot, k->max);
+	n = tot ? k->measure(p, tot) : 0;
+	return copy_out(p, n ? n : tot, buf, len);
+}
+
+/*
+ * Read p into *buf until kind's done() says it is complete, the span ends
+ * or max bytes came; *len is how many came. The first read goes to the end
+ * of p's 4 KB block, each next one doubles what we have.
+ */
+static int read_arg(struct arg_reader *r, const char *p, const struct arg_kind *k, void *st,
+		    char **buf, size_t *len)
 {
 	uintptr_t a = (uintptr_t)p;
-	size_t cap = 0, want, got, span;
+	size_t cap = 0, want, span;
 	char *b = NULL, *nb;
+	ssize_t got;
 
+	if (no_vm_readv)
+		return read_direct(r, p, k, buf, len);
 	*len = 0;
 	do {
 		span = span_from(r, a + *len);
 		want = *len ? *len : ARG_CHUNK - (a & (ARG_CHUNK - 1));
-		want = MIN(MIN(want, max - *len), span);
+		want = MIN(MIN(want, k->max - *len), span);
 		if (!want)
 			break;
 		if (*len + want > cap) {
@@ -213,10 +255,14 @@ static int read_arg(struct arg_reader *r, const char *p, size_t max,
 			b = nb;
 		}
 		got = copy_in(b + *len, a + *len, want);
-		*len += got;
-		if (got < want)
+		if (got < 0) {
+			free(b);
+			return read_direct(r, p, k, buf, len);
+		}
+		*len += (size_t)got;
+		if ((size_t)got < want)
 			break;
-	} while (!done(b, *len, st));
+	} while (!k->done(b, *len, st));
 	if (b)
 		b[*len] = '\0';
 	*buf = b;
@@ -244,15 +290,23 @@ static bool str_done(const char *buf, size_t len, void *arg)
 	return nul;
 }
 
+static size_t str_measure(const char *b, size_t len)
+{
+	const char *nul = memchr(b, '\0', len);
+
+	return nul ? (size_t)(nul - b) + 1 : 0;
+}
+
 int arg_copy_string(const char *s, char **out)
 {
+	static const struct arg_kind kind = {ARG_STRING_MAX, str_done, str_measure};
 	struct arg_reader r = {0};
 	struct str_state st = {0};
 	size_t len;
 	char *buf;
 	int err;
 
-	err = read_arg(&r, s, ARG_STRING_MAX, str_done, &st, &buf, &len);
+	err = read_arg(&r, s, &kind, &st, &buf, &len);
 	if (err)
 		return err;
 	if (!len || !memchr(buf, '\0', len)) {
@@ -289,14 +343,22 @@ static bool env_done(const char *buf, size_t len, void *arg)
 	return true;
 }
 
+static size_t env_measure(const char *b, size_t len)
+{
+	struct env_state st = {0};
+
+	return env_done(b, len, &st) ? st.pos : 0;
+}
+
 int arg_copy_envbuf(const char *env, char **out, size_t *len)
 {
+	static const struct arg_kind kind = {ARG_ENVBUF_MAX, env_done, env_measure};
 	struct arg_reader r = {0};
 	struct env_state st = {0};
 	char *buf;
 	int err;
 
-	err = read_arg(&r, env, ARG_ENVBUF_MAX, env_done, &st, &buf, len);
+	err = read_arg(&r, env, &kind, &st, &buf, len);
 	if (err)
 		return err;
 	if (!*len) {
