@@ -735,6 +735,22 @@ static bool procmap_query_works(void)
 	return ok;
 }
 
+/* A string is read up to 1 MiB (agent_args.c): one whose NUL comes later is refused. */
+static int bad_pointers_long(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = ((size_t)1 << 20) + page;
+	char *map;
+
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(map != MAP_FAILED);
+	memset(map, '/', size - 1);
+	map[size - 1] = '\0';
+	CHECK(ag.attach(NULL, map) == 8);
+	CHECK(strstr(ag.last_error(), "not a string in readable memory"));
+	CHECK_OK(munmap(map, size));
+	return 0;
+}
+
 static int child_bad_pointers(void)
 {
 	char log[PATH_MAX];
@@ -746,6 +762,7 @@ static int child_bad_pointers(void)
 	CHECK(old >= 0);
 	CHECK_OK(bad_pointers_basic());
 	CHECK_OK(bad_pointers_hole());
+	CHECK_OK(bad_pointers_long());
 	debug_end(old);
 	/* The checks above ran on the fast path: no direct copy, no maps file parsed. */
 	CHECK(!debug_has(log, "copying directly"));
@@ -911,6 +928,7 @@ static int child_slow_paths(void)
 	CHECK(old >= 0);
 	CHECK_OK(bad_pointers_basic());
 	CHECK_OK(bad_pointers_hole());
+	CHECK_OK(bad_pointers_long());
 	env = make_env_len(NULL, &len);
 	CHECK(env);
 	CHECK(ag.attach(env, straddled(RA_TOOL_PATH)) == 0);
