@@ -106,7 +106,10 @@ static size_t readable_bytes(const void *p)
 	return end ? end - a : 0;
 }
 
-/* The mapping at a: 1 and its end if we may scan it, 0 if not, -1 if the ioctl is not there. */
+/*
+ * The mapping at a: 1 and its end if we may scan it, 0 if not; -1 if the
+ * maps file cannot be opened now (out of fds), -2 if the ioctl is not there.
+ */
 static int query_one(uintptr_t a, uintptr_t *end)
 {
 	char name[4096];
@@ -126,7 +129,7 @@ static int query_one(uintptr_t a, uintptr_t *end)
 		/* ENOENT: no mapping at a. ENAMETOOLONG: not a name we let through. */
 		if (errno == ENOENT || errno == ENAMETOOLONG)
 			return 0;
-		return -1;
+		return -2;
 	}
 	if (!(q.vma_flags & PROCMAP_QUERY_VMA_READABLE) || !name_ok(q.vma_name_size ? name : NULL))
 		return 0;
@@ -144,12 +147,13 @@ static size_t span_from(struct arg_reader *r, uintptr_t a)
 		return r->end - a;
 	if (r->span_closed)
 		return 0;
-	ok = no_query ? -1 : query_one(a, &end);
+	ok = no_query ? -2 : query_one(a, &end);
 	if (ok < 0) {
 		/* An older kernel: the whole span at once, from the maps file. */
-		if (!no_query)
+		if (ok == -2 && !no_query) {
 			dbg("PROCMAP_QUERY: %s; parsing /proc/self/maps", strerror(errno));
-		no_query = true;
+			no_query = true;
+		}
 		end = a + readable_bytes((const void *)a);
 		r->span_closed = true;
 		ok = end > a;
