@@ -232,6 +232,23 @@ static double cost(const struct run *r, const double *with, const double *withou
 }
 
 /*
+ * A half's cost for the note, us. Each order (options first, options
+ * second) takes every other cycle, so a half of fewer than 4 warm cycles
+ * leaves an order with one cycle or none: its median is noise or NaN.
+ */
+static void half_text(char *buf, size_t len, const struct run *r, const double *with,
+		      const double *without, size_t c0, size_t c1)
+{
+	size_t first = c0 ? c0 : 1, warm = c1 > first ? c1 - first : 0;
+	double x = cost(r, with, without, c0, c1, NULL);
+
+	if (warm < 4 || isnan(x))
+		snprintf(buf, len, "too few cycles (%zu)", warm);
+	else
+		snprintf(buf, len, "%+.1f us", x);
+}
+
+/*
  * The options' cost beside the noise it must stand out of: how far the
  * plain attaches' own p50 moved between the two halves of the run.
  */
@@ -239,6 +256,7 @@ static void add_paired_row(struct bt_results *res, const struct run *r, bool cal
 {
 	const double *with = call ? r->oc : r->ow, *without = call ? r->pc : r->pw;
 	size_t h = (r->cycles + 1) / 2, c = r->cycles;
+	char first[48], second[48], going[48];
 	double d, order, noise;
 	json_t *row;
 
@@ -254,10 +272,16 @@ static void add_paired_row(struct bt_results *res, const struct run *r, bool cal
 			  : "the plain warm attach's p50, first half of the cycles against the "
 			    "second, same run",
 		     NULL, 0, false);
+	half_text(first, sizeof(first), r, with, without, 0, h);
+	half_text(second, sizeof(second), r, with, without, h, c);
+	if (isnan(order))
+		snprintf(going, sizeof(going), "too few cycles");
+	else
+		snprintf(going, sizeof(going), "%.1f us", order);
 	bt_row_note(row,
 		    "with - without, same target and cycle, both orders averaged; first half "
-		    "%+.1f us, second %+.1f us; going first costs %.1f us",
-		    cost(r, with, without, 0, h, NULL), cost(r, with, without, h, c, NULL), order);
+		    "%s, second %s; going first costs %s",
+		    first, second, going);
 }
 
 /* v[cycle * k + target] as [cycle][target], ns, null where the attach failed. */

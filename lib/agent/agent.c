@@ -145,61 +145,6 @@ static void agent_leave(void)
 }
 
 /*
- * A maps line into [lo, hi) and whether we may scan it: readable, and not
- * [vvar] (some of its pages fault) nor a device (reads of a GPU's MMIO or
- * doorbell mapping can have effects). /dev/zero is shared anonymous memory.
- */
-static int map_parse(const char *line, unsigned long *lo, unsigned long *hi, bool *ok)
-{
-	const char *path;
-	char perms[5];
-	int n = 0;
-
-	if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", lo, hi, perms, &n) != 3)
-		return -1;
-	path = n ? line + n : "";
-	*ok = perms[0] == 'r' && strncmp(path, "[vvar", 5) &&
-	      (strncmp(path, "/dev/", 5) || !strncmp(path, "/dev/zero", 9) ||
-	       !strncmp(path, "/dev/shm/", 9));
-	return 0;
-}
-
-/*
- * Bytes we may read from p on: the rest of the mapping holding p plus
- * scannable mappings that follow without a gap. 0 if p is not in one.
- */
-static size_t readable_bytes(const void *p)
-{
-	unsigned long lo, hi, end = 0, a = (unsigned long)p;
-	char *line = NULL;
-	size_t cap = 0;
-	bool ok;
-	FILE *f;
-
-	f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return 0;
-	while (getline(&line, &cap, f) > 0 && !map_parse(line, &lo, &hi, &ok)) {
-		if (end && (lo != end || !ok))
-			break;
-		if (end || (a >= lo && a < hi && ok))
-			end = hi;
-		else if (a < hi)
-			break;
-	}
-	free(line);
-	fclose(f);
-	return end ? end - a : 0;
-}
-
-static bool readable_string(const char *s)
-{
-	size_t len = readable_bytes(s);
-
-	return len && memchr(s, '\0', len);
-}
-
-/*
  * What became of each library of the tool list at the first attach, for
  * the attacher (RA_AGENT_TOOL_OUTCOME): [0] how many, then one enum
  * rocattach_tool_outcome each. Written before the entry point returns.
@@ -345,19 +290,23 @@ static int tools_attach(const char *start)
 	return ROCATTACH_REGISTER_SUCCESS;
 }
 
-/* The buffer checked and read in one pass: each later use reads sc. */
-static int check_env_buffer(const char *env, struct env_scan *sc)
+/*
+ * The buffer copied (agent_args.c), checked and read in one pass: each
+ * later use reads sc, which points into *copy.
+ */
+static int check_env_buffer(const char *env, struct env_scan *sc, char **copy)
 {
 	size_t len;
 	int err;
 
 	if (!env)
 		return 0;
-	len = readable_bytes(env);
-	if (!len)
+	err = arg_copy_envbuf(env, copy, &len);
+	if (err == -EFAULT)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
 			    "environment_buffer %p is not in readable memory", (const void *)env);
-	err = env_scan(env, len, sc);
+	if (!err)
+		err = env_scan(*copy, len, sc);
 	if (err == -ENOMEM)
 		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
 	if (err)
@@ -373,22 +322,34 @@ static int no_listener(void)
 		    " (a child forked without exec has none)");
 }
 
-static int check_attach_args(const char *env, const char *path, struct env_scan *sc)
+/* Our copies of the caller's arguments: nothing reads the caller's memory twice. */
+struct attach_args {
+	char *path, *env;
+};
+
+static int check_attach_args(const char *env, const char *path, struct env_scan *sc,
+			     struct attach_args *a)
 {
 	int ret;
 
 	if (!listening)
 		return no_listener();
-	if (!readable_string(path))
+	ret = arg_copy_string(path, &a->path);
+	if (ret)
+		arg_copy_end();
+	if (ret == -ENOMEM)
+		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "out of memory");
+	if (ret)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
 			    "tool_lib_path %p is not a string in readable memory",
 			    (const void *)path);
-	ret = check_env_buffer(env, sc);
+	ret = check_env_buffer(env, sc, &a->env);
+	arg_copy_end();
 	if (ret)
 		return ret;
-	if (first_path && strcmp(first_path, path))
+	if (first_path && strcmp(first_path, a->path))
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
-			    "tool_lib_path \"%s\" differs from the first attach's \"%s\"", path,
+			    "tool_lib_path \"%s\" differs from the first attach's \"%s\"", a->path,
 			    first_path);
 	return 0;
 }
@@ -406,12 +367,13 @@ void thread_name(const char *name)
 
 static int attach_locked(const char *env, const char *path)
 {
+	struct attach_args args = {0};
 	struct env_scan sc = {0};
 	struct env_undo undo = {0};
 	struct owner o;
 	int ret;
 
-	ret = check_attach_args(env, path, &sc);
+	ret = check_attach_args(env, path, &sc, &args);
 	if (ret)
 		goto out;
 	owner_from_value(sc.owner, &o);
@@ -428,7 +390,7 @@ static int attach_locked(const char *env, const char *path)
 	}
 	ret = env_apply(&sc, &undo);
 	if (!ret && !first_path)
-		ret = first_attach(path);
+		ret = first_attach(args.path);
 	if (!ret)
 		ret = tools_attach(sc.start);
 	if (ret) {
@@ -441,6 +403,8 @@ static int attach_locked(const char *env, const char *path)
 	env_undo_free(&undo);
 out:
 	env_scan_free(&sc);
+	free(args.path);
+	free(args.env);
 	return ret;
 }
 

@@ -4,6 +4,8 @@
  * what they share, all hidden symbols:
  *   agent.c           the entry points: attach, detach (at a time), their
  *                     arguments, starter threads, messages
+ *   agent_args.c      the pointer arguments, copied from memory we may
+ *                     read (no /proc/self/maps parse on 6.11 and later)
  *   agent_env.c       the environment buffer: read once, applied to
  *                     environ (a reattach's checks its variables in place),
  *                     undone when the attach fails
@@ -44,6 +46,21 @@ void note(const char *lib, const char *why);
 void thread_name(const char *name);
 /* Under agent_lock: tool_detach now (the watchdog's, for a dead attacher). */
 int detach_locked(void);
+
+/* agent_args.c */
+/*
+ * Copy the string at s up to its NUL (*out malloc'd): 0, -EFAULT if it is
+ * not a string in memory we may read, -ENOMEM.
+ */
+int arg_copy_string(const char *s, char **out);
+/*
+ * Copy the environment buffer at env up to its last pair, or as far as we
+ * may read (env_scan then finds it malformed): 0, -EFAULT if not one byte
+ * may be read, -ENOMEM.
+ */
+int arg_copy_envbuf(const char *env, char **out, size_t *len);
+/* After the copies of one call: closes what they kept open (one maps fd). */
+void arg_copy_end(void);
 
 /* agent_env.c */
 /* A checked environment buffer: our private variables, and the pairs the tools see. */
