@@ -23,4 +23,11 @@ struct procmap_query {
 #define PROCMAP_QUERY_VMA_READABLE 0x01
 #endif
 
+/*
+ * The kernel's ABI, pinned: uapi/linux/fs.h (Linux 6.11) makes the struct
+ * 104 bytes and the request _IOWR('f', 17, ...) = 0xC0686611.
+ */
+_Static_assert(sizeof(struct procmap_query) == 104, "struct procmap_query is 104 bytes");
+_Static_assert(PROCMAP_QUERY == 0xC0686611u, "PROCMAP_QUERY is 0xC0686611");
+
 #endif
