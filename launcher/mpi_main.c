@@ -427,6 +427,8 @@ static size_t count_last(const struct rm_run *r, bool (*fails)(const struct rn_t
 
 	for (size_t i = 0; w && i < w->n_nodes; i++) {
 		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
+		/* Records a node left out are clean ones: no failure among them. */
+		total += w->nodes[i].lost ? 0 : rm_left_out(&w->nodes[i]);
 		for (size_t k = 0; t && k < w->nodes[i].n; k++, total++)
 			n += fails(&t[k]);
 	}
@@ -664,6 +666,10 @@ static int survey(struct ctx *c)
 	rm_collect_records(c, &nodes, &n_nodes, ra_monotonic_ns(), GRACE_SURVEY_NS, "of the start");
 	say_setup(c);
 	c->total_targets = count_targets(nodes, n_nodes, &c->max_targets);
+	/* Decided once, before window 1: each node cuts every window's records at it. */
+	c->run.cut.survey_targets = c->total_targets;
+	c->run.cut.level =
+	    c->o.detail != RM_DETAIL_AUTO ? c->o.detail : rm_detail_default(c->total_targets);
 	for (size_t i = 0; i < n_nodes; i++)
 		empty += nodes[i].n == 0;
 	c->nodes_alive = (int)(n_nodes - empty);

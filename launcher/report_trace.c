@@ -164,7 +164,7 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 	trace_meta(tr, "process_name", pid, 0, trace_node_name(tr, n, ni));
 	trace_meta(tr, "process_sort_index", pid, 0, trace_sort(pid));
 	if (tr->d != RM_DETAIL_ALL) {
-		snprintf(label, sizeof(label), "node: %zu targets' tools", n->n);
+		snprintf(label, sizeof(label), "node: %zu targets' tools", rm_found(n));
 		trace_meta(tr, "thread_name", pid, TRACE_NODE_TID, trace_name(label, (size_t)-1));
 		trace_meta(tr, "thread_sort_index", pid, TRACE_NODE_TID, trace_sort(-2));
 		trace_meta(tr, "thread_name", pid, TRACE_NODE_CALLS_TID,
@@ -378,7 +378,8 @@ static void trace_nodes(struct trace *tr)
 
 			if (t)
 				p = rm_prev_targets(tr->r, wi, ni, n->host, &hp, &np);
-			if (t && tr->d != RM_DETAIL_ALL)
+			/* A node that cut its records sent its figures: spans with no record. */
+			if ((t || (ln && !n->lost && n->cut)) && tr->d != RM_DETAIL_ALL)
 				trace_node_spans(tr, w, n, t, (int)(ln - last->nodes) + 2);
 			for (size_t ti = 0; t && ti < n->n; ti++)
 				if (rm_detail_keeps(tr->d, n, &t[ti]))
@@ -479,7 +480,7 @@ int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t l
 	struct trace tr = {.r = r};
 	struct rm_out out;
 	json_t *other;
-	char chosen[96];
+	char chosen[192];
 
 	tr.d = rm_detail_of(r, chosen, sizeof(chosen));
 	if (rm_out_open(&out, path, "trace", err, len))
