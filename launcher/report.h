@@ -26,7 +26,8 @@ struct ra_stack_tree;
  * once taken.
  */
 #define RM_SUM_HIST_BINS 26
-#define RM_SUM_TOPO 1024
+#define RM_SUM_TOPO 256
+#define RM_SUM_TOOLS 16
 struct rm_sum_fig3 {
 	uint64_t min, p50, max, n;
 };
@@ -45,13 +46,15 @@ struct rm_node_sum {
 	uint64_t len_lo, len_hi, len_n, bounds;
 	/*
 	 * Of the records left out: each library's outcomes by list position
-	 * (rn_target.tools), and those on ROCm's side without our watchdog.
+	 * (rn_target.tools; a list longer than RM_SUM_TOOLS: nothing cut), and
+	 * those on ROCm's side without our watchdog.
 	 */
-	uint32_t tools_left[RN_TOOLS_MAX][4];
+	uint32_t tools_left[RM_SUM_TOOLS][4];
 	uint64_t unwatched_left;
 	/* The union of its targets' CPU and NUMA lists and GPUs, as the report has it. */
 	char cpus[RM_SUM_TOPO], numa[RM_SUM_TOPO / 4], gpus[RM_SUM_TOPO];
 };
+_Static_assert(sizeof(struct rm_node_sum) <= 1400, "the block stays near one record's size");
 
 /* One node's records as gathered after a window (or after selection, for --dry-run). */
 struct rm_node {
@@ -231,8 +234,8 @@ int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_nod
 /*
  * The block of a node's targets t[0..n) (all of them) for level d in the
  * window that started at since (its clock). 0, or -1 when it cannot be
- * made (a topology union too long for the block, out of memory): then the
- * node cuts nothing.
+ * made (a topology union too long for the block, a tool list longer than
+ * RM_SUM_TOOLS, out of memory): then the node cuts nothing.
  */
 int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint64_t since,
 		    struct rm_node_sum *sum);

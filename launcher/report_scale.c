@@ -258,7 +258,9 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 			continue;
 		sum->left_out++;
 		sum->unwatched_left += t[k].side == ROCATTACH_SIDE_ROCM && !t[k].watchdog;
-		for (size_t j = 0; j < t[k].tool_n && j < RN_TOOLS_MAX; j++)
+		if (t[k].tool_n > RM_SUM_TOOLS)
+			return -1;
+		for (size_t j = 0; j < t[k].tool_n; j++)
 			sum->tools_left[j][t[k].tools[j] <= ROCATTACH_TOOL_FAILED ? t[k].tools[j]
 										  : 0]++;
 	}
@@ -319,7 +321,7 @@ static bool sum_holds(const struct rm_node_sum *s, const struct rm_node *n)
 	    s->early > s->attach.n || s->len_n > f || s->bounds > f ||
 	    (s->len_n && s->len_lo > s->len_hi) || s->unwatched_left > s->left_out)
 		return false;
-	for (size_t j = 0; j < RN_TOOLS_MAX; j++)
+	for (size_t j = 0; j < RM_SUM_TOOLS; j++)
 		if ((uint64_t)s->tools_left[j][0] + s->tools_left[j][1] + s->tools_left[j][2] +
 			s->tools_left[j][3] >
 		    s->left_out)

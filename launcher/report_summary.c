@@ -417,7 +417,7 @@ static void print_tool_outcomes(FILE *f, const struct rm_run *r)
 
 	for (i = 0; w && i < w->n_nodes; i++) {
 		/* A node that cut its records counted those it left out. */
-		for (size_t j = 0; w->nodes[i].cut && !w->nodes[i].lost && j < RN_TOOLS_MAX; j++)
+		for (size_t j = 0; w->nodes[i].cut && !w->nodes[i].lost && j < RM_SUM_TOOLS; j++)
 			for (size_t o = 0; o <= ROCATTACH_TOOL_FAILED; o++) {
 				count[j][o] += w->nodes[i].sum.tools_left[j][o];
 				if (w->nodes[i].sum.tools_left[j][o])

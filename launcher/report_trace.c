@@ -171,12 +171,15 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 			   trace_name("node: calls", (size_t)-1));
 		trace_meta(tr, "thread_sort_index", pid, TRACE_NODE_CALLS_TID, trace_sort(-1));
 	}
-	for (size_t k = 0; v && k < n->n; k++) {
+	/* Sorted in the records' order, numbered among those drawn (a node's cut or not). */
+	for (size_t k = 0, drawn = 0; v && k < n->n; k++) {
 		const struct rn_target *t = &v[k];
+		long long at = 2 * (long long)drawn;
 		int len;
 
 		if (!rm_detail_keeps(tr->d, n, t))
 			continue;
+		drawn++;
 		len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
 
 		if (t->rank >= 0)
@@ -185,12 +188,12 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 		snprintf(label + len, sizeof(label) - (size_t)len, " (%.*s)", (int)sizeof(t->exe),
 			 t->exe);
 		trace_meta(tr, "thread_name", pid, t->pid, trace_name(label, sizeof(label)));
-		trace_meta(tr, "thread_sort_index", pid, t->pid, trace_sort(2 * (long long)k));
+		trace_meta(tr, "thread_sort_index", pid, t->pid, trace_sort(at));
 		snprintf(label + len, sizeof(label) - (size_t)len, " calls");
 		trace_meta(tr, "thread_name", pid, (long long)t->pid + TRACE_CALLS_TID,
 			   trace_name(label, sizeof(label)));
 		trace_meta(tr, "thread_sort_index", pid, (long long)t->pid + TRACE_CALLS_TID,
-			   trace_sort(2 * (long long)k + 1));
+			   trace_sort(at + 1));
 	}
 }
 

@@ -298,6 +298,28 @@ static void test_rm_detail_of_default(void **state)
 	big_free(&b);
 }
 
+/* Decided from the survey before window 1: a window that finds more keeps it, and says so. */
+static void test_rm_detail_of_decided_at_start(void **state)
+{
+	struct big b;
+	char why[192];
+
+	(void)state;
+	big_run(&b, 100, 100);
+	b.r.cut = (struct rm_cut){rm_detail_default(9990), 9990};
+	assert_int_equal(b.r.cut.level, RM_DETAIL_ALL);
+	assert_int_equal(rm_detail_of(&b.r, why, sizeof(why)), RM_DETAIL_ALL);
+	assert_string_equal(why, "default: 9990 targets found at the start <= 10000; a later "
+				 "window found 10000, the level chosen at the start was kept");
+	b.nodes[0].n = 101; /* past the limit now: still all, as the nodes cut at */
+	assert_int_equal(rm_detail_of(&b.r, why, sizeof(why)), RM_DETAIL_ALL);
+	assert_non_null(strstr(why, "a later window found 10001"));
+	b.r.cut = (struct rm_cut){rm_detail_default(10001), 10001};
+	assert_int_equal(rm_detail_of(&b.r, why, sizeof(why)), RM_DETAIL_FAILURES);
+	assert_string_equal(why, "default: 10001 targets found at the start > 10000");
+	big_free(&b);
+}
+
 static void test_rm_detail_parse_names(void **state)
 {
 	enum rm_detail d;
@@ -765,6 +787,16 @@ static void test_rm_write_report_cut_on_node_same_content(void **state)
 	tc = file_text(path);
 	assert_string_equal(tf, tc);
 	assert_non_null(strstr(tc, "5 clean not drawn"));
+	{ /* the trace: the same events */
+		size_t size;
+		json_t *xf = trace_at(&bf.r, RM_DETAIL_FAILURES, &size);
+		json_t *xc = trace_at(&bc.r, RM_DETAIL_FAILURES, &size);
+
+		assert_true(json_equal(json_object_get(xf, "traceEvents"),
+				       json_object_get(xc, "traceEvents")));
+		json_decref(xf);
+		json_decref(xc);
+	}
 	free(tf);
 	free(tc);
 	free(sf);
@@ -830,6 +862,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rm_detail_parse_names),
 	    cmocka_unit_test(test_rm_detail_of_default),
+	    cmocka_unit_test(test_rm_detail_of_decided_at_start),
 	    cmocka_unit_test(test_rm_hist_bin_edges),
 	    cmocka_unit_test(test_rm_hostlist_ranges),
 	    cmocka_unit_test(test_rm_write_report_detail_all),
