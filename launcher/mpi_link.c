@@ -307,10 +307,15 @@ void *rm_pack_records(struct ctx *c, size_t *len)
 /* A window's copy of a node: its targets are shared where kept in the store. */
 static int copy_node(struct rm_node *dst, const struct rm_node *src)
 {
+	struct rm_node_sum *sum = src->sum ? malloc(sizeof(*sum)) : NULL;
+
 	*dst = *src;
 	dst->t = src->n && !src->store ? malloc(src->n * sizeof(*src->t)) : NULL;
 	dst->error = src->error ? strdup(src->error) : NULL;
-	if ((src->n && !src->store && !dst->t) || (src->error && !dst->error))
+	if (sum)
+		*sum = *src->sum;
+	dst->sum = sum;
+	if ((src->n && !src->store && !dst->t) || (src->error && !dst->error) || (src->sum && !sum))
 		return -1;
 	if (src->n && !src->store)
 		memcpy(dst->t, src->t, src->n * sizeof(*src->t));
@@ -403,6 +408,7 @@ void rm_take_records(struct ctx *c, int r, const char *buf, size_t len)
 		rm_mark_lost(c, r, "its figures do not hold against its records (%zu bytes)", len);
 		free(sum);
 		free(nd.t);
+		rm_node_sum_free(&nd);
 		return;
 	}
 	free(sum);
@@ -418,6 +424,7 @@ void rm_take_records(struct ctx *c, int r, const char *buf, size_t len)
 	keep(c, &nd);
 	free(p->last.t);
 	free((char *)p->last.error);
+	rm_node_sum_free(&p->last);
 	p->last = nd;
 }
 
@@ -457,6 +464,7 @@ void rm_free_nodes(struct rm_node *nodes, size_t n)
 		free(nodes[i].t);
 		free((char *)nodes[i].error);
 		free((char *)nodes[i].lost_reason);
+		rm_node_sum_free(&nodes[i]);
 	}
 	free(nodes);
 }

@@ -323,9 +323,9 @@ static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
 
 	*max = 0;
 	for (size_t i = 0; i < n; i++) {
-		total += nodes[i].n;
-		if (nodes[i].n > *max)
-			*max = nodes[i].n;
+		total += rm_found(&nodes[i]);
+		if (rm_found(&nodes[i]) > *max)
+			*max = rm_found(&nodes[i]);
 	}
 	return total;
 }
@@ -671,7 +671,7 @@ static int survey(struct ctx *c)
 	c->run.cut.level =
 	    c->o.detail != RM_DETAIL_AUTO ? c->o.detail : rm_detail_default(c->total_targets);
 	for (size_t i = 0; i < n_nodes; i++)
-		empty += nodes[i].n == 0;
+		empty += rm_found(&nodes[i]) == 0;
 	c->nodes_alive = (int)(n_nodes - empty);
 	rm_say(c, "found %zu target%s on %zu node%s (%zu without targets)", c->total_targets,
 	       c->total_targets == 1 ? "" : "s", n_nodes, n_nodes == 1 ? "" : "s", empty);
@@ -745,6 +745,7 @@ static void free_run(struct ctx *c)
 	for (int r = 0; c->peers && r < c->size; r++) {
 		free(c->peers[r].last.t);
 		free((char *)c->peers[r].last.error);
+		rm_node_sum_free(&c->peers[r].last);
 	}
 	free(c->peers);
 	for (int i = 0; i < c->tree.n_kids; i++)

@@ -504,7 +504,7 @@ static int count_alive(const struct ctx *c)
 	for (int r = 0; r < c->size; r++) {
 		const struct rm_peer *p = &c->peers[r];
 
-		alive += p->worker && !p->lost && p->last.n && !p->all_gone;
+		alive += p->worker && !p->lost && rm_found(&p->last) && !p->all_gone;
 	}
 	return alive;
 }

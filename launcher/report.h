@@ -102,7 +102,7 @@ struct rm_node {
 	 * kept, sum its figures from all of them (rm_found: how many it found).
 	 */
 	bool cut;
-	struct rm_node_sum sum;
+	const struct rm_node_sum *sum; /* malloc'd with cut (rm_take_sum), else NULL */
 };
 
 /* The targets node n found: n->n, or with a cut on the node, all of them. */
@@ -231,6 +231,8 @@ int rm_take_node(const void *buf, size_t len, int64_t applied_ns, struct rm_node
  * the records'. 0, or -1 if it does not hold (n unchanged).
  */
 int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n);
+/* n's block, freed (n->sum NULL, n->cut false). */
+void rm_node_sum_free(struct rm_node *n);
 /*
  * The block of a node's targets t[0..n) (all of them) for level d in the
  * window that started at since (its clock). 0, or -1 when it cannot be

@@ -113,10 +113,10 @@ static void node_spreads(const struct rm_node *n, const struct rn_target *v, uin
 	size_t k;
 
 	if (n->cut && !n->lost) {
-		spread_join(a, n->sum.over.min, n->sum.over.max, (size_t)n->sum.over.n);
-		spread_join(d, n->sum.back.min, n->sum.back.max, (size_t)n->sum.back.n);
-		spread_join(len, n->sum.len_lo, n->sum.len_hi, (size_t)n->sum.len_n);
-		*bounds += (size_t)n->sum.bounds;
+		spread_join(a, n->sum->over.min, n->sum->over.max, (size_t)n->sum->over.n);
+		spread_join(d, n->sum->back.min, n->sum->back.max, (size_t)n->sum->back.n);
+		spread_join(len, n->sum->len_lo, n->sum->len_hi, (size_t)n->sum->len_n);
+		*bounds += (size_t)n->sum->bounds;
 		return;
 	}
 	for (k = 0; v && !n->lost && k < n->n; k++) {
@@ -227,8 +227,8 @@ void rm_node_times(const struct rm_node *n, const struct rn_target *all, uint64_
 
 	*p50 = *max = 0;
 	if (n->cut && !n->lost) { /* the node's figures, from the window's start */
-		*p50 = n->sum.attach.p50;
-		*max = n->sum.attach.max;
+		*p50 = n->sum->attach.p50;
+		*max = n->sum->attach.max;
 		return;
 	}
 	if (n->lost || !n->n || !all || !(v = malloc(n->n * sizeof(*v))))
@@ -274,13 +274,13 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		return;
 	}
 	if (n->cut) {
-		c->attached += (size_t)n->sum.attached;
-		c->failed += (size_t)n->sum.failed;
-		c->detached += (size_t)n->sum.detached;
-		c->exited += (size_t)n->sum.exited;
-		c->exited_after += (size_t)n->sum.exited_after;
-		c->died += (size_t)n->sum.died;
-		c->stopped += (size_t)n->sum.stopped;
+		c->attached += (size_t)n->sum->attached;
+		c->failed += (size_t)n->sum->failed;
+		c->detached += (size_t)n->sum->detached;
+		c->exited += (size_t)n->sum->exited;
+		c->exited_after += (size_t)n->sum->exited_after;
+		c->died += (size_t)n->sum->died;
+		c->stopped += (size_t)n->sum->stopped;
 		return;
 	}
 	if (!all && n->n) {
@@ -317,7 +317,7 @@ size_t rm_died_attached(const struct rm_run *r, size_t *lived, uint64_t *first_n
 			continue;
 		/* A record left out on its node is a clean one: it lived. */
 		if (w->nodes[i].cut)
-			alive += (size_t)w->nodes[i].sum.left_out;
+			alive += (size_t)w->nodes[i].sum->left_out;
 		if (!(t = rm_targets(&w->nodes[i], &h)))
 			continue;
 		for (size_t k = 0; k < w->nodes[i].n; k++) {

@@ -186,8 +186,8 @@ static json_t *list_union_json(const struct rm_node *n, const struct rn_target *
 	json_t *j = NULL;
 	size_t k;
 
-	if (n->cut && (numa ? ranges_parse(&r, n->sum.numa, sizeof(n->sum.numa))
-			    : ranges_parse(&r, n->sum.cpus, sizeof(n->sum.cpus))))
+	if (n->cut && (numa ? ranges_parse(&r, n->sum->numa, sizeof(n->sum->numa))
+			    : ranges_parse(&r, n->sum->cpus, sizeof(n->sum->cpus))))
 		goto out;
 	for (k = 0; v && !n->cut && k < n->n; k++) {
 		const struct rn_topo *t = &v[k].topo;
@@ -239,7 +239,7 @@ static json_t *gpus_union_json(const struct rm_node *n, const struct rn_target *
 	json_t *a = json_array();
 	size_t k;
 
-	if (a && n->cut && gpus_add(a, n->sum.gpus, sizeof(n->sum.gpus))) {
+	if (a && n->cut && gpus_add(a, n->sum->gpus, sizeof(n->sum->gpus))) {
 		json_decref(a);
 		return NULL;
 	}

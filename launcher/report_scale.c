@@ -92,12 +92,12 @@ bool rm_detail_keeps(enum rm_detail d, const struct rm_node *n, const struct rn_
 
 size_t rm_found(const struct rm_node *n)
 {
-	return n->cut ? (size_t)n->sum.found : n->n;
+	return n->cut ? (size_t)n->sum->found : n->n;
 }
 
 size_t rm_left_out(const struct rm_node *n)
 {
-	return n->cut ? (size_t)n->sum.left_out : 0;
+	return n->cut ? (size_t)n->sum->left_out : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -192,7 +192,7 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint6
 	if (n->lost)
 		return;
 	if (n->cut) {
-		fig_of_sum(&n->sum, f);
+		fig_of_sum(n->sum, f);
 		return;
 	}
 	if (!n->n || !all)
@@ -342,7 +342,7 @@ static void sum_to_root_clock(struct rm_sum_fig3 *f, int64_t applied_ns)
 
 int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n)
 {
-	struct rm_node_sum s = *sum;
+	struct rm_node_sum s = *sum, *copy;
 
 	s.cpus[sizeof(s.cpus) - 1] = '\0';
 	s.numa[sizeof(s.numa) - 1] = '\0';
@@ -355,9 +355,19 @@ int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_nod
 		s.calls_lo = (uint64_t)((int64_t)s.calls_lo - applied_ns);
 	if (s.calls_hi)
 		s.calls_hi = (uint64_t)((int64_t)s.calls_hi - applied_ns);
-	n->sum = s;
+	if (!(copy = malloc(sizeof(*copy))))
+		return -1;
+	*copy = s;
+	n->sum = copy;
 	n->cut = true;
 	return 0;
+}
+
+void rm_node_sum_free(struct rm_node *n)
+{
+	free((void *)n->sum);
+	n->sum = NULL;
+	n->cut = false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -379,7 +389,7 @@ enum rm_outcome rm_node_outcome(const struct rm_node *n, const struct rn_target 
 	if (n->lost)
 		return RM_OUT_LOST;
 	if (n->cut)
-		return (enum rm_outcome)n->sum.outcome;
+		return (enum rm_outcome)n->sum->outcome;
 	if (!n->n)
 		return RM_OUT_EMPTY;
 	if (!t)

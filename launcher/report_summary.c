@@ -318,7 +318,7 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 	/* One read of each node: counted, and the first 16 kept to name. */
 	for (i = 0; w && i < w->n_nodes; i++) {
 		/* Those a node left out are counted, not named. */
-		unnamed += w->nodes[i].cut ? (size_t)w->nodes[i].sum.unwatched_left : 0;
+		unnamed += w->nodes[i].cut ? (size_t)w->nodes[i].sum->unwatched_left : 0;
 		t = rm_targets(&w->nodes[i], &h);
 		for (k = 0; t && k < w->nodes[i].n; k++) {
 			if (t[k].side != ROCATTACH_SIDE_ROCM || t[k].watchdog)
@@ -419,8 +419,8 @@ static void print_tool_outcomes(FILE *f, const struct rm_run *r)
 		/* A node that cut its records counted those it left out. */
 		for (size_t j = 0; w->nodes[i].cut && !w->nodes[i].lost && j < RM_SUM_TOOLS; j++)
 			for (size_t o = 0; o <= ROCATTACH_TOOL_FAILED; o++) {
-				count[j][o] += w->nodes[i].sum.tools_left[j][o];
-				if (w->nodes[i].sum.tools_left[j][o])
+				count[j][o] += w->nodes[i].sum->tools_left[j][o];
+				if (w->nodes[i].sum->tools_left[j][o])
 					n_tools = j + 1 > n_tools ? j + 1 : n_tools;
 			}
 		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);

@@ -125,9 +125,9 @@ static void svg_range(struct svg *s)
 		for (ni = 0; ni < w->n_nodes; ni++) {
 			t = w->nodes[ni].lost ? NULL : rm_targets(&w->nodes[ni], &h);
 			/* A node that cut its records: the extent of all its calls. */
-			if (w->nodes[ni].cut && !w->nodes[ni].lost && w->nodes[ni].sum.calls_lo) {
-				range_add(&sp, w->nodes[ni].sum.calls_lo);
-				range_add(&sp, w->nodes[ni].sum.calls_hi);
+			if (w->nodes[ni].cut && !w->nodes[ni].lost && w->nodes[ni].sum->calls_lo) {
+				range_add(&sp, w->nodes[ni].sum->calls_lo);
+				range_add(&sp, w->nodes[ni].sum->calls_hi);
 			}
 			for (k = 0; t && k < w->nodes[ni].n; k++) {
 				range_add(&sp, t[k].attach_start_ns);

@@ -702,6 +702,7 @@ static void test_rm_node_summary_equals_rank0(void **state)
 			assert_int_equal(ba, bb);
 			assert_int_equal(rm_node_outcome(&full, all), rm_node_outcome(&cut, cut.t));
 			free(cut.t);
+			rm_node_sum_free(&cut);
 		}
 }
 
@@ -804,6 +805,7 @@ static void test_rm_write_report_cut_on_node_same_content(void **state)
 	json_decref(jf);
 	json_decref(jc);
 	free(cut.t);
+	rm_node_sum_free(&cut);
 	big_free(&bf);
 	big_free(&bc);
 }
@@ -852,6 +854,7 @@ static void test_rm_take_sum_refuses_what_does_not_hold(void **state)
 	n.n = m;
 	assert_int_equal(rm_take_sum(sum, 0, &n), 0);
 	assert_true(n.cut);
+	rm_node_sum_free(&n);
 #undef REFUSED
 	free(sum);
 	free(bad);
