@@ -13,7 +13,11 @@
  * One target of node 7 failed its attach, so that --detail failures keeps
  * one record and the summary and the timeline show one node apart. The
  * report and the trace are written at the default --detail (failures above
- * 10,000 targets) and at --detail all.
+ * 10,000 targets) and at --detail all. The bytes on the wire are measured
+ * at --detail all (every record) and as the nodes cut them at --detail
+ * failures (each node with one failed target: its one record and its block,
+ * struct rm_node_sum, made by rm_node_summary and taken by rm_take_sum as
+ * rank 0 does); neither counts the record head (mpi_link.c) nor the bundles'.
  *
  *   bench_rank0 [--json PATH] [--quick: 1000x128 only] [--sizes 100x128,1000x128,10000x128]
  */
@@ -40,6 +44,8 @@ struct size_run {
 	    trace_mb, store_mb;
 	/* At --detail all (the others: the default level, level_name). */
 	double report_all_ms, json_all_mb, trace_all_ms, trace_all_mb, svg_kb;
+	/* On the wire cut on each node at --detail failures (one failed target a node). */
+	double wire_cut_mb, cut_ms;
 	long summary_lines;
 	char level[16];
 };
@@ -124,6 +130,39 @@ static long lines_of_summary(const struct rm_run *run)
 	return n;
 }
 
+/*
+ * A node's records as it sends them at --detail failures, with target 3
+ * failed: the block and the record kept; taken as rank 0 takes them. The
+ * bytes, or -1.
+ */
+static double cut_bytes(const char *host, struct rn_target *one, long targets, uint64_t t0)
+{
+	struct rm_node_sum *sum = calloc(1, sizeof(*sum));
+	struct rm_node nd = {0};
+	size_t m = 0, len;
+	double bytes = -1;
+	char *buf = NULL;
+
+	one[3 % targets].state = RN_ATTACH_FAILED;
+	if (!sum || rm_node_summary(one, (size_t)targets, RM_DETAIL_FAILURES, t0, sum))
+		goto out;
+	for (long k = 0; k < targets; k++)
+		if (rm_detail_keeps_target(RM_DETAIL_FAILURES, &one[k]))
+			one[m++] = one[k];
+	len = rn_pack(host, one, m, NULL, 0);
+	if (!(buf = malloc(len)) || rn_pack(host, one, m, buf, len) != len)
+		goto out;
+	if (!rm_take_node(buf, len, 1500, &nd) && !rm_take_sum(sum, 1500, &nd) &&
+	    rm_found(&nd) == (size_t)targets)
+		bytes = (double)(len + sizeof(*sum));
+out:
+	free(nd.t);
+	rm_node_sum_free(&nd);
+	free(buf);
+	free(sum);
+	return bytes;
+}
+
 /* In the child: one size, the figures written to fd as one line. */
 static int measure(struct size_run *s, const char *dir, int fd)
 {
@@ -163,9 +202,22 @@ static int measure(struct size_run *s, const char *dir, int fd)
 		if (run.store && rm_store_put(run.store, &w.nodes[n], err, sizeof(err)))
 			return bt_log("%s", err), -1;
 	}
+	s->unpack_ms = ms_since(t);
+	t = ra_monotonic_ns();
+	for (long n = 0; n < s->nodes; n++) {
+		char host[64];
+		double b;
+
+		snprintf(host, sizeof(host), "node%05ld", n);
+		for (long k = 0; k < s->targets; k++)
+			fake_target(&one[k], n, k, t0);
+		if ((b = cut_bytes(host, one, s->targets, t0)) < 0)
+			return bt_log("the cut on node %ld failed", n), -1;
+		s->wire_cut_mb += b / 1e6;
+	}
+	s->cut_ms = ms_since(t);
 	s->store_mb = (double)rm_store_bytes(run.store) / 1e6;
 	w.n_nodes = (size_t)s->nodes;
-	s->unpack_ms = ms_since(t);
 	run.w = &w;
 	run.n_w = 1;
 	run.cfg.windows = 1;
@@ -306,6 +358,18 @@ int main(int argc, char **argv)
 			     "--detail all (a track per target), same run", NULL, 0, false);
 		bt_row_note(row, "written in %.0f ms; --detail all in %.0f ms", s[i].trace_ms,
 			    s[i].trace_all_ms);
+		snprintf(id, sizeof(id), "rank0.wire.%ldx%ld", s[i].nodes, s[i].targets);
+		snprintf(fig, sizeof(fig),
+			 "records on the wire, %ld x %ld, one window, --detail failures (cut on "
+			 "each node, one failed target a node)",
+			 s[i].nodes, s[i].targets);
+		row = bt_row(&res, id, fig, s[i].wire_cut_mb, "MB", s[i].wire_mb,
+			     "--detail all (every record), same run", NULL, 0, false);
+		bt_row_note(row,
+			    "rn_pack bytes plus the nodes' blocks (%zu B each), no record head; "
+			    "%.1fx less; the cut and rank 0's take of it: %.0f ms for all nodes",
+			    sizeof(struct rm_node_sum), s[i].wire_mb / s[i].wire_cut_mb,
+			    s[i].cut_ms);
 	}
 	rmdir(dir);
 	return bt_results_write(&res, com.json) ? 1 : 0;

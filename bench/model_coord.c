@@ -14,6 +14,9 @@
  *   --gbs GB/S          what rank 0's link takes in (12.5, a 100 Gb/s port)
  *   --targets T         targets per node (8, a rank per GPU)
  *   --failed F          share of targets failed, for --detail failures (0.01)
+ *   --block-b B         a node's block of figures at --detail failures, sent
+ *                       beside its kept records (1312: sizeof(struct
+ *                       rm_node_sum), as bench_rank0's wire row says)
  *   --take-in-us US     rank 0's take-in and store per target record (3.2:
  *                       bench_rank0, 4.05 s for 1.28 million, 2026-11-24)
  *   --rounds P          clock ping-pongs per child at start-up (8)
@@ -43,6 +46,7 @@ struct inputs {
 	const char *c0_src, *ci_src;
 	double pingpong_us;  /* measured here, shown beside the assumed hop */
 	double hdr_b, per_b; /* one node's records on the wire: header, per target */
+	double block_b;	     /* and its block of figures, below --detail all */
 	int ranks_max, ranks_min;
 	double gap_max_ms, gap_min_ms; /* measured per-window coordination */
 	bool tree;		       /* the result had rank 0's message counts */
@@ -220,7 +224,8 @@ static void model(const struct inputs *in, long n, struct figures *f)
 	f->msgs = 2.0 * f->k0;
 	f->sweep_ms = sweep_us(in, f->h, f->k0) * ms;
 	f->bytes_all = (double)n * (in->hdr_b + in->per_b * in->targets);
-	f->bytes_fail = (double)n * (in->hdr_b + in->per_b * fail_t);
+	/* Below all each node cuts its records: the kept ones and its block. */
+	f->bytes_fail = (double)n * (in->hdr_b + in->block_b + in->per_b * fail_t);
 	f->xfer_all_ms = f->bytes_all / (in->gbs * 1e9) * 1e3;
 	f->xfer_fail_ms = f->bytes_fail / (in->gbs * 1e9) * 1e3;
 	/* Between two windows: the records come up, the next orders go down. */
@@ -245,6 +250,7 @@ static void print_inputs(const struct inputs *in)
 	printf("  an interior rank's per message  %8.2f us  %s\n", in->ci_us, in->ci_src);
 	printf("  one node's records on the wire  %8.0f B + %.0f B per target (rn_pack)\n",
 	       in->hdr_b, in->per_b);
+	printf("  its block below --detail all    %8.0f B (struct rm_node_sum)\n", in->block_b);
 	printf("  per-window coordination         %8.1f ms at %d ranks, %.1f ms at %d (%s),\n"
 	       "                                  %8.2f ms more per rank (not an input: %s)\n",
 	       in->gap_min_ms, in->ranks_min, in->gap_max_ms, in->ranks_max,
@@ -332,6 +338,7 @@ static int write_json(const char *path, const struct inputs *in, const struct fi
 	json_object_set_new(i, "interior_msg_source", json_string(in->ci_src));
 	json_object_set_new(i, "record_header_bytes", jnum(in->hdr_b));
 	json_object_set_new(i, "record_bytes_per_target", jnum(in->per_b));
+	json_object_set_new(i, "block_bytes_per_node", jnum(in->block_b));
 	for (int k = 0; k < nf; k++)
 		json_array_append_new(
 		    arr, json_pack("{s:I, s:i, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "nodes",
@@ -369,6 +376,7 @@ int main(int argc, char **argv)
 			    .gbs = 12.5,
 			    .failed = 0.01,
 			    .take_in_us = 3.2,
+			    .block_b = 1312,
 			    .c0_us = NAN,
 			    .ci_us = NAN,
 			    .c0_src = "given (--msg-us)",
@@ -402,6 +410,8 @@ int main(int argc, char **argv)
 			in.targets = atoi(v);
 		else if (!strcmp(a, "--failed"))
 			in.failed = atof(v);
+		else if (!strcmp(a, "--block-b"))
+			in.block_b = atof(v);
 		else if (!strcmp(a, "--take-in-us"))
 			in.take_in_us = atof(v);
 		else if (!strcmp(a, "--rounds"))

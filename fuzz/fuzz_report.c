@@ -4,7 +4,10 @@
  * the dry-run listing, the JSON report and the SVG timeline. The records
  * come from other hosts and processes (host names, executable names,
  * messages, CPU lists, times), so the input fills them byte by byte, within
- * what rn_unpack lets through (terminated strings, defined states).
+ * what rn_unpack lets through (terminated strings, defined states). Some
+ * nodes cut their records as at --detail failures or none before the wire,
+ * and their block (struct rm_node_sum) is changed byte by byte before rank 0
+ * takes or refuses it (rm_take_sum).
  * Properties: the report is valid JSON, and the timeline has no raw control
  * or non-ASCII byte and no '&' that does not start an entity. The trace
  * (--trace) is valid JSON in the trace-event form: a traceEvents array of
@@ -116,6 +119,34 @@ struct world {
 	char *argv[2];
 };
 
+/*
+ * Some nodes cut their records as a node does before the wire
+ * (rm_node_summary: the kept records and the block), then some bytes of
+ * the block are changed: rank 0 takes it (rm_take_sum) or refuses it, and
+ * the outputs hold either way. The run's level is then the cut's.
+ */
+static void cut_on_node(struct reader *r, struct world *x, struct rm_node *n, uint64_t since)
+{
+	static struct rm_node_sum sum;
+	uint8_t how = (uint8_t)take(r, 1);
+	enum rm_detail d = how & 2 ? RM_DETAIL_NONE : RM_DETAIL_FAILURES;
+	size_t m = 0;
+
+	if (!(how & 1) || rm_node_summary(n->t, n->n, d, since, &sum))
+		return;
+	for (size_t k = 0; k < n->n; k++)
+		if (rm_detail_keeps_target(d, &n->t[k]))
+			n->t[m++] = n->t[k];
+	n->n = m;
+	for (unsigned i = (how >> 2) % 4; i > 0; i--) {
+		size_t at = (size_t)take(r, 2) % sizeof(sum);
+
+		((uint8_t *)&sum)[at] ^= (uint8_t)take(r, 1);
+	}
+	if (!rm_take_sum(&sum, (int64_t)(int8_t)take(r, 1) * 1000, n))
+		x->run.cut = (struct rm_cut){d, m + (size_t)n->sum->left_out};
+}
+
 static void fill(struct reader *r, struct world *x)
 {
 	size_t wi, ni, ti;
@@ -169,6 +200,7 @@ static void fill(struct reader *r, struct world *x)
 			n->n = (size_t)take(r, 1) % (TARGETS_MAX + 1);
 			for (ti = 0; ti < n->n; ti++)
 				fill_target(r, &n->t[ti]);
+			cut_on_node(r, x, n, w->start_ns);
 		}
 	}
 }
@@ -350,5 +382,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(svg);
 	unlink(json_path);
 	unlink(svg_path);
+	for (size_t wi = 0; wi < WINDOWS_MAX; wi++)
+		for (size_t ni = 0; ni < NODES_MAX; ni++)
+			rm_node_sum_free(&x.nodes[wi][ni]);
 	return 0;
 }

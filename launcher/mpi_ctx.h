@@ -147,6 +147,12 @@ struct rm_order {
 	int32_t lost; /* a rank was lost: leave without MPI_Finalize (it would wait for it) */
 	uint64_t rtt_worst_ns; /* the worst round trip rank 0 knows: what rm_budget scales with */
 	uint64_t sent_rt; /* the sender's CLOCK_REALTIME as it sent it (the drift check's t0) */
+	/*
+	 * The --detail level the window's records are cut at on each node
+	 * (enum rm_detail; RM_DETAIL_ALL: none cut), decided by rank 0 once,
+	 * from the survey, before window 1.
+	 */
+	int32_t detail;
 };
 
 /* Rank 0 -> each rank: the window's stop. */
@@ -310,6 +316,8 @@ struct ctx {
 	 * times, which the targets read.
 	 */
 	uint64_t frame_rt, frame_mono;
+	/* The level this window's records are cut at here (its order's; 0: none, the survey). */
+	int32_t cut_level;
 	struct rm_tree tree;
 	struct rm_coord_count coord; /* rank 0, this window */
 	/* Start-up, CLOCK_MONOTONIC ns: [0] main, then after MPI_Init, the plan, the election. */

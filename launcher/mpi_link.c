@@ -217,7 +217,37 @@ struct rm_rec_head {
 	uint64_t samples_missing; /* --sample: targets with no file */
 	uint64_t timed_len;	  /* --sample with --trace: timed samples after those, this long */
 	struct rm_clock clock;	  /* the node's clock against rank 0's, as composed down the tree */
+	/*
+	 * --detail below all: the records were cut here, and struct rm_node_sum
+	 * (sum_size bytes, this binary's size of it) follows this head, before
+	 * the records. 0: nothing cut, no block.
+	 */
+	uint64_t sum_size;
 };
+
+/*
+ * This window's records as the order's level keeps them, and their block
+ * into *sum; NULL (and nothing cut) at level all, in the survey, or when
+ * the block cannot be made. Else malloc'd, *n of them.
+ */
+static struct rn_target *cut_records(struct ctx *c, struct rm_node_sum *sum, size_t *n)
+{
+	enum rm_detail d = (enum rm_detail)c->cut_level;
+	struct rn_target *kept;
+
+	if (!c->worker || (d != RM_DETAIL_FAILURES && d != RM_DETAIL_NONE))
+		return NULL;
+	if (rm_node_summary(c->t, c->n, d, c->frame_rt, sum))
+		return NULL;
+	kept = malloc((c->n - (size_t)sum->left_out + 1) * sizeof(*kept));
+	if (!kept)
+		return NULL;
+	*n = 0;
+	for (size_t k = 0; k < c->n; k++)
+		if (rm_detail_keeps_target(d, &c->t[k]))
+			kept[(*n)++] = c->t[k];
+	return kept;
+}
 
 static int64_t boot_offset_ns(void)
 {
@@ -231,14 +261,22 @@ void *rm_pack_records(struct ctx *c, size_t *len)
 				.stops_sent = c->stops_sent,
 				.gones_sent = c->gones_sent,
 				.boot_offset_ns = boot_offset_ns()};
-	size_t n = c->worker ? c->n : 0, body = rn_pack(c->host, c->t, n, NULL, 0);
+	size_t n = c->worker ? c->n : 0, body, sum_size;
 	size_t stacks = c->stacks.text ? strlen(c->stacks.text) : 0;
 	size_t samples = c->stacks.samples ? strlen(c->stacks.samples) : 0;
 	size_t timed = c->stacks.timed ? strlen(c->stacks.timed) : 0;
-	char *buf = malloc(sizeof(h) + body + stacks + samples + timed);
+	struct rm_node_sum *sum = calloc(1, sizeof(*sum));
+	struct rn_target *kept = sum ? cut_records(c, sum, &n) : NULL, *t = kept ? kept : c->t;
+	char *buf, *at;
 
+	if (!sum)
+		rm_out_of_memory();
+	sum_size = kept ? sizeof(*sum) : 0;
+	body = rn_pack(c->host, t, n, NULL, 0);
+	buf = malloc(sizeof(h) + sum_size + body + stacks + samples + timed);
 	if (!buf)
 		rm_out_of_memory();
+	h.sum_size = sum_size;
 	h.stacks_len = stacks;
 	h.stacks_no_rank = c->stacks.no_rank;
 	h.samples_len = samples;
@@ -248,24 +286,36 @@ void *rm_pack_records(struct ctx *c, size_t *len)
 	memcpy(h.node_ns, c->node_ns, sizeof(h.node_ns));
 	snprintf(h.error, sizeof(h.error), "%s", c->node_error);
 	memcpy(buf, &h, sizeof(h));
-	rn_pack(c->host, c->t, n, buf + sizeof(h), body);
+	at = buf + sizeof(h);
+	if (sum_size)
+		memcpy(at, sum, sum_size);
+	at += sum_size;
+	rn_pack(c->host, t, n, at, body);
+	at += body;
 	if (stacks)
-		memcpy(buf + sizeof(h) + body, c->stacks.text, stacks);
+		memcpy(at, c->stacks.text, stacks);
 	if (samples)
-		memcpy(buf + sizeof(h) + body + stacks, c->stacks.samples, samples);
+		memcpy(at + stacks, c->stacks.samples, samples);
 	if (timed)
-		memcpy(buf + sizeof(h) + body + stacks + samples, c->stacks.timed, timed);
-	*len = sizeof(h) + body + stacks + samples + timed;
+		memcpy(at + stacks + samples, c->stacks.timed, timed);
+	*len = sizeof(h) + sum_size + body + stacks + samples + timed;
+	free(kept);
+	free(sum);
 	return buf;
 }
 
 /* A window's copy of a node: its targets are shared where kept in the store. */
 static int copy_node(struct rm_node *dst, const struct rm_node *src)
 {
+	struct rm_node_sum *sum = src->sum ? malloc(sizeof(*sum)) : NULL;
+
 	*dst = *src;
 	dst->t = src->n && !src->store ? malloc(src->n * sizeof(*src->t)) : NULL;
 	dst->error = src->error ? strdup(src->error) : NULL;
-	if ((src->n && !src->store && !dst->t) || (src->error && !dst->error))
+	if (sum)
+		*sum = *src->sum;
+	dst->sum = sum;
+	if ((src->n && !src->store && !dst->t) || (src->error && !dst->error) || (src->sum && !sum))
 		return -1;
 	if (src->n && !src->store)
 		memcpy(dst->t, src->t, src->n * sizeof(*src->t));
@@ -315,6 +365,8 @@ void rm_take_records(struct ctx *c, int r, const char *buf, size_t len)
 	struct rm_peer *p = &c->peers[r];
 	struct rm_rec_head h;
 	struct rm_node nd = {0};
+	struct rm_node_sum *sum = NULL;
+	size_t head;
 
 	p->got_records = true;
 	if (len < sizeof(h)) {
@@ -335,30 +387,44 @@ void rm_take_records(struct ctx *c, int r, const char *buf, size_t len)
 			c->worst_node_ns[i] = h.node_ns[i];
 	if (!h.worker)
 		return;
-	if (h.stacks_len > len - sizeof(h) || h.samples_len > len - sizeof(h) - h.stacks_len ||
-	    h.timed_len > len - sizeof(h) - h.stacks_len - h.samples_len) {
-		rm_mark_lost(c, r, "its records are cut short (%zu bytes)", len);
+	if ((h.sum_size && h.sum_size != sizeof(*sum)) || h.sum_size > len - sizeof(h) ||
+	    h.stacks_len > len - sizeof(h) - h.sum_size ||
+	    h.samples_len > len - sizeof(h) - h.sum_size - h.stacks_len ||
+	    h.timed_len > len - sizeof(h) - h.sum_size - h.stacks_len - h.samples_len) {
+		rm_mark_lost(c, r, "its records are cut short or of another size (%zu bytes)", len);
 		return;
 	}
 	len -= h.stacks_len + h.samples_len + h.timed_len;
 	p->clock = h.clock;
 	take_stacks(c, &h, buf + len, h.clock.applied_ns);
-	if (rm_take_node(buf + sizeof(h), len - sizeof(h), h.clock.applied_ns, &nd)) {
+	head = sizeof(h) + h.sum_size;
+	if (rm_take_node(buf + head, len - head, h.clock.applied_ns, &nd)) {
 		rm_mark_lost(c, r, "its records do not unpack (%zu bytes)", len);
 		return;
 	}
+	if (h.sum_size &&
+	    (!(sum = malloc(sizeof(*sum))) || (memcpy(sum, buf + sizeof(h), sizeof(*sum)),
+					       rm_take_sum(sum, h.clock.applied_ns, &nd)))) {
+		rm_mark_lost(c, r, "its figures do not hold against its records (%zu bytes)", len);
+		free(sum);
+		free(nd.t);
+		rm_node_sum_free(&nd);
+		return;
+	}
+	free(sum);
 	nd.error = h.error[0] ? strdup(h.error) : NULL;
 	nd.boot_offset_ns = h.boot_offset_ns;
 	nd.clock_offset_ns = p->clock.offset_ns;
 	nd.clock_rtt_ns = p->clock.rtt_ns;
 	nd.clock_known = p->clock.known;
 	nd.clock_bound_ns = p->clock.bound_ns;
-	p->detached = 0;
+	p->detached = rm_left_out(&nd); /* left out: clean, detached */
 	for (size_t i = 0; i < nd.n; i++)
 		p->detached += nd.t[i].state == RN_DETACHED;
 	keep(c, &nd);
 	free(p->last.t);
 	free((char *)p->last.error);
+	rm_node_sum_free(&p->last);
 	p->last = nd;
 }
 
@@ -398,6 +464,7 @@ void rm_free_nodes(struct rm_node *nodes, size_t n)
 		free(nodes[i].t);
 		free((char *)nodes[i].error);
 		free((char *)nodes[i].lost_reason);
+		rm_node_sum_free(&nodes[i]);
 	}
 	free(nodes);
 }

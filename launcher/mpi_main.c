@@ -323,9 +323,9 @@ static size_t count_targets(const struct rm_node *nodes, size_t n, size_t *max)
 
 	*max = 0;
 	for (size_t i = 0; i < n; i++) {
-		total += nodes[i].n;
-		if (nodes[i].n > *max)
-			*max = nodes[i].n;
+		total += rm_found(&nodes[i]);
+		if (rm_found(&nodes[i]) > *max)
+			*max = rm_found(&nodes[i]);
 	}
 	return total;
 }
@@ -427,6 +427,8 @@ static size_t count_last(const struct rm_run *r, bool (*fails)(const struct rn_t
 
 	for (size_t i = 0; w && i < w->n_nodes; i++) {
 		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
+		/* Records a node left out are clean ones: no failure among them. */
+		total += w->nodes[i].lost ? 0 : rm_left_out(&w->nodes[i]);
 		for (size_t k = 0; t && k < w->nodes[i].n; k++, total++)
 			n += fails(&t[k]);
 	}
@@ -664,8 +666,12 @@ static int survey(struct ctx *c)
 	rm_collect_records(c, &nodes, &n_nodes, ra_monotonic_ns(), GRACE_SURVEY_NS, "of the start");
 	say_setup(c);
 	c->total_targets = count_targets(nodes, n_nodes, &c->max_targets);
+	/* Decided once, before window 1: each node cuts every window's records at it. */
+	c->run.cut.survey_targets = c->total_targets;
+	c->run.cut.level =
+	    c->o.detail != RM_DETAIL_AUTO ? c->o.detail : rm_detail_default(c->total_targets);
 	for (size_t i = 0; i < n_nodes; i++)
-		empty += nodes[i].n == 0;
+		empty += rm_found(&nodes[i]) == 0;
 	c->nodes_alive = (int)(n_nodes - empty);
 	rm_say(c, "found %zu target%s on %zu node%s (%zu without targets)", c->total_targets,
 	       c->total_targets == 1 ? "" : "s", n_nodes, n_nodes == 1 ? "" : "s", empty);
@@ -739,6 +745,7 @@ static void free_run(struct ctx *c)
 	for (int r = 0; c->peers && r < c->size; r++) {
 		free(c->peers[r].last.t);
 		free((char *)c->peers[r].last.error);
+		rm_node_sum_free(&c->peers[r].last);
 	}
 	free(c->peers);
 	for (int i = 0; i < c->tree.n_kids; i++)

@@ -504,7 +504,7 @@ static int count_alive(const struct ctx *c)
 	for (int r = 0; r < c->size; r++) {
 		const struct rm_peer *p = &c->peers[r];
 
-		alive += p->worker && !p->lost && p->last.n && !p->all_gone;
+		alive += p->worker && !p->lost && rm_found(&p->last) && !p->all_gone;
 	}
 	return alive;
 }
@@ -575,6 +575,8 @@ void rm_run_windows(struct ctx *c)
 		o.start_ns = when[0];
 		o.send_ns = when[1];
 		o.rtt_worst_ns = c->rtt_worst_ns;
+		o.detail = c->run.cut.level;
+		c->cut_level = o.detail;
 		rm_tree_orders(c, &o);
 		for (int r = 0; r < c->size; r++)
 			c->peers[r].got_ready = false;
@@ -725,6 +727,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		/* From here on this rank's clock: rank 0's times turned into it. */
 		c->clock = o.clock;
 		c->rtt_worst_ns = o.rtt_worst_ns;
+		c->cut_level = o.detail;
 		rm_tree_orders(c, &o);
 		mine[0] = local_ns(c, o.start_ns);
 		mine[1] = local_ns(c, o.send_ns);

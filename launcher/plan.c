@@ -228,7 +228,7 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");
 		return -1;
 	}
-	/* --detail: rank 0 cuts the records today; every rank knows it, for a cut made earlier. */
+	/* --detail as given; the level each window is cut at comes with its order. */
 	o->detail = (enum rm_detail)json_integer_value(json_object_get(j, "detail"));
 	if (o->detail < RM_DETAIL_AUTO || o->detail > RM_DETAIL_NONE) {
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");

@@ -17,6 +17,45 @@
 struct rm_store;
 struct ra_stack_tree;
 
+/*
+ * --detail below all cuts the records on each node, before the wire: the
+ * node sends the records its level keeps, and this block beside them,
+ * computed there from all its targets. Raw bytes between ranks of one
+ * binary, like the rest of the record head (launcher/mpi_link.c); checked
+ * on arrival by rm_take_node. Times: the node's clock on the wire, rank 0's
+ * once taken.
+ */
+#define RM_SUM_HIST_BINS 26
+#define RM_SUM_TOPO 256
+#define RM_SUM_TOOLS 16
+struct rm_sum_fig3 {
+	uint64_t min, p50, max, n;
+};
+struct rm_node_sum {
+	int32_t level;	 /* the --detail level the node cut at (RM_DETAIL_FAILURES, NONE) */
+	int32_t outcome; /* enum rm_outcome (report_int.h) of all its targets */
+	uint64_t found;	 /* its targets, all of them */
+	uint64_t left_out;
+	/* rm_count_node's counts of all its targets */
+	uint64_t attached, failed, exited, detached, died, exited_after, stopped;
+	/* The window's figures (rm_node_figures from the window's start). */
+	struct rm_sum_fig3 attach, detach, over, back;
+	uint64_t calls_lo, calls_hi, early;
+	uint32_t attach_hist[RM_SUM_HIST_BINS], skew_hist[RM_SUM_HIST_BINS];
+	/* For the window's skew: the tools' windows (rn_window_ns), and those on bounds. */
+	uint64_t len_lo, len_hi, len_n, bounds;
+	/*
+	 * Of the records left out: each library's outcomes by list position
+	 * (rn_target.tools; a list longer than RM_SUM_TOOLS: nothing cut), and
+	 * those on ROCm's side without our watchdog.
+	 */
+	uint32_t tools_left[RM_SUM_TOOLS][4];
+	uint64_t unwatched_left;
+	/* The union of its targets' CPU and NUMA lists and GPUs, as the report has it. */
+	char cpus[RM_SUM_TOPO], numa[RM_SUM_TOPO / 4], gpus[RM_SUM_TOPO];
+};
+_Static_assert(sizeof(struct rm_node_sum) <= 1400, "the block stays near one record's size");
+
 /* One node's records as gathered after a window (or after selection, for --dry-run). */
 struct rm_node {
 	char host[256];
@@ -58,7 +97,18 @@ struct rm_node {
 	 */
 	bool lost;
 	const char *lost_reason; /* NULL when not lost */
+	/*
+	 * Cut on the node (--detail below all): t and n are the records it
+	 * kept, sum its figures from all of them (rm_found: how many it found).
+	 */
+	bool cut;
+	const struct rm_node_sum *sum; /* malloc'd with cut (rm_take_sum), else NULL */
 };
+
+/* The targets node n found: n->n, or with a cut on the node, all of them. */
+size_t rm_found(const struct rm_node *n);
+/* Records node n left out on the node (0 unless it cut them there). */
+size_t rm_left_out(const struct rm_node *n);
 
 /* Rank 0's share of one window's coordination (counted by rank 0). */
 struct rm_coord {
@@ -109,8 +159,19 @@ struct rm_config {
 	enum rm_detail detail; /* --detail as given (RM_DETAIL_AUTO: not given) */
 };
 
+/*
+ * The level the records were cut at on the nodes, decided once before
+ * window 1 (RM_DETAIL_AUTO: none decided there, e.g. a report made from
+ * records alone: rm_detail_of decides), and the targets found then.
+ */
+struct rm_cut {
+	enum rm_detail level;
+	size_t survey_targets;
+};
+
 struct rm_run {
 	struct rm_config cfg;
+	struct rm_cut cut;
 	struct rm_store *store; /* where the nodes' targets are kept; NULL: all in memory */
 	struct rm_window *w;
 	size_t n_w;
@@ -162,6 +223,26 @@ uint64_t rm_store_bytes(const struct rm_store *s);
  * figures are the caller's. 0, or -1 if they do not unpack.
  */
 int rm_take_node(const void *buf, size_t len, int64_t applied_ns, struct rm_node *n);
+/*
+ * The node's block (sum, NULL: none, nothing cut) into n after
+ * rm_take_node: checked against the records kept (counts within found,
+ * left_out = found - kept, histograms that add up, a defined level and
+ * outcome, terminated strings), its times turned into rank 0's clock as
+ * the records'. 0, or -1 if it does not hold (n unchanged).
+ */
+int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n);
+/* n's block, freed (n->sum NULL, n->cut false). */
+void rm_node_sum_free(struct rm_node *n);
+/*
+ * The block of a node's targets t[0..n) (all of them) for level d in the
+ * window that started at since (its clock). 0, or -1 when it cannot be
+ * made (a topology union too long for the block, a tool list longer than
+ * RM_SUM_TOOLS, out of memory): then the node cuts nothing.
+ */
+int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint64_t since,
+		    struct rm_node_sum *sum);
+/* Whether level d (never RM_DETAIL_AUTO) keeps the record of t, on a node that is not lost. */
+bool rm_detail_keeps_target(enum rm_detail d, const struct rn_target *t);
 /* Move n's targets (n->t, freed) into s; 0, or -1 with the reason in err (n unchanged). */
 int rm_store_put(struct rm_store *s, struct rm_node *n, char *err, size_t len);
 /* A read failed since s was opened: -1 with "cannot read the gathered records back ..." */
@@ -222,9 +303,12 @@ void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max)
 /*
  * The --detail level in effect for r (never RM_DETAIL_AUTO), and in chosen
  * (if not NULL) why: "--detail failures", or "default: 12800 targets >
- * 10000". The run's targets: the most found in one window.
+ * 10000". The run's targets: those found at the start (r->cut, when the
+ * level was decided there), else the most found in one window.
  */
 enum rm_detail rm_detail_of(const struct rm_run *r, char *chosen, size_t len);
+/* The default level for a run of that many targets (RM_DETAIL_AUTO_MAX). */
+enum rm_detail rm_detail_default(size_t targets);
 
 /*
  * Nodes are grouped in the summary and the timeline above this many: the

@@ -87,7 +87,23 @@ static uint64_t hand_back(const struct rn_target *t)
 	return t->detach_tool_ns ? t->detach_tool_ns : t->detach_start_ns;
 }
 
-/* A lost node's targets are its last known records, not measured in this window: none count. */
+/* Two spreads as one: lo of both, hi of both, n the sum. */
+static void spread_join(struct rm_spread *s, uint64_t lo, uint64_t hi, size_t n)
+{
+	if (!n)
+		return;
+	if (!s->n || lo < s->lo)
+		s->lo = lo;
+	if (!s->n || hi > s->hi)
+		s->hi = hi;
+	s->n += n;
+}
+
+/*
+ * A lost node's targets are its last known records, not measured in this
+ * window: none count. A node that cut its records sent these figures of
+ * all its targets (rm_node_sum).
+ */
 static void node_spreads(const struct rm_node *n, const struct rn_target *v, uint64_t since,
 			 struct rm_spread *a, struct rm_spread *d, struct rm_spread *len,
 			 size_t *bounds)
@@ -96,6 +112,13 @@ static void node_spreads(const struct rm_node *n, const struct rn_target *v, uin
 	bool bound;
 	size_t k;
 
+	if (n->cut && !n->lost) {
+		spread_join(a, n->sum->over.min, n->sum->over.max, (size_t)n->sum->over.n);
+		spread_join(d, n->sum->back.min, n->sum->back.max, (size_t)n->sum->back.n);
+		spread_join(len, n->sum->len_lo, n->sum->len_hi, (size_t)n->sum->len_n);
+		*bounds += (size_t)n->sum->bounds;
+		return;
+	}
 	for (k = 0; v && !n->lost && k < n->n; k++) {
 		t = &v[k];
 		if (!rm_attached_since(t, since))
@@ -173,6 +196,14 @@ struct rm_spread rm_node_attach_spread(const struct rm_node *n, const struct rn_
 	return a;
 }
 
+void rm_node_len_spread(const struct rm_node *n, const struct rn_target *t, uint64_t since,
+			struct rm_spread *len, size_t *bounds)
+{
+	struct rm_spread a = {0}, d = {0};
+
+	node_spreads(n, t, since, &a, &d, len, bounds);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -195,6 +226,11 @@ void rm_node_times(const struct rm_node *n, const struct rn_target *all, uint64_
 	size_t k, m = 0;
 
 	*p50 = *max = 0;
+	if (n->cut && !n->lost) { /* the node's figures, from the window's start */
+		*p50 = n->sum->attach.p50;
+		*max = n->sum->attach.max;
+		return;
+	}
 	if (n->lost || !n->n || !all || !(v = malloc(n->n * sizeof(*v))))
 		return;
 	for (k = 0; k < n->n; k++) {
@@ -231,10 +267,20 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 	const struct rn_target *t;
 	size_t k;
 
-	c->found += n->n;
+	c->found += rm_found(n);
 	if (n->lost) {
 		c->lost_nodes++;
-		c->lost += n->n;
+		c->lost += rm_found(n);
+		return;
+	}
+	if (n->cut) {
+		c->attached += (size_t)n->sum->attached;
+		c->failed += (size_t)n->sum->failed;
+		c->detached += (size_t)n->sum->detached;
+		c->exited += (size_t)n->sum->exited;
+		c->exited_after += (size_t)n->sum->exited_after;
+		c->died += (size_t)n->sum->died;
+		c->stopped += (size_t)n->sum->stopped;
 		return;
 	}
 	if (!all && n->n) {
@@ -267,7 +313,12 @@ size_t rm_died_attached(const struct rm_run *r, size_t *lived, uint64_t *first_n
 	uint64_t lo = 0, hi = 0;
 
 	for (size_t i = 0; w && i < w->n_nodes; i++) {
-		if (w->nodes[i].lost || !(t = rm_targets(&w->nodes[i], &h)))
+		if (w->nodes[i].lost)
+			continue;
+		/* A record left out on its node is a clean one: it lived. */
+		if (w->nodes[i].cut)
+			alive += (size_t)w->nodes[i].sum->left_out;
+		if (!(t = rm_targets(&w->nodes[i], &h)))
 			continue;
 		for (size_t k = 0; k < w->nodes[i].n; k++) {
 			if (t[k].state == RN_EXITED)

@@ -64,6 +64,9 @@ uint64_t rm_spread_ns(const struct rm_spread *s);
 /* Spread of the hand-over times within one node; n = 0 when nothing attached there. */
 struct rm_spread rm_node_attach_spread(const struct rm_node *n, const struct rn_target *t,
 				       uint64_t since);
+/* The spread of the tools' windows (rn_window_ns) there, and how many were on bounds. */
+void rm_node_len_spread(const struct rm_node *n, const struct rn_target *t, uint64_t since,
+			struct rm_spread *len, size_t *bounds);
 /* Median and maximum attach time of a window (from its start, since); 0 when none. */
 void rm_node_times(const struct rm_node *n, const struct rn_target *t, uint64_t since,
 		   uint64_t *p50, uint64_t *max);
@@ -122,6 +125,9 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *t, uint64_
 /* --detail: whether t's record (of node n) is kept at level d (never RM_DETAIL_AUTO). */
 bool rm_clean(const struct rn_target *t);
 bool rm_detail_keeps(enum rm_detail d, const struct rm_node *n, const struct rn_target *t);
+
+/* The union of t[0..n)'s CPU and NUMA lists and GPUs into s; 0, or -1 if it does not fit. */
+int rm_topo_union(const struct rn_target *t, size_t n, struct rm_node_sum *s);
 
 /* ---- nodes in groups (RM_GROUP_ABOVE) ---- */
 

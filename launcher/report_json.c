@@ -125,7 +125,7 @@ static int ranges_push(struct ranges *r, long lo, long hi)
  */
 static int ranges_parse(struct ranges *r, const char *s, size_t width)
 {
-	char buf[128], *p, *end;
+	char buf[RM_SUM_TOPO], *p, *end;
 	long lo, hi;
 
 	snprintf(buf, sizeof(buf), "%.*s", (int)strnlen(s, width), s);
@@ -179,13 +179,17 @@ static json_t *ranges_json(struct ranges *r)
 	return j;
 }
 
+/* A node that cut its records sent the union of all its targets' (rm_topo_union). */
 static json_t *list_union_json(const struct rm_node *n, const struct rn_target *v, bool numa)
 {
 	struct ranges r = {0};
 	json_t *j = NULL;
 	size_t k;
 
-	for (k = 0; v && k < n->n; k++) {
+	if (n->cut && (numa ? ranges_parse(&r, n->sum->numa, sizeof(n->sum->numa))
+			    : ranges_parse(&r, n->sum->cpus, sizeof(n->sum->cpus))))
+		goto out;
+	for (k = 0; v && !n->cut && k < n->n; k++) {
 		const struct rn_topo *t = &v[k].topo;
 
 		if (numa ? ranges_parse(&r, t->numa, sizeof(t->numa))
@@ -210,28 +214,83 @@ static bool has_string(json_t *a, const char *s, size_t len)
 	return false;
 }
 
-/* The GPUs near any target of the node, each once, in order of appearance. */
+/* The GPUs of a comma list not yet in a, appended; -1 out of memory. */
+static int gpus_add(json_t *a, const char *g, size_t width)
+{
+	size_t i, e, len = strnlen(g, width);
+
+	for (i = 0; i < len; i = e + 1) {
+		for (e = i; e < len && g[e] != ','; e++)
+			;
+		if (e == i || has_string(a, g + i, e - i))
+			continue;
+		if (json_array_append_new(a, rm_jstr(g + i, e - i)))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The GPUs near any target of the node, each once, in order of appearance
+ * (a node that cut its records sent them all as one list).
+ */
 static json_t *gpus_union_json(const struct rm_node *n, const struct rn_target *v)
 {
 	json_t *a = json_array();
-	const char *g;
-	size_t k, i, e, len;
+	size_t k;
 
-	for (k = 0; a && v && k < n->n; k++) {
-		g = v[k].topo.gpus;
-		len = strnlen(g, sizeof(v[k].topo.gpus));
-		for (i = 0; i < len; i = e + 1) {
-			for (e = i; e < len && g[e] != ','; e++)
-				;
-			if (e == i || has_string(a, g + i, e - i))
-				continue;
-			if (json_array_append_new(a, rm_jstr(g + i, e - i))) {
-				json_decref(a);
-				return NULL;
-			}
+	if (a && n->cut && gpus_add(a, n->sum->gpus, sizeof(n->sum->gpus))) {
+		json_decref(a);
+		return NULL;
+	}
+	for (k = 0; a && v && !n->cut && k < n->n; k++) {
+		if (gpus_add(a, v[k].topo.gpus, sizeof(v[k].topo.gpus))) {
+			json_decref(a);
+			return NULL;
 		}
 	}
 	return a;
+}
+
+static int topo_put(char *dst, size_t width, const char *s)
+{
+	if (strlen(s) >= width)
+		return -1;
+	snprintf(dst, width, "%s", s);
+	return 0;
+}
+
+int rm_topo_union(const struct rn_target *t, size_t n, struct rm_node_sum *s)
+{
+	struct rm_node node = {.t = (struct rn_target *)t, .n = n};
+	json_t *cpus = list_union_json(&node, t, false), *numa = list_union_json(&node, t, true);
+	json_t *gpus = gpus_union_json(&node, t), *g;
+	char *p = s->gpus, *end = s->gpus + sizeof(s->gpus);
+	int rc = -1;
+	size_t i;
+
+	if (!cpus || !numa || !gpus ||
+	    topo_put(s->cpus, sizeof(s->cpus), json_string_value(cpus)) ||
+	    topo_put(s->numa, sizeof(s->numa), json_string_value(numa)))
+		goto out;
+	*p = '\0';
+	json_array_foreach (gpus, i, g) {
+		size_t len = json_string_length(g);
+
+		if (len + 2 > (size_t)(end - p))
+			goto out;
+		if (i)
+			*p++ = ',';
+		memcpy(p, json_string_value(g), len);
+		p += len;
+		*p = '\0';
+	}
+	rc = 0;
+out:
+	json_decref(cpus);
+	json_decref(numa);
+	json_decref(gpus);
+	return rc;
 }
 
 static json_t *topology_json(const struct rm_node *n, const struct rn_target *t)
@@ -263,6 +322,7 @@ static json_t *targets_json(const struct rm_node *n, const struct rn_target *t, 
 		json_decref(a);
 		return NULL;
 	}
+	*left = rm_left_out(n);
 	for (k = 0; a && k < n->n; k++) {
 		if (!rm_detail_keeps(d, n, &t[k])) {
 			(*left)++;
@@ -429,7 +489,34 @@ static json_t *length_json(const struct rm_window *w, const struct rm_skew s)
  * --detail as in effect; the cut is made here, as the report is written:
  * the nodes sent rank 0 every record.
  */
-static json_t *detail_json(enum rm_detail d, const char *chosen)
+/* Where the records left out were cut: on the nodes (before the wire), on rank 0, or both. */
+static const char *cut_where(const struct rm_run *r, enum rm_detail d)
+{
+	size_t on_node = 0, here = 0;
+
+	if (d == RM_DETAIL_ALL)
+		return "nothing cut: every record is in the report";
+	for (size_t wi = 0; wi < r->n_w; wi++)
+		for (size_t i = 0; i < r->w[wi].n_nodes; i++) {
+			const struct rm_node *n = &r->w[wi].nodes[i];
+
+			if (n->lost || !rm_found(n))
+				continue;
+			on_node += n->cut;
+			here += !n->cut;
+		}
+	if (on_node && !here)
+		return "on each node: the records left out never crossed the wire; the counts and "
+		       "figures were computed there from all of them";
+	if (on_node)
+		return "on each node where the figures could be sent (the records left out there "
+		       "never crossed the wire), else on rank 0 as the report was written; the "
+		       "counts and figures are of all the records";
+	return "on rank 0, as the report is written: every record came over the wire, "
+	       "the counts and figures are of them all";
+}
+
+static json_t *detail_json(const struct rm_run *r, enum rm_detail d, const char *chosen)
 {
 	json_t *bins = json_array();
 	json_t *o;
@@ -441,9 +528,7 @@ static json_t *detail_json(enum rm_detail d, const char *chosen)
 			return NULL;
 		}
 	o = json_pack("{s:s, s:s, s:s, s:o*}", "level", rm_detail_name(d), "chosen", chosen, "cut",
-		      "on rank 0, as the report is written: every record came over the wire, "
-		      "the counts and figures are of them all",
-		      "hist_bins_us", bins);
+		      cut_where(r, d), "hist_bins_us", bins);
 	return o;
 }
 
@@ -586,7 +671,7 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 {
 	struct json_out o = {0};
 	struct rm_out out;
-	char chosen[96];
+	char chosen[192];
 	enum rm_detail d = rm_detail_of(r, chosen, sizeof(chosen));
 
 	if (rm_out_open(&out, path, "report", err, len))
@@ -603,7 +688,7 @@ int rm_write_report(const char *path, const struct rm_run *r, char *err, size_t 
 	put(&o, "provisional", rm_jstr_or_null(r->provisional), false);
 	put(&o, "config", config_json(&r->cfg), false);
 	put(&o, "summary", summary_json(r), false);
-	put(&o, "detail", detail_json(d, chosen), false);
+	put(&o, "detail", detail_json(r, d, chosen), false);
 	fputs(",\n\"windows\": [\n", o.f);
 	for (size_t i = 0; i < r->n_w && !o.err; i++) {
 		if (i)

@@ -28,10 +28,15 @@ const char *rm_detail_name(enum rm_detail d)
 	return d >= RM_DETAIL_ALL && d <= RM_DETAIL_NONE ? detail_names[d] : "auto";
 }
 
+enum rm_detail rm_detail_default(size_t targets)
+{
+	return targets > RM_DETAIL_AUTO_MAX ? RM_DETAIL_FAILURES : RM_DETAIL_ALL;
+}
+
 /* Flags and counts only: no target is read. */
 enum rm_detail rm_detail_of(const struct rm_run *r, char *chosen, size_t len)
 {
-	size_t most = 0, sum;
+	size_t most = 0, sum, at;
 
 	if (r->cfg.detail != RM_DETAIL_AUTO) {
 		if (chosen)
@@ -41,13 +46,29 @@ enum rm_detail rm_detail_of(const struct rm_run *r, char *chosen, size_t len)
 	for (size_t wi = 0; wi < r->n_w; wi++) {
 		sum = 0;
 		for (size_t i = 0; i < r->w[wi].n_nodes; i++)
-			sum += r->w[wi].nodes[i].n;
+			sum += rm_found(&r->w[wi].nodes[i]);
 		most = sum > most ? sum : most;
 	}
-	if (chosen)
-		snprintf(chosen, len, "default: %zu target%s %s %d", most, most == 1 ? "" : "s",
-			 most > RM_DETAIL_AUTO_MAX ? ">" : "<=", RM_DETAIL_AUTO_MAX);
-	return most > RM_DETAIL_AUTO_MAX ? RM_DETAIL_FAILURES : RM_DETAIL_ALL;
+	if (r->cut.level == RM_DETAIL_AUTO) {
+		if (chosen)
+			snprintf(chosen, len, "default: %zu target%s %s %d", most,
+				 most == 1 ? "" : "s",
+				 most > RM_DETAIL_AUTO_MAX ? ">" : "<=", RM_DETAIL_AUTO_MAX);
+		return rm_detail_default(most);
+	}
+	/* Decided at the start, and kept: the nodes cut every window's records at it. */
+	if (chosen) {
+		at = r->cut.survey_targets;
+		snprintf(chosen, len, "default: %zu target%s found at the start %s %d", at,
+			 at == 1 ? "" : "s",
+			 at > RM_DETAIL_AUTO_MAX ? ">" : "<=", RM_DETAIL_AUTO_MAX);
+		if (most > at)
+			snprintf(chosen + strlen(chosen), len - strlen(chosen),
+				 "; a later window found %zu, the level chosen at the start "
+				 "was kept",
+				 most);
+	}
+	return r->cut.level;
 }
 
 /* Clean: attached, then detached, nothing failed. An exit, even after a window, is kept. */
@@ -56,11 +77,27 @@ bool rm_clean(const struct rn_target *t)
 	return t->state == RN_DETACHED && !rm_failed(t);
 }
 
-bool rm_detail_keeps(enum rm_detail d, const struct rm_node *n, const struct rn_target *t)
+/* The one rule, on the nodes (before the wire) and on rank 0 (while writing). */
+bool rm_detail_keeps_target(enum rm_detail d, const struct rn_target *t)
 {
 	if (d == RM_DETAIL_NONE)
 		return false;
-	return d != RM_DETAIL_FAILURES || n->lost || !rm_clean(t);
+	return d != RM_DETAIL_FAILURES || !rm_clean(t);
+}
+
+bool rm_detail_keeps(enum rm_detail d, const struct rm_node *n, const struct rn_target *t)
+{
+	return d != RM_DETAIL_NONE && (n->lost || rm_detail_keeps_target(d, t));
+}
+
+size_t rm_found(const struct rm_node *n)
+{
+	return n->cut ? (size_t)n->sum->found : n->n;
+}
+
+size_t rm_left_out(const struct rm_node *n)
+{
+	return n->cut ? (size_t)n->sum->left_out : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -121,6 +158,29 @@ static void hist_fill(struct rm_node_fig *f, const struct rn_target *t, uint64_t
 	f->skew_hist[rm_hist_bin(over > since ? over - since : 0)]++;
 }
 
+static struct rm_fig3 fig3_of_sum(const struct rm_sum_fig3 *s)
+{
+	return (struct rm_fig3){.min = s->min, .p50 = s->p50, .max = s->max, .n = (size_t)s->n};
+}
+
+static struct rm_sum_fig3 sum_of_fig3(const struct rm_fig3 *f)
+{
+	return (struct rm_sum_fig3){.min = f->min, .p50 = f->p50, .max = f->max, .n = f->n};
+}
+
+static void fig_of_sum(const struct rm_node_sum *s, struct rm_node_fig *f)
+{
+	f->attach = fig3_of_sum(&s->attach);
+	f->detach = fig3_of_sum(&s->detach);
+	f->over = fig3_of_sum(&s->over);
+	f->back = fig3_of_sum(&s->back);
+	f->calls_lo = s->calls_lo;
+	f->calls_hi = s->calls_hi;
+	f->early = (size_t)s->early;
+	memcpy(f->attach_hist, s->attach_hist, sizeof(f->attach_hist));
+	memcpy(f->skew_hist, s->skew_hist, sizeof(f->skew_hist));
+}
+
 void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint64_t since,
 		     struct rm_node_fig *f)
 {
@@ -129,7 +189,13 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint6
 	const struct rn_target *t;
 
 	memset(f, 0, sizeof(*f));
-	if (n->lost || !n->n || !all)
+	if (n->lost)
+		return;
+	if (n->cut) {
+		fig_of_sum(n->sum, f);
+		return;
+	}
+	if (!n->n || !all)
 		return;
 	v[0] = malloc(4 * n->n * sizeof(uint64_t));
 	if (!v[0])
@@ -163,6 +229,148 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint6
 }
 
 /* ------------------------------------------------------------------------ */
+/* The cut on the node, and rank 0 taking its block. */
+
+_Static_assert(RM_SUM_HIST_BINS == RM_HIST_BINS, "the block's histograms are the report's");
+
+int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint64_t since,
+		    struct rm_node_sum *sum)
+{
+	struct rm_node node = {.t = (struct rn_target *)t, .n = n};
+	struct rm_counts c = {0};
+	struct rm_spread len = {0};
+	struct rm_node_fig f;
+	size_t bounds = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	if (d != RM_DETAIL_FAILURES && d != RM_DETAIL_NONE)
+		return -1;
+	if (rm_topo_union(t, n, sum))
+		return -1;
+	rm_node_figures(&node, t, since, &f);
+	rm_count_node(&node, t, &c);
+	rm_node_len_spread(&node, t, since, &len, &bounds);
+	sum->level = d;
+	sum->outcome = rm_node_outcome(&node, t);
+	sum->found = n;
+	for (size_t k = 0; k < n; k++) {
+		if (rm_detail_keeps_target(d, &t[k]))
+			continue;
+		sum->left_out++;
+		sum->unwatched_left += t[k].side == ROCATTACH_SIDE_ROCM && !t[k].watchdog;
+		if (t[k].tool_n > RM_SUM_TOOLS)
+			return -1;
+		for (size_t j = 0; j < t[k].tool_n; j++)
+			sum->tools_left[j][t[k].tools[j] <= ROCATTACH_TOOL_FAILED ? t[k].tools[j]
+										  : 0]++;
+	}
+	sum->attached = c.attached;
+	sum->failed = c.failed;
+	sum->exited = c.exited;
+	sum->detached = c.detached;
+	sum->died = c.died;
+	sum->exited_after = c.exited_after;
+	sum->stopped = c.stopped;
+	sum->attach = sum_of_fig3(&f.attach);
+	sum->detach = sum_of_fig3(&f.detach);
+	sum->over = sum_of_fig3(&f.over);
+	sum->back = sum_of_fig3(&f.back);
+	sum->calls_lo = f.calls_lo;
+	sum->calls_hi = f.calls_hi;
+	sum->early = f.early;
+	memcpy(sum->attach_hist, f.attach_hist, sizeof(sum->attach_hist));
+	memcpy(sum->skew_hist, f.skew_hist, sizeof(sum->skew_hist));
+	sum->len_lo = len.lo;
+	sum->len_hi = len.hi;
+	sum->len_n = len.n;
+	sum->bounds = bounds;
+	return 0;
+}
+
+static bool fig3_holds(const struct rm_sum_fig3 *f, uint64_t found)
+{
+	return f->n <= found && (!f->n || (f->min <= f->p50 && f->p50 <= f->max));
+}
+
+static uint64_t hist_sum(const uint32_t *h)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < RM_SUM_HIST_BINS; i++)
+		v += h[i];
+	return v;
+}
+
+/* What a node can claim of its found targets, and of the records it kept. */
+static bool sum_holds(const struct rm_node_sum *s, const struct rm_node *n)
+{
+	uint64_t f = s->found, counts[] = {s->attached, s->failed,	 s->exited, s->detached,
+					   s->died,	s->exited_after, s->stopped};
+
+	if ((s->level != RM_DETAIL_FAILURES && s->level != RM_DETAIL_NONE) || s->outcome < 0 ||
+	    s->outcome >= RM_OUT_N || s->outcome == RM_OUT_LOST ||
+	    s->outcome == RM_OUT_UNREADABLE || f < n->n || s->left_out != f - n->n ||
+	    (s->outcome == RM_OUT_EMPTY) != !f)
+		return false;
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		if (counts[i] > f)
+			return false;
+	if (!fig3_holds(&s->attach, f) || !fig3_holds(&s->detach, f) || !fig3_holds(&s->over, f) ||
+	    !fig3_holds(&s->back, f) || hist_sum(s->attach_hist) != s->attach.n ||
+	    (hist_sum(s->skew_hist) != s->attach.n && hist_sum(s->skew_hist) != 0) ||
+	    s->early > s->attach.n || s->len_n > f || s->bounds > f ||
+	    (s->len_n && s->len_lo > s->len_hi) || s->unwatched_left > s->left_out)
+		return false;
+	for (size_t j = 0; j < RM_SUM_TOOLS; j++)
+		if ((uint64_t)s->tools_left[j][0] + s->tools_left[j][1] + s->tools_left[j][2] +
+			s->tools_left[j][3] >
+		    s->left_out)
+			return false;
+	for (size_t k = 0; k < n->n; k++)
+		if (!rm_detail_keeps_target((enum rm_detail)s->level, &n->t[k]))
+			return false;
+	return true;
+}
+
+static void sum_to_root_clock(struct rm_sum_fig3 *f, int64_t applied_ns)
+{
+	uint64_t *v[] = {&f->min, &f->p50, &f->max};
+
+	for (size_t j = 0; f->n && j < 3; j++)
+		*v[j] = (uint64_t)((int64_t)*v[j] - applied_ns);
+}
+
+int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n)
+{
+	struct rm_node_sum s = *sum, *copy;
+
+	s.cpus[sizeof(s.cpus) - 1] = '\0';
+	s.numa[sizeof(s.numa) - 1] = '\0';
+	s.gpus[sizeof(s.gpus) - 1] = '\0';
+	if (!sum_holds(&s, n))
+		return -1;
+	sum_to_root_clock(&s.over, applied_ns);
+	sum_to_root_clock(&s.back, applied_ns);
+	if (s.calls_lo)
+		s.calls_lo = (uint64_t)((int64_t)s.calls_lo - applied_ns);
+	if (s.calls_hi)
+		s.calls_hi = (uint64_t)((int64_t)s.calls_hi - applied_ns);
+	if (!(copy = malloc(sizeof(*copy))))
+		return -1;
+	*copy = s;
+	n->sum = copy;
+	n->cut = true;
+	return 0;
+}
+
+void rm_node_sum_free(struct rm_node *n)
+{
+	free((void *)n->sum);
+	n->sum = NULL;
+	n->cut = false;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Groups. */
 
 static const char *const outcome_names[RM_OUT_N] = {
@@ -180,6 +388,8 @@ enum rm_outcome rm_node_outcome(const struct rm_node *n, const struct rn_target 
 
 	if (n->lost)
 		return RM_OUT_LOST;
+	if (n->cut)
+		return (enum rm_outcome)n->sum->outcome;
 	if (!n->n)
 		return RM_OUT_EMPTY;
 	if (!t)

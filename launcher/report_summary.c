@@ -156,16 +156,16 @@ static void print_node_row(FILE *f, const struct rm_node *n, uint64_t since, int
 
 	put_col(f, n->host, sizeof(n->host), hw);
 	if (n->lost) { /* nothing measured: its line after the table says why */
-		fprintf(f, " %5zu %8s %6s %6s %11s %11s %11s\n", n->n, "lost", "-", "-", "-", "-",
-			"-");
+		fprintf(f, " %5zu %8s %6s %6s %11s %11s %11s\n", rm_found(n), "lost", "-", "-", "-",
+			"-", "-");
 		return;
 	}
-	if (!n->n) {
+	if (!rm_found(n)) {
 		fprintf(f, " %5d  %s%s\n", 0, n->error ? "selection failed: " : "no targets found",
 			n->error ? n->error : "");
 		return;
 	}
-	if (!t) {
+	if (!t && n->n) {
 		fprintf(f, " %5zu  its records could not be read back\n", n->n);
 		return;
 	}
@@ -311,12 +311,14 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 		size_t node;
 		pid_t pid;
 	} first[16];
-	size_t i, k, n = 0, shown = 0;
+	size_t i, k, n = 0, shown = 0, unnamed = 0;
 	const struct rn_target *t;
 	struct rm_hold h = {0};
 
 	/* One read of each node: counted, and the first 16 kept to name. */
 	for (i = 0; w && i < w->n_nodes; i++) {
+		/* Those a node left out are counted, not named. */
+		unnamed += w->nodes[i].cut ? (size_t)w->nodes[i].sum->unwatched_left : 0;
 		t = rm_targets(&w->nodes[i], &h);
 		for (k = 0; t && k < w->nodes[i].n; k++) {
 			if (t[k].side != ROCATTACH_SIDE_ROCM || t[k].watchdog)
@@ -327,13 +329,13 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 		}
 	}
 	rm_hold_free(&h);
-	if (!n)
+	if (!n && !unnamed)
 		return;
 	fprintf(f,
 		"note: %zu target%s run%s ROCm's target side without a watchdog: if this "
 		"launcher is killed with SIGKILL, their tools stay attached until they exit "
 		"(every other signal detaches them):",
-		n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+		n + unnamed, n + unnamed == 1 ? "" : "s", n + unnamed == 1 ? "s" : "");
 	for (; shown < n && shown < sizeof(first) / sizeof(first[0]); shown++) {
 		const struct rm_node *nd = &w->nodes[first[shown].node];
 
@@ -341,7 +343,10 @@ static void print_no_watchdog(FILE *f, const struct rm_run *r)
 		put_text(f, nd->host, sizeof(nd->host));
 		fprintf(f, ":%d%s", (int)first[shown].pid, nd->lost ? " (last known)" : "");
 	}
-	fprintf(f, "%s\n", n > shown ? " ..." : "");
+	fprintf(f, "%s", n > shown ? " ..." : "");
+	if (unnamed)
+		fprintf(f, " (%zu not named: their records were left out on their nodes)", unnamed);
+	fputc('\n', f);
 }
 
 /* A target as "pid 12 rank 3 (exe)". */
@@ -411,6 +416,13 @@ static void print_tool_outcomes(FILE *f, const struct rm_run *r)
 	struct rm_hold h = {0};
 
 	for (i = 0; w && i < w->n_nodes; i++) {
+		/* A node that cut its records counted those it left out. */
+		for (size_t j = 0; w->nodes[i].cut && !w->nodes[i].lost && j < RM_SUM_TOOLS; j++)
+			for (size_t o = 0; o <= ROCATTACH_TOOL_FAILED; o++) {
+				count[j][o] += w->nodes[i].sum->tools_left[j][o];
+				if (w->nodes[i].sum->tools_left[j][o])
+					n_tools = j + 1 > n_tools ? j + 1 : n_tools;
+			}
 		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
 		for (k = 0; t && k < w->nodes[i].n; k++)
 			for (size_t j = 0; j < t[k].tool_n && j < RN_TOOLS_MAX; j++) {

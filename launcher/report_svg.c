@@ -124,6 +124,11 @@ static void svg_range(struct svg *s)
 		range_add(&sp, w->stop_ns);
 		for (ni = 0; ni < w->n_nodes; ni++) {
 			t = w->nodes[ni].lost ? NULL : rm_targets(&w->nodes[ni], &h);
+			/* A node that cut its records: the extent of all its calls. */
+			if (w->nodes[ni].cut && !w->nodes[ni].lost && w->nodes[ni].sum->calls_lo) {
+				range_add(&sp, w->nodes[ni].sum->calls_lo);
+				range_add(&sp, w->nodes[ni].sum->calls_hi);
+			}
 			for (k = 0; t && k < w->nodes[ni].n; k++) {
 				range_add(&sp, t[k].attach_start_ns);
 				range_add(&sp, t[k].attach_end_ns);
@@ -153,8 +158,8 @@ static size_t svg_lanes(const struct svg *s, const struct rm_node *n, const stru
 {
 	size_t lanes = 0;
 
-	if (s->d == RM_DETAIL_ALL || !t)
-		return n->n;
+	if (s->d == RM_DETAIL_ALL || !t || n->cut)
+		return n->n; /* a node that cut its records sent only those it keeps */
 	for (size_t k = 0; k < n->n; k++)
 		lanes += rm_detail_keeps(s->d, n, &t[k]);
 	return lanes;
@@ -643,13 +648,13 @@ static void svg_node_note(struct svg *s, const struct rm_node *n, const struct r
 		svg_x(s, s->t0) + 6, s->y + 16);
 	if (n->lost)
 		fprintf(s->f, "%zu found (last known)", c.found);
-	else if (n->n)
+	else if (rm_found(n))
 		fprintf(s->f, "%zu found, %zu attached, %zu failed", c.found, c.attached, c.failed);
 	else
 		fputs("no targets found", s->f);
-	if (t && svg_lanes(s, n, t) < n->n)
-		fprintf(s->f, "; %zu clean not drawn (--detail %s)", n->n - svg_lanes(s, n, t),
-			rm_detail_name(s->d));
+	if ((t || n->cut) && svg_lanes(s, n, t) < rm_found(n))
+		fprintf(s->f, "; %zu clean not drawn (--detail %s)",
+			rm_found(n) - svg_lanes(s, n, t), rm_detail_name(s->d));
 	if (lw) {
 		fprintf(s->f, ", lost in window %d: ", lw->index);
 		xml_put(s->f, rm_lost_reason(ln), (size_t)-1, 100);

@@ -164,19 +164,22 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 	trace_meta(tr, "process_name", pid, 0, trace_node_name(tr, n, ni));
 	trace_meta(tr, "process_sort_index", pid, 0, trace_sort(pid));
 	if (tr->d != RM_DETAIL_ALL) {
-		snprintf(label, sizeof(label), "node: %zu targets' tools", n->n);
+		snprintf(label, sizeof(label), "node: %zu targets' tools", rm_found(n));
 		trace_meta(tr, "thread_name", pid, TRACE_NODE_TID, trace_name(label, (size_t)-1));
 		trace_meta(tr, "thread_sort_index", pid, TRACE_NODE_TID, trace_sort(-2));
 		trace_meta(tr, "thread_name", pid, TRACE_NODE_CALLS_TID,
 			   trace_name("node: calls", (size_t)-1));
 		trace_meta(tr, "thread_sort_index", pid, TRACE_NODE_CALLS_TID, trace_sort(-1));
 	}
-	for (size_t k = 0; v && k < n->n; k++) {
+	/* Sorted in the records' order, numbered among those drawn (a node's cut or not). */
+	for (size_t k = 0, drawn = 0; v && k < n->n; k++) {
 		const struct rn_target *t = &v[k];
+		long long at = 2 * (long long)drawn;
 		int len;
 
 		if (!rm_detail_keeps(tr->d, n, t))
 			continue;
+		drawn++;
 		len = snprintf(label, sizeof(label), "pid %d", (int)t->pid);
 
 		if (t->rank >= 0)
@@ -185,12 +188,12 @@ static void trace_node_meta(struct trace *tr, const struct rm_node *n, size_t ni
 		snprintf(label + len, sizeof(label) - (size_t)len, " (%.*s)", (int)sizeof(t->exe),
 			 t->exe);
 		trace_meta(tr, "thread_name", pid, t->pid, trace_name(label, sizeof(label)));
-		trace_meta(tr, "thread_sort_index", pid, t->pid, trace_sort(2 * (long long)k));
+		trace_meta(tr, "thread_sort_index", pid, t->pid, trace_sort(at));
 		snprintf(label + len, sizeof(label) - (size_t)len, " calls");
 		trace_meta(tr, "thread_name", pid, (long long)t->pid + TRACE_CALLS_TID,
 			   trace_name(label, sizeof(label)));
 		trace_meta(tr, "thread_sort_index", pid, (long long)t->pid + TRACE_CALLS_TID,
-			   trace_sort(2 * (long long)k + 1));
+			   trace_sort(at + 1));
 	}
 }
 
@@ -378,7 +381,8 @@ static void trace_nodes(struct trace *tr)
 
 			if (t)
 				p = rm_prev_targets(tr->r, wi, ni, n->host, &hp, &np);
-			if (t && tr->d != RM_DETAIL_ALL)
+			/* A node that cut its records sent its figures: spans with no record. */
+			if ((t || (ln && !n->lost && n->cut)) && tr->d != RM_DETAIL_ALL)
 				trace_node_spans(tr, w, n, t, (int)(ln - last->nodes) + 2);
 			for (size_t ti = 0; t && ti < n->n; ti++)
 				if (rm_detail_keeps(tr->d, n, &t[ti]))
@@ -479,7 +483,7 @@ int rm_write_trace(const char *path, const struct rm_run *r, char *err, size_t l
 	struct trace tr = {.r = r};
 	struct rm_out out;
 	json_t *other;
-	char chosen[96];
+	char chosen[192];
 
 	tr.d = rm_detail_of(r, chosen, sizeof(chosen));
 	if (rm_out_open(&out, path, "trace", err, len))

@@ -4,8 +4,17 @@
 # rank's record, in the report and as a track in the trace, while the counts and the
 # per-node figures still cover all four; the default keeps all four (4 targets <= 10000);
 # a bad value is one line naming the option and the choices, exit 2, nothing touched.
+# 4. The cut on each node: 4 nodes (a PID and UTS namespace each, --one-node-per-rank,
+#    as mpi.tree's), 10 targets each, one stopped on node dr1. The same targets are
+#    run at --detail all, then at --detail failures: the bytes rank 0 received in the
+#    window are much smaller at failures (the clean records never crossed the wire),
+#    and the report says the same of the job (counts, per-node figures' counts, the
+#    failure) with the stopped target's record only.
 B=${1:?usage: test_detail.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
+command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
+command -v unshare >/dev/null || { echo "SKIP: unshare not found (package util-linux)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (section 4: a PID namespace per node)"; exit 77; }
 W=$(mktemp -d /tmp/rocattach-detail-test.XXXXXX)
 chmod 755 "$W"
 export ROCPROF_OUTPUT_PATH=$W/tool
@@ -55,7 +64,7 @@ rc=$?
 check "default: exit 4 (got $rc)" test "$rc" -eq 4
 check "default: all four records, none left out" jq -e \
 	'([.windows[0].nodes[].targets[]] | length) == 4 and .windows[0].records_left_out == 0
-	 and .detail.level == "all" and .detail.chosen == "default: 4 targets <= 10000"' "$W/d.json"
+	 and .detail.level == "all" and .detail.chosen == "default: 4 targets found at the start <= 10000"' "$W/d.json"
 
 echo "== 3. a bad value"
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 300 --detail some \
@@ -72,5 +81,91 @@ done
 check "the stopped rank is still stopped" test "$(sed 's/.*) //' "/proc/$BAD/stat" | cut -c1)" = T
 kill -CONT "$BAD"
 stop_job
+
+echo "== 4. the cut on each node: 4 nodes x 10 targets, at all then at failures"
+TARGET=$B/bin/rocattach-example-target
+NODES=4
+PER=10
+: >"$W/holders"
+for r in $(seq 0 $((NODES - 1))); do
+	unshare --pid --fork --mount-proc --uts /bin/sh -c \
+		'hostname "$0"; i=0; while [ $i -lt "$1" ]; do
+		ROCP_TOOL_ATTACH=1 LD_PRELOAD="$2" "$3" --threads 0 </dev/null >/dev/null 2>&1 &
+		i=$((i + 1)); done; wait' "dr$r" "$PER" "$AGENT" "$TARGET" &
+	CHILDREN+=("$!")
+	h=""
+	for _ in $(seq 200); do h=$(pgrep -P "$!" -x sh) && break; sleep 0.01; done
+	echo "$h" >>"$W/holders"
+done
+ready=0
+for _ in $(seq 400); do
+	ready=0
+	for h in $(cat "$W/holders"); do
+		for t in $(pgrep -P "$h"); do
+			grep -qs rocp-bg-attach /proc/"$t"/task/*/comm && ready=$((ready + 1))
+		done
+	done
+	[ "$ready" -eq $((NODES * PER)) ] && break
+	sleep 0.05
+done
+check "$((NODES * PER)) targets ready in $NODES namespaces (got $ready)" test "$ready" -eq $((NODES * PER))
+STOPPED=$(pgrep -P "$(sed -n 2p "$W/holders")" | head -n 1)
+kill -STOP "$STOPPED"
+sleep 0.2
+# Each rank enters its node's namespaces; Open MPI's shared memory breaks across them: TCP.
+cut_run() {
+	OMPI_MCA_btl=self,tcp mpirun -np "$NODES" --bind-to none -x W="$W" -x LAUNCHER="$LAUNCHER" \
+		/bin/sh -c 'exec nsenter -t "$(sed -n "$((OMPI_COMM_WORLD_RANK + 1))p" "$W/holders")" \
+		-p -u -m "$LAUNCHER" "$@"' sh --one-node-per-rank --exe rocattach-example-target \
+		-t "$TOOL" -d 300 --call-timeout 1000 --fanout 2 "$@" </dev/null >"$W/cut.$2.out" 2>&1
+}
+cut_run --detail all --report "$W/all.json"
+rc_all=$?
+cut_run --detail failures --report "$W/cut.json"
+rc_cut=$?
+check "all: exit 4, the stopped target (got $rc_all)" test "$rc_all" -eq 4
+check "failures: exit 4, the stopped target (got $rc_cut)" test "$rc_cut" -eq 4
+[ -s "$W/cut.json" ] || sed 's/^/  | /' "$W/cut.failures.out" | tail -20
+BA=$(jq '.windows[0].coordination.bytes_received' "$W/all.json")
+BC=$(jq '.windows[0].coordination.bytes_received' "$W/cut.json")
+echo "bytes rank 0 received in the window: all $BA, failures $BC" \
+	"(ratio $(awk -v a="$BA" -v c="$BC" 'BEGIN { if (c > 0) printf "%.1f", a / c }'))"
+check "failures: rank 0 received at most a third of the bytes of all" \
+	awk -v a="$BA" -v c="$BC" 'BEGIN { exit !(c > 0 && a >= 3 * c) }'
+check "all: 40 records, nothing cut" jq -e '([.windows[0].nodes[].targets[]] | length) == 40
+	and .windows[0].records_left_out == 0 and (.detail.cut | startswith("nothing cut"))' \
+	"$W/all.json"
+check "failures: the stopped target's record only, 39 left out on the nodes" \
+	jq -e --argjson p "$STOPPED" '[.windows[0].nodes[].targets[]] | length == 1 and
+	.[0].state == "stopped"' "$W/cut.json"
+check "failures: 39 left out, said per node and per window; cut on each node" jq -e \
+	'.windows[0].records_left_out == 39 and ([.windows[0].nodes[].records_left_out] | add) == 39
+	 and (.detail.cut | startswith("on each node: the records left out never crossed the wire"))' \
+	"$W/cut.json"
+# The same job: what does not depend on the run's timing is the same in both reports.
+same() {
+	jq -S '{summary, skew: .windows[0].skew.targets, nodes: [.windows[0].nodes[] |
+		{host, state, found, attached, failed, exited, topology,
+		 attach: .attach_time_ns.targets, detach: .detach_time_ns.targets,
+		 hist: (.attach_time_hist | add), skew: (.attach_skew_hist | add)}],
+		errors: [.errors[] | {pid, state}]}' "$1"
+}
+same "$W/all.json" >"$W/all.same"
+same "$W/cut.json" >"$W/cut.same"
+check "failures: counts, per-node figures' counts, topology and errors as at all" \
+	cmp -s "$W/all.same" "$W/cut.same"
+cmp -s "$W/all.same" "$W/cut.same" || diff "$W/all.same" "$W/cut.same" | head -20
+check "failures: 10 found on each node, 9 attached on dr1" jq -e '[.windows[0].nodes[] |
+	select(.found == 10 and .attached == (if .host == "dr1" then 9 else 10 end))] | length == 4' \
+	"$W/cut.json"
+untraced=0
+for h in $(cat "$W/holders"); do
+	for t in $(pgrep -P "$h"); do
+		grep -q "TracerPid:	0" /proc/"$t"/status && untraced=$((untraced + 1))
+	done
+done
+check "every target of the 4 nodes alive and untraced" test "$untraced" -eq $((NODES * PER))
+kill -CONT "$STOPPED"
+for h in $(cat "$W/holders"); do kill -KILL "$h" 2>/dev/null; done
 rm -rf "$W"
 finish

@@ -298,6 +298,28 @@ static void test_rm_detail_of_default(void **state)
 	big_free(&b);
 }
 
+/* Decided from the survey before window 1: a window that finds more keeps it, and says so. */
+static void test_rm_detail_of_decided_at_start(void **state)
+{
+	struct big b;
+	char why[192];
+
+	(void)state;
+	big_run(&b, 100, 100);
+	b.r.cut = (struct rm_cut){rm_detail_default(9990), 9990};
+	assert_int_equal(b.r.cut.level, RM_DETAIL_ALL);
+	assert_int_equal(rm_detail_of(&b.r, why, sizeof(why)), RM_DETAIL_ALL);
+	assert_string_equal(why, "default: 9990 targets found at the start <= 10000; a later "
+				 "window found 10000, the level chosen at the start was kept");
+	b.nodes[0].n = 101; /* past the limit now: still all, as the nodes cut at */
+	assert_int_equal(rm_detail_of(&b.r, why, sizeof(why)), RM_DETAIL_ALL);
+	assert_non_null(strstr(why, "a later window found 10001"));
+	b.r.cut = (struct rm_cut){rm_detail_default(10001), 10001};
+	assert_int_equal(rm_detail_of(&b.r, why, sizeof(why)), RM_DETAIL_FAILURES);
+	assert_string_equal(why, "default: 10001 targets found at the start > 10000");
+	big_free(&b);
+}
+
 static void test_rm_detail_parse_names(void **state)
 {
 	enum rm_detail d;
@@ -547,11 +569,303 @@ static void test_rm_write_trace_detail_levels(void **state)
 	big_free(&b);
 }
 
+/*
+ * A node with every outcome: clean ones (on both sides, one whose tools'
+ * window is on bounds), an attach that failed, a detach that failed, one
+ * where a library of the list failed, a stopped one, one that died with
+ * its tools attached, one that exited before the window and one after it,
+ * with CPU, NUMA and GPU lists, in rank 0's clock.
+ */
+#define EVERY 12
+static void every_outcome(struct rn_target *t)
+{
+	for (int k = 0; k < EVERY; k++) {
+		clean(&t[k], (pid_t)(3000 + k), 3 * k + 1);
+		snprintf(t[k].topo.cpus, sizeof(t[k].topo.cpus), "%d-%d", 4 * k, 4 * k + 3);
+		snprintf(t[k].topo.numa, sizeof(t[k].topo.numa), "%d", k / 4);
+		snprintf(t[k].topo.gpus, sizeof(t[k].topo.gpus), "0000:%02x:00.0", k / 3);
+		t[k].tool_n = 2;
+		t[k].tools[0] = ROCATTACH_TOOL_LOADED;
+		t[k].tools[1] = ROCATTACH_TOOL_DECLINED;
+	}
+	t[1].side = ROCATTACH_SIDE_ROCM; /* clean, on bounds, no watchdog */
+	t[1].attach_tool_ns = t[1].attach_end_ns;
+	t[1].attach_tool_bound = t[1].detach_tool_bound = true;
+	t[1].detach_call_ns = t[1].detach_end_ns;
+	failed(&t[2], 3002);
+	t[3].state = RN_DETACH_FAILED;
+	t[4].tools[1] = ROCATTACH_TOOL_FAILED; /* detached, a library of the list failed */
+	t[5].state = RN_STOPPED;
+	t[6].state = RN_DIED_ATTACHED;
+	t[6].died_ns = STOP - 5 * MS;
+	t[6].detach_start_ns = t[6].detach_end_ns = t[6].detach_tool_ns = 0;
+	t[7].state = RN_EXITED; /* before the window: never attached */
+	t[7].windows = 0;
+	t[7].attach_end_ns = t[7].attach_tool_ns = 0;
+	t[7].detach_start_ns = t[7].detach_end_ns = t[7].detach_tool_ns = 0;
+	t[8].state = RN_EXITED;		  /* after the window */
+	t[9].attach_end_ns = T0 + 3 * MS; /* a slow one, for the histograms */
+}
+
+/*
+ * What a node of that clock (offset applied_ns) sends at level d, taken by
+ * rank 0 as rm_take_records does: the records the level keeps (rn_pack)
+ * and the block beside them.
+ */
+static void cut_on_node(const struct rn_target *root, size_t n, enum rm_detail d,
+			int64_t applied_ns, struct rm_node *out)
+{
+	struct rn_target *t = calloc(n, sizeof(*t)), *kept = calloc(n, sizeof(*t));
+	struct rm_node_sum *sum = calloc(1, sizeof(*sum));
+	uint64_t *v[7];
+	size_t m = 0, len;
+	char *buf;
+
+	assert_non_null(t);
+	assert_non_null(kept);
+	assert_non_null(sum);
+	memcpy(t, root, n * sizeof(*t));
+	for (size_t k = 0; k < n; k++) { /* into the node's clock */
+		v[0] = &t[k].attach_start_ns, v[1] = &t[k].attach_end_ns;
+		v[2] = &t[k].attach_tool_ns, v[3] = &t[k].detach_start_ns;
+		v[4] = &t[k].detach_end_ns, v[5] = &t[k].detach_tool_ns;
+		v[6] = &t[k].detach_call_ns;
+		for (size_t j = 0; j < 7; j++)
+			if (*v[j])
+				*v[j] = (uint64_t)((int64_t)*v[j] + applied_ns);
+	}
+	assert_int_equal(rm_node_summary(t, n, d, (uint64_t)((int64_t)T0 + applied_ns), sum), 0);
+	for (size_t k = 0; k < n; k++)
+		if (rm_detail_keeps_target(d, &t[k]))
+			kept[m++] = t[k];
+	len = rn_pack("every", kept, m, NULL, 0);
+	buf = malloc(len);
+	assert_non_null(buf);
+	assert_int_equal(rn_pack("every", kept, m, buf, len), len);
+	assert_int_equal(rm_take_node(buf, len, applied_ns, out), 0);
+	assert_int_equal(rm_take_sum(sum, applied_ns, out), 0);
+	free(buf);
+	free(sum);
+	free(kept);
+	free(t);
+}
+
+/* The node's figures are rank 0's computation from all the records, number for number. */
+static void test_rm_node_summary_equals_rank0(void **state)
+{
+	static const enum rm_detail levels[] = {RM_DETAIL_FAILURES, RM_DETAIL_NONE};
+	static const int64_t offsets[] = {0, 2500 * (int64_t)US, -7 * (int64_t)MS};
+	struct rn_target all[EVERY];
+	struct rm_node full = {.host = "every", .t = all, .n = EVERY};
+	struct rm_counts ca = {0}, cb = {0};
+	struct rm_node_fig fa, fb;
+	struct rm_spread sa, sb, la = {0}, lb = {0};
+	size_t ba = 0, bb = 0, clean_n = 0;
+	uint64_t pa, ma, pb, mb;
+
+	(void)state;
+	every_outcome(all);
+	for (size_t k = 0; k < EVERY; k++)
+		clean_n += rm_clean(&all[k]);
+	assert_int_equal(clean_n, 5); /* 0, 1, 9, 10 and 11 */
+	for (size_t li = 0; li < 2; li++)
+		for (size_t oi = 0; oi < 3; oi++) {
+			struct rm_node cut = {0};
+
+			cut_on_node(all, EVERY, levels[li], offsets[oi], &cut);
+			assert_true(cut.cut);
+			assert_int_equal(rm_found(&cut), EVERY);
+			assert_int_equal(rm_left_out(&cut),
+					 levels[li] == RM_DETAIL_NONE ? EVERY : clean_n);
+			assert_int_equal(cut.n + rm_left_out(&cut), EVERY);
+			memset(&ca, 0, sizeof(ca));
+			memset(&cb, 0, sizeof(cb));
+			rm_count_node(&full, all, &ca);
+			rm_count_node(&cut, cut.t, &cb);
+			assert_memory_equal(&ca, &cb, sizeof(ca));
+			rm_node_figures(&full, all, T0, &fa);
+			rm_node_figures(&cut, cut.t, T0, &fb);
+			assert_memory_equal(&fa, &fb, sizeof(fa));
+			assert_true(fa.attach.n > 0 && fa.early == 0);
+			rm_node_times(&full, all, T0, &pa, &ma);
+			rm_node_times(&cut, cut.t, T0, &pb, &mb);
+			assert_int_equal(pa, pb);
+			assert_int_equal(ma, mb);
+			sa = rm_node_attach_spread(&full, all, T0);
+			sb = rm_node_attach_spread(&cut, cut.t, T0);
+			assert_memory_equal(&sa, &sb, sizeof(sa));
+			la = lb = (struct rm_spread){0};
+			ba = bb = 0;
+			rm_node_len_spread(&full, all, T0, &la, &ba);
+			rm_node_len_spread(&cut, cut.t, T0, &lb, &bb);
+			assert_memory_equal(&la, &lb, sizeof(la));
+			assert_int_equal(ba, bb);
+			assert_int_equal(rm_node_outcome(&full, all), rm_node_outcome(&cut, cut.t));
+			free(cut.t);
+			rm_node_sum_free(&cut);
+		}
+}
+
+/* A run of one node: the report, summary and timeline as rank 0 made them from all records. */
+static void one_node_run(struct big *b, struct rm_node *node)
+{
+	big_run(b, 1, 1);
+	b->w.nodes = node;
+	b->r.cfg.ranks = 1;
+}
+
+static char *file_text(const char *path)
+{
+	size_t size;
+
+	return slurp(path, &size);
+}
+
+/* The line of s that holds what, taken out of s. */
+static void drop_line(char *s, const char *what)
+{
+	char *at = strstr(s, what), *end;
+
+	assert_non_null(at);
+	while (at > s && at[-1] != '\n')
+		at--;
+	end = strchr(at, '\n');
+	end = end ? end + 1 : at + strlen(at);
+	memmove(at, end, strlen(end) + 1);
+}
+
+static void test_rm_write_report_cut_on_node_same_content(void **state)
+{
+	struct rn_target all[EVERY];
+	struct rm_node full = {.host = "every", .t = all, .n = EVERY}, cut = {0};
+	struct big bf, bc;
+	json_t *jf, *jc, *wf, *wc;
+	char path[256], err[512], *sf, *sc, *tf, *tc;
+
+	(void)state;
+	every_outcome(all);
+	cut_on_node(all, EVERY, RM_DETAIL_FAILURES, 1500 * (int64_t)US, &cut);
+	snprintf(cut.host, sizeof(cut.host), "every");
+	one_node_run(&bf, &full);
+	one_node_run(&bc, &cut);
+	bc.r.cut = (struct rm_cut){RM_DETAIL_FAILURES, EVERY};
+	bf.r.cut = (struct rm_cut){RM_DETAIL_FAILURES, EVERY};
+	jf = report_at(&bf.r, RM_DETAIL_AUTO);
+	jc = report_at(&bc.r, RM_DETAIL_AUTO);
+	wf = json_object_get(jf, "windows");
+	wc = json_object_get(jc, "windows");
+	assert_true(json_equal(wf, wc));
+	assert_true(json_equal(json_object_get(jf, "summary"), json_object_get(jc, "summary")));
+	assert_true(json_equal(json_object_get(jf, "errors"), json_object_get(jc, "errors")));
+	assert_int_equal(ival(node_of(jc, 0), "records_left_out"), 5);
+	assert_int_equal(n_targets(node_of(jc, 0)), EVERY - 5);
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(json_object_get(jc, "detail"), "cut")),
+		   "on each node: the records left out never crossed the wire"));
+	assert_non_null(strstr(
+	    json_string_value(json_object_get(json_object_get(jf, "detail"), "cut")), "on rank 0"));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(jc, "detail"), "chosen")),
+	    "default: 12 targets found at the start <= 10000");
+	sf = summary_of(&bf.r);
+	sc = summary_of(&bc.r);
+	/* The same, but a target left out on its node is counted, not named. */
+	assert_non_null(strstr(sf, "without a watchdog: if this launcher is killed with SIGKILL, "
+				   "their tools stay attached until they exit (every other signal "
+				   "detaches them): every:3001\n"));
+	assert_non_null(strstr(sc, "detaches them): (1 not named: their records were left out on "
+				   "their nodes)\n"));
+	drop_line(sf, "without a watchdog");
+	drop_line(sc, "without a watchdog");
+	assert_string_equal(sf, sc);
+	snprintf(path, sizeof(path), "%s/full.svg", dir);
+	bf.r.cfg.detail = RM_DETAIL_FAILURES;
+	bc.r.cfg.detail = RM_DETAIL_FAILURES;
+	assert_int_equal(rm_write_timeline(path, &bf.r, err, sizeof(err)), 0);
+	tf = file_text(path);
+	snprintf(path, sizeof(path), "%s/cut.svg", dir);
+	assert_int_equal(rm_write_timeline(path, &bc.r, err, sizeof(err)), 0);
+	tc = file_text(path);
+	assert_string_equal(tf, tc);
+	assert_non_null(strstr(tc, "5 clean not drawn"));
+	{ /* the trace: the same events */
+		size_t size;
+		json_t *xf = trace_at(&bf.r, RM_DETAIL_FAILURES, &size);
+		json_t *xc = trace_at(&bc.r, RM_DETAIL_FAILURES, &size);
+
+		assert_true(json_equal(json_object_get(xf, "traceEvents"),
+				       json_object_get(xc, "traceEvents")));
+		json_decref(xf);
+		json_decref(xc);
+	}
+	free(tf);
+	free(tc);
+	free(sf);
+	free(sc);
+	json_decref(jf);
+	json_decref(jc);
+	free(cut.t);
+	rm_node_sum_free(&cut);
+	big_free(&bf);
+	big_free(&bc);
+}
+
+/* A block that does not hold against its records is refused, the node left as it was. */
+static void test_rm_take_sum_refuses_what_does_not_hold(void **state)
+{
+	struct rn_target all[EVERY];
+	struct rm_node_sum *sum = calloc(1, sizeof(*sum)), *bad = calloc(1, sizeof(*bad));
+	struct rm_node n = {.host = "every"};
+	size_t m = 0;
+
+	(void)state;
+	assert_non_null(sum);
+	assert_non_null(bad);
+	every_outcome(all);
+	assert_int_equal(rm_node_summary(all, EVERY, RM_DETAIL_FAILURES, T0, sum), 0);
+	for (size_t k = 0; k < EVERY; k++)
+		if (rm_detail_keeps_target(RM_DETAIL_FAILURES, &all[k]))
+			all[m++] = all[k];
+	n.t = all;
+	n.n = m;
+#define REFUSED(change)                                                                            \
+	do {                                                                                       \
+		*bad = *sum;                                                                       \
+		change;                                                                            \
+		assert_int_equal(rm_take_sum(bad, 0, &n), -1);                                     \
+		assert_false(n.cut);                                                               \
+	} while (0)
+	REFUSED(bad->left_out++);
+	REFUSED(bad->found--);
+	REFUSED(bad->level = RM_DETAIL_ALL);
+	REFUSED(bad->outcome = RM_OUT_N);
+	REFUSED(bad->outcome = RM_OUT_EMPTY);
+	REFUSED(bad->failed = bad->found + 1);
+	REFUSED(bad->attach_hist[3]++);
+	REFUSED(bad->attach.min = bad->attach.max + 1);
+	REFUSED(bad->unwatched_left = bad->left_out + 1);
+	REFUSED(bad->tools_left[0][1] = (uint32_t)bad->left_out + 1);
+	/* A clean record among those kept: the level would have left it out. */
+	n.n = m + 1;
+	all[m] = all[0];
+	all[m].state = RN_DETACHED;
+	all[m].tools[1] = ROCATTACH_TOOL_LOADED;
+	REFUSED((void)0);
+	n.n = m;
+	assert_int_equal(rm_take_sum(sum, 0, &n), 0);
+	assert_true(n.cut);
+	rm_node_sum_free(&n);
+#undef REFUSED
+	free(sum);
+	free(bad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rm_detail_parse_names),
 	    cmocka_unit_test(test_rm_detail_of_default),
+	    cmocka_unit_test(test_rm_detail_of_decided_at_start),
 	    cmocka_unit_test(test_rm_hist_bin_edges),
 	    cmocka_unit_test(test_rm_hostlist_ranges),
 	    cmocka_unit_test(test_rm_write_report_detail_all),
@@ -561,6 +875,9 @@ int main(void)
 	    cmocka_unit_test(test_rm_print_summary_many_odd_nodes),
 	    cmocka_unit_test(test_rm_write_timeline_groups_1000_nodes),
 	    cmocka_unit_test(test_rm_write_trace_detail_levels),
+	    cmocka_unit_test(test_rm_node_summary_equals_rank0),
+	    cmocka_unit_test(test_rm_write_report_cut_on_node_same_content),
+	    cmocka_unit_test(test_rm_take_sum_refuses_what_does_not_hold),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
