@@ -274,6 +274,8 @@ echo "r5-r8 (window offset rtt bound): $(jq -r '.windows[1:][] as $w | $w.nodes[
 	select(.host == ("r5", "r6", "r7", "r8")) |
 	"\($w.index) \(.host) \(.clock_offset_ns) \(.clock_rtt_ns) \(.clock_bound_ns)"' "$R" |
 	paste -sd, -)"
+echo "coordination (windows 1-3): $(jq -c '[.windows[].coordination |
+	[.messages_sent, .messages_received]]' "$R")"
 check "rank 1 lost in each window" jq -e '[.windows[].nodes[] | select(.host == "r1" and
 	.state == "lost" and (.lost_reason | length) > 0)] | length == 3' "$R"
 check "windows 2 and 3: rank 5-8's records, clocks measured (bound > 0)" jq -e \
