@@ -172,6 +172,8 @@ struct rm_ready {
 	int32_t n_lost;
 	uint64_t t1, t2;     /* the order's receipt and this message's send (sender's clock) */
 	uint64_t rtt_sub_ns; /* the worst round trip measured in the sender's subtree */
+	int32_t owed;	     /* ranks below whose READY was still owed at the stop (left out) */
+	int32_t pad;
 };
 
 /*

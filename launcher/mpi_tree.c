@@ -695,6 +695,7 @@ static void add_ready(struct rm_ready *sum, const struct rm_ready *m)
 		sum->ready_ns = m->ready_ns;
 	if (m->rtt_sub_ns > sum->rtt_sub_ns)
 		sum->rtt_sub_ns = m->rtt_sub_ns;
+	sum->owed += m->owed;
 }
 
 static void take_ready(struct ctx *c, struct rm_kid *k, const char *buf, size_t len, int32_t window,

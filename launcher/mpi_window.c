@@ -541,25 +541,29 @@ static void hold_root(struct ctx *c, int w, const uint64_t when[2], struct rm_ha
 		watch_job(c);
 		if (!ready && rm_tree_ready_poll(c)) {
 			ready = true;
-			ready_outcome(c, w, when[1], false);
+			ready_outcome(c, w, when[1], c->tree.ready_sum.owed > 0);
 		}
 		if (root_decides(c, start_ns, m))
 			break;
 		rm_wait_until(c, hold_wake(c, wake));
 	}
-	if (!ready && rm_tree_ready_poll(c)) {
-		ready_outcome(c, w, when[1], false);
-	} else if (!ready) {
-		owed = rm_tree_ready_close(c);
-		rm_say(c,
-		       "window %d: %d %s still owed word of their attaches at the stop (%s): the "
-		       "counts leave their subtrees out; their records say how it went",
-		       w, owed, owed == 1 ? "child" : "children", m->reason);
-		ready_outcome(c, w, when[1], true);
-	}
 	if (c->root_signalled)
 		write_provisional(c, w, start_ns, m);
 	rm_tree_halts(c, m);
+	/* The stop went down first; then what word of the attaches came, and what did not. */
+	if (!ready) {
+		owed = rm_tree_ready_poll(c) ? 0 : rm_tree_ready_close(c);
+		owed += c->tree.ready_sum.owed;
+		ready_outcome(c, w, when[1], owed > 0);
+	} else {
+		owed = c->tree.ready_sum.owed;
+	}
+	if (owed)
+		rm_say(c,
+		       "window %d: %d %s still owed word of %s attaches at the stop (%s): the "
+		       "counts leave %s out; the records say how it went",
+		       w, owed, owed == 1 ? "rank" : "ranks", owed == 1 ? "its" : "their",
+		       m->reason, owed == 1 ? "its subtree" : "their subtrees");
 	if (m->signo && m->signo != SIGUSR1 && !(m->signo == SIGINT && c->o.duration_ms < 0))
 		c->interrupted = m->signo;
 	c->last |= m->last;
@@ -729,7 +733,7 @@ static void ready_at_stop(struct ctx *c)
 {
 	if (c->tree.ready_up_sent)
 		return;
-	rm_tree_ready_close(c);
+	c->tree.ready_sum.owed += rm_tree_ready_close(c);
 	rm_tree_ready_up(c, &c->tree.ready_sum);
 	c->tree.ready_up_sent = true;
 }
