@@ -178,6 +178,8 @@ struct rm_ready {
 	int32_t n_lost;
 	uint64_t t1, t2;     /* the order's receipt and this message's send (sender's clock) */
 	uint64_t rtt_sub_ns; /* the worst round trip measured in the sender's subtree */
+	int32_t owed;	     /* ranks below whose READY was still owed at the stop (left out) */
+	int32_t pad;
 };
 
 /*
@@ -206,6 +208,7 @@ struct rm_kid {
 	int adopted_from; /* ... that child */
 	char lost_reason[320];
 	bool got_ready, got_records;
+	bool ready_owed;       /* its READY was still owed at the window's stop */
 	struct rm_ready ready; /* its subtree's, this window */
 	struct rm_clock clock; /* its clock minus this rank's (measured here) */
 	bool clock_stale;      /* the drift check disagreed: measured again before the next order */
@@ -242,6 +245,13 @@ struct rm_tree {
 	char *last_ready, *last_bundle;
 	size_t last_ready_len, last_bundle_len;
 	int32_t last_ready_window, last_bundle_window;
+	/* The wait for the children's READY (rm_tree_ready_begin), open during the hold. */
+	bool ready_open, ready_retried;
+	bool ready_up_sent; /* this window's READY went up (other ranks) */
+	int32_t ready_window;
+	int ready_fresh; /* kids from here on were adopted during the wait */
+	uint64_t ready_deadline, ready_grace, ready_retry; /* monotonic, ns */
+	struct rm_ready ready_sum;
 };
 
 /* Rank 0's messages and bytes in one window (sent and received). */
@@ -403,9 +413,16 @@ void rm_tree_orders(struct ctx *c, const struct rm_order *o);
 void rm_tree_halts(struct ctx *c, const struct rm_halt *m);
 /*
  * Every live child's READY until start_mono + the grace + this level's
- * steps, late ones retried once; summed into *sum (which holds this rank's).
+ * steps, late ones retried once, summed into tree.ready_sum (which starts
+ * as own, this rank's). The wait runs inside the window's hold: begin it,
+ * poll it on each turn of the hold (true once nothing is owed: all came or
+ * the silent ones are lost), and close it when the stop comes first (the
+ * number of children that still owed their READY; their records say it).
  */
-void rm_tree_ready(struct ctx *c, int32_t window, uint64_t start_mono, struct rm_ready *sum);
+void rm_tree_ready_begin(struct ctx *c, int32_t window, uint64_t start_mono,
+			 const struct rm_ready *own);
+bool rm_tree_ready_poll(struct ctx *c);
+int rm_tree_ready_close(struct ctx *c);
 /* Other ranks: the subtree's READY (sum) up to the parent. */
 void rm_tree_ready_up(struct ctx *c, struct rm_ready *sum);
 /*

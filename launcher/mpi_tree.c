@@ -695,6 +695,7 @@ static void add_ready(struct rm_ready *sum, const struct rm_ready *m)
 		sum->ready_ns = m->ready_ns;
 	if (m->rtt_sub_ns > sum->rtt_sub_ns)
 		sum->rtt_sub_ns = m->rtt_sub_ns;
+	sum->owed += m->owed;
 }
 
 static void take_ready(struct ctx *c, struct rm_kid *k, const char *buf, size_t len, int32_t window,
@@ -726,49 +727,41 @@ static void take_ready(struct ctx *c, struct rm_kid *k, const char *buf, size_t 
 	}
 }
 
-void rm_tree_ready(struct ctx *c, int32_t window, uint64_t start_mono, struct rm_ready *sum)
+/*
+ * The wait for the children's READY runs inside the window's hold (each
+ * poll takes what came and acts on the deadlines), so that a silent child
+ * delays no stop: the hold acts on its stop while READYs are still owed.
+ */
+void rm_tree_ready_begin(struct ctx *c, int32_t window, uint64_t start_mono,
+			 const struct rm_ready *own)
 {
-	uint64_t retry = rm_budget(c, LATE_RETRY_NS);
-	uint64_t grace = rm_budget(c, GRACE_READY_NS) + rm_level_wait(c);
-	uint64_t deadline = start_mono + grace;
-	int fresh = c->tree.n_kids, before;
-	bool retried = false;
+	struct rm_tree *t = &c->tree;
 
-	for (int i = 0; i < c->tree.n_kids; i++)
-		c->tree.kids[i]->got_ready = false;
-	sum->rtt_sub_ns = c->tree.rtt_sub_ns;
-again:
-	while (kids_missing(c, false)) {
-		struct rm_kid *k;
-		size_t len = 0;
-		char *buf;
+	for (int i = 0; i < t->n_kids; i++)
+		t->kids[i]->got_ready = t->kids[i]->ready_owed = false;
+	t->ready_sum = *own;
+	t->ready_sum.rtt_sub_ns = t->rtt_sub_ns;
+	t->ready_window = window;
+	t->ready_retry = rm_budget(c, LATE_RETRY_NS);
+	t->ready_grace = rm_budget(c, GRACE_READY_NS) + rm_level_wait(c);
+	t->ready_deadline = start_mono + t->ready_grace;
+	t->ready_retried = false;
+	t->ready_fresh = t->n_kids;
+	t->ready_open = true;
+}
 
-		rm_tree_service(c);
-		k = take_message(c, TAG_READY, &buf, &len);
-		if (buf) {
-			/* t3 after the receive: never before the message was there. */
-			if (k)
-				take_ready(c, k, buf, len, window, ra_realtime_ns(), sum);
-			free(buf);
-			continue;
-		}
-		if (ra_monotonic_ns() > deadline && retried &&
-		    ra_monotonic_ns() > c->tree.adopt_until)
-			break;
-		if (ra_monotonic_ns() > deadline && !retried) {
-			say_late(c, false, "word of its attaches", retry);
-			deadline += retry;
-			retried = true;
-		}
-		rm_tree_nap(c, 100);
-	}
-	before = c->tree.n_kids;
+/* Past the deadline and its retry: the silent children lost (their children adopted). */
+static void lose_unready(struct ctx *c)
+{
+	struct rm_tree *t = &c->tree;
+	int before = t->n_kids;
+
 	for (int i = 0; i < before; i++) {
-		struct rm_kid *k = c->tree.kids[i];
+		struct rm_kid *k = t->kids[i];
 
 		if (k->lost || k->got_ready)
 			continue;
-		if (i >= fresh)
+		if (i >= t->ready_fresh)
 			rm_kid_lost(c, k,
 				    "no word of its attaches within %.1f s of its adoption by rank "
 				    "%d (rank %d, its parent, was lost)",
@@ -778,13 +771,77 @@ again:
 			rm_kid_lost(c, k,
 				    "its attaches not done within %.1f s after the start "
 				    "(retried for %.1f s)",
-				    (double)grace / 1e9, (double)retry / 1e9);
+				    (double)t->ready_grace / 1e9, (double)t->ready_retry / 1e9);
 	}
 	/* The lost ones' children adopted: their READY is waited for (adopt_until). */
-	if (c->tree.n_kids != before) {
-		fresh = before;
-		goto again;
+	t->ready_fresh = before;
+}
+
+bool rm_tree_ready_poll(struct ctx *c)
+{
+	struct rm_tree *t = &c->tree;
+	uint64_t now;
+
+	if (!t->ready_open)
+		return true;
+	for (;;) {
+		struct rm_kid *k;
+		size_t len = 0;
+		char *buf;
+
+		rm_tree_service(c);
+		k = take_message(c, TAG_READY, &buf, &len);
+		if (!buf)
+			break;
+		/* t3 after the receive: never before the message was there. */
+		if (k)
+			take_ready(c, k, buf, len, t->ready_window, ra_realtime_ns(),
+				   &t->ready_sum);
+		free(buf);
 	}
+	if (!kids_missing(c, false)) {
+		t->ready_open = false;
+		return true;
+	}
+	now = ra_monotonic_ns();
+	if (now <= t->ready_deadline)
+		return false;
+	if (!t->ready_retried) {
+		say_late(c, false, "word of its attaches", t->ready_retry);
+		t->ready_deadline += t->ready_retry;
+		t->ready_retried = true;
+		return false;
+	}
+	if (now <= t->adopt_until)
+		return false;
+	lose_unready(c);
+	if (kids_missing(c, false))
+		return false; /* adopted ones, owed until adopt_until */
+	t->ready_open = false;
+	return true;
+}
+
+int rm_tree_ready_close(struct ctx *c)
+{
+	int owed = 0;
+
+	if (!c->tree.ready_open)
+		return 0;
+	for (int i = 0; i < c->tree.n_kids; i++) {
+		struct rm_kid *k = c->tree.kids[i];
+
+		if (k->lost || k->got_ready)
+			continue;
+		k->ready_owed = true;
+		owed++;
+		if (c->o.verbose)
+			rm_say(c,
+			       "rank %d: no word of its attaches by the stop; its records say how "
+			       "they went",
+			       k->rank);
+	}
+	c->tree.ready_open = false;
+	return owed;
 }
 
 /* The notes not told up yet, after buf's first `head` bytes (a new buffer). */
@@ -926,8 +983,10 @@ static void lose_silent(struct ctx *c, int cut, uint64_t grace, uint64_t retry, 
 				    "rank 0)",
 				    sigabbrev_np(cut));
 		else
-			rm_kid_lost(c, k, "no records within %.1f s %s%s", (double)grace / 1e9,
-				    after, more);
+			rm_kid_lost(c, k, "no records within %.1f s %s%s%s", (double)grace / 1e9,
+				    after, more,
+				    k->ready_owed ? "; no word of its attaches by the stop either"
+						  : "");
 	}
 }
 

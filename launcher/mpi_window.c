@@ -211,6 +211,38 @@ static struct rm_ready stacks_unattached(struct ctx *c)
 	return r;
 }
 
+/* The window's planned end: its start + the duration; 0 without one (until a stop). */
+static uint64_t planned_end(const struct ctx *c, uint64_t start_ns)
+{
+	return c->o.duration_ms >= 0 ? start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS : 0;
+}
+
+/* Other ranks: is the window's planned end (else its --max-window) past already? */
+static bool window_over(const struct ctx *c)
+{
+	uint64_t end = planned_end(c, c->frame_mono);
+
+	if (!end)
+		end = c->frame_mono + (uint64_t)c->o.max_window_ms * RA_NS_PER_MS;
+	return ra_monotonic_ns() > end;
+}
+
+/*
+ * Other ranks: the window's planned end passed before its attaches went
+ * out (this rank was stopped, SIGSTOP, or starved past it; its parent has
+ * lost it, or will). Attaching now would put the tool in after the window.
+ */
+__attribute__((noreturn)) static void too_late(struct ctx *c)
+{
+	rn_detach_all(c->t, c->n, NULL);
+	rm_rank_error(c,
+		      "window %d's planned end passed before its attaches were due to go out "
+		      "(this rank was stopped or starved): nothing attached; ending (exit %d)",
+		      c->tree.window, RM_EXIT_LOST);
+	fflush(NULL);
+	_exit(RM_EXIT_LOST);
+}
+
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
 static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 {
@@ -222,6 +254,8 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	    rm_stacks_prepare(&c->stacks, c->o.sample_hz, c->stacks_error, sizeof(c->stacks_error)))
 		rm_rank_error(c, "%s", c->stacks_error);
 	ra_sleep_until_monotonic(mono_of(c, when[1]));
+	if (c->rank != 0 && window_over(c))
+		too_late(c);
 	if (!c->worker || !c->n)
 		return r;
 	if (rm_stacks_on(&c->o) && c->stacks_error[0])
@@ -375,12 +409,6 @@ static int take_stop(struct ctx *c, int *from)
 	return m.value;
 }
 
-/* The window's planned end: its start + the duration; 0 without one (until a stop). */
-static uint64_t planned_end(const struct ctx *c, uint64_t start_ns)
-{
-	return c->o.duration_ms >= 0 ? start_ns + (uint64_t)c->o.duration_ms * RA_NS_PER_MS : 0;
-}
-
 /*
  * Has the window ended? Fills m when it has. Decided on CLOCK_MONOTONIC
  * through the window's frame; the stop time sent is CLOCK_REALTIME.
@@ -469,9 +497,36 @@ static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const str
 	free(r.w);
 }
 
-static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m)
+/*
+ * Rank 0: the children's READY is all in (or the silent ones are lost):
+ * the window's attach counts. partial: the stop came first; the counts
+ * leave out the subtrees still silent, and decide no end of the run.
+ */
+static void ready_outcome(struct ctx *c, int w, uint64_t since, bool partial)
 {
-	uint64_t wake = planned_end(c, mono_of(c, start_ns));
+	/* Deadlines scale with the worst round trip measured anywhere in the tree. */
+	if (c->tree.ready_sum.rtt_sub_ns > c->rtt_worst_ns)
+		c->rtt_worst_ns = c->tree.ready_sum.rtt_sub_ns;
+	attach_outcome(c, w, since);
+	if (partial)
+		c->tool_stop = c->listener_stop = false;
+}
+
+/* The next look of a hold: sooner while READYs are owed (they are taken then). */
+static uint64_t hold_wake(const struct ctx *c, uint64_t wake)
+{
+	uint64_t soon = ra_monotonic_ns() + 5 * RA_NS_PER_MS;
+
+	if (!c->tree.ready_open)
+		return wake;
+	return wake && wake < soon ? wake : soon;
+}
+
+static void hold_root(struct ctx *c, int w, const uint64_t when[2], struct rm_halt *m)
+{
+	uint64_t start_ns = when[0], wake = planned_end(c, mono_of(c, start_ns));
+	bool ready = false;
+	int owed;
 
 	if (wake)
 		wake -= STOP_MARGIN_NS;
@@ -484,13 +539,31 @@ static void hold_root(struct ctx *c, int w, uint64_t start_ns, struct rm_halt *m
 	memset(m, 0, sizeof(*m));
 	for (;;) {
 		watch_job(c);
+		if (!ready && rm_tree_ready_poll(c)) {
+			ready = true;
+			ready_outcome(c, w, when[1], c->tree.ready_sum.owed > 0);
+		}
 		if (root_decides(c, start_ns, m))
 			break;
-		rm_wait_until(c, wake);
+		rm_wait_until(c, hold_wake(c, wake));
 	}
 	if (c->root_signalled)
 		write_provisional(c, w, start_ns, m);
 	rm_tree_halts(c, m);
+	/* The stop went down first; then what word of the attaches came, and what did not. */
+	if (!ready) {
+		owed = rm_tree_ready_poll(c) ? 0 : rm_tree_ready_close(c);
+		owed += c->tree.ready_sum.owed;
+		ready_outcome(c, w, when[1], owed > 0);
+	} else {
+		owed = c->tree.ready_sum.owed;
+	}
+	if (owed)
+		rm_say(c,
+		       "window %d: %d %s still owed word of %s attaches at the stop (%s): the "
+		       "counts leave %s out; the records say how it went",
+		       w, owed, owed == 1 ? "rank" : "ranks", owed == 1 ? "its" : "their",
+		       m->reason, owed == 1 ? "its subtree" : "their subtrees");
 	if (m->signo && m->signo != SIGUSR1 && !(m->signo == SIGINT && c->o.duration_ms < 0))
 		c->interrupted = m->signo;
 	c->last |= m->last;
@@ -563,7 +636,6 @@ void rm_run_windows(struct ctx *c)
 
 	for (int w = 1; w <= c->o.windows && !c->interrupted && !c->last; w++) {
 		struct rm_order o = {.window = w};
-		struct rm_ready sum;
 
 		/* Rank 0's messages from here to the window's records: the window's. */
 		memset(&c->coord, 0, sizeof(c->coord));
@@ -582,13 +654,10 @@ void rm_run_windows(struct ctx *c)
 			c->peers[r].got_ready = false;
 		c->peers[0].ready = attach_phase(c, when);
 		c->peers[0].got_ready = true;
-		sum = c->peers[0].ready;
-		rm_tree_ready(c, w, mono_of(c, when[0]), &sum);
-		/* Deadlines scale with the worst round trip measured anywhere in the tree. */
-		if (sum.rtt_sub_ns > c->rtt_worst_ns)
-			c->rtt_worst_ns = sum.rtt_sub_ns;
-		attach_outcome(c, w, when[1]);
-		hold_root(c, w, when[0], &m);
+		/* The children's READY is waited for inside the hold: none delays the stop. */
+		c->tool_stop = c->listener_stop = false;
+		rm_tree_ready_begin(c, w, mono_of(c, when[0]), &c->peers[0].ready);
+		hold_root(c, w, when, &m);
 		detach_phase(c, m.stop_ns);
 		stacks_fold(c);
 		keep_window(c, w, when[0], &m);
@@ -647,6 +716,31 @@ static uint64_t lost_root_deadline(const struct ctx *c, uint64_t start_ns)
 }
 
 /*
+ * Other ranks: the subtree's READY goes up once the children's is in (or
+ * the silent ones are lost), from inside the hold.
+ */
+static void ready_step(struct ctx *c)
+{
+	if (c->tree.ready_up_sent || !rm_tree_ready_poll(c))
+		return;
+	rm_tree_ready_up(c, &c->tree.ready_sum);
+	c->tree.ready_up_sent = true;
+}
+
+/*
+ * The stop came with READYs still owed: what this subtree has goes up now,
+ * the silent children left out (their records, or their loss, say it).
+ */
+static void ready_at_stop(struct ctx *c)
+{
+	if (c->tree.ready_up_sent)
+		return;
+	c->tree.ready_sum.owed += rm_tree_ready_close(c);
+	rm_tree_ready_up(c, &c->tree.ready_sum);
+	c->tree.ready_up_sent = true;
+}
+
+/*
  * Until rank 0's stop. A window with a duration ends at a time every rank
  * knows: rank 0 stops it there once it is STOP_MARGIN_NS away, and so does
  * each rank by itself, without waiting to hear it (rank 0's word follows).
@@ -663,6 +757,7 @@ static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 
 		watch_job(c);
 		rm_tree_service(c);
+		ready_step(c);
 		if (rm_tree_adopted_halt(c, m)) {
 			rm_tree_halts(c, m);
 			return false;
@@ -688,7 +783,7 @@ static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 		if (now > lost)
 			rm_cut_off(c, "stop by the window's planned end");
 		if (ra_monotonic_ns() > c->tree.awake_until)
-			rm_wait_until(c, planned ? planned - STOP_MARGIN_NS : 0);
+			rm_wait_until(c, hold_wake(c, planned ? planned - STOP_MARGIN_NS : 0));
 	}
 }
 
@@ -714,6 +809,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 
 	for (;;) {
 		struct rm_ready r;
+		bool stopped;
 
 		if (rm_await_parent(c, TAG_ORDER, &o, sizeof(o), c->next_deadline))
 			rm_cut_off(c, "order");
@@ -735,9 +831,12 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 		set_frame(c, mine[0]);
 		r = attach_phase(c, mine);
 		r.window = o.window;
-		rm_tree_ready(c, o.window, c->frame_mono, &r);
-		rm_tree_ready_up(c, &r);
-		if (hold_other(c, mine[0], &m)) {
+		/* The children's READY is waited for inside the hold: none delays the stop. */
+		rm_tree_ready_begin(c, o.window, c->frame_mono, &r);
+		c->tree.ready_up_sent = false;
+		stopped = hold_other(c, mine[0], &m);
+		ready_at_stop(c);
+		if (stopped) {
 			detach_phase(c, m.stop_ns);
 			/* The parent's word on the same stop, for its reason and what follows. */
 			if (rm_await_parent(c, TAG_HALT, &m, sizeof(m),

@@ -18,6 +18,15 @@
 #     deadline (each level waits a step longer); rank 0 adopts 9-12, which
 #     stay silent and are lost with that reason. No hang, the other 26
 #     nodes' records there, every target alive and untraced.
+#  4. --fanout 2 at 7 ranks, 2 windows: leaf rank 3 SIGSTOPped between them
+#     never answers window 2's order; its parent and every other node still
+#     detach at window 2's planned stop (their tools' tool_detach within
+#     300 ms of it), rank 3 lost with its reason; SIGCONTed after the report,
+#     it attaches nothing (its window is over) and ends; every target alive,
+#     untraced.
+#  5. 16 ranks, --fanout 4, 3 windows: interior rank 1 SIGKILLed in window 1;
+#     windows 2 and 3 have its children's records (adopted by rank 0) with
+#     their clocks measured by rank 0 (bound > 0), rank 1 lost in each.
 # Usage: test_tree.sh BUILD_DIR   (under the heavy-test lock)
 B=${1:?usage: test_tree.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
@@ -193,5 +202,96 @@ check "every target alive and untraced afterwards" \
 	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 32 ]
 check "every target's tool attached once and detached once" \
 	[ "$(awk '$5 == 1 && $6 == 1' "$O/ranks" | wc -l)" = 32 ]
+[ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; grep -v '^\[' "$O/out" | tail -40; }
+echo "== 4. --fanout 2, 7 ranks, 2 windows: leaf rank 3 SIGSTOPped between them"
+# Rank 3 (parent rank 1) never answers window 2's order. Rank 1 and every other node
+# hand their targets back at window 2's planned stop all the same (the wait for READY
+# runs inside the hold); rank 3 is lost with its reason. SIGCONTed after the report,
+# it finds its order past its window and ends without attaching.
+O=$W/stop
+run 7 "$O" --enable-recovery -- --fanout 2 --windows 2000:1000:2 --report "$O/r.json"
+for _ in $(seq 600); do grep -q "next window in" "$O/out" && break; sleep 0.05; done
+s=$(launcher_of 3)
+check "window 1 done, rank 3's launcher found" [ -n "$s" ]
+[ -n "$s" ] && kill -STOP "$s"
+for _ in $(seq 1200); do [ -s "$O/r.json" ] && break; sleep 0.05; done
+[ -n "$s" ] && kill -CONT "$s"
+timeout 60 tail --pid="$RUN" -f /dev/null
+kill "$RUN" 2>/dev/null
+wait "$RUN"
+R=$O/r.json
+check "report written, exit code 6" jq -e '.exit_code == 6' "$R"
+[ -s "$R" ] || sed 's/^/  | /' "$O/out" | tail -30
+echo "r3: $(jq -r '.windows[-1].nodes[] | select(.host == "r3") | .lost_reason' "$R")"
+check "window 1: 7 nodes ok" jq -e '[.windows[0].nodes[] | select(.state == "ok")] |
+	length == 7' "$R"
+check "window 2: rank 3 lost, with no word of its attaches by the stop" jq -e \
+	'.windows[1].nodes[] | select(.host == "r3") | .state == "lost" and (.lost_reason |
+	test("^no records within .*; no word of its attaches by the stop either$"))' "$R"
+check "window 2: the 6 other nodes ok, their targets detached" jq -e '[.windows[1].nodes[] |
+	select(.host != "r3" and .state == "ok" and .targets[0].state == "detached")] |
+	length == 6' "$R"
+check "rank 0 said at the stop that a rank below still owed its READY" \
+	grep -q "window 2: 1 rank still owed word of its attaches at the stop" "$O/out"
+len=$(jq '.windows[1].stop_ns - .windows[1].start_ns' "$R")
+echo "window 2's length: $len ns"
+check "window 2 planned as asked (1000 ms)" [ "$len" = 1000000000 ]
+echo "window 2's measured lengths: $(jq -c '.windows[1].length' "$R")"
+check "window 2's targets held it 1000 ms, within 300 ms, none off the plan" jq -e \
+	'.windows[1].length | .off == false and .max_ns < 1300000000 and .min_ns > 700000000' "$R"
+stop2=$(jq '.windows[1].stop_ns' "$R")
+echo "window 2's tool_detach minus its stop (ms): $(for r in 0 1 2 4 5 6; do
+	grep -h '^tool_detach' "$O"/tool/*.r$r.*.log | tail -1 | tr ' ' '\n' |
+	awk -v s="$stop2" -F= '$1 == "ns" { printf "%.1f ", ($2 - s) / 1e6 }'; done)"
+check "every other node's tool detached within 300 ms of window 2's stop" bash -c "
+	for r in 0 1 2 4 5 6; do grep -h '^tool_detach' '$O'/tool/*.r\$r.*.log | tail -1 |
+	tr ' ' '\n' | awk -v s=$stop2 -F= '\$1 == \"ns\" { d = \$2 - s; ok = d > -3e8 && d < 3e8 }
+	END { exit !ok }' || exit 1; done"
+check "rank 3, continued after the run, ended without acting on the stale order" \
+	grep -q "window 2's planned end passed before its attaches were due" "$O/err.3"
+check "every target alive and untraced afterwards" \
+	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 7 ]
+check "rank 3's tool attached and detached once (window 1), the others' twice" \
+	[ "$(awk '($1 == 3 && $5 == 1 && $6 == 1) || ($1 != 3 && $5 == 2 && $6 == 2)' \
+	"$O/ranks" | wc -l)" = 7 ]
+[ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; grep -v '^\[' "$O/out" | tail -40; }
+
+echo "== 5. 16 ranks, --fanout 4, 3 windows: interior rank 1 SIGKILLed in window 1"
+# Rank 0 adopts rank 1's children (5-8) in window 1; in windows 2 and 3 their clocks
+# are measured by rank 0 (bound > 0) and they take its orders and stops.
+O=$W/adopt3
+run 16 "$O" --enable-recovery -- --fanout 4 --windows 1500:2000:3 --report "$O/r.json"
+for _ in $(seq 600); do grep -q "attached 16/16" "$O/out" && break; sleep 0.05; done
+k=$(launcher_of 1)
+check "window 1 attached, rank 1's launcher found" [ -n "$k" ]
+[ -n "$k" ] && kill -KILL "$k"
+timeout 120 tail --pid="$RUN" -f /dev/null
+kill "$RUN" 2>/dev/null
+wait "$RUN"
+R=$O/r.json
+check "report written, exit code 6, 3 windows" jq -e '.exit_code == 6 and
+	(.windows | length) == 3' "$R"
+[ -s "$R" ] || sed 's/^/  | /' "$O/out" | tail -30
+echo "r1: $(jq -r '[.windows[].nodes[] | select(.host == "r1") | .lost_reason] | join(" | ")' "$R")"
+echo "r5-r8 (window offset rtt bound): $(jq -r '.windows[1:][] as $w | $w.nodes[] |
+	select(.host == ("r5", "r6", "r7", "r8")) |
+	"\($w.index) \(.host) \(.clock_offset_ns) \(.clock_rtt_ns) \(.clock_bound_ns)"' "$R" |
+	paste -sd, -)"
+echo "coordination (windows 1-3): $(jq -c '[.windows[].coordination |
+	[.messages_sent, .messages_received]]' "$R")"
+check "rank 1 lost in each window" jq -e '[.windows[].nodes[] | select(.host == "r1" and
+	.state == "lost" and (.lost_reason | length) > 0)] | length == 3' "$R"
+check "windows 2 and 3: rank 5-8's records, clocks measured (bound > 0)" jq -e \
+	'[.windows[1:][].nodes[] | select(.host == ("r5", "r6", "r7", "r8")) |
+	select(.state == "ok" and .targets[0].state == "detached" and
+	.clock_offset_ns != null and .clock_rtt_ns > 0 and .clock_bound_ns > 0)] |
+	length == 8' "$R"
+check "every window: the 15 other nodes ok" jq -e '[.windows[] | [.nodes[] |
+	select(.host != "r1" and .state == "ok")] | length] == [15, 15, 15]' "$R"
+check "every target alive and untraced afterwards" \
+	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 16 ]
+check "rank 1's tool attached and detached once, the others' 3 times" \
+	[ "$(awk '($1 == 1 && $5 == 1 && $6 == 1) || ($1 != 1 && $5 == 3 && $6 == 3)' \
+	"$O/ranks" | wc -l)" = 16 ]
 [ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; grep -v '^\[' "$O/out" | tail -40; }
 finish
