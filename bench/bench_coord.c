@@ -81,6 +81,8 @@ struct run {
 	double wall_ms, start_ms, stop_ms, gather_ms, setup_ms, windows_ms;
 	double start_max_ms, stop_max_ms; /* start_ms, stop_ms: medians over the windows */
 	double gap_ms, gap_max_ms;	  /* window w+1's start - window w's stop */
+	double order_ms, order_max_ms;	  /* the orders' delivery to every node */
+	size_t order_windows;		  /* windows whose nodes all had order_received_ns */
 	double floor_wall_ms, floor_bcast_ms, floor_gather_ms, floor_fanout_ms, floor_pingpong_ms;
 	double floor_p2p_ms; /* taken out of floor_wall_ms */
 	double json_bytes_per_node;
@@ -161,6 +163,28 @@ static void window_edges(json_t *w, double *attach, double *detach, double *end)
 }
 
 /*
+ * The orders' delivery in one window (ms): the last node's order_received_ns
+ * minus the first's (rank 0's own: when it sent them). NAN when a node has
+ * none (a launcher before the field, a lost node).
+ */
+static double window_orders(json_t *w)
+{
+	double lo = NAN, hi = NAN;
+	json_t *node;
+	size_t i;
+
+	json_array_foreach (json_object_get(w, "nodes"), i, node) {
+		double o = num(node, "order_received_ns");
+
+		if (isnan(o))
+			return NAN;
+		lo = isnan(lo) || o < lo ? o : lo;
+		hi = isnan(hi) || o > hi ? o : hi;
+	}
+	return (hi - lo) / 1e6;
+}
+
+/*
  * Rank 0's messages and bytes per window from each window's "coordination"
  * (medians over the windows that have it). Absent: not known, never 0.
  */
@@ -194,9 +218,9 @@ static void parse_coord(json_t *wins, struct coord *co)
 /* Per window: start, stop lateness and the gap before the next window (ms). */
 static size_t parse_windows(json_t *wins, struct run *r)
 {
-	double start[MAX_W], stop[MAX_W], gap[MAX_W], a, d, e, prev_stop = NAN;
+	double start[MAX_W], stop[MAX_W], gap[MAX_W], ord[MAX_W], a, d, e, prev_stop = NAN;
 	json_t *w;
-	size_t i, nw = 0, ng = 0;
+	size_t i, nw = 0, ng = 0, no = 0;
 
 	r->windows_ms = 0;
 	json_array_foreach (wins, i, w) {
@@ -205,6 +229,8 @@ static size_t parse_windows(json_t *wins, struct run *r)
 		if (nw == MAX_W)
 			break;
 		window_edges(w, &a, &d, &e);
+		ord[no] = window_orders(w);
+		no += !isnan(ord[no]);
 		start[nw] = a ? (a - t0) / 1e6 : NAN;
 		stop[nw++] = d ? (d - t1) / 1e6 : NAN;
 		r->windows_ms += (t1 - t0) / 1e6;
@@ -219,6 +245,9 @@ static size_t parse_windows(json_t *wins, struct run *r)
 	r->stop_ms = bt_pct(stop, nw, 0.5);
 	r->gap_max_ms = ng ? bt_max(gap, ng) : NAN;
 	r->gap_ms = ng ? bt_pct(gap, ng, 0.5) : NAN;
+	r->order_windows = no;
+	r->order_ms = no ? bt_pct(ord, no, 0.5) : NAN;
+	r->order_max_ms = no ? bt_max(ord, no) : NAN;
 	return nw;
 }
 
@@ -473,6 +502,8 @@ static json_t *run_json(const struct run *r)
 	json_object_set_new(o, "setup_ms", jnum(r->setup_ms));
 	json_object_set_new(o, "start_ms", jnum(r->start_ms));
 	json_object_set_new(o, "start_max_ms", jnum(r->start_max_ms));
+	json_object_set_new(o, "orders_ms", jnum(r->order_ms));
+	json_object_set_new(o, "orders_max_ms", jnum(r->order_max_ms));
 	json_object_set_new(o, "gap_ms", jnum(r->gap_ms));
 	json_object_set_new(o, "gap_max_ms", jnum(r->gap_max_ms));
 	json_object_set_new(o, "stop_late_ms", jnum(r->stop_ms));
@@ -556,6 +587,19 @@ static void add_size_rows(struct bt_results *res, const struct run *r)
 		    "max %.3f ms; stop lateness median %.3f max %.3f ms (the stop is "
 		    "decided 100 ms ahead)",
 		    r->start_max_ms, r->stop_ms, r->stop_max_ms);
+	snprintf(id, sizeof(id), "coord.%d.orders", r->ranks);
+	snprintf(fig, sizeof(fig), "orders delivered to every node, %d nodes (median)", r->ranks);
+	if (r->order_windows) {
+		row = bt_row(res, id, fig, r->order_ms, "ms", r->floor_bcast_ms,
+			     "MPI_Bcast 8 B lateness, same ranks (median)", NULL, 0, false);
+		bt_row_note(row,
+			    "the last node's order_received_ns - rank 0's send, %zu windows, max "
+			    "%.3f ms: the start barrier without the attaches",
+			    r->order_windows, r->order_max_ms);
+	} else {
+		bt_row_na(res, id, fig,
+			  "not in the report: launcher before order_received_ns, or a node lost");
+	}
 	snprintf(id, sizeof(id), "coord.%d.gap", r->ranks);
 	snprintf(fig, sizeof(fig), "per-window coordination, %d nodes (median)", r->ranks);
 	row = bt_row(res, id, fig, r->gap_ms, "ms", r->floor_gather_ms + r->floor_bcast_ms,

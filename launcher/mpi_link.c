@@ -223,6 +223,8 @@ struct rm_rec_head {
 	 * the records. 0: nothing cut, no block.
 	 */
 	uint64_t sum_size;
+	uint64_t
+	    order_rt_ns; /* this window's order reached this rank (its CLOCK_REALTIME), 0: none */
 };
 
 /*
@@ -260,7 +262,8 @@ void *rm_pack_records(struct ctx *c, size_t *len)
 				.clock = c->clock,
 				.stops_sent = c->stops_sent,
 				.gones_sent = c->gones_sent,
-				.boot_offset_ns = boot_offset_ns()};
+				.boot_offset_ns = boot_offset_ns(),
+				.order_rt_ns = c->tree.order_t1};
 	size_t n = c->worker ? c->n : 0, body, sum_size;
 	size_t stacks = c->stacks.text ? strlen(c->stacks.text) : 0;
 	size_t samples = c->stacks.samples ? strlen(c->stacks.samples) : 0;
@@ -414,6 +417,8 @@ void rm_take_records(struct ctx *c, int r, const char *buf, size_t len)
 	free(sum);
 	nd.error = h.error[0] ? strdup(h.error) : NULL;
 	nd.boot_offset_ns = h.boot_offset_ns;
+	/* In rank 0's clock, as the targets' times (rm_take_node). */
+	nd.order_ns = h.order_rt_ns ? (uint64_t)((int64_t)h.order_rt_ns - h.clock.applied_ns) : 0;
 	nd.clock_offset_ns = p->clock.offset_ns;
 	nd.clock_rtt_ns = p->clock.rtt_ns;
 	nd.clock_known = p->clock.known;
@@ -452,6 +457,7 @@ void rm_window_nodes(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, con
 			(*nodes)[k].clock_known = false;
 			(*nodes)[k].clock_applied = false;
 			(*nodes)[k].boot_offset_ns = 0;
+			(*nodes)[k].order_ns = 0;
 		}
 		k++;
 	}

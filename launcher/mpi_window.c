@@ -649,6 +649,8 @@ void rm_run_windows(struct ctx *c)
 		o.rtt_worst_ns = c->rtt_worst_ns;
 		o.detail = c->run.cut.level;
 		c->cut_level = o.detail;
+		/* Rank 0 has the order as it sends it (its node's order_received_ns). */
+		c->tree.order_t1 = ra_realtime_ns();
 		rm_tree_orders(c, &o);
 		for (int r = 0; r < c->size; r++)
 			c->peers[r].got_ready = false;

@@ -86,6 +86,12 @@ struct rm_node {
 	 */
 	uint64_t clock_bound_ns;
 	bool clock_known, clock_applied;
+	/*
+	 * When the window's order reached the node's launcher rank (rank 0's
+	 * clock; rank 0's own: when it sent the orders). 0: not known (a lost
+	 * node, the survey).
+	 */
+	uint64_t order_ns;
 	/* CLOCK_REALTIME - CLOCK_BOOTTIME on that node when gathered, 0 if unknown. */
 	int64_t boot_offset_ns;
 	/*

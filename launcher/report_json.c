@@ -405,6 +405,7 @@ static json_t *node_json(const struct rm_node *n, uint64_t since, struct rm_hold
 	rc |=
 	    json_object_set_new(o, "realtime_minus_boottime_ns",
 				n->boot_offset_ns ? json_integer(n->boot_offset_ns) : json_null());
+	rc |= json_object_set_new(o, "order_received_ns", jint_or_null(n->order_ns, n->order_ns));
 	rc |= json_object_set_new(o, "topology", topology_json(n, t));
 	if (rc || !(o = counts_json(o, &c, "found"))) {
 		json_decref(o);

@@ -121,6 +121,13 @@ check "a deeper node's bound is at least its parent's (the sum of rtt/2 along th
 	jq -e '[.windows[-1].nodes[] | {key: (.host[1:]), value: .clock_bound_ns}] |
 	from_entries as $b | [range(3; 10) | tostring | select($b[.] <
 	$b[(((. | tonumber) - 1) / 2 | floor | tostring)])] | length == 0' "$R"
+# One machine, one clock: each node had the order after its parent had it, and
+# after rank 0 sent it (the clock bound allowed for).
+check "every node's order came after its parent's (order_received_ns)" \
+	jq -e '[.windows[] | [.nodes[] | {key: (.host[1:]), value: {o: .order_received_ns,
+	b: .clock_bound_ns}}] | from_entries as $n | range(1; 10) | tostring |
+	select($n[.].o == null or $n[.].o + $n[.].b <
+	$n[(((. | tonumber) - 1) / 2 | floor | tostring)].o)] | length == 0' "$R"
 echo "coordination: $(jq -c '[.windows[].coordination]' "$R")"
 check "rank 0 sent at most 2 x fanout messages per window, fanout 2, height 3" jq -e \
 	'[.windows[].coordination | select(.messages_sent <= 4 and .fanout == 2 and
