@@ -304,15 +304,20 @@ static void print_figures(const struct figures *f, int nf)
 	LINE("time to the first window, coordination (ms)", "%14.2f", f[i].first_ms);
 	LINE("before the tree, same inputs (ms)", "%14.0f", f[i].today_ms);
 #undef LINE
-	for (int i = 0; i < nf; i++)
-		if (f[i].n == 10000)
-			printf(
-			    "\ntarget (issue 24): per-window coordination at 10,000 nodes <= %.0f "
-			    "ms, in the model: %s at --detail all (%.2f ms), %s at --detail "
-			    "failures (%.2f ms); rank 0's take-in not counted\n",
-			    TARGET_MS, f[i].coord_all_ms <= TARGET_MS ? "met" : "MISSED",
-			    f[i].coord_all_ms, f[i].coord_fail_ms <= TARGET_MS ? "met" : "MISSED",
-			    f[i].coord_fail_ms);
+	for (int i = 0; i < nf; i++) {
+		double all, fail;
+
+		if (f[i].n != 10000)
+			continue;
+		/* Rank 0 takes each record in as it comes: its time is the window's too. */
+		all = f[i].coord_all_ms + f[i].take_all_ms;
+		fail = f[i].coord_fail_ms + f[i].take_fail_ms;
+		printf("\ntarget (issue 24): per-window coordination at 10,000 nodes <= %.0f ms, "
+		       "with rank 0's take-in: %s at --detail failures (%.2f ms; the default "
+		       "above 10,000 targets), %s at --detail all (%.1f ms)\n",
+		       TARGET_MS, fail <= TARGET_MS ? "met" : "MISSED", fail,
+		       all <= TARGET_MS ? "met" : "MISSED", all);
+	}
 }
 
 static json_t *jnum(double x)
