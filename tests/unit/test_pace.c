@@ -110,10 +110,10 @@ static void test_ra_pace_end_slack_of_one_kept(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ra_pace_wait_yields_first),
-		cmocka_unit_test(test_ra_pace_end_restores_slack),
-		cmocka_unit_test(test_ra_pace_wait_naps_double_to_cap),
-		cmocka_unit_test(test_ra_pace_end_slack_of_one_kept),
+	    cmocka_unit_test(test_ra_pace_wait_yields_first),
+	    cmocka_unit_test(test_ra_pace_end_restores_slack),
+	    cmocka_unit_test(test_ra_pace_wait_naps_double_to_cap),
+	    cmocka_unit_test(test_ra_pace_end_slack_of_one_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
