@@ -12,7 +12,7 @@
  * it naps the calling thread's timer slack is 1 ns, so that a 20 us nap
  * ends after about 20 us, not 70; ra_pace_end puts the slack back.
  */
-#define RA_PACE_YIELD_NS 50000
+#define RA_PACE_YIELD_NS 100000
 
 struct ra_pace {
 	uint64_t yield_until; /* CLOCK_MONOTONIC */
