@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "log.h"
 #include "common/procfs.h"
+#include "pace.h"
 #include "ptrace_util.h"
 #include "remote.h"
 
@@ -76,28 +77,36 @@ static bool kills(int sig)
 }
 
 /*
- * waitpid on the thread without blocking: looks backing off from 20 us to
- * max_nap until deadline (CLOCK_MONOTONIC; 0: none), so that no wait is
- * without an end. 1 with *status, 0 when the deadline came first, -errno
- * when there is nothing to wait for.
+ * waitpid on the thread without blocking, paced by ra_pace (yields, then
+ * naps backing off to max_nap) until deadline (CLOCK_MONOTONIC; 0: none),
+ * so that no wait is without an end. 1 with *status, 0 when the deadline
+ * came first, -errno when there is nothing to wait for.
  */
 static int wait_until(struct ra_remote *r, int *status, uint64_t deadline, long max_nap)
 {
-	struct timespec nap = {0, 20000};
+	struct ra_pace p;
 	pid_t w;
+	int ret;
 
+	ra_pace_begin(&p, max_nap);
 	for (;;) {
 		w = waitpid(r->tid, status, __WALL | WNOHANG);
-		if (w == r->tid)
-			return 1;
-		if (w < 0 && errno != EINTR)
-			return -errno;
-		if (deadline && ra_monotonic_ns() >= deadline)
-			return 0;
-		nanosleep(&nap, NULL);
-		if (nap.tv_nsec < max_nap)
-			nap.tv_nsec = nap.tv_nsec * 2 < max_nap ? nap.tv_nsec * 2 : max_nap;
+		if (w == r->tid) {
+			ret = 1;
+			break;
+		}
+		if (w < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+		if (deadline && ra_monotonic_ns() >= deadline) {
+			ret = 0;
+			break;
+		}
+		ra_pace_wait(&p);
 	}
+	ra_pace_end(&p);
+	return ret;
 }
 
 /*
@@ -499,37 +508,45 @@ static int abandon(struct ra_remote *r)
 }
 
 /*
- * Watch for the park, backing off from 20 us to 2 ms between looks (to
- * RA_TIGHT_NAP_NS when r->tight), then stop the thread in it with
+ * Watch for the park, yielding then backing off from 20 us to 2 ms between
+ * looks (to RA_TIGHT_NAP_NS when r->tight; see ra_pace), then stop the thread in it with
  * PTRACE_INTERRUPT. The way when the kernel cannot tell us (!r->sigpark).
  */
 static int watch_park(struct ra_remote *r)
 {
-	struct timespec nap = {0, 20000};
 	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
 	uint64_t deadline = call_deadline(r);
-	int status, ret = 0;
+	struct ra_pace p;
+	/* why: 1 the thread is gone, 2 the deadline passed; 0 with ret: parked, or failed. */
+	int status, ret = 0, why = 0;
 	pid_t w;
 
-	while (!ret) {
+	ra_pace_begin(&p, max_nap);
+	while (!ret && !why) {
 		w = waitpid(r->tid, &status, __WALL | WNOHANG);
 		if (w == r->tid) {
 			ret = pass_stop(r, status);
 			continue;
 		}
-		if (w < 0 && errno != EINTR)
-			return gone(r, "during a remote call");
+		if (w < 0 && errno != EINTR) {
+			why = 1;
+			break;
+		}
 		ret = parked_now(r);
 		if (ret == -ESRCH)
-			return gone(r, "during a remote call");
+			why = 1;
 		if (ret)
 			break;
 		if (deadline && ra_monotonic_ns() >= deadline)
-			return abandon(r);
-		nanosleep(&nap, NULL);
-		if (nap.tv_nsec < max_nap)
-			nap.tv_nsec = nap.tv_nsec * 2 < max_nap ? nap.tv_nsec * 2 : max_nap;
+			why = 2;
+		else
+			ra_pace_wait(&p);
 	}
+	ra_pace_end(&p);
+	if (why == 1)
+		return gone(r, "during a remote call");
+	if (why == 2)
+		return abandon(r);
 	if (ret < 0)
 		return ret;
 	r->call_end_ns = ra_realtime_ns();
