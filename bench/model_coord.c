@@ -233,9 +233,10 @@ static void model(const struct inputs *in, long n, struct figures *f)
 	f->coord_fail_ms = 2 * f->sweep_ms + f->xfer_fail_ms;
 	f->take_all_ms = n * in->targets * in->take_in_us * ms;
 	f->take_fail_ms = n * fail_t * in->take_in_us * ms;
-	/* Start-up: per level each parent's P ping-pongs with each child in turn, then the
-	 * first orders down. */
-	f->first_ms = f->h * in->k * in->rounds * 2 * (in->hop_us + in->ci_us) * ms + f->sweep_ms;
+	/* Start-up: every parent measures its children at once, all parents together: P
+	 * rounds, each a ping to each of its k children and their answers (2k messages
+	 * handled, a round trip of hops); then the first orders down. */
+	f->first_ms = in->rounds * (2 * in->hop_us + 2 * in->k * in->ci_us) * ms + f->sweep_ms;
 	/* Before the tree, for comparison: rank 0 exchanges P clock round trips with every
 	 * rank in turn, then about 4 messages each (order, ready, halt, records). */
 	f->today_ms = (double)n *
