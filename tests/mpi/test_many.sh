@@ -20,7 +20,7 @@ BOUND_MS=150
 # checks of speed (every worker at once, every call before the start, the --jobs 256
 # control) and the thread-limit shim are the plain build's, where they run. Here the
 # run checks what must hold at any speed: every target attached and detached once,
-# every hand-over measured, none traced afterwards.
+# every hand-over measured and none before the start, none traced afterwards.
 SPEED=1
 if [ -n "${ROCATTACH_SANITIZED:-}" ]; then
 	SPEED=0
@@ -114,9 +114,16 @@ awk '{ if (!n || $2 < lo) lo = $2; if ($3 > hi) hi = $3; n++ }
 	END { printf "attach calls began %.1f ms or more before the start; hand-overs up to %.1f ms after it\n", lo, hi }' "$W/times.tsv"
 [ "$SPEED" = 1 ] && check "every attach call began before the start time" \
 	awk '$2 <= 0 { bad++ } END { exit !(NR > 0 && !bad) }' "$W/times.tsv"
-check "every hand-over measured, within 0 to $BOUND_MS ms of the start" \
-	awk -v b="$BOUND_MS" '$4 != "measured" || $3 < 0 || $3 > b { bad++ }
-		END { exit !(NR > 0 && !bad) }' "$W/times.tsv"
+if [ "$SPEED" = 1 ]; then
+	check "every hand-over measured, within 0 to $BOUND_MS ms of the start" \
+		awk -v b="$BOUND_MS" '$4 != "measured" || $3 < 0 || $3 > b { bad++ }
+			END { exit !(NR > 0 && !bad) }' "$W/times.tsv"
+else
+	# How late is a matter of speed (TSan took 220 ms once): not before the start is not.
+	check "every hand-over measured, none before the start" \
+		awk '$4 != "measured" || $3 < 0 { bad++ } END { exit !(NR > 0 && !bad) }' \
+		"$W/times.tsv"
+fi
 
 # The control: with 256 workers (the old cap) the same check must fail, the last
 # calls starting only as the first ones return, after the start.
