@@ -97,6 +97,18 @@ launcher_of() {
 	done
 }
 
+# The launchers of ranks $@ of this test's job, in one pass over the processes
+# (one look per rank was slow enough under load for the window to end first).
+launchers_of() {
+	local want=" $* " p env r
+	for p in $(pgrep -f "^$LAUNCHER"); do
+		env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+		grep -qx "RA_TREE_TEST=$TAG" <<<"$env" || continue
+		r=$(sed -n 's/^OMPI_COMM_WORLD_RANK=//p' <<<"$env")
+		[[ $want == *" $r "* ]] && echo "$p"
+	done
+}
+
 echo "== 1. --fanout 2, 10 ranks, 2 windows"
 O=$W/f2
 run 10 "$O" -- --fanout 2 --windows 200:300:2 --report "$O/r.json"
@@ -178,11 +190,10 @@ check "every target's tool attached once and detached once" \
 if [ -z "${ROCATTACH_SANITIZED:-}" ]; then
 echo "== 3. 32 ranks, --fanout 4: rank 5 SIGKILLed, and rank 2 with its children 9-12"
 O=$W/kill2
-run 32 "$O" --enable-recovery -- --fanout 4 -d 3000 --report "$O/r.json"
+run 32 "$O" --enable-recovery -- --fanout 4 -d 6000 --report "$O/r.json"
 for _ in $(seq 600); do grep -q "attached 32/32" "$O/out" && break; sleep 0.05; done
 check "all 32 targets attached" grep -q "attached 32/32" "$O/out"
-pids=
-for r in 5 2 9 10 11 12; do pids="$pids $(launcher_of $r)"; done
+pids=$(launchers_of 5 2 9 10 11 12)
 check "the 6 launchers found" [ "$(echo $pids | wc -w)" = 6 ]
 kill -KILL $pids
 tk=$(now)
