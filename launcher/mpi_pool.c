@@ -156,10 +156,13 @@ void rm_window_calls_end(struct ctx *c)
 	if (!c->win)
 		return;
 	pending = rn_window_pending(c->win);
-	if (pending && c->o.verbose)
-		rm_say(c, "%zu attach %s still running after the stop: %s by %s deadline", pending,
-		       pending == 1 ? "call" : "calls", pending == 1 ? "it ends" : "they end",
-		       pending == 1 ? "its" : "their");
+	if (pending)
+		rm_say(c,
+		       "%zu attach %s still running after the stop: %s by %s deadline "
+		       "(--call-timeout %lld ms); no other target waits for %s",
+		       pending, pending == 1 ? "call" : "calls",
+		       pending == 1 ? "it ends" : "they end", pending == 1 ? "its" : "their",
+		       (long long)c->o.call_timeout_ms, pending == 1 ? "it" : "them");
 	/* This rank answers its tree (clock pings, STOP and GONE up) while they end. */
 	while (rn_window_pending(c->win)) {
 		if (c->rank != 0)
