@@ -415,9 +415,15 @@ void rn_window_close(struct rn_window *w)
 		return;
 	for (int k = 0; k < w->started; k++)
 		pthread_join(w->th[k], NULL);
-	/* Every record is ours again: a late one found stopped is retried as the others. */
-	if (atomic_load(&w->stopped))
-		detach_some(w->p.t, w->p.n, &w->d, NULL);
+	/*
+	 * Every record is ours again: one its worker detached late and found
+	 * stopped is retried as rn_window_stop retried its own share.
+	 */
+	if (atomic_load(&w->stopped)) {
+		for (size_t i = 0; i < w->p.n; i++)
+			w->taken[i] = !w->taken[i];
+		detach_some(w->p.t, w->p.n, &w->d, w->taken);
+	}
 	window_free(w);
 }
 
