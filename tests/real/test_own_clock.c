@@ -129,8 +129,12 @@ static struct rn_target *target_of(struct rn_target *t, size_t n, pid_t pid)
 	return NULL;
 }
 
-/* A healthy target: detached once, its tools' own window the planned one. */
-static void assert_planned(const struct rn_target *t, uint64_t start, uint64_t stop)
+/*
+ * A healthy target: detached once, long before the harmed call.s
+ * end. Returns whether its tools' own window is the planned one within the
+ * tolerance (a loaded machine may deschedule a hand-over: the caller tries again).
+ */
+static bool planned(const struct rn_target *t, uint64_t start, uint64_t stop)
 {
 	uint64_t a = tool_time(t->pid, "tool_attach"), d = tool_time(t->pid, "tool_detach");
 
@@ -141,9 +145,10 @@ static void assert_planned(const struct rn_target *t, uint64_t start, uint64_t s
 	assert_int_equal(t->state, RN_DETACHED);
 	assert_int_equal(t->late_ns, 0);
 	assert_true(a >= start && d >= stop);
-	assert_true(d - a >= WINDOW_MS * MS - TOLERANCE_NS);
-	assert_true(d - a <= WINDOW_MS * MS + TOLERANCE_NS);
+	/* Held by the harmed call, it would end at its deadline: 2 s after the stop here. */
+	assert_true(d < stop + 1000 * MS);
 	assert_int_equal(proc_tracer(t->pid), 0);
+	return d - a >= WINDOW_MS * MS - TOLERANCE_NS && d - a <= WINDOW_MS * MS + TOLERANCE_NS;
 }
 
 /* The harmed one, as its harm says. */
@@ -185,13 +190,15 @@ static void sleep_until(uint64_t rt)
 		usleep((useconds_t)((rt - now) / 1000));
 }
 
-static void one_window(bool rocm, enum harm h)
+/* One window; returns whether every healthy tool's own window was the planned one. */
+static bool one_window(bool rocm, enum harm h)
 {
 	struct rn_pool_opts o = {.tools = TOOLS, .call_timeout_ms = TIMEOUT_MS, .jobs = N};
 	struct victim v[N];
 	struct rn_window *w;
 	struct rn_target *t;
 	uint64_t start, stop, back;
+	bool ok = true;
 	size_t n;
 	int short_by;
 
@@ -219,7 +226,7 @@ static void one_window(bool rocm, enum harm h)
 	assert_true(back < stop + 500 * MS);
 	rn_window_close(w);
 	for (int i = 1; i < N; i++)
-		assert_planned(target_of(t, n, v[i].pid), start, stop);
+		ok &= planned(target_of(t, n, v[i].pid), start, stop);
 	assert_harmed(target_of(t, n, v[0].pid), h, start, stop);
 	if (h == STOPPED)
 		kill(v[0].pid, SIGCONT);
@@ -228,34 +235,47 @@ static void one_window(bool rocm, enum harm h)
 		victim_stop(&v[i]);
 	}
 	free(t);
+	return ok;
+}
+
+/*
+ * Both sides. Every try checks the outcomes and that no healthy window was
+ * held; the planned length within the tolerance must hold in one of 3 tries
+ * per side (a held window would miss it by the harmed call's deadline in all).
+ */
+static void both_sides(enum harm h)
+{
+	for (int rocm = 0; rocm < 2; rocm++) {
+		int k = 0;
+
+		while (!one_window(rocm, h) && ++k < 3)
+			print_message("  off the tolerance (a loaded machine): again\n");
+		assert_true(k < 3);
+	}
 }
 
 static void test_own_clock_hung_configure(void **state)
 {
 	(void)state;
-	one_window(false, HUNG_CONFIGURE);
-	one_window(true, HUNG_CONFIGURE);
+	both_sides(HUNG_CONFIGURE);
 }
 
 static void test_own_clock_hung_tool_attach(void **state)
 {
 	(void)state;
-	one_window(false, HUNG_TOOL_ATTACH);
-	one_window(true, HUNG_TOOL_ATTACH);
+	both_sides(HUNG_TOOL_ATTACH);
 }
 
 static void test_own_clock_stopped_target(void **state)
 {
 	(void)state;
-	one_window(false, STOPPED);
-	one_window(true, STOPPED);
+	both_sides(STOPPED);
 }
 
 static void test_own_clock_late_attach_detached_at_once(void **state)
 {
 	(void)state;
-	one_window(false, SLOW_TOOL_ATTACH);
-	one_window(true, SLOW_TOOL_ATTACH);
+	both_sides(SLOW_TOOL_ATTACH);
 }
 
 int main(void)
