@@ -165,8 +165,9 @@ int ra_remote_interrupt_stop(struct ra_remote *r)
 			return 0;
 		if (status >> 16 == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80)) {
 			r->signals_forwarded++;
-			ret = ra_remote_lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL,
-							  (void *)(uintptr_t)WSTOPSIG(status), r->e));
+			ret =
+			    ra_remote_lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL,
+							(void *)(uintptr_t)WSTOPSIG(status), r->e));
 			if (ret)
 				return ret;
 		}
@@ -232,8 +233,8 @@ int ra_remote_abandon(struct ra_remote *r)
 		return -ETIMEDOUT;
 	}
 	if (ret == 1)
-		ret = ra_remote_lost(r, ra_ptrace(PTRACE_DETACH, r->tid, NULL,
-						  (void *)(uintptr_t)sig, r->e));
+		ret = ra_remote_lost(
+		    r, ra_ptrace(PTRACE_DETACH, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
 	if (ret)
 		return r->gone ? ra_remote_gone(r, "during a remote call") : ret;
 	r->seized = false;
@@ -267,8 +268,8 @@ static int release_unstopped(struct ra_remote *r)
 	r->unstopped = false;
 	r->parked = false;
 	if (ret == 1) {
-		ret = ra_remote_lost(r, ra_ptrace(PTRACE_DETACH, r->tid, NULL,
-						  (void *)(uintptr_t)sig, r->e));
+		ret = ra_remote_lost(
+		    r, ra_ptrace(PTRACE_DETACH, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
 		if (ret)
 			return r->gone ? ra_remote_gone(r, "before its thread was released") : ret;
 		r->seized = false;

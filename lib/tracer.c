@@ -45,8 +45,9 @@ struct tracer {
 	int (*fn)(void *);
 	void *arg;
 	int ret;
-	bool done; /* fn returned: the caller may go (fn and arg are the caller's) */
-	int refs;  /* the caller and the thread */
+	bool done;    /* fn returned: the caller may go (fn and arg are the caller's) */
+	bool lingers; /* ...and the thread stays on, keeping threads: not joined */
+	int refs;     /* the caller and the thread */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct kept *own, **own_tail; /* only the tracer thread touches these */
@@ -185,6 +186,7 @@ static void *tracer_main(void *arg)
 	pthread_mutex_lock(&t->lock);
 	t->ret = ret;
 	t->done = true;
+	t->lingers = t->own != NULL;
 	pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->lock);
 	/* The caller has its answer; what could not be released is released now. */
@@ -201,30 +203,36 @@ static void *tracer_main(void *arg)
 	return NULL;
 }
 
-static int start_thread(struct tracer *t)
+static int start_thread(struct tracer *t, pthread_t *th)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
-	pthread_t th;
 	int err;
 
 	err = pthread_attr_init(&attr);
 	if (err)
 		return err;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, TRACER_STACK_BYTES);
 	/* It takes none of the program's signals: it inherits a full mask. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&th, &attr, tracer_main, t);
+	err = pthread_create(th, &attr, tracer_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return err;
 }
 
+/*
+ * The caller waits for fn, then joins the thread, which ends at once,
+ * unless it keeps threads: then it is detached and lingers. Joined, no
+ * thread of ours outlives a call that left nothing behind, and the next
+ * call finds its stack and malloc arena free for reuse.
+ */
 int ra_tracer_run(int (*fn)(void *), void *arg, int *ret, struct ra_err *e)
 {
 	struct tracer *t = calloc(1, sizeof(*t));
+	bool lingers;
+	pthread_t th;
 	int err;
 
 	if (!t)
@@ -235,7 +243,7 @@ int ra_tracer_run(int (*fn)(void *), void *arg, int *ret, struct ra_err *e)
 	t->own_tail = &t->own;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
-	err = start_thread(t);
+	err = start_thread(t, &th);
 	if (err) {
 		pthread_cond_destroy(&t->cond);
 		pthread_mutex_destroy(&t->lock);
@@ -249,7 +257,12 @@ int ra_tracer_run(int (*fn)(void *), void *arg, int *ret, struct ra_err *e)
 	while (!t->done)
 		pthread_cond_wait(&t->cond, &t->lock);
 	*ret = t->ret;
+	lingers = t->lingers;
 	pthread_mutex_unlock(&t->lock);
+	if (lingers)
+		pthread_detach(th);
+	else
+		pthread_join(th, NULL);
 	tracer_put(t);
 	return 0;
 }

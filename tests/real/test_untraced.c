@@ -148,10 +148,8 @@ static rocattach_status_t attach_opts(pid_t pid, const char *tool, const char *m
 {
 	char knob[64];
 	const char *env[2] = {knob, NULL};
-	rocattach_opts_t o = {.size = sizeof(o),
-			      .tool_libraries = tool,
-			      .env = env,
-			      .call_timeout_ms = timeout_ms};
+	rocattach_opts_t o = {
+	    .size = sizeof(o), .tool_libraries = tool, .env = env, .call_timeout_ms = timeout_ms};
 
 	snprintf(knob, sizeof(knob), "ROCP_FAULT_TOOL=%s", mode);
 	memset(rep, 0, sizeof(*rep));
