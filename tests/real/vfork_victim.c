@@ -60,7 +60,6 @@ static void *listener(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, NULL);
-	pthread_setname_np(pthread_self(), "rocp-bg-attach");
 	while (read(cmd_pipe[0], &ms, sizeof(ms)) == sizeof(ms))
 		held(ms);
 	return NULL;
@@ -100,8 +99,9 @@ int main(void)
 	char line[128];
 
 	setvbuf(stdout, NULL, _IONBF, 0);
+	/* Named before "ready": a test looks it up at once. */
 	if (pipe(cmd_pipe) || pthread_create(&l, NULL, listener, NULL) ||
-	    pthread_create(&w, NULL, worker, NULL))
+	    pthread_setname_np(l, "rocp-bg-attach") || pthread_create(&w, NULL, worker, NULL))
 		return 1;
 	printf("ready pid=%d\n", getpid());
 	while (fgets(line, sizeof(line), stdin)) {
