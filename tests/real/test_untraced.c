@@ -254,7 +254,8 @@ static void check_kept(struct victim *v, pid_t tid, struct caller *c)
 
 	print_message("%s (%.3f s)\n", c->rep.message, (double)c->took / 1e9);
 	assert_int_equal(c->st, ROCATTACH_STATUS_ERROR_PTRACE_ERROR);
-	assert_true(c->took >= 2000 * MS && c->took < 4500 * MS);
+	/* Back before the vfork ends (the thread is still traced below), not waiting for it. */
+	assert_true(c->took >= 2000 * MS && c->took < HELD_MS * MS);
 	assert_true(c->rep.flags & ROCATTACH_REPORT_TRACED);
 	assert_non_null(strstr(c->rep.message, "did not stop within 2.0 s of PTRACE_INTERRUPT "
 					       "(state D (uninterruptible sleep), wchan "));
@@ -272,7 +273,8 @@ static void check_kept(struct victim *v, pid_t tid, struct caller *c)
 	print_message("again: %s\n", rep.message);
 	assert_non_null(strstr(rep.message, "is still traced by this library"));
 	assert_true(rep.flags & ROCATTACH_REPORT_TRACED);
-	assert_true(rep.end_ns - rep.start_ns < 500 * MS);
+	/* At once: no second 2 s interrupt wait. */
+	assert_true(rep.end_ns - rep.start_ns < 1500 * MS);
 }
 
 /*
@@ -339,7 +341,8 @@ static void test_untraced_abandoned_call_kept(void **state)
 		took = realtime_ns() - t0;
 		print_message("%s side: %s (%.3f s)\n", side_names[side], rep.message,
 			      (double)took / 1e9);
-		assert_true(took >= 3000 * MS && took < 4900 * MS);
+		/* The deadline, then the 2 s interrupt wait; back before the vfork ends. */
+		assert_true(took >= 3000 * MS && took < HELD_MS * MS);
 		assert_true(rep.flags & ROCATTACH_REPORT_TIMED_OUT);
 		assert_true(rep.flags & ROCATTACH_REPORT_TRACED);
 		assert_non_null(strstr(rep.message, "did not return within 1.0 s"));
