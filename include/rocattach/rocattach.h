@@ -213,6 +213,12 @@ enum rocattach_tool_outcome {
 #define ROCATTACH_REPORT_TIMED_OUT 0x2u /* a remote call outlived call_timeout_ms */
 #define ROCATTACH_REPORT_KILLED 0x4u	/* the target was killed by a signal (see signal) */
 #define ROCATTACH_REPORT_WATCHDOG 0x8u	/* a watchdog detaches the tools if the attacher dies */
+/*
+ * The listener did not stop for its release (an uninterruptible sleep) by
+ * the call's deadline: it is still traced, by a thread of this library that
+ * releases it when it stops (the message names its state).
+ */
+#define ROCATTACH_REPORT_TRACED 0x10u
 
 typedef struct rocattach_report {
 	size_t size; /* sizeof(rocattach_report_t), set by the caller */
