@@ -209,8 +209,8 @@ void every_outcome(struct rn_target *t)
  * rank 0 as rm_take_records does: the records the level keeps (rn_pack)
  * and the block beside them.
  */
-void cut_on_node(const struct rn_target *root, size_t n, enum rm_detail d,
-			int64_t applied_ns, struct rm_node *out)
+void cut_on_node(const struct rn_target *root, size_t n, enum rm_detail d, int64_t applied_ns,
+		 struct rm_node *out)
 {
 	struct rn_target *t = calloc(n, sizeof(*t)), *kept = calloc(n, sizeof(*t));
 	struct rm_node_sum *sum = calloc(1, sizeof(*sum));

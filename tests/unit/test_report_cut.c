@@ -226,7 +226,8 @@ static void test_rm_take_sum_refuses_what_does_not_hold(void **state)
 	REFUSED(&n, bad->found = 6, "found 6, fewer than the 7 records kept");
 	REFUSED(&n, bad->level = RM_DETAIL_ALL, "level 1 is neither failures nor none");
 	REFUSED(&n, bad->outcome = RM_OUT_N, "outcome 6 is none a node can send");
-	REFUSED(&n, bad->outcome = RM_OUT_EMPTY, "outcome no targets, but its counts make it failed");
+	REFUSED(&n, bad->outcome = RM_OUT_EMPTY,
+		"outcome no targets, but its counts make it failed");
 	REFUSED(&n, bad->outcome = RM_OUT_CLEAN, "outcome ok, but its counts make it failed");
 	REFUSED(&n, bad->failed = bad->found + 1, "failed 13, more than the 12 found");
 	REFUSED(&n, bad->exited = 8, "its counts add up past the 12 found");
@@ -241,15 +242,17 @@ static void test_rm_take_sum_refuses_what_does_not_hold(void **state)
 	REFUSED(&n, bad->attach_hist[3]++, "its times do not add up");
 	REFUSED(&n, bad->attach.min = bad->attach.max + 1, "its times do not add up");
 	REFUSED(&n, bad->unwatched_left = bad->left_out + 1, "more than the 5 left out");
-	REFUSED(&n, bad->tools_left[0][1] = (uint32_t)bad->left_out + 1, "more than the 5 left out");
+	REFUSED(&n, bad->tools_left[0][1] = (uint32_t)bad->left_out + 1,
+		"more than the 5 left out");
 	/* A clean record among those kept: the level would have left it out. */
 	n.n = 8;
 	all[7] = all[0];
 	all[7].pid = 4242;
 	all[7].state = RN_DETACHED;
 	all[7].tools[1] = ROCATTACH_TOOL_LOADED;
-	REFUSED(&n, bad->left_out = 4, "it kept the record of pid 4242, which --detail failures "
-				       "leaves out");
+	REFUSED(&n, bad->left_out = 4,
+		"it kept the record of pid 4242, which --detail failures "
+		"leaves out");
 	n.n = 7;
 	assert_int_equal(rm_take_sum(sum, 0, &n, NULL, 0), 0);
 	assert_true(n.cut);
@@ -274,7 +277,8 @@ static void test_rm_take_sum_refuses_at_none(void **state)
 	assert_int_equal(n.n, 0);
 	REFUSED(&n, bad->left_out--, "left out 11, not found 12 less the 0 records kept");
 	REFUSED(&n, bad->died = 13, "died 13, more than the 12 found");
-	REFUSED(&n, (bad->failed = 0, bad->stopped = 0), "outcome failed, but its counts make it other");
+	REFUSED(&n, (bad->failed = 0, bad->stopped = 0),
+		"outcome failed, but its counts make it other");
 	REFUSED(&n, (bad->failed = 0, bad->stopped = 0, bad->outcome = RM_OUT_CLEAN),
 		"outcome ok, but its counts make it other");
 	REFUSED(&n, bad->detached = 9, "its counts add up past the 12 found");
@@ -292,6 +296,81 @@ static void test_rm_take_sum_refuses_at_none(void **state)
 }
 #undef REFUSED
 
+/*
+ * --detail none: the failures and deaths left out on the node count, from
+ * its block: 4 failed and 1 died in window 1; window 2 keeps them (a failed
+ * target keeps its state) and one more fails. Each failure once: 5.
+ */
+static void test_left_out_failures_and_deaths_count(void **state)
+{
+	struct rn_target all[EVERY];
+	struct rm_node nodes[2];
+	struct rm_window w[2];
+	struct rm_run r = {.w = w, .n_w = 1, .cfg = {.windows = 2, .ranks = 1}};
+	size_t lived;
+	char *text;
+	json_t *j;
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	every_outcome(all);
+	cut_on_node(all, EVERY, RM_DETAIL_NONE, 0, &nodes[0]);
+	failed(&all[0], 3000);
+	cut_on_node(all, EVERY, RM_DETAIL_NONE, 0, &nodes[1]);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(nodes[i].host, sizeof(nodes[i].host), "every");
+		w[i] = (struct rm_window){(int)i + 1, T0, STOP, "duration", &nodes[i], 1};
+	}
+	r.cut = (struct rm_cut){RM_DETAIL_NONE, EVERY};
+	assert_int_equal(nodes[0].n, 0);
+	assert_int_equal(rm_count_failures(&r), 4);
+	assert_int_equal(rm_died_attached(&r, &lived, NULL, NULL), 1);
+	assert_int_equal(lived, EVERY - 1 - 2); /* neither died nor exited */
+	j = report_at(&r, RM_DETAIL_AUTO);
+	assert_true(json_is_null(json_object_get(j, "errors")));
+	assert_int_equal(ival(j, "errors_left_out"), 4);
+	assert_int_equal(ival(json_object_get(j, "summary"), "died_attached"), 1);
+	json_decref(j);
+	text = summary_of(&r);
+	assert_non_null(strstr(text, "4 failures not named: their records were left out on their "
+				     "nodes (--detail none)\n"));
+	assert_non_null(strstr(text,
+			       "died with their tools attached:\n  1 not named: their records "
+			       "were left out on their nodes\n"));
+	free(text);
+	r.n_w = 2;
+	assert_int_equal(rm_count_failures(&r), 5);
+	assert_int_equal(rm_died_attached(&r, &lived, NULL, NULL), 1);
+	assert_int_equal(lived, EVERY - 1 - 2);
+	for (size_t i = 0; i < 2; i++) {
+		free(nodes[i].t);
+		rm_node_sum_free(&nodes[i]);
+	}
+}
+
+/* At failures every failure and death is among the records kept: none is counted twice. */
+static void test_failures_kept_are_not_counted_twice(void **state)
+{
+	struct rn_target all[EVERY];
+	struct rm_node node = {0};
+	struct rm_window w;
+	struct rm_run r = {.w = &w, .n_w = 1, .cfg = {.windows = 1, .ranks = 1}};
+	size_t lived;
+
+	(void)state;
+	every_outcome(all);
+	cut_on_node(all, EVERY, RM_DETAIL_FAILURES, 0, &node);
+	snprintf(node.host, sizeof(node.host), "every");
+	w = (struct rm_window){1, T0, STOP, "duration", &node, 1};
+	assert_int_equal(rm_count_failures(&r), 4);
+	assert_int_equal(rm_failures_left_out(&r), 0);
+	assert_int_equal(rm_died_attached(&r, &lived, NULL, NULL), 1);
+	assert_int_equal(lived, EVERY - 1 - 2);
+	assert_int_equal(rm_node_detached(&node, node.t), 6); /* 5 clean, 1 with a tool failed */
+	free(node.t);
+	rm_node_sum_free(&node);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +378,8 @@ int main(void)
 	    cmocka_unit_test(test_rm_write_report_cut_on_node_same_content),
 	    cmocka_unit_test(test_rm_take_sum_refuses_what_does_not_hold),
 	    cmocka_unit_test(test_rm_take_sum_refuses_at_none),
+	    cmocka_unit_test(test_left_out_failures_and_deaths_count),
+	    cmocka_unit_test(test_failures_kept_are_not_counted_twice),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
