@@ -271,6 +271,7 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->died = c.died;
 	sum->exited_after = c.exited_after;
 	sum->stopped = c.stopped;
+	sum->late = c.late;
 	sum->attach = sum_of_fig3(&f.attach);
 	sum->detach = sum_of_fig3(&f.detach);
 	sum->over = sum_of_fig3(&f.over);
@@ -315,10 +316,10 @@ static int head_fault(const struct rm_node_sum *s, const struct rm_node *n, char
 /* The block's own counts: each within found, the states apart, the outcome they give. */
 static int counts_fault(const struct rm_node_sum *s, char *why, size_t len)
 {
-	const uint64_t c[] = {s->attached, s->failed,  s->exited,      s->detached,
-			      s->died,	   s->stopped, s->exited_after};
-	static const char *const name[] = {"attached", "failed",  "exited",	 "detached",
-					   "died",     "stopped", "exited after"};
+	const uint64_t c[] = {s->attached, s->failed,  s->exited,	s->detached,
+			      s->died,	   s->stopped, s->exited_after, s->late};
+	static const char *const name[] = {"attached", "failed",  "exited",	  "detached",
+					   "died",     "stopped", "exited after", "late"};
 	uint64_t f = s->found, states = s->detached + s->exited + s->died + s->stopped;
 	int want = !f		     ? RM_OUT_EMPTY
 		   : s->failed	     ? RM_OUT_FAILED
@@ -380,12 +381,12 @@ static int level_fault(const struct rm_node_sum *s, const struct rm_node *n, cha
  */
 static int kept_fault(const struct rm_node_sum *s, const struct rm_counts *k, char *why, size_t len)
 {
-	static const char *const name[] = {"failed",	   "died",     "exited",  "stopped",
-					   "exited after", "attached", "detached"};
-	const uint64_t b[] = {s->failed,       s->died,	    s->exited,	s->stopped,
-			      s->exited_after, s->attached, s->detached};
-	const size_t kc[] = {k->failed,	      k->died,	   k->exited,  k->stopped,
-			     k->exited_after, k->attached, k->detached};
+	static const char *const name[] = {"failed",	   "died",     "exited",   "stopped",
+					   "exited after", "attached", "detached", "late"};
+	const uint64_t b[] = {s->failed,       s->died,	    s->exited,	 s->stopped,
+			      s->exited_after, s->attached, s->detached, s->late};
+	const size_t kc[] = {k->failed,	      k->died,	   k->exited,	k->stopped,
+			     k->exited_after, k->attached, k->detached, k->late};
 	uint64_t want;
 
 	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
@@ -398,7 +399,7 @@ static int kept_fault(const struct rm_node_sum *s, const struct rm_counts *k, ch
 				 "%s %llu: %llu more than the records kept, past the %llu "
 				 "left out",
 				 name[i], LLU(b[i]), LLU(b[i] - kc[i]), LLU(s->left_out));
-		else if (s->level == RM_DETAIL_FAILURES && b[i] != want)
+		else if (s->level == RM_DETAIL_FAILURES && i < 7 && b[i] != want)
 			snprintf(why, len,
 				 "%s %llu, but at --detail failures the %zu such records kept and "
 				 "the %llu clean ones left out make %llu",
@@ -529,6 +530,7 @@ struct rm_counts rm_left_counts(const struct rm_node *n, const struct rn_target 
 	l.died = (size_t)left_of(s->died, k.died);
 	l.exited_after = (size_t)left_of(s->exited_after, k.exited_after);
 	l.stopped = (size_t)left_of(s->stopped, k.stopped);
+	l.late = (size_t)left_of(s->late, k.late);
 	return l;
 }
 

@@ -8,6 +8,7 @@
  *   configure-hang   rocprofiler_configure never returns
  *   attach-hang      tool_attach never returns
  *   detach-hang      tool_detach never returns
+ *   attach-slow      tool_attach returns after 2 s (a late attach)
  * A real fault, not raise(): the listener blocks every signal, and a fault
  * is delivered anyway, as a crashing tool's would be.
  */
@@ -31,6 +32,8 @@ static void harm(const char *where)
 	if (!strcmp(mode + n + 1, "hang"))
 		for (;;)
 			sleep(60);
+	if (!strcmp(mode + n + 1, "slow"))
+		sleep(2);
 }
 
 static int tool_init(rocprofiler_client_finalize_t fini, void *data)

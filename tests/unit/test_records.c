@@ -15,7 +15,7 @@
 #include "node.h"
 
 #define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 1009 /* see the wire layout in node/records.c */
+#define ENTRY 1017 /* see the wire layout in node/records.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -55,6 +55,7 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->died_ns = i % 4 ? t->attach_end_ns + 11 : 0;
 	t->watchdog = i % 3 == 1;
 	t->timed_out = i % 5 == 2;
+	t->late_ns = i % 3 == 2 ? 1000000000ull + i : 0;
 	t->tool_n = (uint8_t)(i % (RN_TOOLS_MAX + 1));
 	for (size_t k = 0; k < t->tool_n; k++)
 		t->tools[k] = (uint8_t)((i + k) % (ROCATTACH_TOOL_FAILED + 1));
@@ -106,6 +107,7 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_int_equal(a->timed_out, b->timed_out);
 	assert_int_equal(a->tool_n, b->tool_n);
 	assert_memory_equal(a->tools, b->tools, sizeof(a->tools));
+	assert_true(a->late_ns == b->late_ns);
 }
 
 static void round_trip(size_t n, bool long_strings)
@@ -249,7 +251,10 @@ static void test_rn_unpack_bad_header(void **state)
 	v = 4; /* the version with 256-byte messages */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 6;
+	v = 5; /* the version before late_ns */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 7;
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -385,6 +390,7 @@ enum {
 	E_FLAGS = 940,
 	E_TOOL_N = 944,
 	E_TOOLS = 945,
+	E_LATE = 1009,
 };
 
 static int32_t i32_at(const unsigned char *p)
@@ -483,6 +489,7 @@ static void assert_entry(const struct rn_target *t, const unsigned char *e)
 	assert_int_equal(t->timed_out, i32_at(e + E_FLAGS) >> 1);
 	assert_int_equal(t->tool_n, e[E_TOOL_N]);
 	assert_memory_equal(t->tools, e + E_TOOLS, RN_TOOLS_MAX);
+	assert_true(t->late_ns == (uint64_t)i64_at(e + E_LATE));
 }
 
 /*
@@ -569,7 +576,7 @@ static void test_rn_target_to_json_all_keys(void **state)
 			      "exe",	  "listener",	  "target_side", "topology", "state",
 			      "status",	  "agent_status", "windows",	 "attach",   "detach",
 			      "window",	  "message",	  "signal",	 "died_ns",  "timed_out",
-			      "watchdog", "tools"};
+			      "watchdog", "tools",	  "late",	 "late_ns"};
 	struct rn_target t;
 	json_t *j, *topo, *att;
 	size_t i;
@@ -606,6 +613,8 @@ static void test_rn_target_to_json_all_keys(void **state)
 		    (json_int_t)(t.attach_end_ns + 11));
 	assert_true(json_is_true(json_object_get(j, "watchdog")));
 	assert_true(json_is_false(json_object_get(j, "timed_out")));
+	assert_true(json_is_false(json_object_get(j, "late")));
+	assert_true(json_is_null(json_object_get(j, "late_ns")));
 	assert_int_equal(json_array_size(json_object_get(j, "tools")), 1);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "tools"), 0)),
 			    "loaded");

@@ -277,6 +277,7 @@ static void test_rm_take_sum_refuses_at_none(void **state)
 	assert_int_equal(n.n, 0);
 	REFUSED(&n, bad->left_out--, "left out 11, not found 12 less the 0 records kept");
 	REFUSED(&n, bad->died = 13, "died 13, more than the 12 found");
+	REFUSED(&n, bad->late = 13, "late 13, more than the 12 found");
 	REFUSED(&n, (bad->failed = 0, bad->stopped = 0),
 		"outcome failed, but its counts make it other");
 	REFUSED(&n, (bad->failed = 0, bad->stopped = 0, bad->outcome = RM_OUT_CLEAN),
