@@ -110,8 +110,10 @@ static struct rn_pool_opts pool_opts(const struct ctx *c)
 				 .inject = c->o.inject,
 				 .call_timeout_ms = (unsigned)c->o.call_timeout_ms};
 
-	if (rm_stacks_on(&c->o) && c->stacks.dir[0])
-		p.env = c->stacks.env;
+	if (rm_stacks_on(&c->o) && c->stacks.dir[0]) {
+		p.env_of = rm_stacks_env_of; /* a folder per target user */
+		p.env_arg = (void *)&c->stacks;
+	}
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = c->o.jobs ? c->o.jobs : (int)(c->n ? c->n : 1);
 	return p;
@@ -179,7 +181,8 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	int short_by;
 
 	if (rm_stacks_on(&c->o) && c->worker && c->n && !c->stacks.dir[0] && !c->stacks_error[0] &&
-	    rm_stacks_prepare(&c->stacks, c->o.sample_hz, c->stacks_error, sizeof(c->stacks_error)))
+	    rm_stacks_prepare(&c->stacks, c->o.sample_hz, c->t, c->n, c->stacks_error,
+			      sizeof(c->stacks_error)))
 		rm_rank_error(c, "%s", c->stacks_error);
 	ra_sleep_until_monotonic(mono_of(c, when[1]));
 	if (c->rank != 0 && window_over(c))

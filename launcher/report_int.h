@@ -84,6 +84,19 @@ struct rm_counts {
 	size_t unreadable_nodes, unreadable;
 };
 
+/*
+ * A node that cut its records: those it left out, as its block counts them
+ * less the records kept (kept: rm_targets' read of them; NULL: none could
+ * be read, all its counts are left out); found is how many. All 0 for a
+ * node that cut nothing, or is lost. rank 0 checked that they add up
+ * (rm_take_sum), so none is below 0.
+ */
+struct rm_counts rm_left_counts(const struct rm_node *n, const struct rn_target *kept);
+/*
+ * Failures of the run left out on the nodes (--detail none), each once: in
+ * a node's window, those beyond the failures it had in the window before.
+ */
+size_t rm_failures_left_out(const struct rm_run *r);
 /* Adds a node's targets to c; a run's counts are those of its last window. */
 void rm_count_node(const struct rm_node *n, const struct rn_target *t, struct rm_counts *c);
 struct rm_counts rm_count_window(const struct rm_window *w);

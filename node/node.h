@@ -163,6 +163,9 @@ struct rn_pool_opts {
 	int jobs;		/* workers; 0 = from the number of targets and cores */
 	const char *tools;	/* colon-separated tool libraries (NULL: env/default) */
 	const char *const *env; /* extra ROCP* "NAME=VALUE" for the environment buffer */
+	/* If set, target t's instead of env (from worker threads: it must only read). */
+	const char *const *(*env_of)(const struct rn_target *t, void *arg);
+	void *env_arg;
 	/*
 	 * CLOCK_REALTIME at which the tools are handed over (0 = at once):
 	 * start_ns for rn_attach_all, stop_ns for rn_detach_all. Every call is

@@ -105,7 +105,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro),
 			       .tool_libraries = o->tools,
-			       .env = o->env,
+			       .env = o->env_of ? o->env_of(t, o->env_arg) : o->env,
 			       .start_ns = o->start_ns,
 			       .call_timeout_ms = o->call_timeout_ms};
 	rocattach_report_t rep = {.size = sizeof(rep)};
