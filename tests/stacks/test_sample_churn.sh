@@ -20,8 +20,7 @@
 #   (default 20) of a side is a rocattach-mpi run, the others rocattach runs; 1: all
 #   rocattach-mpi (an MPI start-up each, about 1.5 s, against 0.15 s).
 # ROCATTACH_STACKS_TOOL: another build of the tool (the launcher's own variable).
-# SOAK_LOCK_EACH=1: take /tmp/rocattach-heavy.lock around each rocattach-mpi run only
-# (bench/soak_sample.sh); otherwise the caller holds it (CTest does).
+# The caller holds /tmp/rocattach-heavy.lock (CTest and bench/soak_sample.sh do).
 # The last line: "summary: windows N run (L by rocattach-mpi), timers left N, pending N,
 # dispositions changed N, target alive yes|no, bad chunks N, failures N".
 B=$(cd "${1:?usage: test_sample_churn.sh BUILD_DIR [WINDOWS [LAUNCHER_EVERY]]}" && pwd)
@@ -130,12 +129,11 @@ proc_facts() {
 # window SIDE N: one sampled window over that side's program; RC, and its tool's file
 # (rocattach runs) in $W/o.
 window() {
-	local side=$1 n=$2 lock=()
+	local side=$1 n=$2
 	rm -rf "$W/o"
 	if [ $((n % EVERY)) -eq 0 ]; then
 		LAUNCHED=$((LAUNCHED + 1))
-		[ "${SOAK_LOCK_EACH:-0}" = 1 ] && lock=(flock /tmp/rocattach-heavy.lock)
-		"${lock[@]}" "$LAUNCHER" --pid "${TPID[$side]}" --rank-var MY_RANK --sample 499 -d 50 \
+		"$LAUNCHER" --pid "${TPID[$side]}" --rank-var MY_RANK --sample 499 -d 50 \
 			</dev/null >"$W/last.out" 2>&1
 	else
 		ROCPROF_STACKS_HZ=499 ROCPROF_OUTPUT_PATH=$W/o "$ROCATTACH" -p "${TPID[$side]}" \
