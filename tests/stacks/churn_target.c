@@ -80,8 +80,8 @@ static void chunk(unsigned seed)
 
 struct life {
 	unsigned seed;
-	long ms;      /* how long it lives */
-	long nap_us;  /* the sleep after each chunk */
+	long ms;     /* how long it lives */
+	long nap_us; /* the sleep after each chunk */
 	bool is_long;
 };
 
@@ -183,8 +183,8 @@ int main(void)
 	while (fgets(line, sizeof(line), stdin)) {
 		if (!strcmp(line, "status\n")) {
 			printf("status threads %lu chunks %lu bad %lu alive %d\n",
-			       atomic_load(&n_threads), atomic_load(&n_chunks),
-			       atomic_load(&n_bad), atomic_load(&alive));
+			       atomic_load(&n_threads), atomic_load(&n_chunks), atomic_load(&n_bad),
+			       atomic_load(&alive));
 		} else if (!strcmp(line, "quit\n")) {
 			break;
 		}

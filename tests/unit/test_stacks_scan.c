@@ -154,9 +154,8 @@ static void test_concurrent_scans_arm_each_thread_once(void **state)
 	pthread_join(st.poller, NULL);
 	st.poller_running = false;
 	threads_scan(true);
-	printf("%lu threads started, %d seen, %d armed now, %lu samples\n",
-	       atomic_load(&started), atomic_load(&st.n_threads), st.n_armed,
-	       atomic_load(&ticks));
+	printf("%lu threads started, %d seen, %d armed now, %lu samples\n", atomic_load(&started),
+	       atomic_load(&st.n_threads), st.n_armed, atomic_load(&ticks));
 	assert_true(atomic_load(&started) >= 8);
 	assert_true(atomic_load(&st.n_threads) >= 8);
 	assert_int_equal(atomic_load(&st.taken), TAKEN_NO);
