@@ -205,14 +205,39 @@ check "tree: the waiters of ranks 0-2 in one line ending in read" \
 check "tree: the main threads in fgets" grep -Eq '^ *\[0-2\] 3 threads: .*main > fgets' \
 	"$W/job.tree"
 
-# 2. Sampling at 99 Hz through a 1 s window: 99 samples per second of the busy thread's
+# attach_busy NAME PID [rocattach options]: a window at 99 Hz that lasts until the busy
+# thread has used 150 ms of CPU (a loaded machine gives it little), 1 s at least, 20 s
+# at most; RC and $W/NAME.stacks as attach gives them.
+attach_busy() {
+	local name=$1 pid=$2 rp c0 tid t0=$SECONDS
+	shift 2
+	tid=$(tid_of "$pid" stuck)
+	ROCPROF_STACKS_HZ=99 ROCPROF_OUTPUT_PATH=$W/o_$name "$ROCATTACH" -p "$pid" -t "$TOOL" "$@" \
+		</dev/null >"$W/$name.rocattach" 2>&1 &
+	rp=$!
+	for _ in $(seq 500); do
+		grep -q 'attached to process' "$W/$name.rocattach" && break
+		sleep 0.02
+	done
+	c0=$(cpu_ticks "$pid" "$tid")
+	sleep 1
+	while [ $(($(cpu_ticks "$pid" "$tid") - c0)) -lt 15 ] && [ $((SECONDS - t0)) -lt 20 ]; do
+		sleep 0.2
+	done
+	kill -INT "$rp"
+	wait "$rp"
+	RC=$?
+	symbolize "$name"
+}
+
+# 2. Sampling at 99 Hz through a window of 150 ms of the busy thread's CPU time: 99 samples per second of the busy thread's
 #    CPU time while it was sampled (the tool measures it: the machine is shared, so
 #    wall time says little), within 10% + 2; none for the blocked ones.
 for side in agent rocm inject; do
 	start_target "hz_$side" "$side" || exit 1
 	opts=()
 	[ "$side" = inject ] && opts=(--inject)
-	ROCPROF_STACKS_HZ=99 attach "hz_$side" "$TPID" 1000 "${opts[@]}"
+	attach_busy "hz_$side" "$TPID" "${opts[@]}"
 	n=$(samples "$W/hz_$side.stacks" stuck)
 	cpu_ms=$(awk '/^thread / && $5 == "stuck" { print int($4 / 1e6); exit }' "$W/hz_$side.stacks")
 	want=$((cpu_ms * 99 / 1000))
