@@ -7,7 +7,8 @@
 #   test_skip_contract.py BUILD_DIR
 #
 # A test can skip when its program holds skip.h's "skipped: exit 77" (ra_test_exit), or
-# when a script it runs (or the lib.sh beside it, which it sources) says "exit 77".
+# when a script it runs (or the lib.sh beside it, which it sources) says "exit 77"
+# (this file is not read: it only says it).
 # First a self-check: a made-up test that can skip and lacks the property must be found.
 import json
 import os
@@ -16,7 +17,8 @@ import subprocess
 import sys
 
 SKIP_BIN = b"skipped: exit 77"
-SKIP_SH = re.compile(r"\bexit 77\b")
+SKIP_CODE = 77
+SKIP_SH = re.compile(r"\bexit %d\b" % SKIP_CODE)
 
 
 def script_can_skip(path):
@@ -34,7 +36,7 @@ def script_can_skip(path):
 
 def can_skip(command):
     for arg in command:
-        if not os.path.isfile(arg):
+        if not os.path.isfile(arg) or os.path.samefile(arg, __file__):
             continue
         if arg.endswith((".sh", ".py")):
             if script_can_skip(arg):
@@ -61,7 +63,7 @@ def broken(tests):
 def self_check(tmp):
     script = os.path.join(tmp, "skips.sh")
     with open(script, "w") as f:
-        f.write('#!/bin/sh\necho "SKIP: nothing here"\nexit 77\n')
+        f.write('#!/bin/sh\necho "SKIP: nothing here"\nexit %d\n' % SKIP_CODE)
     made_up = [
         {"name": "x.without", "command": ["flock", "/tmp/x", script], "properties": []},
         {"name": "x.with", "command": [script],
