@@ -74,9 +74,17 @@ for h in "$@"; do
 		-artifact_prefix="$BUILD/artifacts/$h-")
 	[ -f "fuzz/dict/$h.dict" ] && args+=(-dict="fuzz/dict/$h.dict")
 	hlog="$BUILD/logs/$h.log"
-	# The outer timeout only guards against a fuzzer that never stops.
-	if timeout $((SECONDS_PER + 120)) "$bin" "${args[@]}" "$BUILD/corpus/$h" "fuzz/corpus/$h" \
-		>"$hlog" 2>&1; then
+	# The outer timeout only guards against a fuzzer that never stops. It is no finding:
+	# said as such, and no input is kept (on a loaded machine the exit's leak check of
+	# a large heap can take minutes).
+	rc=0
+	timeout $((SECONDS_PER + 300)) "$bin" "${args[@]}" "$BUILD/corpus/$h" "fuzz/corpus/$h" \
+		>"$hlog" 2>&1 || rc=$?
+	if [ "$rc" -eq 124 ]; then
+		echo "fuzz: $h: FAILED: still running $((SECONDS_PER + 300)) s after its start," \
+			"so stopped (no finding; the machine may be overloaded; log: $hlog)" >&2
+		failed+=("$h")
+	elif [ "$rc" -eq 0 ]; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$hlog")
 		cov=$(grep -o 'cov: [0-9]*' "$hlog" | tail -1 | cut -d' ' -f2)
 		echo "fuzz: $h: ok (${runs:-?} runs in ${SECONDS_PER} s, coverage ${cov:-?})"
