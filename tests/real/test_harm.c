@@ -317,9 +317,9 @@ static void test_harm_stops_during_attach(void **state)
 	for (int run = 0; run < 4; run++) {
 		int side = run % 2;
 
-		/* Runs 2 and 3 with a start time, well after the stop lands. */
-		o.start_ns = run >= 2 ? realtime_ns() + 600 * MS : 0;
 		assert_int_equal(victim_start(&v, sides[side]), 0);
+		/* Runs 2 and 3 with a start time, well after the stop lands. */
+		o.start_ns = run >= 2 ? realtime_ns() + 800 * MS : 0;
 		helper = stop_inside_call(v.pid);
 		t0 = realtime_ns();
 		st = rocattach_attach_ex(v.pid, &o, &rep);
