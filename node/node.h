@@ -29,7 +29,10 @@ struct rn_ranks {
 	size_t n;
 };
 
-/* Parse a rank list; 0, or -1 with a one-line reason in err. Ranks are 0..2^31-1. */
+/* The highest rank a list or a process's environment may give. */
+#define RN_RANK_MAX INT32_MAX
+
+/* Parse a rank list; 0, or -1 with a one-line reason in err. Ranks are 0..RN_RANK_MAX. */
 int rn_ranks_parse(const char *s, struct rn_ranks *out, char *err, size_t errlen);
 bool rn_ranks_contains(const struct rn_ranks *r, long rank);
 void rn_ranks_free(struct rn_ranks *r);
