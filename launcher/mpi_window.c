@@ -264,6 +264,8 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);
 	p.start_ns = when[0];
+	/* Each target keeps its own end: the planned stop + --call-timeout, if -d is given. */
+	p.planned_stop_ns = planned_end(c, when[0]);
 	short_by = pool_answering(c, &p, true);
 	if (short_by)
 		fprintf(stderr,

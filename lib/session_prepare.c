@@ -366,7 +366,7 @@ static bool is_private_entry(const char *kv)
  */
 static int collect_env(const rocattach_opts_t *o, int side, const struct prepared *p,
 		       const char ***out, size_t *n, char *owner, size_t owner_len, char *start,
-		       size_t start_len)
+		       size_t start_len, char *end, size_t end_len)
 {
 	size_t n_env = 0, n_extra = 0, k = 0;
 	bool secure = getauxval(AT_SECURE);
@@ -376,7 +376,7 @@ static int collect_env(const rocattach_opts_t *o, int side, const struct prepare
 		n_env++;
 	while (o->env && o->env[n_extra])
 		n_extra++;
-	all = calloc(n_env + n_extra + 3, sizeof(*all));
+	all = calloc(n_env + n_extra + 4, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
 	for (size_t i = 0; i < n_env; i++)
@@ -395,6 +395,11 @@ static int collect_env(const rocattach_opts_t *o, int side, const struct prepare
 			 (unsigned long long)o->start_ns);
 		all[k++] = start;
 	}
+	if (side == ROCATTACH_SIDE_AGENT && o->planned_stop_ns) {
+		snprintf(end, end_len, "%s=%llu", RA_ENV_END_NS,
+			 (unsigned long long)ra_self_detach_by(o));
+		all[k++] = end;
+	}
 	*out = all;
 	*n = k;
 	return 0;
@@ -402,13 +407,14 @@ static int collect_env(const rocattach_opts_t *o, int side, const struct prepare
 
 static int build_payload(const rocattach_opts_t *o, int side, struct prepared *p, struct ra_err *e)
 {
-	char owner[96], start[64];
+	char owner[96], start[64], end[64];
 	const char **all;
 	size_t k, plen;
 	char *buf;
 	int ret;
 
-	ret = collect_env(o, side, p, &all, &k, owner, sizeof(owner), start, sizeof(start));
+	ret = collect_env(o, side, p, &all, &k, owner, sizeof(owner), start, sizeof(start), end,
+			  sizeof(end));
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
 	ret = ra_envbuf_encode(all, k, &buf, &p->env_len, NULL);
