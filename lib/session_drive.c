@@ -432,6 +432,8 @@ static void drive_attach(struct session *s, const rocattach_opts_t *o, struct pr
 	if (preload_tools(s, o, p, r))
 		return;
 	wd = load_watchdog(s, p, r) && watchdog_call(s, o, p, r, args, &c);
+	/* The previous window (the watchdog's record is known once it is loaded). */
+	ra_end_before_attach(s, op);
 	if (wd) {
 		fn = s->ep.wd_attach;
 		n = 1;
@@ -508,7 +510,6 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	op->starttime = s->starttime;
 	if (ra_check_stuck(s, &op->e))
 		goto out;
-	ra_end_before_attach(s, op);
 	ra_op_step(op, ROCATTACH_STEP_PREPARE);
 	ra_debug("attach %d: listener %d, entry points in %s (%s), tools %s", s->pid, s->tid,
 		 p.object, s->ep.side == ROCATTACH_SIDE_AGENT ? "our agent" : "ROCm's side",
