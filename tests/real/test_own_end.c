@@ -247,9 +247,9 @@ static bool read_until(int fd, const char *needle, char *got, size_t len, int ti
 
 /*
  * rocattach -d 600 --call-timeout 400, stopped (SIGSTOP) once its window is
- * open (it said so: it holds no thread then): the target detaches its tools by the planned stop (the attach's
- * deadline + -d) + the deadline, and stays untraced and working. After
- * SIGCONT the CLI exits 4, saying what happened.
+ * open (it said so: it holds no thread then): the target detaches its tools by the planned stop
+ * (the attach's deadline + -d) + the deadline, and stays untraced and working. After SIGCONT the
+ * CLI exits 4, saying what happened.
  */
 static void cli_stopped(int side)
 {
@@ -261,8 +261,16 @@ static void cli_stopped(int side)
 
 	start(side, &v);
 	snprintf(pid, sizeof(pid), "%d", v.pid);
-	const char *args[] = {"-p",		pid,   "-t", RA_TOOL_PATH, "-d", "600", "--call-timeout",
-			      "400",		"--attach-children=false", NULL};
+	const char *args[] = {"-p",
+			      pid,
+			      "-t",
+			      RA_TOOL_PATH,
+			      "-d",
+			      "600",
+			      "--call-timeout",
+			      "400",
+			      "--attach-children=false",
+			      NULL};
 	t0 = realtime_ns();
 	cli = cli_spawn(args, 0, &fd);
 	assert_true(read_until(fd, "rocattach: attached to process", said, sizeof(said), 5000));
