@@ -9,6 +9,8 @@
  *                      kept per process for its next windows
  *   session_drive.c    the seized listener: the payload in place, the entry
  *                      point's (timed) call and its answer, the release
+ *   session_end.c      the target's own end: its window record read, a
+ *                      window it closed itself reported
  */
 #ifndef RA_SESSION_H
 #define RA_SESSION_H

@@ -4,11 +4,13 @@
  * ROCP_ATTACH_OWNER=<pid>:<starttime>. After a successful attach a watchdog
  * thread (rocp-watchdog) waits for that process to end (pidfd, else a /proc
  * poll) and then runs tool_detach itself, as rocprofiler_register_detach
- * would: a dead launcher never leaves a tool attached. The watch follows the
- * latest attach and ends with a detach. One attacher per window: while that
- * owner lives, an attach from any other attacher is refused with
- * EXCESS_API_INSTANCES and a message naming the owner (the owner itself may
- * attach again; a dead owner is taken over).
+ * would: a dead launcher never leaves a tool attached. The same thread keeps
+ * the window's own end (ROCP_ATTACH_END_NS: the planned stop plus the call
+ * deadline): if no detach has come by then it detaches too, and notes when in
+ * rocattach_agent_window, so that a stopped, hung or cut-off launcher holds no
+ * tool either. The watch follows the latest attach and ends with a detach. One attacher per window:
+ * while that owner lives, an attach from any other attacher is refused with EXCESS_API_INSTANCES
+ * and a message naming the owner (the owner itself may attach again; a dead owner is taken over).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,10 @@
  * they call ROCm's, unchanged: ROCm gets the same environment buffer and
  * tool path as without us. After a successful attach the thread
  * rocattach-wd watches the attacher (pidfd, else /proc); if it ends before
- * its detach, the thread calls that process's own rocprofiler_register_detach.
+ * its detach, the thread calls that process's own rocprofiler_register_detach;
+ * so it does when no detach has come by the window's end (the call's end_ns:
+ * the planned stop plus the call deadline), noting when in
+ * rocattach_watchdog_window, so that a stopped or hung attacher holds no tool.
  * libc only: it lives in someone else's process.
  *
  * Races, and why they are safe:
