@@ -106,7 +106,6 @@ static int window_closed(struct session *s, const uint64_t v[2], struct op *op)
 	if (v[0] == s->window && !v[1])
 		return 0;
 	op->rep.flags |= ROCATTACH_REPORT_SELF_DETACHED;
-	ra_lookup_told_window(s->pid, s->starttime, v[0]);
 	if (v[0] != s->window)
 		return ra_err_reset(&op->e, ROCATTACH_STATUS_ERROR,
 				    "process %d: its window was closed without this detach (the "
@@ -115,6 +114,7 @@ static int window_closed(struct session *s, const uint64_t v[2], struct op *op)
 				    "has opened a window since: not detached",
 				    s->pid);
 	op->rep.self_detach_ns = v[1];
+	(void)ra_lookup_told_window(s->pid, s->starttime, v[0]);
 	return ra_err_reset(&op->e, ROCATTACH_STATUS_ERROR,
 			    "process %d: the target detached its tools itself at %s%s: no "
 			    "detach came by then (the planned stop plus the call deadline); "

@@ -360,7 +360,8 @@ static bool is_private_entry(const char *kv)
 /*
  * The caller's ROCP* variables (not under secure execution: its environment
  * is not trusted then) and the explicit extras. Our agent also gets the
- * owner and the start time; ROCm's side keeps every variable it is sent in
+ * owner, the start time and the window's end (end NULL: not this agent);
+ * ROCm's side keeps every variable it is sent in
  * the application's environment for good, so it gets only the caller's.
  * The encoder drops every name that does not start with ROCP.
  */
@@ -395,7 +396,7 @@ static int collect_env(const rocattach_opts_t *o, int side, const struct prepare
 			 (unsigned long long)o->start_ns);
 		all[k++] = start;
 	}
-	if (side == ROCATTACH_SIDE_AGENT && o->planned_stop_ns) {
+	if (side == ROCATTACH_SIDE_AGENT && o->planned_stop_ns && end) {
 		snprintf(end, end_len, "%s=%llu", RA_ENV_END_NS,
 			 (unsigned long long)ra_self_detach_by(o));
 		all[k++] = end;
@@ -405,7 +406,13 @@ static int collect_env(const rocattach_opts_t *o, int side, const struct prepare
 	return 0;
 }
 
-static int build_payload(const rocattach_opts_t *o, int side, struct prepared *p, struct ra_err *e)
+/*
+ * ends: the agent keeps a window's end (it exports RA_AGENT_WINDOW). An older
+ * one does not know ROCP_ATTACH_END_NS as private and would put it into the
+ * application's environment: it is not sent one.
+ */
+static int build_payload(const rocattach_opts_t *o, int side, bool ends, struct prepared *p,
+			 struct ra_err *e)
 {
 	char owner[96], start[64], end[64];
 	const char **all;
@@ -413,8 +420,8 @@ static int build_payload(const rocattach_opts_t *o, int side, struct prepared *p
 	char *buf;
 	int ret;
 
-	ret = collect_env(o, side, p, &all, &k, owner, sizeof(owner), start, sizeof(start), end,
-			  sizeof(end));
+	ret = collect_env(o, side, p, &all, &k, owner, sizeof(owner), start, sizeof(start),
+			  ends ? end : NULL, sizeof(end));
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
 	ret = ra_envbuf_encode(all, k, &buf, &p->env_len, NULL);
@@ -549,7 +556,7 @@ int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 	owner_ids(s->pid, p);
 	if (s->ep.side == ROCATTACH_SIDE_ROCM)
 		find_watchdog(s->pid, o, &tr, p);
-	return build_payload(o, s->ep.side, p, e);
+	return build_payload(o, s->ep.side, s->ep.agent[AGENT_WINDOW] != 0, p, e);
 }
 
 void ra_prepared_free(struct prepared *p)

@@ -120,6 +120,9 @@ static void self_detach_then_late_detach(int side)
 	assert_false(rep.flags & ROCATTACH_REPORT_SELF_DETACHED);
 	at = assert_self_detached(v.pid, 1, planned);
 	assert_unharmed(&v, true);
+	/* The end is ours: never in the application's environment (the tool lists ROCP_ATTACH_*).
+	 */
+	assert_null(strstr(log_of(v.pid), "ROCP_ATTACH_END_NS"));
 	assert_late_detach_said(v.pid, at);
 	/* A reattach opens a new window; the self-detach was said already. */
 	attach_planned(v.pid, 0, &rep);
