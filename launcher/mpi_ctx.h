@@ -179,7 +179,7 @@ struct rm_ready {
 	uint64_t t1, t2;     /* the order's receipt and this message's send (sender's clock) */
 	uint64_t rtt_sub_ns; /* the worst round trip measured in the sender's subtree */
 	int32_t owed;	     /* ranks below whose READY was still owed at the stop (left out) */
-	int32_t pad;
+	int32_t pending;     /* targets whose attach call had not returned (mpi_pool.c) */
 };
 
 /*
@@ -339,6 +339,7 @@ struct ctx {
 				    * rank's shortest) in the last clock exchange; others:
 				    * rank 0's, from its last order */
 	bool mpi_any_said;	   /* rank 0: a failed look at any rank was said once */
+	struct rn_window *win;	   /* this window's calls in flight (mpi_pool.c), NULL: none */
 	struct rm_stacks stacks;   /* --stacks: this node's part */
 	char stacks_error[300];	   /* --stacks: why this node has no directory for them */
 };
@@ -385,6 +386,12 @@ void *rm_pack_records(struct ctx *c, size_t *len);
 void rm_take_records(struct ctx *c, int r, const char *buf, size_t len);
 /* Rank 0: r lost, and every rank below it "under rank r, lost: <why>". */
 void rm_lose_subtree(struct ctx *c, int r, const char *why);
+/*
+ * Rank 0, at a SIGTERM: the report of the run so far and of window w
+ * (started at start_ns, stopped by m), written at once, before anything
+ * that can block.
+ */
+void rm_write_provisional(struct ctx *c, int w, uint64_t start_ns, const struct rm_halt *m);
 
 /* mpi_tree.c */
 void rm_tree_init(struct ctx *c);
@@ -444,6 +451,25 @@ uint64_t rm_level_wait(const struct ctx *c);
  */
 void rm_window_nodes(struct ctx *c, struct rm_node **nodes, size_t *n_nodes, const char *unknown);
 void rm_free_nodes(struct rm_node *nodes, size_t n);
+
+/* mpi_pool.c: this node's calls in a window, each target on its own clock */
+/*
+ * The attaches, with p->start_ns: returns when they have all returned, a
+ * signal came (kept in held_sig), or the start time (start_mono) plus a
+ * short wait, never past stop_mono (0: none); the rest run on. Returns the
+ * workers that could not be created.
+ */
+int rm_attaches(struct ctx *c, struct rn_pool_opts *p, uint64_t start_mono, uint64_t stop_mono);
+/* Has target i's attach returned (its record may be read until the stop)? */
+bool rm_attach_returned(const struct ctx *c, size_t i);
+/* Attach calls not returned yet. */
+size_t rm_attach_pending(const struct ctx *c);
+/* The detaches at p->stop_ns: every target whose attach returned; the others when it does. */
+void rm_detaches(struct ctx *c, struct rn_pool_opts *p);
+/* After the detaches: until the calls still running end (by their deadlines), answering. */
+void rm_window_calls_end(struct ctx *c);
+/* Detach everything now (a node cut off): the window's calls too. */
+void rm_detach_now(struct ctx *c);
 
 /* mpi_window.c */
 void rm_run_windows(struct ctx *c);

@@ -21,7 +21,7 @@
 /* Another rank lost its link to rank 0: as if rank 0 fell silent, with the cause. */
 __attribute__((noreturn)) static void link_broken(struct ctx *c, const char *msg)
 {
-	rn_detach_all(c->t, c->n, NULL);
+	rm_detach_now(c);
 	rm_rank_error(c, "%s: detached this node's targets, ending (exit %d)", msg, RM_EXIT_LOST);
 	fflush(NULL);
 	_exit(RM_EXIT_LOST);
@@ -183,7 +183,7 @@ void rm_cut_off(struct ctx *c, const char *waiting_for)
 {
 	int p = c->tree.parent;
 
-	rn_detach_all(c->t, c->n, NULL);
+	rm_detach_now(c);
 	rm_rank_error(c,
 		      "no %s from rank %d%s in time: rank %d is gone or this node is cut off "
 		      "from it; detached this node's targets, ending (exit %d)",
@@ -473,4 +473,52 @@ void rm_free_nodes(struct rm_node *nodes, size_t n)
 		rm_node_sum_free(&nodes[i]);
 	}
 	free(nodes);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The provisional report. */
+
+/*
+ * SIGTERM on rank 0 (Open MPI and Slurm end a job with it, SIGKILL follows
+ * about a second later with Open MPI): the report is written now, before
+ * anything that can block. Alone, rank 0 gathers only its own records and
+ * nothing blocks: no provisional report then. A send to the dead rank waits inside
+ * Open MPI until the SIGKILL (docs/reliability.md), and which rank died is
+ * not known yet. This window's records are not gathered: every node shows
+ * its last known ones as lost for that reason. The final report replaces
+ * this one if rank 0 gets that far.
+ */
+void rm_write_provisional(struct ctx *c, int w, uint64_t start_ns, const struct rm_halt *m)
+{
+	struct rm_run r = c->run; /* the run so far, and this window: c->run stays as it is */
+	struct rm_window *win;
+	char err[512], why[160];
+
+	if (!c->o.report || c->size < 2 || !(r.w = calloc(c->run.n_w + 1, sizeof(*r.w))))
+		return;
+	if (c->run.n_w)
+		memcpy(r.w, c->run.w, c->run.n_w * sizeof(*r.w));
+	snprintf(why, sizeof(why), "not gathered: %s, and this report was written at once",
+		 m->reason);
+	win = &r.w[r.n_w++];
+	*win = (struct rm_window){
+	    .index = w, .start_ns = start_ns, .stop_ns = m->stop_ns, .stop_reason = m->reason};
+	rm_window_nodes(c, &win->nodes, &win->n_nodes, why);
+	r.exit_code = RM_EXIT_INTERRUPTED;
+	r.exit_reason = "interrupted";
+	r.stop_reason = "interrupted";
+	r.ended_ns = ra_realtime_ns();
+	r.provisional = "written at a SIGTERM on rank 0 (the job may be being ended, SIGKILL "
+			"may follow), before the last window's records were gathered: its nodes "
+			"show their last known records; replaced by the final report if rank 0 "
+			"got that far";
+	if (rm_write_report(c->o.report, &r, err, sizeof(err)))
+		rm_say(c, "%s", err);
+	else
+		rm_say(c,
+		       "provisional report written to %s (%s: written before the records are "
+		       "gathered, in case a SIGKILL follows)",
+		       c->o.report, m->reason);
+	rm_free_nodes(win->nodes, win->n_nodes);
+	free(r.w);
 }

@@ -21,8 +21,6 @@
  * the nodes that still have a live target and ends the window and the run
  * when none has.
  */
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,77 +118,6 @@ static struct rn_pool_opts pool_opts(const struct ctx *c)
 }
 
 /*
- * The attaches or detaches run on a helper thread while this one answers
- * signals: each call has its deadline (--call-timeout), but a signal is
- * said at once and kept for the window loop (rm_take_signal gives it
- * first), which then stops the window. Without a thread, the pool runs here.
- */
-struct pool_job {
-	struct ctx *c;
-	struct rn_pool_opts *p;
-	bool attach;
-	int done[2];
-	int short_by; /* workers that could not be created (rn_attach_all) */
-};
-
-static void *pool_job_run(void *arg)
-{
-	struct pool_job *j = arg;
-
-	if (j->attach)
-		j->short_by = rn_attach_all(j->c->t, j->c->n, j->p);
-	else
-		rn_detach_all(j->c->t, j->c->n, j->p);
-	if (write(j->done[1], "x", 1) < 0) {
-		/* The joiner still joins: it only waits longer. */
-	}
-	return NULL;
-}
-
-static int pool_inline(struct ctx *c, struct rn_pool_opts *p, bool attach)
-{
-	if (attach)
-		return rn_attach_all(c->t, c->n, p);
-	rn_detach_all(c->t, c->n, p);
-	return 0;
-}
-
-/* Returns the attach workers that could not be created (0 for the detaches). */
-static int pool_answering(struct ctx *c, struct rn_pool_opts *p, bool attach)
-{
-	struct pool_job j = {c, p, attach, {-1, -1}, 0};
-	struct pollfd f[2];
-	int nfds = c->sfd >= 0 ? 2 : 1, sig;
-	pthread_t th;
-
-	if (pipe(j.done))
-		return pool_inline(c, p, attach);
-	if (pthread_create(&th, NULL, pool_job_run, &j)) {
-		close(j.done[0]);
-		close(j.done[1]);
-		return pool_inline(c, p, attach);
-	}
-	f[0] = (struct pollfd){j.done[0], POLLIN, 0};
-	f[1] = (struct pollfd){c->sfd, POLLIN, 0};
-	while (poll(f, (nfds_t)nfds, 25) >= 0 && !(f[0].revents & POLLIN)) {
-		if (nfds < 2 || !(f[1].revents & POLLIN) || !(sig = rm_take_signal(c)))
-			continue;
-		/* One is enough: the window stops; later ones wait in the signalfd. */
-		c->held_sig = sig;
-		nfds = 1;
-		rm_say(c,
-		       "SIG%s received during the %s: the window ends as soon as they return "
-		       "(each within --call-timeout %lld ms)",
-		       sigabbrev_np(sig), attach ? "attaches" : "detaches",
-		       (long long)c->o.call_timeout_ms);
-	}
-	pthread_join(th, NULL);
-	close(j.done[0]);
-	close(j.done[1]);
-	return j.short_by;
-}
-
-/*
  * --stacks without a directory for the tool's files: nothing is attached
  * (the tool would write into each target's working directory); each
  * target fails with the reason.
@@ -248,6 +175,7 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 {
 	struct rm_ready r = {0, 0, 0, 0};
 	struct rn_pool_opts p;
+	uint64_t stop;
 	int short_by;
 
 	if (rm_stacks_on(&c->o) && c->worker && c->n && !c->stacks.dir[0] && !c->stacks_error[0] &&
@@ -264,18 +192,23 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	rn_watch_mark(c->watch, c->t, c->n);
 	p = pool_opts(c);
 	p.start_ns = when[0];
+	stop = planned_end(c, c->frame_mono);
 	/* Each target keeps its own end: the planned stop + --call-timeout, if -d is given. */
 	p.planned_stop_ns = planned_end(c, when[0]);
-	short_by = pool_answering(c, &p, true);
+	short_by = rm_attaches(c, &p, c->frame_mono, stop ? stop - STOP_MARGIN_NS : 0);
 	if (short_by)
 		fprintf(stderr,
 			"rocattach-mpi[%s:%d] warning: %d of the %d attach workers could not be "
 			"started (thread limits: ulimit -u, kernel.threads-max): fewer attaches "
 			"were in flight at once, and some may have begun after the start time\n",
 			c->host, c->rank, short_by, rn_pool_jobs(&p, c->n));
+	/* A target still in its attach call counts as pending: its record is its worker's. */
+	r.pending = (int32_t)rm_attach_pending(c);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct rn_target *t = &c->t[i];
 
+		if (!rm_attach_returned(c, i))
+			continue;
 		if (t->attach_ready_ns > when[1] && t->attach_ready_ns - when[1] > r.ready_ns)
 			r.ready_ns = t->attach_ready_ns - when[1];
 		r.attached += t->state == RN_ATTACHED;
@@ -309,7 +242,7 @@ static void detach_phase(struct ctx *c, uint64_t stop_ns)
 	}
 	p = pool_opts(c);
 	p.stop_ns = stop_ns;
-	(void)pool_answering(c, &p, false);
+	rm_detaches(c, &p);
 }
 
 /*
@@ -320,7 +253,9 @@ static void watch_job(struct ctx *c)
 {
 	int32_t one = 1;
 
-	if (!c->watch || c->gone_told || rn_watch_mark(c->watch, c->t, c->n))
+	/* While attach calls run, their records are their workers': only counted. */
+	if (!c->watch || c->gone_told ||
+	    (c->win ? rn_watch_alive(c->watch) : rn_watch_mark(c->watch, c->t, c->n)))
 		return;
 	c->gone_told = true;
 	if (c->rank == 0) {
@@ -337,7 +272,7 @@ static void watch_job(struct ctx *c)
 /* The attaches of the window: counts, the tool's verdict, the next lead. */
 static void attach_outcome(struct ctx *c, int w, uint64_t since)
 {
-	long long attached = 0, tool_failed = 0, no_listener = 0;
+	long long attached = 0, tool_failed = 0, no_listener = 0, pending = 0;
 	uint64_t worst = 0;
 	char line[128];
 
@@ -349,13 +284,20 @@ static void attach_outcome(struct ctx *c, int w, uint64_t since)
 		attached += p->ready.attached;
 		tool_failed += p->ready.tool_failed;
 		no_listener += p->ready.no_listener;
+		pending += p->ready.pending;
 		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
 	}
-	c->tool_stop = !attached && tool_failed;
-	c->listener_stop = !attached && !tool_failed && no_listener;
+	/* A call still running may yet attach: no verdict on the tool then. */
+	c->tool_stop = !attached && !pending && tool_failed;
+	c->listener_stop = !attached && !pending && !tool_failed && no_listener;
 	rm_progress_attached(line, sizeof(line), w, attached, c->total_targets, mono_of(c, since),
 			     ra_monotonic_ns());
 	rm_say(c, "%s", line);
+	if (pending)
+		rm_say(c,
+		       "window %d: %lld attach %s still running at the start (each ends by "
+		       "--call-timeout); no other target waits for %s",
+		       w, pending, pending == 1 ? "call" : "calls", pending == 1 ? "it" : "them");
 	if (!worst)
 		return;
 	c->ready_ns = worst;
@@ -455,51 +397,6 @@ static bool root_decides(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 }
 
 /*
- * SIGTERM on rank 0 (Open MPI and Slurm end a job with it, SIGKILL follows
- * about a second later with Open MPI): the report is written now, before
- * anything that can block. Alone, rank 0 gathers only its own records and
- * nothing blocks: no provisional report then. A send to the dead rank waits inside
- * Open MPI until the SIGKILL (docs/reliability.md), and which rank died is
- * not known yet. This window's records are not gathered: every node shows
- * its last known ones as lost for that reason. The final report replaces
- * this one if rank 0 gets that far.
- */
-static void write_provisional(struct ctx *c, int w, uint64_t start_ns, const struct rm_halt *m)
-{
-	struct rm_run r = c->run; /* the run so far, and this window: c->run stays as it is */
-	struct rm_window *win;
-	char err[512], why[160];
-
-	if (!c->o.report || c->size < 2 || !(r.w = calloc(c->run.n_w + 1, sizeof(*r.w))))
-		return;
-	if (c->run.n_w)
-		memcpy(r.w, c->run.w, c->run.n_w * sizeof(*r.w));
-	snprintf(why, sizeof(why), "not gathered: %s, and this report was written at once",
-		 m->reason);
-	win = &r.w[r.n_w++];
-	*win = (struct rm_window){
-	    .index = w, .start_ns = start_ns, .stop_ns = m->stop_ns, .stop_reason = m->reason};
-	rm_window_nodes(c, &win->nodes, &win->n_nodes, why);
-	r.exit_code = RM_EXIT_INTERRUPTED;
-	r.exit_reason = "interrupted";
-	r.stop_reason = "interrupted";
-	r.ended_ns = ra_realtime_ns();
-	r.provisional = "written at a SIGTERM on rank 0 (the job may be being ended, SIGKILL "
-			"may follow), before the last window's records were gathered: its nodes "
-			"show their last known records; replaced by the final report if rank 0 "
-			"got that far";
-	if (rm_write_report(c->o.report, &r, err, sizeof(err)))
-		rm_say(c, "%s", err);
-	else
-		rm_say(c,
-		       "provisional report written to %s (%s: written before the records are "
-		       "gathered, in case a SIGKILL follows)",
-		       c->o.report, m->reason);
-	rm_free_nodes(win->nodes, win->n_nodes);
-	free(r.w);
-}
-
-/*
  * Rank 0: the children's READY is all in (or the silent ones are lost):
  * the window's attach counts. partial: the stop came first; the counts
  * leave out the subtrees still silent, and decide no end of the run.
@@ -550,7 +447,7 @@ static void hold_root(struct ctx *c, int w, const uint64_t when[2], struct rm_ha
 		rm_wait_until(c, hold_wake(c, wake));
 	}
 	if (c->root_signalled)
-		write_provisional(c, w, start_ns, m);
+		rm_write_provisional(c, w, start_ns, m);
 	rm_tree_halts(c, m);
 	/* The stop went down first; then what word of the attaches came, and what did not. */
 	if (!ready) {
@@ -596,11 +493,25 @@ static uint64_t output_wait(const struct ctx *c)
 	return rp3_sync_output() ? (uint64_t)c->o.call_timeout_ms * RA_NS_PER_MS : 0;
 }
 
+/*
+ * A node whose attach calls had not all returned when it sent its word of
+ * them (mpi_pool.c) sends its records once they have, each by its deadline:
+ * up to --call-timeout after the stop. The waits on a subtree that said so
+ * grow by that much.
+ */
+static uint64_t calls_wait(const struct ctx *c)
+{
+	if (!c->tree.ready_sum.pending && !rm_attach_pending(c))
+		return 0;
+	return (uint64_t)c->o.call_timeout_ms * RA_NS_PER_MS;
+}
+
 /* The window's records, kept for the report. */
 static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_halt *m)
 {
-	uint64_t grace = c->root_signalled ? GRACE_SIGNALLED_NS
-					   : rm_budget(c, GRACE_RECORDS_NS) + output_wait(c);
+	uint64_t grace = c->root_signalled
+			     ? GRACE_SIGNALLED_NS
+			     : rm_budget(c, GRACE_RECORDS_NS) + output_wait(c) + calls_wait(c);
 	struct rm_window *win, *grown;
 	long long detached = 0;
 	char line[128];
@@ -615,6 +526,8 @@ static void keep_window(struct ctx *c, int w, uint64_t start, const struct rm_ha
 	win->start_ns = start;
 	win->stop_ns = m->stop_ns;
 	win->stop_reason = strdup(m->reason);
+	rm_window_calls_end(c);
+	stacks_fold(c);
 	rm_collect_records(c, &win->nodes, &win->n_nodes, mono_of(c, m->stop_ns), grace,
 			   "after the stop");
 	win->coord = (struct rm_coord){.known = true,
@@ -663,7 +576,6 @@ void rm_run_windows(struct ctx *c)
 		rm_tree_ready_begin(c, w, mono_of(c, when[0]), &c->peers[0].ready);
 		hold_root(c, w, when, &m);
 		detach_phase(c, m.stop_ns);
-		stacks_fold(c);
 		keep_window(c, w, when[0], &m);
 		earliest = m.stop_ns + (uint64_t)c->o.delay_ms * RA_NS_PER_MS;
 		c->nodes_alive = count_alive(c);
@@ -809,7 +721,7 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 {
 	struct rm_order o;
 	struct rm_halt m;
-	uint64_t mine[2];
+	uint64_t mine[2], grace;
 
 	for (;;) {
 		struct rm_ready r;
@@ -852,9 +764,11 @@ int rm_follow_windows(struct ctx *c, bool *lost)
 			c->tree.halt_t1 = m.sent_rt ? ra_realtime_ns() : 0;
 			detach_phase(c, local_ns(c, m.stop_ns));
 		}
+		/* Counted before the calls end: the word of the attaches said how many ran on. */
+		grace = rm_budget(c, GRACE_RECORDS_NS) + output_wait(c) + calls_wait(c);
+		rm_window_calls_end(c);
 		stacks_fold(c);
-		rm_records_up(c, o.window, mono_of(c, local_ns(c, m.stop_ns)),
-			      rm_budget(c, GRACE_RECORDS_NS) + output_wait(c));
+		rm_records_up(c, o.window, mono_of(c, local_ns(c, m.stop_ns)), grace);
 		/* Children whose drift check disagreed, measured again before the next order. */
 		rm_tree_measure(c, false);
 		c->next_deadline = next_order_due(c);

@@ -281,6 +281,7 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->exited_after += (size_t)n->sum->exited_after;
 		c->died += (size_t)n->sum->died;
 		c->stopped += (size_t)n->sum->stopped;
+		c->late += (size_t)n->sum->late;
 		return;
 	}
 	if (!all && n->n) {
@@ -300,6 +301,7 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->exited_after += t->state == RN_EXITED && t->windows > 0 && !rm_failed(t);
 		c->died += t->state == RN_DIED_ATTACHED;
 		c->stopped += t->state == RN_STOPPED;
+		c->late += t->late_ns != 0;
 	}
 }
 

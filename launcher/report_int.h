@@ -76,8 +76,9 @@ struct rm_counts {
 	size_t
 	    detached; /* detached with nothing failed (a tool of the list that failed: in failed) */
 	size_t died;  /* died with their tools attached (RN_DIED_ATTACHED) */
-	size_t exited_after;	 /* in exited: completed a window first, nothing failed */
-	size_t stopped;		 /* RN_STOPPED (also in failed) */
+	size_t exited_after; /* in exited: completed a window first, nothing failed */
+	size_t stopped;	     /* RN_STOPPED (also in failed) */
+	size_t late; /* attach returned after the stop, detached at once (rn_target.late_ns) */
 	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
 	/* Nodes whose records could not be read back, and their targets (in found only). */
 	size_t unreadable_nodes, unreadable;

@@ -271,6 +271,7 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->died = c.died;
 	sum->exited_after = c.exited_after;
 	sum->stopped = c.stopped;
+	sum->late = c.late;
 	sum->attach = sum_of_fig3(&f.attach);
 	sum->detach = sum_of_fig3(&f.detach);
 	sum->over = sum_of_fig3(&f.over);
@@ -304,8 +305,8 @@ static uint64_t hist_sum(const uint32_t *h)
 /* What a node can claim of its found targets, and of the records it kept. */
 static bool sum_holds(const struct rm_node_sum *s, const struct rm_node *n)
 {
-	uint64_t f = s->found, counts[] = {s->attached, s->failed,	 s->exited, s->detached,
-					   s->died,	s->exited_after, s->stopped};
+	uint64_t f = s->found, counts[] = {s->attached, s->failed,	 s->exited,  s->detached,
+					   s->died,	s->exited_after, s->stopped, s->late};
 
 	if ((s->level != RM_DETAIL_FAILURES && s->level != RM_DETAIL_NONE) || s->outcome < 0 ||
 	    s->outcome >= RM_OUT_N || s->outcome == RM_OUT_LOST ||

@@ -257,6 +257,7 @@ static void put_length(FILE *f, const struct rm_window *w)
 static void print_window_line(FILE *f, const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
+	struct rm_counts c = rm_count_window(w);
 	size_t lost = 0;
 	char start[40];
 
@@ -287,6 +288,10 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	if (lost)
 		fprintf(f, ", %zu node%s lost", lost, lost == 1 ? "" : "s");
 	fputs(")\n", f);
+	if (c.late)
+		fprintf(f,
+			"  %zu target%s late: attach returned after the stop, detached at once\n",
+			c.late, c.late == 1 ? "" : "s");
 	if (!s.n_len)
 		return;
 	if (s.len_max_ns > RM_LONGEST_WINDOW_NS)

@@ -19,6 +19,7 @@
 #include "remote.h"
 #include "session.h"
 #include "symbols.h"
+#include "tracer.h"
 
 /*
  * CLOCK_REALTIME when the target's agent called the tools (which 0: attach,
@@ -200,18 +201,22 @@ static void call_harmed(struct ra_remote *r, const char *fn, int which, struct o
 {
 	static const char *const kind[2] = {"attach", "detach"};
 	const char *lib, *what;
-	char buf[RA_AGENT_CURRENT_MAX + 16];
+	char buf[RA_AGENT_CURRENT_MAX + 16], left[160] = "not traced";
 	int liblen;
 
 	what = current_call(r, fn, buf, sizeof(buf), &lib);
 	liblen = *lib ? (int)(strstr(lib, ": ") - lib) : 0;
+	if (r->unstopped)
+		snprintf(left, sizeof(left),
+			 "and did not stop within %.1f s of PTRACE_INTERRUPT (%s)",
+			 (double)RA_INTERRUPT_WAIT_NS / 1e9, r->state);
 	if (r->timed_out) {
 		op->rep.flags |= ROCATTACH_REPORT_TIMED_OUT;
 		ra_err_reset(&op->e, ROCATTACH_STATUS_ERROR,
 			     "process %d: %s did not return within %.1f s%s%.*s%s; its attach "
-			     "listener (thread %d) is left in it, not traced: the %s failed",
+			     "listener (thread %d) is left in it, %s: the %s failed",
 			     r->pid, what, (double)r->timeout_ns / 1e9, liblen ? " (" : "", liblen,
-			     lib, liblen ? ")" : "", r->tid, kind[which]);
+			     lib, liblen ? ")" : "", r->tid, left, kind[which]);
 		ra_lookup_mark_stuck(r->pid, op->starttime, what);
 	} else if (r->killed_sig) {
 		const char *abbrev = sigabbrev_np(r->killed_sig);
@@ -474,6 +479,42 @@ static void drive_limits(struct ra_remote *r, const struct session *s, const roc
 }
 
 /*
+ * Seize and stop the listener. A listener that could not be stopped to be
+ * released is still traced, kept by our tracer thread: flagged. One kept
+ * from an earlier operation is not seized again (that would fail with
+ * EPERM, "traced by" ourselves): said plainly.
+ */
+static int begin(struct ra_remote *r, const struct session *s, const rocattach_opts_t *o,
+		 struct op *op)
+{
+	int err;
+
+	if (ra_tracer_keeps(s->pid, s->tid)) {
+		ra_err_set(&op->e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
+			   "process %d: its attach listener (thread %d) is still traced by this "
+			   "library, which could not stop it to release it (an uninterruptible "
+			   "sleep); it is released when it stops: try again",
+			   s->pid, s->tid);
+		op->rep.flags |= ROCATTACH_REPORT_TRACED;
+		return -ETIMEDOUT;
+	}
+	err = ra_remote_begin_timed(r, s->pid, s->tid, s->tramp, 0, ra_call_timeout_ns(o), &op->e);
+	if (err && r->kept)
+		op->rep.flags |= ROCATTACH_REPORT_TRACED;
+	return err;
+}
+
+/* The release; a thread left traced (kept) is flagged. */
+static int end(struct ra_remote *r, struct op *op)
+{
+	int ret = ra_remote_end(r);
+
+	if (r->kept)
+		op->rep.flags |= ROCATTACH_REPORT_TRACED;
+	return ret;
+}
+
+/*
  * Our agent's listener stopped inside an entry point: an earlier attacher
  * died during its call and the thread is finishing it. A call on top of it
  * would run inside that one (and, were we to die too, leave it unfinished
@@ -496,7 +537,7 @@ static int listener_busy(const struct session *s, const struct ra_remote *r, str
 }
 
 /* 0 once attached, else -1 with op->e set. */
-int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
+static int attach_here(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
 	struct prepared p = {0};
 	struct ra_remote r;
@@ -514,7 +555,7 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	ra_debug("attach %d: listener %d, entry points in %s (%s), tools %s", s->pid, s->tid,
 		 p.object, s->ep.side == ROCATTACH_SIDE_AGENT ? "our agent" : "ROCm's side",
 		 p.tool_path);
-	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
+	if (begin(&r, s, o, op))
 		goto out;
 	drive_limits(&r, s, o);
 	r.stack_lo = s->stack_lo;
@@ -524,7 +565,7 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 		drive_attach(s, o, &p, &r, op);
 	harm_flags(&r, op);
 	ra_keep_stack(s, &r);
-	ret = ra_remote_end(&r);
+	ret = end(&r, op);
 	ra_op_step(op, ROCATTACH_STEP_RELEASE);
 	/* Our agent watches the attacher named in the buffer (ROCP_ATTACH_OWNER). */
 	if (!ret && op->e.status == ROCATTACH_STATUS_SUCCESS &&
@@ -584,7 +625,7 @@ static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *
  * its listener still in a call left running: nothing was done, the caller
  * may retry.
  */
-int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
+static int detach_here(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
 	struct ra_remote r;
 	int err;
@@ -601,13 +642,14 @@ int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *o
 	if (ra_end_before_detach(s, op))
 		return -ECANCELED;
 	ra_op_step(op, ROCATTACH_STEP_PREPARE);
-	err = ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e);
+	err = begin(&r, s, o, op);
 	ra_op_step(op, ROCATTACH_STEP_SEIZE);
+	/* Not stopped: nothing was done, the tools are still attached. */
 	if (err)
-		return err;
+		return err == -ETIMEDOUT ? -EAGAIN : err;
 	drive_limits(&r, s, o);
 	if (listener_busy(s, &r, op)) {
-		err = ra_remote_end(&r) ? -EIO : -EAGAIN;
+		err = end(&r, op) ? -EIO : -EAGAIN;
 		ra_op_step(op, ROCATTACH_STEP_RELEASE);
 		return err;
 	}
@@ -617,7 +659,39 @@ int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *o
 		ra_debug("process %d: detach refused, the target had detached itself", s->pid);
 	harm_flags(&r, op);
 	ra_op_step(op, ROCATTACH_STEP_CALL);
-	err = ra_remote_end(&r) ? -EIO : 0;
+	err = end(&r, op) ? -EIO : 0;
 	ra_op_step(op, ROCATTACH_STEP_RELEASE);
 	return err;
+}
+
+/* One operation, run whole on a tracer thread of ours (tracer.h says why). */
+struct drive_job {
+	struct session *s;
+	const rocattach_opts_t *o;
+	struct op *op;
+	bool attach;
+};
+
+static int drive_job_run(void *arg)
+{
+	struct drive_job *j = arg;
+
+	return j->attach ? attach_here(j->s, j->o, j->op) : detach_here(j->s, j->o, j->op);
+}
+
+int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
+{
+	struct drive_job j = {s, o, op, true};
+	int ret;
+
+	return ra_tracer_run(drive_job_run, &j, &ret, &op->e) ? -1 : ret;
+}
+
+int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
+{
+	struct drive_job j = {s, o, op, false};
+	int ret;
+
+	/* Nothing was done: the session stays, a retry may do better. */
+	return ra_tracer_run(drive_job_run, &j, &ret, &op->e) ? -EAGAIN : ret;
 }

@@ -229,13 +229,19 @@ enum rocattach_tool_outcome {
 #define ROCATTACH_REPORT_KILLED 0x4u	/* the target was killed by a signal (see signal) */
 #define ROCATTACH_REPORT_WATCHDOG 0x8u	/* a watchdog detaches the tools if the attacher dies */
 /*
+ * The listener did not stop for its release (an uninterruptible sleep) by
+ * the call's deadline: it is still traced, by a thread of this library that
+ * releases it when it stops (the message names its state).
+ */
+#define ROCATTACH_REPORT_TRACED 0x10u
+/*
  * The target side detached its tools by itself (self_detach_ns says when):
  * no detach came by the attach's planned_stop_ns plus its call_timeout_ms.
  * On a detach: this window's tools were handed back then, not at the
  * detach (the detach fails). On an attach: the previous window of the
  * process ended that way (the attach itself is unaffected).
  */
-#define ROCATTACH_REPORT_SELF_DETACHED 0x10u
+#define ROCATTACH_REPORT_SELF_DETACHED 0x20u
 
 typedef struct rocattach_report {
 	size_t size; /* sizeof(rocattach_report_t), set by the caller */
