@@ -196,6 +196,8 @@ static struct rm_ready attach_phase(struct ctx *c, const uint64_t when[2])
 	p = pool_opts(c);
 	p.start_ns = when[0];
 	stop = planned_end(c, c->frame_mono);
+	/* Each target keeps its own end: the planned stop + --call-timeout, if -d is given. */
+	p.planned_stop_ns = planned_end(c, when[0]);
 	short_by = rm_attaches(c, &p, c->frame_mono, stop ? stop - STOP_MARGIN_NS : 0);
 	if (short_by)
 		fprintf(stderr,

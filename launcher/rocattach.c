@@ -83,14 +83,41 @@ static int hold_window(int sfd, long long duration_ms)
 }
 
 /*
+ * With -d the window has a planned stop, which the attach carries: a target
+ * that gets no detach by then plus --call-timeout detaches its tools itself
+ * (this process stopped, say). The window is -d long from the attach's end,
+ * which is not known before the attach: the planned stop counts the attach's
+ * own deadline in, and the window never outlasts it (hold_ms). 0: no -d.
+ */
+static uint64_t planned_stop(const struct cli_opts *o)
+{
+	if (o->duration_ms < 0)
+		return 0;
+	return ra_realtime_ns() + (uint64_t)(o->duration_ms + o->call_timeout_ms) * RA_NS_PER_MS;
+}
+
+/* How long to hold the window: -d, but never past the planned stop (-1: until a signal). */
+static long long hold_ms(const struct cli_opts *o, uint64_t planned)
+{
+	uint64_t now = ra_realtime_ns();
+	long long left;
+
+	if (!planned)
+		return o->duration_ms;
+	left = planned > now ? (long long)((planned - now) / RA_NS_PER_MS) : 0;
+	return left < o->duration_ms ? left : o->duration_ms;
+}
+
+/*
  * --inject is the library's ROCATTACH_F_INJECT, for the root and every
  * descendant. rep: the root's report.
  */
-static int attach(const struct cli_opts *o, rocattach_report_t *rep)
+static int attach(const struct cli_opts *o, uint64_t planned, rocattach_report_t *rep)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro),
 			       .tool_libraries = o->tools,
-			       .call_timeout_ms = (uint32_t)o->call_timeout_ms};
+			       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+			       .planned_stop_ns = planned};
 
 	if (o->inject)
 		ro.flags |= ROCATTACH_F_INJECT;
@@ -98,8 +125,13 @@ static int attach(const struct cli_opts *o, rocattach_report_t *rep)
 			   : rocattach_attach_ex(o->pid, &ro, rep);
 }
 
-/* What makes a failed call need seeing to (exit 4), beyond a plain failure. */
-#define HARM (ROCATTACH_REPORT_STOPPED | ROCATTACH_REPORT_TIMED_OUT | ROCATTACH_REPORT_KILLED)
+/*
+ * What makes a failed call need seeing to (exit 4), beyond a plain failure;
+ * a detach that came after the target had detached its tools itself too.
+ */
+#define HARM                                                                                       \
+	(ROCATTACH_REPORT_STOPPED | ROCATTACH_REPORT_TIMED_OUT | ROCATTACH_REPORT_KILLED |         \
+	 ROCATTACH_REPORT_SELF_DETACHED)
 
 static bool stopped(pid_t pid)
 {
@@ -152,6 +184,7 @@ static int detach(const struct cli_opts *o, int sfd)
 
 struct attach_job {
 	const struct cli_opts *o;
+	uint64_t planned;
 	rocattach_report_t *rep;
 	int st;
 	int done[2];
@@ -161,7 +194,7 @@ static void *attach_job_run(void *arg)
 {
 	struct attach_job *j = arg;
 
-	j->st = attach(j->o, j->rep);
+	j->st = attach(j->o, j->planned, j->rep);
 	if (write(j->done[1], "x", 1) < 0) {
 		/* The joiner still joins. */
 	}
@@ -173,9 +206,10 @@ static void *attach_job_run(void *arg)
  * every call has its deadline (--call-timeout), but a signal is said at
  * once, and the window it ends is then skipped. *sig: that signal, or 0.
  */
-static int attach_answering(const struct cli_opts *o, rocattach_report_t *rep, int sfd, int *sig)
+static int attach_answering(const struct cli_opts *o, uint64_t planned, rocattach_report_t *rep,
+			    int sfd, int *sig)
 {
-	struct attach_job j = {o, rep, 0, {-1, -1}};
+	struct attach_job j = {o, planned, rep, 0, {-1, -1}};
 	struct pollfd f[2] = {{-1, POLLIN, 0}, {sfd, POLLIN, 0}};
 	struct signalfd_siginfo si;
 	pthread_t th;
@@ -183,11 +217,11 @@ static int attach_answering(const struct cli_opts *o, rocattach_report_t *rep, i
 
 	*sig = 0;
 	if (pipe(j.done))
-		return attach(o, rep);
+		return attach(o, planned, rep);
 	if (pthread_create(&th, NULL, attach_job_run, &j)) {
 		close(j.done[0]);
 		close(j.done[1]);
-		return attach(o, rep);
+		return attach(o, planned, rep);
 	}
 	f[0].fd = j.done[0];
 	while (poll(f, (nfds_t)nfds, -1) >= 0 && !(f[0].revents & POLLIN)) {
@@ -229,6 +263,7 @@ static int attach_hold_detach(const struct cli_opts *o)
 {
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
 	rocattach_report_t rep = {.size = sizeof(rep)};
+	uint64_t planned = planned_stop(o);
 
 	if (sfd < 0) {
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
@@ -238,7 +273,7 @@ static int attach_hold_detach(const struct cli_opts *o)
 		fprintf(stderr, "rocattach: error: %s\n", rep.message);
 		return CLI_EXIT_ATTACH;
 	}
-	st = attach_answering(o, &rep, sfd, &sig);
+	st = attach_answering(o, planned, &rep, sfd, &sig);
 	if (st == ROCATTACH_STATUS_SUCCESS || rocattach_is_attached(o->pid))
 		rn_rp3_remember(o->pid);
 	if (st == ROCATTACH_STATUS_SUCCESS && tool_failed(o, &rep))
@@ -258,7 +293,7 @@ static int attach_hold_detach(const struct cli_opts *o)
 		o->duration_ms >= 0 ? "detaching when the duration ends or on SIGINT/SIGTERM"
 				    : "press Enter (on a terminal) or Ctrl-C to detach");
 	if (!sig)
-		sig = hold_window(sfd, o->duration_ms);
+		sig = hold_window(sfd, hold_ms(o, planned));
 	if (sig)
 		fprintf(stderr, "rocattach: %s received, detaching\n", strsignal(sig));
 	st = detach(o, sfd);

@@ -352,12 +352,13 @@ static void default_tool_failed(pid_t pid, struct op *op)
  */
 static bool load_watchdog(struct session *s, struct prepared *p, struct ra_remote *r)
 {
-	static const char *const names[] = {RA_WATCHDOG_ATTACH, RA_WATCHDOG_DETACH};
+	static const char *const names[] = {RA_WATCHDOG_ATTACH, RA_WATCHDOG_DETACH,
+					    RA_WATCHDOG_WINDOW};
 	const char *slash = strrchr(p->watchdog, '/');
 	const char *only[] = {slash ? slash + 1 : p->watchdog, RA_WATCHDOG_PREFIX, NULL};
 	struct ra_maps maps = {0};
 	struct ra_err e = {0};
-	uint64_t a[2];
+	uint64_t a[3];
 	int ret;
 
 	if (!p->watchdog[0] || s->ep.wd_attach)
@@ -366,7 +367,7 @@ static bool load_watchdog(struct session *s, struct prepared *p, struct ra_remot
 	if (!ret)
 		ret = ra_maps_read(RA_PROCFS, s->pid, &maps);
 	if (!ret)
-		ret = ra_symbols_find_only(RA_PROCFS, s->pid, &maps, names, 2, 2, only, a, &e);
+		ret = ra_symbols_find_only(RA_PROCFS, s->pid, &maps, names, 3, 2, only, a, &e);
 	ra_maps_free(&maps);
 	if (ret) {
 		ra_warn("process %d: no watchdog: %s", s->pid,
@@ -375,25 +376,28 @@ static bool load_watchdog(struct session *s, struct prepared *p, struct ra_remot
 	}
 	s->ep.wd_attach = a[0];
 	s->ep.wd_detach = a[1];
+	s->ep.wd_window = a[2];
 	ra_lookup_keep_entry(s->pid, s->starttime, &s->ep);
 	return true;
 }
 
 /*
  * The attach call through the watchdog: it calls the entry point with the
- * same arguments and, if that succeeds, watches us. The call's argument
- * goes onto the listener's stack; *args becomes its address. false: no
- * room, call the entry point as it is.
+ * same arguments and, if that succeeds, watches us, and the window's end
+ * (the planned stop plus the call deadline). The call's argument goes onto
+ * the listener's stack; *args becomes its address. false: no room, call
+ * the entry point as it is.
  */
-static bool watchdog_call(struct session *s, struct prepared *p, struct ra_remote *r,
-			  uint64_t *args, struct ra_watchdog_call *c)
+static bool watchdog_call(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+			  struct ra_remote *r, uint64_t *args, struct ra_watchdog_call *c)
 {
 	*c = (struct ra_watchdog_call){.env = args[0],
 				       .path = args[1],
 				       .attach_fn = s->ep.fn_attach,
 				       .detach_fn = s->ep.fn_detach,
 				       .owner_pid = (unsigned long long)p->owner_pid,
-				       .owner_start = p->owner_start};
+				       .owner_start = p->owner_start,
+				       .end_ns = ra_self_detach_by(o)};
 	if (!ra_remote_stack_push(r, c, sizeof(*c), &args[0]))
 		return true;
 	ra_warn("process %d: no watchdog: no room on its listener's stack", s->pid);
@@ -432,7 +436,9 @@ static void drive_attach(struct session *s, const rocattach_opts_t *o, struct pr
 	args[1] = addr + p->env_len;
 	if (preload_tools(s, o, p, r))
 		return;
-	wd = load_watchdog(s, p, r) && watchdog_call(s, p, r, args, &c);
+	wd = load_watchdog(s, p, r) && watchdog_call(s, o, p, r, args, &c);
+	/* The previous window (the watchdog's record is known once it is loaded). */
+	ra_end_before_attach(s, op);
 	if (wd) {
 		fn = s->ep.wd_attach;
 		n = 1;
@@ -465,16 +471,10 @@ static void harm_flags(const struct ra_remote *r, struct op *op)
 	}
 }
 
-static uint64_t call_timeout_ns(const rocattach_opts_t *o)
-{
-	return (uint64_t)(o->call_timeout_ms ? o->call_timeout_ms : RA_CALL_TIMEOUT_MS) *
-	       1000000ull;
-}
-
 /* Each remote call's deadline, and where our agent says what it runs. */
 static void drive_limits(struct ra_remote *r, const struct session *s, const rocattach_opts_t *o)
 {
-	r->timeout_ns = call_timeout_ns(o);
+	r->timeout_ns = ra_call_timeout_ns(o);
 	r->current_addr = s->ep.agent[AGENT_CURRENT];
 }
 
@@ -498,7 +498,7 @@ static int begin(struct ra_remote *r, const struct session *s, const rocattach_o
 		op->rep.flags |= ROCATTACH_REPORT_TRACED;
 		return -ETIMEDOUT;
 	}
-	err = ra_remote_begin_timed(r, s->pid, s->tid, s->tramp, 0, call_timeout_ns(o), &op->e);
+	err = ra_remote_begin_timed(r, s->pid, s->tid, s->tramp, 0, ra_call_timeout_ns(o), &op->e);
 	if (err && r->kept)
 		op->rep.flags |= ROCATTACH_REPORT_TRACED;
 	return err;
@@ -571,6 +571,8 @@ static int attach_here(struct session *s, const rocattach_opts_t *o, struct op *
 	if (!ret && op->e.status == ROCATTACH_STATUS_SUCCESS &&
 	    s->ep.side == ROCATTACH_SIDE_AGENT && p.owner_ok)
 		op->rep.flags |= ROCATTACH_REPORT_WATCHDOG;
+	if (!ret && op->e.status == ROCATTACH_STATUS_SUCCESS)
+		ra_end_after_attach(s, o);
 out:
 	ra_prepared_free(&p);
 	return ret || op->e.status != ROCATTACH_STATUS_SUCCESS ? -1 : 0;
@@ -636,6 +638,9 @@ static int detach_here(struct session *s, const rocattach_opts_t *o, struct op *
 		return err == -EAGAIN ? err : -ESRCH;
 	if (ra_check_stuck(s, &op->e))
 		return -EAGAIN;
+	/* Closed by the target itself: no call (another attacher's window may be open). */
+	if (ra_end_before_detach(s, op))
+		return -ECANCELED;
 	ra_op_step(op, ROCATTACH_STEP_PREPARE);
 	err = begin(&r, s, o, op);
 	ra_op_step(op, ROCATTACH_STEP_SEIZE);
@@ -649,6 +654,9 @@ static int detach_here(struct session *s, const rocattach_opts_t *o, struct op *
 		return err;
 	}
 	drive_detach(s, o->stop_ns, &r, op);
+	/* Refused: the target may have closed the window itself meanwhile. */
+	if (ra_end_after_failed_detach(s, op))
+		ra_debug("process %d: detach refused, the target had detached itself", s->pid);
 	harm_flags(&r, op);
 	ra_op_step(op, ROCATTACH_STEP_CALL);
 	err = end(&r, op) ? -EIO : 0;

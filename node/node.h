@@ -125,7 +125,12 @@ struct rn_target {
 	uint64_t died_ns; /* RN_DIED_ATTACHED: CLOCK_REALTIME when it was seen gone */
 	bool watchdog;	  /* a watchdog would detach its tools if the launcher died */
 	bool timed_out;	  /* a remote call outlived --call-timeout */
-	uint8_t tool_n;	  /* libraries in the tool list with an outcome below, 0: unknown */
+	/*
+	 * No detach reached it by the planned stop + --call-timeout: it
+	 * detached its tools itself, at detach_tool_ns (RN_DETACH_FAILED).
+	 */
+	bool self_detached;
+	uint8_t tool_n; /* libraries in the tool list with an outcome below, 0: unknown */
 	uint8_t tools[RN_TOOLS_MAX];
 	/*
 	 * Late: its attach call returned this long after the window's stop
@@ -176,6 +181,12 @@ struct rn_pool_opts {
 	 * keeps each target's hand-over to the time.
 	 */
 	uint64_t start_ns, stop_ns;
+	/*
+	 * rn_attach_all: the window's planned stop (CLOCK_REALTIME, 0: none).
+	 * A target that gets no detach by then + call_timeout_ms detaches its
+	 * tools itself (rocattach_opts_t.planned_stop_ns).
+	 */
+	uint64_t planned_stop_ns;
 	bool inject; /* load the agent into targets without a listener */
 	/*
 	 * The longest one remote call into a target may take (ms; 0: the

@@ -101,13 +101,29 @@ static void harm(struct rn_target *t, const rocattach_report_t *rep)
 	t->timed_out = (rep->flags & ROCATTACH_REPORT_TIMED_OUT) != 0;
 }
 
+/*
+ * The detach came late: the target had detached its tools itself (a failure
+ * of the window, never ok). They were handed back at self_detach_ns (our
+ * agent's own clock; on ROCm's side a bound: when the watchdog's call
+ * returned), 0 if the target could not tell.
+ */
+static void self_detached(struct rn_target *t, const rocattach_report_t *rep)
+{
+	t->self_detached = true;
+	t->detach_tool_ns = rep->self_detach_ns;
+	t->detach_tool_bound = rep->self_detach_ns && t->side == ROCATTACH_SIDE_ROCM;
+	t->detach_call_ns = 0;
+	t->state = RN_DETACH_FAILED;
+}
+
 static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro),
 			       .tool_libraries = o->tools,
 			       .env = o->env_of ? o->env_of(t, o->env_arg) : o->env,
 			       .start_ns = o->start_ns,
-			       .call_timeout_ms = o->call_timeout_ms};
+			       .call_timeout_ms = o->call_timeout_ms,
+			       .planned_stop_ns = o->planned_stop_ns};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 
@@ -120,6 +136,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 		return;
 	}
 	st = rocattach_attach_ex(t->pid, &ro, &rep);
+	t->self_detached = false;
 	t->status = st;
 	t->agent_status = rep.agent_status;
 	if (rep.target_side)
@@ -191,6 +208,8 @@ static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_DETACHED;
 		t->windows++;
+	} else if (rep.flags & ROCATTACH_REPORT_SELF_DETACHED) {
+		self_detached(t, &rep);
 	} else if (rep.flags & ROCATTACH_REPORT_STOPPED) {
 		t->state = RN_STOPPED; /* still attached: rn_detach_all tries again */
 	} else if (st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND) {

@@ -14,7 +14,8 @@
  *     uint64 attach_tool_ns, detach_tool_ns, detach_call_ns;
  *     int32 bounds (bit 0 attach, 1 detach);
  *     char message[512];
- *     int32 signal; uint64 died_ns; int32 flags (bit 0 watchdog, 1 timed_out);
+ *     int32 signal; uint64 died_ns;
+ *     int32 flags (bit 0 watchdog, 1 timed_out, 2 self_detached);
  *     uint8 tool_n; uint8 tools[64]; uint64 late_ns
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
@@ -159,7 +160,7 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_str(p, t->message, sizeof(t->message));
 	p = put_i32(p, t->signal);
 	p = put_u64(p, t->died_ns);
-	p = put_i32(p, t->watchdog | t->timed_out << 1);
+	p = put_i32(p, t->watchdog | t->timed_out << 1 | t->self_detached << 2);
 	p = put(p, &t->tool_n, 1);
 	p = put(p, t->tools, sizeof(t->tools));
 	return put_u64(p, t->late_ns);
@@ -250,14 +251,15 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_DIED_ATTACHED ||
 	    status < 0 || status >= ROCATTACH_STATUS_LAST || side < ROCATTACH_SIDE_UNKNOWN ||
 	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3 || sig < 0 || sig >= 65 ||
-	    flags < 0 || flags > 3 || t->tool_n > RN_TOOLS_MAX)
+	    flags < 0 || flags > 7 || t->tool_n > RN_TOOLS_MAX)
 		return -1;
 	for (size_t i = 0; i < t->tool_n; i++)
 		if (t->tools[i] > ROCATTACH_TOOL_FAILED)
 			return -1;
 	t->signal = sig;
 	t->watchdog = flags & 1;
-	t->timed_out = flags >> 1;
+	t->timed_out = (flags >> 1) & 1;
+	t->self_detached = flags >> 2;
 	t->listener = listener;
 	t->side = side;
 	t->attach_tool_bound = bounds & 1;
@@ -510,6 +512,7 @@ static int set_results(json_t *o, const struct rn_target *t)
 	rc |= json_object_set_new(o, "died_ns",
 				  t->died_ns ? json_integer((json_int_t)t->died_ns) : json_null());
 	rc |= json_object_set_new(o, "timed_out", json_boolean(t->timed_out));
+	rc |= json_object_set_new(o, "self_detached", json_boolean(t->self_detached));
 	/* Its attach returned after the window's stop: detached at once, this late. */
 	rc |= json_object_set_new(o, "late", json_boolean(t->late_ns != 0));
 	rc |= json_object_set_new(o, "late_ns",

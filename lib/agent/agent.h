@@ -12,7 +12,8 @@
  *   agent_tools.c     the tool lifecycle: load, configure, initialize,
  *                     hand over and back, finalize
  *   agent_watchdog.c  the attacher's liveness (ROCP_ATTACH_OWNER), the
- *                     watchdog thread, one attacher per window
+ *                     window's own end (ROCP_ATTACH_END_NS), the watchdog
+ *                     thread, one attacher per window
  *   agent_listener.c  the rocp-bg-attach listener: started at load or by
  *                     --inject, standing aside for ROCm's, gone in a fork
  */
@@ -65,8 +66,8 @@ void arg_copy_end(void);
 /* agent_env.c */
 /* A checked environment buffer: our private variables, and the pairs the tools see. */
 struct env_scan {
-	const char *owner, *start; /* values of ROCP_ATTACH_OWNER, _START_NS, or NULL */
-	const char **pair;	   /* [2k] name, [2k+1] value, pointing into the buffer */
+	const char *owner, *start, *end; /* values of ROCP_ATTACH_OWNER, _START_NS, _END_NS */
+	const char **pair;		 /* [2k] name, [2k+1] value, pointing into the buffer */
 	size_t n, cap;
 };
 /* What an attach changed in environ, to undo it if the attach fails. */
@@ -102,10 +103,16 @@ struct owner {
 	unsigned long long start;
 	int fd;	   /* pidfd, or -1: poll /proc */
 	bool dead; /* already gone when the attach arrived */
+	/* CLOCK_MONOTONIC by which a detach must come (ROCP_ATTACH_END_NS), 0: none. */
+	uint64_t end;
 };
 
-/* The attacher named by ROCP_ATTACH_OWNER's value v (nobody if NULL); its pidfd opened. */
-void owner_from_value(const char *v, struct owner *o);
+/*
+ * The attacher named by ROCP_ATTACH_OWNER's value v (nobody if NULL), its
+ * pidfd opened, and the end by which its detach must come (ROCP_ATTACH_END_NS's
+ * value end, NULL: none).
+ */
+void owner_from_value(const char *v, const char *end, struct owner *o);
 void owner_drop(struct owner *o);
 /* Under agent_lock: from now on the watchdog watches o (o->pid 0: nobody); takes o's fd. */
 void owner_set(struct owner *o);
@@ -114,6 +121,13 @@ void owner_clear(void);
 void holder_set(const struct owner *o);
 int holder_check(const struct owner *o);
 void holder_clear(void);
+/*
+ * rocattach_agent_window (protocol.h): [0] the number of the last window
+ * opened, [1] when the watchdog closed it by itself (its end passed), or 0.
+ */
+RA_EXPORT extern _Atomic uint64_t rocattach_agent_window[2];
+/* Under agent_lock: a window opens (its number moves on). */
+void window_opened(void);
 /* In a fork child: no watchdog, its descriptors closed. */
 void watchdog_atfork_child(void);
 
