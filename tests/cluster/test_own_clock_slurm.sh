@@ -47,7 +47,7 @@ TOL_NS=$((MS * 1000000 / 100 + 5000000))
 
 wait_lines() { # wait_lines FILE PATTERN COUNT
 	for _ in $(seq 600); do
-		[ "$(grep -c "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
+		[ "$(grep -c "$2" "$1" 2>/dev/null || true)" -ge "$3" ] 2>/dev/null && return 0
 		sleep 0.05
 	done
 	return 1

@@ -52,13 +52,16 @@ start_job() {
 	fi
 }
 
+# One try of a case; returns 2 when only the planned length missed and try $5 < 3 (a
+# loaded machine may hand over late, after the lead: the case runs again). Every try
+# checks that no healthy window was held by the harmed call (its deadline is 3 s).
 one_side() {
-	local side=$1 lib=$2 harm=$3 n=$4 rc want
-	echo "== $n. $side side: one rank $harm, three healthy"
+	local side=$1 lib=$2 harm=$3 n=$4 try=$5 rc want ret=0
+	echo "== $n. $side side: one rank $harm, three healthy (try $try)"
 	start_job "$harm" "$lib" "$n"
 	check "$side $harm: one harmed rank found" test -n "$STUCK"
 	[ -n "$STUCK" ] || return 1
-	export ROCPROF_OUTPUT_PATH=$W/w$n
+	export ROCPROF_OUTPUT_PATH=$W/w$n.$try
 	mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL:$FAULT_TOOL" -d $MS \
 		--call-timeout 3000 --report "$W/r$n.json" </dev/null >"$W/l$n.out" 2>&1
 	rc=$?
@@ -75,13 +78,22 @@ one_side() {
 		length == 3 and all(.state == \"detached\" and .late == false)) and
 		(map(select(.pid == \$p)) | length == 1 and all($want))" "$W/r$n.json"
 	check "$side $harm: no node lost" jq -e '.summary.lost_nodes == 0' "$W/r$n.json"
-	tool_windows "$W/w$n" | grep -v "^$STUCK " >"$W/t$n"
+	tool_windows "$W/w$n.$try" | grep -v "^$STUCK " >"$W/t$n"
 	sed "s/^/  $side $harm tools' own times (pid tool_attach_ns tool_detach_ns): /" "$W/t$n"
 	check "$side $harm: three healthy tools' own windows" test "$(wc -l <"$W/t$n")" -eq 3
-	check "$side $harm: each $MS ms within 1% + 5 ms by its own clock" awk \
-		-v w=$((MS * 1000000)) -v tol=$TOL_NS '{ d = $3 - $2
+	check "$side $harm: no healthy window held past $MS + 500 ms" awk \
+		-v w=$((MS * 1000000)) '{ if ($3 - $2 >= w + 500000000) bad++ }
+		END { exit !(NR == 3 && !bad) }' "$W/t$n"
+	if awk -v w=$((MS * 1000000)) -v tol=$TOL_NS '{ d = $3 - $2
 		printf "  pid %s: %.3f ms\n", $1, d / 1e6 > "/dev/stderr"
-		if (d < w - tol || d > w + tol) bad++ } END { exit !(NR == 3 && !bad) }' "$W/t$n"
+		if (d < w - tol || d > w + tol) bad++ } END { exit !(NR == 3 && !bad) }' "$W/t$n"; then
+		check "$side $harm: each $MS ms within 1% + 5 ms by its own clock" true
+	elif [ "$try" -lt 3 ]; then
+		echo "  off the tolerance (a loaded machine): again"
+		ret=2
+	else
+		check "$side $harm: each $MS ms within 1% + 5 ms by its own clock (3 tries)" false
+	fi
 	[ "$harm" = stopped ] && kill -CONT "$STUCK"
 	for p in $(job_ranks "$JOB_PID"); do
 		check "$side $harm: rank $p alive, untraced" grep -q "TracerPid:	0" \
@@ -89,12 +101,20 @@ one_side() {
 	done
 	kill -TERM "$JOB_PID"
 	wait "$JOB_PID" 2>/dev/null
+	return $ret
 }
 
 n=0
 for harm in configure-hang attach-hang stopped; do
-	one_side agent "$AGENT" "$harm" $((++n))
-	one_side rocm "$DOUBLE" "$harm" $((++n))
+	for side in agent rocm; do
+		lib=$AGENT
+		[ "$side" = rocm ] && lib=$DOUBLE
+		n=$((n + 1))
+		for try in 1 2 3; do
+			one_side "$side" "$lib" "$harm" "$n" "$try"
+			[ $? -eq 2 ] || break
+		done
+	done
 done
 rm -rf "$W"
 finish
