@@ -7,6 +7,8 @@
 # the planned 1000 ms within the report's tolerance (1% + 5 ms). A hung one fails by
 # its 3 s deadline after the stop, timed out, and the launcher says the call ran on;
 # a stopped one is not attached. No node is lost; every rank is alive and untraced.
+# Under a sanitizer (ROCATTACH_SANITIZED) the length is a speed check left to the
+# plain build: there every healthy tool is handed back at the planned stop.
 B=${1:?usage: test_own_clock.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-ownclock-test.XXXXXX)
@@ -84,7 +86,16 @@ one_side() {
 	check "$side $harm: no healthy window held past $MS + 500 ms" awk \
 		-v w=$((MS * 1000000)) '{ if ($3 - $2 >= w + 500000000) bad++ }
 		END { exit !(NR == 3 && !bad) }' "$W/t$n"
-	if awk -v w=$((MS * 1000000)) -v tol=$TOL_NS '{ d = $3 - $2
+	if [ -n "${ROCATTACH_SANITIZED:-}" ]; then
+		# The instrumented launcher may hand over after the lead on a loaded machine
+		# (a speed matter: the plain build checks the length); what holds here is
+		# that every healthy tool is handed back at the planned stop.
+		check "$side $harm: each handed back at the planned stop, within 1% + 5 ms" awk \
+			-v s="$(jq -r '.windows[0].stop_ns' "$W/r$n.json")" -v tol=$TOL_NS '{
+			printf "  pid %s: %.3f ms from the stop\n", $1, ($3 - s) / 1e6 > "/dev/stderr"
+			if ($3 < s - tol || $3 > s + tol) bad++ } END { exit !(NR == 3 && !bad) }' \
+			"$W/t$n"
+	elif awk -v w=$((MS * 1000000)) -v tol=$TOL_NS '{ d = $3 - $2
 		printf "  pid %s: %.3f ms\n", $1, d / 1e6 > "/dev/stderr"
 		if (d < w - tol || d > w + tol) bad++ } END { exit !(NR == 3 && !bad) }' "$W/t$n"; then
 		check "$side $harm: each $MS ms within 1% + 5 ms by its own clock" true
