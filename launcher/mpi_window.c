@@ -456,6 +456,9 @@ static void hold_root(struct ctx *c, int w, const uint64_t when[2], struct rm_ha
 	if (!ready) {
 		owed = rm_tree_ready_poll(c) ? 0 : rm_tree_ready_close(c);
 		owed += c->tree.ready_sum.owed;
+		/* Their word may yet say calls run on: the records' wait counts them (calls_wait).
+		 */
+		c->tree.ready_sum.owed = owed;
 		ready_outcome(c, w, when[1], owed > 0);
 	} else {
 		owed = c->tree.ready_sum.owed;
@@ -500,11 +503,13 @@ static uint64_t output_wait(const struct ctx *c)
  * A node whose attach calls had not all returned when it sent its word of
  * them (mpi_pool.c) sends its records once they have, each by its deadline:
  * up to --call-timeout after the stop. The waits on a subtree that said so
- * grow by that much.
+ * grow by that much, and so do the waits on one whose word was still owed
+ * at the stop: its word may say so too late to be heard (it may be inside
+ * its calls), so it is taken as saying so.
  */
 static uint64_t calls_wait(const struct ctx *c)
 {
-	if (!c->tree.ready_sum.pending && !rm_attach_pending(c))
+	if (!c->tree.ready_sum.pending && !c->tree.ready_sum.owed && !rm_attach_pending(c))
 		return 0;
 	return (uint64_t)c->o.call_timeout_ms * RA_NS_PER_MS;
 }
@@ -706,7 +711,11 @@ static bool hold_other(struct ctx *c, uint64_t start_ns, struct rm_halt *m)
 	}
 }
 
-/* Other ranks: when the parent's next order is due, from now (the records just sent). */
+/*
+ * Other ranks: when the parent's next order is due, from now (the records
+ * just sent). Rank 0 may wait --call-timeout more for the records of a node
+ * whose calls run on (calls_wait), which this rank may not know of.
+ */
 static uint64_t next_order_due(struct ctx *c)
 {
 	const struct rm_tree *t = &c->tree;
@@ -716,6 +725,7 @@ static uint64_t next_order_due(struct ctx *c)
 	return ra_monotonic_ns() + (uint64_t)c->o.delay_ms * RA_NS_PER_MS +
 	       rm_budget(c, GRACE_RECORDS_NS) + rm_budget(c, LATE_RETRY_NS) +
 	       rm_budget(c, CLOCK_LOST_NS) + rm_budget(c, GRACE_NEXT_NS) + output_wait(c) +
+	       (uint64_t)c->o.call_timeout_ms * RA_NS_PER_MS +
 	       (uint64_t)t->height * rm_budget(c, LEVEL_STEP_NS) +
 	       (uint64_t)root_kids * 2 * RA_NS_PER_MS;
 }
