@@ -96,34 +96,44 @@ ask() {
 # set) where SIG is pending, TRACER the TracerPid, STATE the process's SigCgt, SigIgn and
 # its main thread's SigBlk.
 proc_facts() {
-	# Threads end while this reads: a file that is gone is skipped (getline, not a
-	# file argument, which would end awk).
-	awk -v sig="$2" -v main="/proc/$1/status" -v timers="/proc/$1/timers" '
+	# Threads end while this reads, and a read of a file of an ending thread can fail
+	# with ESRCH, which mawk takes as fatal: cat reads each file (its errors dropped),
+	# and awk reads the whole from a pipe, a marker line before each kind of file.
+	local f
+	{
+		for f in /proc/"$1"/task/*/status; do
+			echo "@@S"
+			cat "$f" 2>/dev/null
+		done
+		echo "@@M"
+		cat /proc/"$1"/status 2>/dev/null
+		echo "@@T"
+		cat /proc/"$1"/timers 2>/dev/null
+	} | awk -v sig="$2" '
 		function bit(hex, n,   i, c) {
 			# bit n-1 of a 16-digit hex mask
 			i = 16 - int((n - 1) / 4)
 			c = index("0123456789abcdef", substr(hex, i, 1)) - 1
 			return int(c / 2 ^ ((n - 1) % 4)) % 2
 		}
-		BEGIN {
-			while ((getline l < timers) > 0)
-				if (split(l, a, /[ \/]+/) > 1 && a[1] == "signal:" && a[2] >= 34 &&
-				    a[2] <= 64)
-					t++
-			for (i = 1; i < ARGC; i++)
-				while ((getline l < ARGV[i]) > 0) {
-					split(l, a, /[ \t]+/)
-					if ((a[1] == "SigPnd:" || a[1] == "ShdPnd:") && bit(a[2], sig))
-						p++
-					if (ARGV[i] != main)
-						continue
-					if (a[1] == "TracerPid:")
-						tr = a[2]
-					if (a[1] == "SigCgt:" || a[1] == "SigIgn:" || a[1] == "SigBlk:")
-						s = s a[1] a[2] " "
-				}
-			print t + 0, p + 0, tr + 0, s
-		}' /proc/"$1"/task/*/status "/proc/$1/status"
+		/^@@[SMT]$/ { kind = substr($0, 3); next }
+		kind == "T" {
+			if (split($0, a, /[ \/]+/) > 1 && a[1] == "signal:" && a[2] >= 34 && a[2] <= 64)
+				t++
+			next
+		}
+		{
+			split($0, a, /[ \t]+/)
+			if ((a[1] == "SigPnd:" || a[1] == "ShdPnd:") && bit(a[2], sig))
+				p++
+			if (kind != "M")
+				next
+			if (a[1] == "TracerPid:")
+				tr = a[2]
+			if (a[1] == "SigCgt:" || a[1] == "SigIgn:" || a[1] == "SigBlk:")
+				s = s a[1] a[2] " "
+		}
+		END { print t + 0, p + 0, tr + 0, s }'
 }
 
 # window SIDE N: one sampled window over that side's program; RC, and its tool's file
