@@ -1,23 +1,126 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * LD_PRELOAD shim (PMPI) for tests/mpi/test_checked.sh: the Nth MPI_Recv
- * of tag T returns MPI_ERR_OTHER, after receiving (the message is taken,
- * its buffer filled: only a checked result keeps it from being used).
- * RA_MPI_FAIL_TAG=T, RA_MPI_FAIL_NTH=N (default 1); without T, nothing fails.
+ * LD_PRELOAD shim (PMPI) for tests/mpi/test_checked.sh: MPI calls of one
+ * rank fail with MPI_ERR_OTHER, as a dead or cut-off peer makes them fail.
+ * Without RA_MPI_FAIL_TAG or RA_MPI_FAIL_PEER nothing fails.
+ *
+ * RA_MPI_FAIL_TAG=T, RA_MPI_FAIL_NTH=N (default 1): the Nth MPI_Recv of tag T
+ * fails after receiving (the message is taken, its buffer filled: only a
+ * checked result keeps it from being used).
+ *
+ * RA_MPI_FAIL_PEER=P with RA_MPI_FAIL_OP:
+ *   test    sends to P stay pending (MPI_Test says not done) until
+ *           RA_MPI_FAIL_HOLD (default 3) of them are outstanding at once;
+ *           from then on MPI_Test, MPI_Wait, MPI_Waitany and MPI_Waitall
+ *           fail on each of them (several failures in one pass)
+ *   isend   the Nth MPI_Isend to P fails, nothing sent
+ *   iprobe  the Nth MPI_Iprobe of P fails
  */
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <mpi.h>
 
-static int seen;
+#define HELD_MAX 256
+
+static int recv_seen, isend_seen, iprobe_seen;
+static MPI_Request held[HELD_MAX]; /* sends to the peer kept pending (op test) */
+static int n_held;
+static bool tripped; /* the held sends fail from now on */
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? atoi(v) : dflt;
+}
+
+/* The failing peer for op, or -2 (no rank is -2) when op is not the one asked for. */
+static int peer_for(const char *op)
+{
+	const char *o = getenv("RA_MPI_FAIL_OP"), *p = getenv("RA_MPI_FAIL_PEER");
+
+	if (!o || !p || strcmp(o, op))
+		return -2;
+	return atoi(p);
+}
+
+static int held_at(MPI_Request r)
+{
+	for (int i = 0; i < n_held; i++)
+		if (held[i] == r && r != MPI_REQUEST_NULL)
+			return i;
+	return -1;
+}
 
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,
 	     MPI_Status *st)
 {
-	const char *t = getenv("RA_MPI_FAIL_TAG"), *n = getenv("RA_MPI_FAIL_NTH");
+	const char *t = getenv("RA_MPI_FAIL_TAG");
 	int ret = PMPI_Recv(buf, count, type, src, tag, comm, st);
 
 	if (ret != MPI_SUCCESS || !t || atoi(t) != tag)
 		return ret;
-	return ++seen == (n ? atoi(n) : 1) ? MPI_ERR_OTHER : ret;
+	return ++recv_seen == env_int("RA_MPI_FAIL_NTH", 1) ? MPI_ERR_OTHER : ret;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+	      MPI_Request *req)
+{
+	int ret;
+
+	if (dest == peer_for("isend") && ++isend_seen == env_int("RA_MPI_FAIL_NTH", 1)) {
+		*req = MPI_REQUEST_NULL;
+		return MPI_ERR_OTHER;
+	}
+	ret = PMPI_Isend(buf, count, type, dest, tag, comm, req);
+	if (ret == MPI_SUCCESS && dest == peer_for("test") && n_held < HELD_MAX) {
+		held[n_held++] = *req;
+		tripped |= n_held >= env_int("RA_MPI_FAIL_HOLD", 3);
+	}
+	return ret;
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
+{
+	if (held_at(*req) >= 0) {
+		*flag = 0;
+		return tripped ? MPI_ERR_OTHER : MPI_SUCCESS;
+	}
+	return PMPI_Test(req, flag, st);
+}
+
+int MPI_Wait(MPI_Request *req, MPI_Status *st)
+{
+	if (held_at(*req) >= 0 && tripped)
+		return MPI_ERR_OTHER;
+	return PMPI_Wait(req, st);
+}
+
+int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
+{
+	for (int i = 0; i < n && tripped; i++)
+		if (held_at(reqs[i]) >= 0) {
+			*index = i;
+			return MPI_ERR_OTHER;
+		}
+	return PMPI_Waitany(n, reqs, index, st);
+}
+
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
+{
+	for (int i = 0; i < n && tripped; i++)
+		if (held_at(reqs[i]) >= 0)
+			return MPI_ERR_OTHER;
+	return PMPI_Waitall(n, reqs, sts);
+}
+
+int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
+{
+	if (src == peer_for("iprobe") && ++iprobe_seen == env_int("RA_MPI_FAIL_NTH", 1)) {
+		*flag = 0;
+		return MPI_ERR_OTHER;
+	}
+	return PMPI_Iprobe(src, tag, comm, flag, st);
 }

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The outbox when sends to a child fail: 4 launcher ranks, --fanout 2 (rank 0's children
+# 1 and 2, rank 1's child 3), each in its own PID and UTS namespace (hostname rN,
+# --one-node-per-rank) with one example target. The PMPI shim (mpi_fail.c), preloaded
+# into rank 0 only, keeps rank 0's sends to rank 1 pending until three are outstanding at
+# once, then makes MPI_Test fail on each of them: several failures in one pass over the
+# outbox, and the ADOPT to rank 3 posted after them.
+#  - rank 1 is lost with one line naming the call and the peer; rank 0 adopts rank 3,
+#    whose records come to it: nodes r0, r2, r3 ok with their targets detached; exit 6
+#  - no sanitizer report in any rank (the ASan build runs this too: no double free)
+#  - every target alive, untraced, its tool attached and detached once (rank 1's, lost
+#    before the window, as often as attached)
+# Usage: test_outbox.sh BUILD_DIR SHIM   (under the heavy-test lock)
+B=${1:?usage: test_outbox.sh BUILD_DIR SHIM}
+SHIM=${2:?usage: test_outbox.sh BUILD_DIR SHIM}
+. "$(dirname "$0")/lib.sh"
+command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
+command -v unshare >/dev/null || { echo "SKIP: unshare not found (package util-linux)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (a PID namespace per rank)"; exit 77; }
+TARGET=$B/bin/rocattach-example-target
+export OMPI_MCA_btl=self,tcp
+W=$(mktemp -d /var/tmp/ra-outbox.XXXXXX)
+trap 'cleanup; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"' EXIT
+
+# Each rank: its hostname, its target, the launcher (with the shim on rank 0); then
+# "rank exit tracer alive attaches detaches" of its target after the launcher ended.
+cat >"$W/rank.sh" <<'EOF'
+out=$1; shift
+r=$OMPI_COMM_WORLD_RANK
+hostname "r$r"
+i=0
+while [ $i -lt "$r" ]; do /bin/true; i=$((i + 1)); done
+ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT "$TARGET" --threads 0 </dev/null >/dev/null 2>&1 &
+tp=$!
+i=0
+while ! grep -qs rocp-bg-attach /proc/$tp/task/*/comm && [ $i -lt 2000 ]; do
+	sleep 0.005; i=$((i + 1))
+done
+if [ "$r" = 0 ]; then
+	env LD_PRELOAD="$SHIM" RA_MPI_FAIL_OP=test RA_MPI_FAIL_PEER=1 RA_MPI_FAIL_HOLD=3 \
+		"$@" 2>"$out/err.$r"
+else
+	"$@" 2>"$out/err.$r"
+fi
+rc=$?
+for i in $(seq 50); do
+	[ "$(grep -c '^tool_detach ' "$out"/tool/*."$tp".log 2>/dev/null)" = \
+		"$(grep -c '^tool_attach ' "$out"/tool/*."$tp".log 2>/dev/null)" ] && break
+	sleep 0.1
+done
+tr=$(awk '/^TracerPid:/ {print $2}' /proc/$tp/status)
+alive=dead
+kill -0 $tp 2>/dev/null && alive=alive
+echo "$r $rc $tr $alive $(cat "$out"/tool/*."$tp".log 2>/dev/null | grep -c '^tool_attach ') \
+$(cat "$out"/tool/*."$tp".log 2>/dev/null | grep -c '^tool_detach ')" >>"$out/ranks"
+kill $tp
+EOF
+
+O=$W/test
+mkdir -p "$O/tool"
+timeout 150 mpirun -np 4 --bind-to none --mca orte_abort_on_non_zero_status 0 \
+	-x ROCPROF_OUTPUT_PATH="$O/tool" -x AGENT="$AGENT" -x TARGET="$TARGET" -x SHIM="$SHIM" \
+	unshare --pid --fork --mount-proc --uts /bin/sh "$W/rank.sh" "$O" \
+	"$LAUNCHER" --one-node-per-rank --exe rocattach-example-target -t "$TOOL" \
+	--fanout 2 -d 300 --report "$O/r.json" </dev/null >"$O/out" 2>&1
+R=$O/r.json
+check "report written" jq -e . "$R"
+check "rank 0's launcher exited 6 (a node lost)" grep -q '^0 6 ' "$O/ranks"
+echo "r1: $(jq -r '.windows[-1].nodes[] | select(.host == "r1") | .lost_reason' "$R" 2>/dev/null)"
+check "rank 1 lost: the failed MPI_Test named with its peer" jq -e '.exit_code == 6 and
+	([.windows[].nodes[] | select(.host == "r1")] | length > 0 and all(.state == "lost" and
+	(.lost_reason | test("^MPI_Test to rank 1 failed: MPI_ERR_OTHER")))) ' "$R"
+check "one line on rank 0's stream names the call and the peer" grep -qE \
+	'\(rank 1\) lost: MPI_Test to rank 1 failed: MPI_ERR_OTHER' "$O/out"
+check "rank 3 says rank 0 adopted it (its ADOPT came)" \
+	grep -q 'rank 1 (this rank.s parent) was lost: rank 0 adopted this rank' "$O/err.3"
+check "nodes r0, r2, r3 ok, each target detached (rank 3's records came by adoption)" \
+	jq -e '[.windows[-1].nodes[] | select(.host != "r1") | select(.state == "ok" and
+	.targets[0].state == "detached") | .host] | sort == ["r0", "r2", "r3"]' "$R"
+check "no sanitizer report on any rank" bash -c \
+	"! grep -l 'ERROR: AddressSanitizer\|runtime error:' '$O'/err.* '$O/out'"
+check "ranks 0, 2 and 3 ended with the run's code (6)" \
+	[ "$(awk '$1 != 1 && $2 == 6' "$O/ranks" | wc -l)" = 3 ]
+check "every target alive and untraced afterwards" \
+	[ "$(awk '$3 == 0 && $4 == "alive"' "$O/ranks" | wc -l)" = 4 ]
+check "ranks 0, 2, 3: each target's tool attached once and detached once" \
+	[ "$(awk '$1 != 1 && $5 == 1 && $6 == 1' "$O/ranks" | wc -l)" = 3 ]
+check "rank 1 (lost at the start-up): as many detaches as attaches" \
+	[ "$(awk '$1 == 1 && $5 == $6' "$O/ranks" | wc -l)" = 1 ]
+[ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; tail -40 "$O/out"; tail -20 "$O"/err.*; }
+finish
