@@ -15,8 +15,14 @@
  *           fail on each of them (several failures in one pass)
  *   isend   the Nth MPI_Isend to P fails, nothing sent
  *   iprobe  the Nth MPI_Iprobe of P fails
+ *
+ * RA_MPI_FAIL_LOG=FILE: a line per send and per completed one, for the test
+ * to read: "isend REQ DEST TAG", "done REQ", and "stale REQ" when a request
+ * that completed already (MPI freed it) is tested or waited for again.
  */
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +34,46 @@ static int recv_seen, isend_seen, iprobe_seen;
 static MPI_Request held[HELD_MAX]; /* sends to the peer kept pending (op test) */
 static int n_held;
 static bool tripped; /* the held sends fail from now on */
+
+static uintptr_t completed[HELD_MAX]; /* requests that completed, not issued again */
+static int n_completed;
+
+static void log_line(const char *what, MPI_Request r, int dest, int tag)
+{
+	const char *path = getenv("RA_MPI_FAIL_LOG");
+	FILE *f = path ? fopen(path, "a") : NULL;
+
+	if (!f)
+		return;
+	if (dest >= 0)
+		fprintf(f, "%s %#jx %d %d\n", what, (uintmax_t)(uintptr_t)r, dest, tag);
+	else
+		fprintf(f, "%s %#jx\n", what, (uintmax_t)(uintptr_t)r);
+	fclose(f);
+}
+
+static int completed_at(MPI_Request r)
+{
+	for (int i = 0; i < n_completed; i++)
+		if (completed[i] == (uintptr_t)r)
+			return i;
+	return -1;
+}
+
+/* A request that MPI completed (and freed): noted, and logged. */
+static void note_done(MPI_Request r)
+{
+	if (completed_at(r) < 0 && n_completed < HELD_MAX)
+		completed[n_completed++] = (uintptr_t)r;
+	log_line("done", r, -1, 0);
+}
+
+/* A request handed to MPI again after it completed: logged. */
+static void check_stale(MPI_Request r)
+{
+	if (r != MPI_REQUEST_NULL && completed_at(r) >= 0)
+		log_line("stale", r, -1, 0);
+}
 
 static int env_int(const char *name, int dflt)
 {
@@ -75,6 +121,14 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, 
 		return MPI_ERR_OTHER;
 	}
 	ret = PMPI_Isend(buf, count, type, dest, tag, comm, req);
+	if (ret == MPI_SUCCESS) {
+		int at = completed_at(*req);
+
+		/* MPI hands out a freed request's handle again: a new request now. */
+		if (at >= 0)
+			completed[at] = completed[--n_completed];
+		log_line("isend", *req, dest, tag);
+	}
 	if (ret == MPI_SUCCESS && dest == peer_for("test") && n_held < HELD_MAX) {
 		held[n_held++] = *req;
 		tripped |= n_held >= env_int("RA_MPI_FAIL_HOLD", 3);
@@ -84,18 +138,32 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, 
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
-	if (held_at(*req) >= 0) {
+	MPI_Request r = *req;
+	int ret;
+
+	check_stale(r);
+	if (held_at(r) >= 0) {
 		*flag = 0;
 		return tripped ? MPI_ERR_OTHER : MPI_SUCCESS;
 	}
-	return PMPI_Test(req, flag, st);
+	ret = PMPI_Test(req, flag, st);
+	if (ret == MPI_SUCCESS && *flag && r != MPI_REQUEST_NULL)
+		note_done(r);
+	return ret;
 }
 
 int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
-	if (held_at(*req) >= 0 && tripped)
+	MPI_Request r = *req;
+	int ret;
+
+	check_stale(r);
+	if (held_at(r) >= 0 && tripped)
 		return MPI_ERR_OTHER;
-	return PMPI_Wait(req, st);
+	ret = PMPI_Wait(req, st);
+	if (ret == MPI_SUCCESS && r != MPI_REQUEST_NULL)
+		note_done(r);
+	return ret;
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
@@ -110,6 +178,8 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
+	for (int i = 0; i < n; i++)
+		check_stale(reqs[i]);
 	for (int i = 0; i < n && tripped; i++)
 		if (held_at(reqs[i]) >= 0)
 			return MPI_ERR_OTHER;

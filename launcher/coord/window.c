@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "mpi_ctx.h"
+#include "ctx.h"
 #include "tree.h"
 
 /*

@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "mpi_ctx.h"
-#include "mpi_rocprofv3.h"
+#include "ctx.h"
+#include "rocprofv3.h"
 #include "stacks_tree.h"
 #include "tree.h"
 

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mpi_stacks.h"
+#include "stacks.h"
 #include "stacks_tree.h"
 
 #define STACKS_SONAME "librocattach-stacks.so"

@@ -126,6 +126,10 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *t, uint64_
 bool rm_clean(const struct rn_target *t);
 bool rm_detail_keeps(enum rm_detail d, const struct rm_node *n, const struct rn_target *t);
 
+/* A node's CPU or NUMA lists (numa) as one range list, and its GPUs each once (topology.c). */
+json_t *rm_list_union_json(const struct rm_node *n, const struct rn_target *v, bool numa);
+json_t *rm_gpus_union_json(const struct rm_node *n, const struct rn_target *v);
+
 /* The union of t[0..n)'s CPU and NUMA lists and GPUs into s; 0, or -1 if it does not fit. */
 int rm_topo_union(const struct rn_target *t, size_t n, struct rm_node_sum *s);
 

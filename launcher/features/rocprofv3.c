@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mpi_rocprofv3.h"
+#include "rocprofv3.h"
 
 /* The tool rank 0 found; o->tools points here for the rest of the run. */
 static char found_tool[PATH_MAX];

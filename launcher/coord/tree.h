@@ -10,10 +10,6 @@
 
 #include <stdbool.h>
 
-#define RM_FANOUT_DEFAULT 32
-#define RM_FANOUT_MIN 2
-#define RM_FANOUT_MAX 1024
-
 /* r's parent, -1 for the root. */
 int rm_tree_parent(int r, int k);
 /* r's first child, and how many it has (0: a leaf) among n ranks. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mpi_opts.h"
 #include "node.h"
 
 struct rm_store;
@@ -133,19 +134,6 @@ struct rm_window {
 	size_t n_nodes;
 	struct rm_coord coord;
 };
-
-/*
- * --detail: the per-target records the JSON report and the trace keep.
- * Auto (the default): all up to RM_DETAIL_AUTO_MAX targets in the run,
- * failures beyond. The per-node counts and figures are kept at every level.
- */
-enum rm_detail {
-	RM_DETAIL_AUTO = 0,
-	RM_DETAIL_ALL,
-	RM_DETAIL_FAILURES, /* every record that is not a clean attach and detach */
-	RM_DETAIL_NONE,	    /* per-node counts and figures only */
-};
-#define RM_DETAIL_AUTO_MAX 10000
 
 /* "all", "failures", "none" into *d; 0, or -1 for anything else. */
 int rm_detail_parse(const char *s, enum rm_detail *d);

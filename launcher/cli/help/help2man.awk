@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# A man page from a program's --help text (launcher/help/PROG.txt, the one source
+# A man page from a program's --help text (launcher/cli/help/PROG.txt, the one source
 # of both) and the sections only the man page has (PROG.man.txt). Plain awk.
 #
 #   awk -v prog=NAME -v version=V -v agent=PATH -v docdir=DIR -v out=FILE -f help2man.awk PROG.txt PROG.man.txt
@@ -195,7 +195,7 @@ END {
 		exit 1
 	}
 	up = toupper(prog)
-	print ".\\\" Generated from launcher/help/" prog ".txt and " prog ".man.txt: edit those." > out
+	print ".\\\" Generated from launcher/cli/help/" prog ".txt and " prog ".man.txt: edit those." > out
 	print ".TH " up " 1 \"\" \"rocattach-mpi " version "\" \"User Commands\"" > out
 	print ".nh" > out
 	print ".ad l" > out

@@ -10,7 +10,7 @@
 #include "cli_opts.h"
 #include "launcher_help/rocattach.h"
 
-/* launcher/help/rocattach.txt, also the source of the man page rocattach(1). */
+/* launcher/cli/help/rocattach.txt, also the source of the man page rocattach(1). */
 const char cli_usage[] = RA_HELP_ROCATTACH;
 
 int cli_parse_bool(const char *s)

@@ -7,7 +7,6 @@
 #include <stddef.h>
 
 #include "node.h"
-#include "report.h"
 #include "rocprofv3_opts.h"
 
 /* Exit codes of rocattach-mpi, documented in docs/ and --help. */
@@ -23,6 +22,24 @@ enum rm_exit {
 };
 
 #define RM_MAX_PIDS 4096
+
+/*
+ * --detail: the per-target records the JSON report and the trace keep.
+ * Auto (the default): all up to RM_DETAIL_AUTO_MAX targets in the run,
+ * failures beyond. The per-node counts and figures are kept at every level.
+ */
+enum rm_detail {
+	RM_DETAIL_AUTO = 0,
+	RM_DETAIL_ALL,
+	RM_DETAIL_FAILURES, /* every record that is not a clean attach and detach */
+	RM_DETAIL_NONE,	    /* per-node counts and figures only */
+};
+#define RM_DETAIL_AUTO_MAX 10000
+
+/* --fanout: the tree of ranks' width (coord/tree.h). */
+#define RM_FANOUT_DEFAULT 32
+#define RM_FANOUT_MIN 2
+#define RM_FANOUT_MAX 1024
 
 struct rm_opts {
 	struct rn_selector sel;

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "mpi_ctx.h"
+#include "ctx.h"
 
 /* ------------------------------------------------------------------------ */
 /* Checked MPI calls (RM_MPI, mpi_ctx.h). */

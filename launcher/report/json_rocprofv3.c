@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "report_rocprofv3.h"
+#include "json_rocprofv3.h"
 #include "rocprofv3_opts.h"
 
 /* s with %hostname% and %pid% expanded; *all false when a %q{VAR}% stays. */

@@ -71,35 +71,6 @@ enum rm_detail rm_detail_of(const struct rm_run *r, char *chosen, size_t len)
 	return r->cut.level;
 }
 
-/* Clean: attached, then detached, nothing failed. An exit, even after a window, is kept. */
-bool rm_clean(const struct rn_target *t)
-{
-	return t->state == RN_DETACHED && !rm_failed(t);
-}
-
-/* The one rule, on the nodes (before the wire) and on rank 0 (while writing). */
-bool rm_detail_keeps_target(enum rm_detail d, const struct rn_target *t)
-{
-	if (d == RM_DETAIL_NONE)
-		return false;
-	return d != RM_DETAIL_FAILURES || !rm_clean(t);
-}
-
-bool rm_detail_keeps(enum rm_detail d, const struct rm_node *n, const struct rn_target *t)
-{
-	return d != RM_DETAIL_NONE && (n->lost || rm_detail_keeps_target(d, t));
-}
-
-size_t rm_found(const struct rm_node *n)
-{
-	return n->cut ? (size_t)n->sum->found : n->n;
-}
-
-size_t rm_left_out(const struct rm_node *n)
-{
-	return n->cut ? (size_t)n->sum->left_out : 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Figures. */
 

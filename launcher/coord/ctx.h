@@ -26,7 +26,7 @@
 #include <mpi.h>
 
 #include "mpi_opts.h"
-#include "mpi_stacks.h"
+#include "stacks.h"
 #include "node.h"
 #include "plan.h"
 #include "report.h"

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "cli_opts.h"
-#include "tree.h"
 #include "common/outpath.h"
 #include "mpi_opts.h"
 #include "launcher_help/rocattach-mpi.h"
@@ -18,7 +17,7 @@
 #define DAY_MS (24LL * 3600 * 1000)
 #define MAX_WINDOWS 100000
 
-/* launcher/help/rocattach-mpi.txt, also the source of the man page rocattach-mpi(1). */
+/* launcher/cli/help/rocattach-mpi.txt, also the source of the man page rocattach-mpi(1). */
 const char rm_usage[] = RA_HELP_ROCATTACH_MPI;
 
 enum {
@@ -298,7 +297,8 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		o->trace = optarg;
 		return 0;
 	case OPT_DETAIL:
-		/* The names of report_scale.c's rm_detail_parse, which this library does not link.
+		/* The names of report/figures.c's rm_detail_parse, which this library does not
+		 * link.
 		 */
 		if (!strcmp(optarg, "all"))
 			o->detail = RM_DETAIL_ALL;

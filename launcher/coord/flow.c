@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "mpi_ctx.h"
+#include "ctx.h"
 #include "tree.h"
 
 /* A bundle: this head, then n entries, each a struct rm_entry and its bytes. */
