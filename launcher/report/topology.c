@@ -177,7 +177,8 @@ static int topo_put(char *dst, size_t width, const char *s)
 int rm_topo_union(const struct rn_target *t, size_t n, struct rm_node_sum *s)
 {
 	struct rm_node node = {.t = (struct rn_target *)t, .n = n};
-	json_t *cpus = rm_list_union_json(&node, t, false), *numa = rm_list_union_json(&node, t, true);
+	json_t *cpus = rm_list_union_json(&node, t, false),
+	       *numa = rm_list_union_json(&node, t, true);
 	json_t *gpus = rm_gpus_union_json(&node, t), *g;
 	char *p = s->gpus, *end = s->gpus + sizeof(s->gpus);
 	int rc = -1;
@@ -206,4 +207,3 @@ out:
 	json_decref(gpus);
 	return rc;
 }
-

@@ -35,8 +35,9 @@ static MPI_Request held[HELD_MAX]; /* sends to the peer kept pending (op test) *
 static int n_held;
 static bool tripped; /* the held sends fail from now on */
 
-static uintptr_t completed[HELD_MAX]; /* requests that completed, not issued again */
-static int n_completed;
+/* Our sends' requests (MPI_Isend): in flight, and completed (MPI freed them). */
+static uintptr_t issued[HELD_MAX], completed[HELD_MAX];
+static int n_issued, n_completed;
 
 static void log_line(const char *what, MPI_Request r, int dest, int tag)
 {
@@ -52,26 +53,50 @@ static void log_line(const char *what, MPI_Request r, int dest, int tag)
 	fclose(f);
 }
 
-static int completed_at(MPI_Request r)
+static int find(const uintptr_t *set, int n, MPI_Request r)
 {
-	for (int i = 0; i < n_completed; i++)
-		if (completed[i] == (uintptr_t)r)
+	for (int i = 0; i < n; i++)
+		if (set[i] == (uintptr_t)r)
 			return i;
 	return -1;
 }
 
-/* A request that MPI completed (and freed): noted, and logged. */
+static void set_del(uintptr_t *set, int *n, MPI_Request r)
+{
+	int at = find(set, *n, r);
+
+	if (at >= 0)
+		set[at] = set[--*n];
+}
+
+static void set_add(uintptr_t *set, int *n, MPI_Request r)
+{
+	if (find(set, *n, r) < 0 && *n < HELD_MAX)
+		set[(*n)++] = (uintptr_t)r;
+}
+
+/* A send MPI handed out (a freed request's handle may come back: a new request then). */
+static void note_issued(MPI_Request r, int dest, int tag)
+{
+	set_del(completed, &n_completed, r);
+	set_add(issued, &n_issued, r);
+	log_line("isend", r, dest, tag);
+}
+
+/* One of our sends completed: MPI freed its request. */
 static void note_done(MPI_Request r)
 {
-	if (completed_at(r) < 0 && n_completed < HELD_MAX)
-		completed[n_completed++] = (uintptr_t)r;
+	if (find(issued, n_issued, r) < 0)
+		return; /* not a send (a collective's request) */
+	set_del(issued, &n_issued, r);
+	set_add(completed, &n_completed, r);
 	log_line("done", r, -1, 0);
 }
 
-/* A request handed to MPI again after it completed: logged. */
+/* One of our sends' requests, tested or waited for again after it completed. */
 static void check_stale(MPI_Request r)
 {
-	if (r != MPI_REQUEST_NULL && completed_at(r) >= 0)
+	if (r != MPI_REQUEST_NULL && find(completed, n_completed, r) >= 0)
 		log_line("stale", r, -1, 0);
 }
 
@@ -121,14 +146,8 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, 
 		return MPI_ERR_OTHER;
 	}
 	ret = PMPI_Isend(buf, count, type, dest, tag, comm, req);
-	if (ret == MPI_SUCCESS) {
-		int at = completed_at(*req);
-
-		/* MPI hands out a freed request's handle again: a new request now. */
-		if (at >= 0)
-			completed[at] = completed[--n_completed];
-		log_line("isend", *req, dest, tag);
-	}
+	if (ret == MPI_SUCCESS)
+		note_issued(*req, dest, tag);
 	if (ret == MPI_SUCCESS && dest == peer_for("test") && n_held < HELD_MAX) {
 		held[n_held++] = *req;
 		tripped |= n_held >= env_int("RA_MPI_FAIL_HOLD", 3);
