@@ -70,15 +70,16 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	 * the targets got their SIGTERM too) found every target gone by the
 	 * detach: the job ended, nothing was cut short.
 	 */
-	if (c->win.interrupted && !c->roster.lost_count && c->win.total_targets && !lived && !failed) {
+	if (c->win.interrupted && !c->roster.lost_count && c->win.total_targets && !lived &&
+	    !failed) {
 		rm_say(&c->self, "SIG%s received, and every target ended: the job ended",
 		       sigabbrev_np(c->win.interrupted));
 		c->win.interrupted = 0;
 		c->win.run_stop = "job ended";
 	}
-	c->roster.run.stop_reason = c->win.run_stop      ? c->win.run_stop
-			     : c->win.interrupted ? "interrupted"
-					      : "completed";
+	c->roster.run.stop_reason = c->win.run_stop	 ? c->win.run_stop
+				    : c->win.interrupted ? "interrupted"
+							 : "completed";
 	if (c->roster.lost_count) {
 		snprintf(reason, len, "%zu node%s lost", c->roster.lost_count,
 			 c->roster.lost_count == 1 ? "" : "s");
@@ -121,7 +122,7 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 	return RM_EXIT_OK;
 }
 
-/* The outputs, each written whole or not at all (report_common.c). */
+/* The outputs, each written whole or not at all (launcher/report/model.c). */
 struct output {
 	const char *path, *what;
 	int (*fn)(const char *, const struct rm_run *, char *, size_t);
@@ -221,8 +222,8 @@ static void say_run_stop(struct ctx *c)
 		rm_say(&c->self,
 		       "error: the tool (%s) could not be attached to any target, so no "
 		       "window can profile: stopped at the first attach: %.*s",
-		       c->roster.run.cfg.tools ? c->roster.run.cfg.tools : "default", (int)sizeof(t.message),
-		       t.message);
+		       c->roster.run.cfg.tools ? c->roster.run.cfg.tools : "default",
+		       (int)sizeof(t.message), t.message);
 	if (strcmp(stop, "nothing attachable") || !first_failure(&c->roster.run, no_listener, &t))
 		return;
 	none = count_last(&c->roster.run, no_listener, &all);

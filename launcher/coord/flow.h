@@ -58,11 +58,11 @@ struct rm_flow {
 	struct rm_roster *roster; /* rank 0's; NULL on the other ranks */
 	struct rm_part *part;	  /* this node's records, packed by the flow */
 	bool verbose;
-	struct rm_clock clock; /* this rank's clock against rank 0's (composed) */
-	int cut_signal;	       /* rank 0: the signal that cut a records wait short, 0: none */
+	struct rm_clock clock;	     /* this rank's clock against rank 0's (composed) */
+	int cut_signal;		     /* rank 0: the signal that cut a records wait short, 0: none */
 	int k, height, depth, first; /* the parent: link->parent */
-	int n_heap;	      /* children by the tree's arithmetic: kids[0 .. n_heap - 1] */
-	int n_kids, cap_kids; /* ... then adopted ones (a lost child's children) */
+	int n_heap;		     /* children by the tree's arithmetic: kids[0 .. n_heap - 1] */
+	int n_kids, cap_kids;	     /* ... then adopted ones (a lost child's children) */
 	struct rm_kid **kids;
 	int up_stops, up_gones;	    /* STOP and GONE messages sent to the parent, all along */
 	struct rm_lost_note *notes; /* lost below, not told up yet */
@@ -94,7 +94,7 @@ struct rm_flow {
  * RM_MPI (link.h) inside the flow: a call that failed with a child makes it
  * lost at once (rm_flow_settle), as before the next step looks at it.
  */
-#define FLOW_MPI(f, peer, dir, fn, ...)                                                       \
+#define FLOW_MPI(f, peer, dir, fn, ...)                                                            \
 	rm_flow_checked((f), RM_MPI((f)->link, (peer), (dir), fn, __VA_ARGS__))
 
 /* flow.c */
@@ -128,8 +128,7 @@ void rm_send_up(struct rm_flow *f, int tag, int32_t origin, int32_t value);
 void rm_kid_lost(struct rm_flow *f, struct rm_kid *k, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A lost rank r below child k, as k said: rank 0 loses it, others tell it up. */
-void rm_take_note(struct rm_flow *f, const struct rm_kid *k, int r, const char *why,
-		  bool adopted);
+void rm_take_note(struct rm_flow *f, const struct rm_kid *k, int r, const char *why, bool adopted);
 struct rm_kid *rm_kid_of(struct rm_flow *f, int r);
 /* A message of tag from any rank, whole, into a new buffer: its child, or NULL. */
 struct rm_kid *rm_take_message(struct rm_flow *f, int tag, char **buf, size_t *len);
@@ -179,8 +178,8 @@ void rm_ready_up(struct rm_flow *f, struct rm_ready *sum);
  * bundle up. after: what the lost reason says the wait came after ("after
  * the stop"). window: the window's number (0: the start-up's survey).
  */
-void rm_collect_records(struct rm_flow *f, int32_t window, struct rm_node **nodes,
-			size_t *n_nodes, uint64_t since, uint64_t grace, const char *after);
+void rm_collect_records(struct rm_flow *f, int32_t window, struct rm_node **nodes, size_t *n_nodes,
+			uint64_t since, uint64_t grace, const char *after);
 void rm_records_up(struct rm_flow *f, int32_t window, uint64_t since, uint64_t grace);
 
 #endif

@@ -25,7 +25,7 @@ static int take_answer(struct rm_flow *f, struct rm_kid *k, uint64_t t0, uint64_
 	uint64_t t1, rtt;
 
 	if (FLOW_MPI(f, k->rank, "from", MPI_Recv, &t1, 1, MPI_UINT64_T, k->rank, TAG_CLOCK,
-		   MPI_COMM_WORLD, MPI_STATUS_IGNORE))
+		     MPI_COMM_WORLD, MPI_STATUS_IGNORE))
 		return -1;
 	rm_count_in(f->link, sizeof(t1));
 	/* On CLOCK_MONOTONIC: a step of this rank's wall clock does not make it absurd. */
@@ -49,7 +49,7 @@ static void wait_late_clocks(struct rm_flow *f, size_t late)
 				continue;
 			if (k->lost ||
 			    FLOW_MPI(f, k->rank, "from", MPI_Iprobe, k->rank, TAG_CLOCK,
-				   MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE) ||
+				     MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE) ||
 			    (flag && take_answer(f, k, k->ping_t0, k->ping_sent, &k->clock))) {
 				/* Lost (RM_MPI said why). */
 			} else if (flag) {
@@ -152,7 +152,7 @@ void rm_flow_measure(struct rm_flow *f, bool all)
 					continue;
 				if (!k->lost &&
 				    FLOW_MPI(f, k->rank, "from", MPI_Iprobe, k->rank, TAG_CLOCK,
-					   MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE))
+					     MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE))
 					flag = 0;
 				if (k->lost ||
 				    (flag && take_answer(f, k, m->t0, m->sent, &m->best))) {
@@ -174,7 +174,8 @@ void rm_flow_measure(struct rm_flow *f, bool all)
 						       "within "
 						       "%.1f s; waiting up to %.1f s",
 						       k->rank, (double)answer / 1e9,
-						       (double)rm_budget(f->link, CLOCK_LOST_NS) / 1e9);
+						       (double)rm_budget(f->link, CLOCK_LOST_NS) /
+							   1e9);
 				} else {
 					continue;
 				}

@@ -23,8 +23,8 @@ static void add_ready(struct rm_ready *sum, const struct rm_ready *m)
 	sum->owed += m->owed;
 }
 
-static void take_ready(struct rm_flow *f, struct rm_kid *k, const char *buf, size_t len, int32_t window,
-		       uint64_t t3, struct rm_ready *sum)
+static void take_ready(struct rm_flow *f, struct rm_kid *k, const char *buf, size_t len,
+		       int32_t window, uint64_t t3, struct rm_ready *sum)
 {
 	struct rm_ready m;
 	const struct rm_lost_note *notes = (const void *)(buf + sizeof(m));
@@ -58,7 +58,7 @@ static void take_ready(struct rm_flow *f, struct rm_kid *k, const char *buf, siz
  * delays no stop: the hold acts on its stop while READYs are still owed.
  */
 void rm_ready_begin(struct rm_flow *f, int32_t window, uint64_t start_mono,
-			 const struct rm_ready *own)
+		    const struct rm_ready *own)
 {
 	struct rm_flow *t = f;
 
@@ -195,7 +195,7 @@ void rm_ready_up(struct rm_flow *f, struct rm_ready *sum)
 	sum->t2 = ra_realtime_ns();
 	buf = with_notes(f, sum, sizeof(*sum), &len);
 	rm_post(f->link, f->link->parent, TAG_READY, buf, len);
-	rm_keep_sent(&f->last_ready, &f->last_ready_len, &f->last_ready_window, buf,
-		  len, f->window);
+	rm_keep_sent(&f->last_ready, &f->last_ready_len, &f->last_ready_window, buf, len,
+		     f->window);
 	free(buf);
 }

@@ -134,8 +134,8 @@ static void take_bundle(struct rm_flow *f, struct rm_kid *k, char *buf, size_t l
 }
 
 /* Children silent at the deadline: lost, and why (those adopted from `fresh` on: since then). */
-static void lose_silent(struct rm_flow *f, int cut, uint64_t grace, uint64_t retry, const char *after,
-			int fresh)
+static void lose_silent(struct rm_flow *f, int cut, uint64_t grace, uint64_t retry,
+			const char *after, int fresh)
 {
 	char more[48] = "";
 
@@ -285,8 +285,7 @@ void rm_records_up(struct rm_flow *f, int32_t window, uint64_t since, uint64_t g
 	h.t2 = ra_realtime_ns();
 	memcpy(buf, &h, sizeof(h));
 	rm_post(f->link, f->link->parent, TAG_RECORDS, buf, at);
-	rm_keep_sent(&f->last_bundle, &f->last_bundle_len, &f->last_bundle_window, buf,
-		  at, window);
+	rm_keep_sent(&f->last_bundle, &f->last_bundle_len, &f->last_bundle_window, buf, at, window);
 	free(buf);
 }
 
@@ -294,8 +293,8 @@ void rm_records_up(struct rm_flow *f, int32_t window, uint64_t since, uint64_t g
  * Rank 0: its own records, then every child's bundle; a rank neither in a
  * bundle nor said lost is lost (its parent would have said why).
  */
-void rm_collect_records(struct rm_flow *f, int32_t window, struct rm_node **nodes,
-			size_t *n_nodes, uint64_t since, uint64_t grace, const char *after)
+void rm_collect_records(struct rm_flow *f, int32_t window, struct rm_node **nodes, size_t *n_nodes,
+			uint64_t since, uint64_t grace, const char *after)
 {
 	size_t len;
 	char *own;
@@ -311,7 +310,8 @@ void rm_collect_records(struct rm_flow *f, int32_t window, struct rm_node **node
 
 		if (f->roster->peers[r].lost || f->roster->peers[r].got_records)
 			continue;
-		rm_mark_lost(f->roster, r, "its records were not in rank %d's (its parent's) bundle", p);
+		rm_mark_lost(f->roster, r,
+			     "its records were not in rank %d's (its parent's) bundle", p);
 	}
 	rm_window_nodes(f->roster, nodes, n_nodes, NULL);
 }

@@ -45,7 +45,7 @@ struct rm_link {
 	 * in the last clock exchange; others: rank 0's, from its last order.
 	 */
 	uint64_t rtt_worst_ns;
-	bool any_said; /* a failed look at any rank was said once */
+	bool any_said;		  /* a failed look at any rank was said once */
 	struct rm_failed *failed; /* not taken yet (rm_link_failed) */
 	size_t n_failed, cap_failed;
 };

@@ -322,7 +322,7 @@ static int survey(struct ctx *c)
 }
 
 /*
- * Where rank 0 keeps the gathered records (report_store.c): a temporary
+ * Where rank 0 keeps the gathered records (launcher/report/store.c): a temporary
  * file in TMPDIR, else /var/tmp (on disk where /tmp is in memory), else
  * /tmp. Without one they stay in memory, as said.
  */

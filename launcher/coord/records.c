@@ -118,7 +118,7 @@ void *rm_pack_records(const struct rm_self *s, const struct rm_part *p,
 }
 
 /*
- * Into the store (report_store.c) at once: rank 0 holds one node's targets
+ * Into the store (launcher/report/store.c) at once: rank 0 holds one node's targets
  * at a time. If the store fails (its disk full), they stay in memory.
  */
 static void keep(struct rm_roster *ro, struct rm_node *nd)
@@ -166,8 +166,9 @@ void rm_take_records(struct rm_roster *ro, int r, const char *buf, size_t len)
 	memcpy(&h, buf, sizeof(h));
 	h.error[sizeof(h.error) - 1] = '\0';
 	if (p->stops < h.stops_sent || p->gones < h.gones_sent)
-		rm_say(ro->self, "warning: rank %d's records came before %d of its STOP or GONE messages",
-		       r, h.stops_sent - p->stops + h.gones_sent - p->gones);
+		rm_say(ro->self,
+		       "warning: rank %d's records came before %d of its STOP or GONE messages", r,
+		       h.stops_sent - p->stops + h.gones_sent - p->gones);
 	if (p->lost)
 		return;
 	p->worker = h.worker;
@@ -181,7 +182,8 @@ void rm_take_records(struct rm_roster *ro, int r, const char *buf, size_t len)
 	    h.stacks_len > len - sizeof(h) - h.sum_size ||
 	    h.samples_len > len - sizeof(h) - h.sum_size - h.stacks_len ||
 	    h.timed_len > len - sizeof(h) - h.sum_size - h.stacks_len - h.samples_len) {
-		rm_mark_lost(ro, r, "its records are cut short or of another size (%zu bytes)", len);
+		rm_mark_lost(ro, r, "its records are cut short or of another size (%zu bytes)",
+			     len);
 		return;
 	}
 	len -= h.stacks_len + h.samples_len + h.timed_len;

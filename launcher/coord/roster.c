@@ -58,7 +58,8 @@ static int copy_node(struct rm_node *dst, const struct rm_node *src)
 	return 0;
 }
 
-void rm_window_nodes(struct rm_roster *ro, struct rm_node **nodes, size_t *n_nodes, const char *unknown)
+void rm_window_nodes(struct rm_roster *ro, struct rm_node **nodes, size_t *n_nodes,
+		     const char *unknown)
 {
 	size_t k = 0;
 

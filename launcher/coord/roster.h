@@ -33,11 +33,11 @@ struct rm_peer {
 
 struct rm_roster {
 	struct rm_self *self;
-	int k;		       /* the tree's fanout: whose subtree a rank is in */
-	struct rm_peer *peers; /* by rank */
-	size_t lost_count;     /* ranks lost so far */
-	struct rm_run run;     /* the report's model of the run */
-	bool store_full;       /* run.store could not take more: keep in memory */
+	int k;			   /* the tree's fanout: whose subtree a rank is in */
+	struct rm_peer *peers;	   /* by rank */
+	size_t lost_count;	   /* ranks lost so far */
+	struct rm_run run;	   /* the report's model of the run */
+	bool store_full;	   /* run.store could not take more: keep in memory */
 	uint64_t worst_node_ns[3]; /* the slowest node's selection, topology, side probes */
 };
 
@@ -58,14 +58,14 @@ void rm_roster_free(struct rm_roster *ro);
 
 /* This node's part of the records, as every rank packs it (records.c). */
 struct rm_part {
-	bool worker;		/* does this node's work */
-	char node_error[256];	/* selection failure on this node */
-	uint64_t node_ns[3];	/* this node's selection, topology, side probes (ns) */
-	struct rn_watch *watch; /* liveness of this node's targets (NULL: none, or no memory) */
-	int stops_sent;		/* STOP messages this rank sent up (all along) */
-	int gones_sent;		/* GONE messages */
-	int32_t cut_level;	/* the level this window's records are cut at here (0: none) */
-	uint64_t frame_rt;	/* this window's start (CLOCK_REALTIME, this rank's) */
+	bool worker;		 /* does this node's work */
+	char node_error[256];	 /* selection failure on this node */
+	uint64_t node_ns[3];	 /* this node's selection, topology, side probes (ns) */
+	struct rn_watch *watch;	 /* liveness of this node's targets (NULL: none, or no memory) */
+	int stops_sent;		 /* STOP messages this rank sent up (all along) */
+	int gones_sent;		 /* GONE messages */
+	int32_t cut_level;	 /* the level this window's records are cut at here (0: none) */
+	uint64_t frame_rt;	 /* this window's start (CLOCK_REALTIME, this rank's) */
 	struct rm_stacks stacks; /* --stacks: this node's part */
 	char stacks_error[300];	 /* --stacks: why this node has no directory for them */
 };

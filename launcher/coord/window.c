@@ -35,7 +35,7 @@ uint64_t rm_win_local_ns(const struct rm_win *w, uint64_t root_ns)
 }
 
 /*
- * The window's frame (mpi_ctx.h): a CLOCK_REALTIME time of this window as
+ * The window's frame (launcher/coord/messages.h): a CLOCK_REALTIME time of this window as
  * CLOCK_MONOTONIC, and back. Unsigned wrap-around keeps times before the
  * frame's start right.
  */

@@ -54,10 +54,10 @@ struct rm_win {
 	 * targets read.
 	 */
 	uint64_t frame_rt, frame_mono;
-	size_t max_targets;   /* rank 0: on the busiest node */
-	size_t total_targets; /* rank 0: on all nodes */
-	uint64_t ready_ns;    /* rank 0: the last window's attaches were ready this long after
-			       * they were sent, on the slowest node (0: not measured) */
+	size_t max_targets;	/* rank 0: on the busiest node */
+	size_t total_targets;	/* rank 0: on all nodes */
+	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
+				 * they were sent, on the slowest node (0: not measured) */
 	uint64_t next_deadline; /* other ranks: the next order is due by then (monotonic) */
 	int nodes_alive;	/* rank 0: nodes with a target not known gone, not lost */
 	int interrupted;	/* signal that cut a window short, 0 if none */

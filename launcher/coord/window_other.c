@@ -103,10 +103,11 @@ static bool hold_other(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 		}
 		/* RM_MPI with the parent returns only on success here. */
 		FLOW_MPI(w->flow, w->link->parent, "from", MPI_Iprobe, w->link->parent, TAG_HALT,
-		       MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+			 MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 		if (flag) {
-			FLOW_MPI(w->flow, w->link->parent, "from", MPI_Recv, m, sizeof(*m), MPI_BYTE,
-			       w->link->parent, TAG_HALT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			FLOW_MPI(w->flow, w->link->parent, "from", MPI_Recv, m, sizeof(*m),
+				 MPI_BYTE, w->link->parent, TAG_HALT, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
 			rm_flow_halts(w->flow, m);
 			return false;
 		}
@@ -122,7 +123,8 @@ static bool hold_other(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 		if (now > lost)
 			rm_cut_off(w->link, "stop by the window's planned end");
 		if (ra_monotonic_ns() > w->flow->awake_until)
-			rm_wait_until(w->self, rm_win_hold_wake(w, planned ? planned - STOP_MARGIN_NS : 0));
+			rm_wait_until(w->self,
+				      rm_win_hold_wake(w, planned ? planned - STOP_MARGIN_NS : 0));
 	}
 }
 
@@ -135,8 +137,8 @@ static uint64_t next_order_due(struct rm_win *w)
 	/* Rank 0 gathers (the levels' steps), retries, may measure clocks again, and more. */
 	return ra_monotonic_ns() + (uint64_t)w->o->delay_ms * RA_NS_PER_MS +
 	       rm_budget(w->link, GRACE_RECORDS_NS) + rm_budget(w->link, LATE_RETRY_NS) +
-	       rm_budget(w->link, CLOCK_LOST_NS) + rm_budget(w->link, GRACE_NEXT_NS) + rm_win_output_wait(w) +
-	       (uint64_t)t->height * rm_budget(w->link, LEVEL_STEP_NS) +
+	       rm_budget(w->link, CLOCK_LOST_NS) + rm_budget(w->link, GRACE_NEXT_NS) +
+	       rm_win_output_wait(w) + (uint64_t)t->height * rm_budget(w->link, LEVEL_STEP_NS) +
 	       (uint64_t)root_kids * 2 * RA_NS_PER_MS;
 }
 

@@ -48,8 +48,8 @@ static void attach_outcome(struct rm_win *w, int wi, uint64_t since)
 	}
 	w->tool_stop = !attached && tool_failed;
 	w->listener_stop = !attached && !tool_failed && no_listener;
-	rm_progress_attached(line, sizeof(line), wi, attached, w->total_targets, rm_win_mono(w, since),
-			     ra_monotonic_ns());
+	rm_progress_attached(line, sizeof(line), wi, attached, w->total_targets,
+			     rm_win_mono(w, since), ra_monotonic_ns());
 	rm_say(w->self, "%s", line);
 	if (!worst)
 		return;
@@ -113,7 +113,8 @@ static int take_stop(struct rm_win *w, int *from)
 static bool root_decides(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 {
 	uint64_t now = ra_monotonic_ns(), start = rm_win_mono(w, start_ns);
-	uint64_t planned = rm_win_planned_end(w, start_ns), planned_mono = rm_win_planned_end(w, start);
+	uint64_t planned = rm_win_planned_end(w, start_ns),
+		 planned_mono = rm_win_planned_end(w, start);
 	int sig, from = 0;
 
 	if (run_over(w, m))
@@ -161,11 +162,13 @@ static bool root_decides(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
  */
 static void write_provisional(struct rm_win *w, int wi, uint64_t start_ns, const struct rm_halt *m)
 {
-	struct rm_run r = w->roster->run; /* the run so far, and this window: w->roster->run stays as it is */
+	struct rm_run r =
+	    w->roster->run; /* the run so far, and this window: w->roster->run stays as it is */
 	struct rm_window *win;
 	char err[512], why[160];
 
-	if (!w->o->report || w->self->size < 2 || !(r.w = calloc(w->roster->run.n_w + 1, sizeof(*r.w))))
+	if (!w->o->report || w->self->size < 2 ||
+	    !(r.w = calloc(w->roster->run.n_w + 1, sizeof(*r.w))))
 		return;
 	if (w->roster->run.n_w)
 		memcpy(r.w, w->roster->run.w, w->roster->run.n_w * sizeof(*r.w));
@@ -272,8 +275,9 @@ static int count_alive(const struct rm_win *w)
 /* The window's records, kept for the report. */
 static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct rm_halt *m)
 {
-	uint64_t grace = w->root_signalled ? GRACE_SIGNALLED_NS
-					   : rm_budget(w->link, GRACE_RECORDS_NS) + rm_win_output_wait(w);
+	uint64_t grace = w->root_signalled
+			     ? GRACE_SIGNALLED_NS
+			     : rm_budget(w->link, GRACE_RECORDS_NS) + rm_win_output_wait(w);
 	struct rm_window *win, *grown;
 	long long detached = 0;
 	char line[128];

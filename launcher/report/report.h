@@ -22,7 +22,7 @@ struct ra_stack_tree;
  * --detail below all cuts the records on each node, before the wire: the
  * node sends the records its level keeps, and this block beside them,
  * computed there from all its targets. Raw bytes between ranks of one
- * binary, like the rest of the record head (launcher/mpi_link.c); checked
+ * binary, like the rest of the record head (launcher/coord/link.c); checked
  * on arrival by rm_take_node. Times: the node's clock on the wire, rank 0's
  * once taken.
  */
@@ -201,7 +201,7 @@ struct rm_run {
 };
 
 /*
- * The store (launcher/report_store.c): the gathered targets in an unlinked
+ * The store (launcher/report/store.c): the gathered targets in an unlinked
  * temporary file in dir, so that rank 0's memory holds one node's at a
  * time, not every target of every window. NULL, with the reason in err,
  * if no file can be made there.
@@ -289,7 +289,7 @@ uint64_t rm_length_tolerance_ns(uint64_t planned_ns);
 /*
  * Median and maximum attach call duration (end - start) of a node's attached
  * targets, in ns. (The summary and the report count a window's attach time
- * from the window's start when the call began earlier: see report_common.c.)
+ * from the window's start when the call began earlier: see launcher/report/model.c.)
  * 0 and 0 for a lost node: nothing of it was measured.
  */
 void rm_node_attach_times(const struct rm_node *n, uint64_t *p50, uint64_t *max);

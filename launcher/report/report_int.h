@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Inside the report (report.h), what its rooms share:
- *   report_common.c   which targets count, the figures, failures once, the files
- *   report_summary.c  the summary table and the --dry-run listing (text)
- *   report_json.c     the JSON report
- *   report_svg.c      the SVG timeline
- *   report_trace.c    the Chrome/Perfetto trace
+ *   launcher/report/model.c   which targets count, the figures, failures once, the files
+ *   launcher/report/summary.c  the summary table and the --dry-run listing (text)
+ *   launcher/report/json.c     the JSON report
+ *   launcher/report/svg.c      the SVG timeline
+ *   launcher/report/trace.c    the Chrome/Perfetto trace
  * Not for other rooms: the program and the tests use report.h.
  */
 #ifndef RM_REPORT_INT_H
@@ -37,7 +37,7 @@
  * during its attach call (RN_EXITED with no detach) never was attached.
  */
 bool rm_attached(const struct rn_target *t);
-/* Attached in the window that started at since (0: any); see report_common.c. */
+/* Attached in the window that started at since (0: any); see launcher/report/model.c. */
 bool rm_attached_since(const struct rn_target *t, uint64_t since);
 /*
  * Its attach or detach failed (killed by a signal during a call, a call that
