@@ -405,8 +405,9 @@ static void svg_band(struct svg *s, const struct svg_row *row, size_t wi, struct
 		 "%s: %zu nodes, %zu targets attached in window %d; hand-over min %+.3f, median "
 		 "node %+.3f, max %+.3f ms; hand-back min %+.3f, median node %+.3f, max %+.3f ms",
 		 rm_outcome_name((enum rm_outcome)row->group), b->m, b->targets, w->index,
-		 svg_rel_ms(s, o[0]), svg_rel_ms(s, o[1]), svg_rel_ms(s, o[2]), b->mb ? svg_rel_ms(s, k[0]) : 0.0,
-		 b->mb ? svg_rel_ms(s, k[1]) : 0.0, b->mb ? svg_rel_ms(s, k[2]) : 0.0);
+		 svg_rel_ms(s, o[0]), svg_rel_ms(s, o[1]), svg_rel_ms(s, o[2]),
+		 b->mb ? svg_rel_ms(s, k[0]) : 0.0, b->mb ? svg_rel_ms(s, k[1]) : 0.0,
+		 b->mb ? svg_rel_ms(s, k[2]) : 0.0);
 	fprintf(s->f,
 		"<rect class=\"group\" data-window=\"%d\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
 		"height=\"10\" rx=\"2\" fill=\"%s\">",

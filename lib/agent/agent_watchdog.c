@@ -23,7 +23,9 @@
 
 #include <rocattach/tool.h>
 
+#include "agent/agent_base.h"
 #include "agent/agent.h"
+#include "agent/agent_watchdog.h"
 #include "common/owner.h"
 #include "common/protocol.h"
 
