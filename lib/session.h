@@ -111,7 +111,7 @@ struct lookup {
 	char stuck[160]; /* a call left running after its deadline, "" if none */
 };
 
-/* session_api.c: close the running step of op; its time goes to step_ns[step]. */
+/* session_drive.c: close the running step of op; its time goes to step_ns[step]. */
 void ra_op_step(struct op *op, enum rocattach_step step);
 
 /* session_prepare.c */

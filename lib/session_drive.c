@@ -20,6 +20,15 @@
 #include "session.h"
 #include "symbols.h"
 
+/* Close the running step: its time goes to step_ns[step]. */
+void ra_op_step(struct op *op, enum rocattach_step step)
+{
+	uint64_t now = ra_monotonic_ns();
+
+	op->rep.step_ns[step] += now - op->t_step;
+	op->t_step = now;
+}
+
 /*
  * CLOCK_REALTIME when the target's agent called the tools (which 0: attach,
  * 1: detach): read from its memory, or from an older agent by a call.

@@ -103,7 +103,6 @@ void note(const char *lib, const char *why)
 	dbg("%s: %s", lib, why);
 }
 
-
 void agent_messages_clear(void)
 {
 	err_text[0] = '\0';

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "select_internal.h"
+#include "select_base.h"
 
 #define V1 RA_TEST_DATA "/node-cgv1"
 #define V2 RA_TEST_DATA "/node-cgv2"

@@ -6,8 +6,8 @@
  *   select_job.c   which Slurm step or MPI job a process is in (environ, cgroup)
  * Not for other rooms; the unit tests and fuzz harnesses reach the parsers here.
  */
-#ifndef RN_SELECT_INTERNAL_H
-#define RN_SELECT_INTERNAL_H
+#ifndef RN_SELECT_BASE_H
+#define RN_SELECT_BASE_H
 
 #include <stdbool.h>
 #include <stddef.h>
