@@ -14,7 +14,6 @@
 
 #include "select_base.h"
 
-
 /* ---- pid sets ---- */
 
 int rn_pidset_add(struct pidset *s, pid_t pid)

@@ -25,7 +25,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
+#include "target_memory.h"
 
 static volatile uint64_t marker = 1;
 
