@@ -114,7 +114,7 @@ int rm_out_done(struct rm_out *o, const struct rm_store *s, char *err, size_t le
 /* ------------------------------------------------------------------------ */
 /* JSON files (the report, the trace). */
 
-/* One JSON string maker for every layer (node/records.c): any length, non-UTF-8 as '?'. */
+/* One JSON string maker for every layer (node/record_json.c): any length, non-UTF-8 as '?'. */
 json_t *rm_jstr(const char *s, size_t width)
 {
 	return rn_json_str(s, width);

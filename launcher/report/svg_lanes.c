@@ -48,7 +48,7 @@ static void svg_call(struct svg *s, uint64_t start, uint64_t at, uint64_t end, i
 }
 
 /*
- * When the tools got the target, as the report has it (records.c,
+ * When the tools got the target, as the report has it (node/record_json.c,
  * rn_window_ns): our agent measures the hand-over and the hand-back; on
  * ROCm's side the tools surely ran from the attach call's end to the
  * detach call's start (the lower bound). A target that died with its tools

@@ -15,7 +15,7 @@
 #include "node.h"
 
 #define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 1009 /* see the wire layout in node/records.c */
+#define ENTRY 1009 /* see the wire layout in node/record_wire.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -360,7 +360,7 @@ static void test_rn_unpack_forces_nul(void **state)
 	free(buf);
 }
 
-/* Offsets of the fields in an entry (the wire layout in node/records.c). */
+/* Offsets of the fields in an entry (the wire layout in node/record_wire.c). */
 enum {
 	E_NSPID = 8,
 	E_RANK = 16,
