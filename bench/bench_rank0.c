@@ -152,7 +152,7 @@ static double cut_bytes(const char *host, struct rn_target *one, long targets, u
 	len = rn_pack(host, one, m, NULL, 0);
 	if (!(buf = malloc(len)) || rn_pack(host, one, m, buf, len) != len)
 		goto out;
-	if (!rm_take_node(buf, len, 1500, &nd) && !rm_take_sum(sum, 1500, &nd) &&
+	if (!rm_take_node(buf, len, 1500, &nd) && !rm_take_sum(sum, 1500, &nd, NULL, 0) &&
 	    rm_found(&nd) == (size_t)targets)
 		bytes = (double)(len + sizeof(*sum));
 out:

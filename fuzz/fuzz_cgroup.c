@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	FUZZ_CHECK(r == 0 || r == 1);
 	if (r == 1)
-		FUZZ_CHECK(job >= 1 && job <= UINT32_MAX &&
-			   (step <= UINT32_MAX || step == UINT64_MAX));
+		FUZZ_CHECK(job >= 1 && job <= RN_SLURM_ID_MAX &&
+			   (step <= RN_SLURM_ID_MAX || step == STEP_NONE));
 	return 0;
 }

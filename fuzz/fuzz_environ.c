@@ -2,14 +2,14 @@
 /*
  * /proc/PID/environ lookups (node/select_job.c). Input: a variable name, a NUL,
  * then the environ blob, which may end without its NUL. A value found lies
- * inside the blob right after "NAME="; a rank is -1 or 0..2^31-1.
+ * inside the blob right after "NAME="; a rank is -1 or 0..RN_RANK_MAX.
  */
 #include "fuzz.h"
 #include "select_base.h"
 
 static void check_rank(long rank)
 {
-	FUZZ_CHECK(rank == -1 || (rank >= 0 && rank <= INT32_MAX));
+	FUZZ_CHECK(rank == -1 || (rank >= 0 && rank <= RN_RANK_MAX));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -34,10 +34,11 @@ static void check_ok(const struct rm_opts *p)
 
 	FUZZ_CHECK(p->sel.n_pids <= RM_MAX_PIDS && p->sel.n_trees <= RM_MAX_PIDS);
 	for (i = 0; i < p->sel.n_pids; i++)
-		FUZZ_CHECK(p->pids[i] > 0);
+		FUZZ_CHECK(p->pids[i] > 0 && p->pids[i] <= RM_MAX_PID);
 	for (i = 0; i < p->sel.n_trees; i++)
-		FUZZ_CHECK(p->trees[i] > 0);
-	FUZZ_CHECK(p->windows >= 1 && p->jobs >= 0 && p->jobs <= 256);
+		FUZZ_CHECK(p->trees[i] > 0 && p->trees[i] <= RM_MAX_PID);
+	FUZZ_CHECK(p->windows >= 1 && p->windows <= RM_MAX_WINDOWS && p->jobs >= 0 &&
+		   p->jobs <= RM_MAX_JOBS);
 	FUZZ_CHECK(p->duration_ms >= -1 && p->delay_ms >= 0 && p->max_window_ms >= 1);
 	if (p->help || p->version)
 		return;
@@ -87,7 +88,7 @@ static void check_value(const char *v)
 	if (parse_one("--windows", v) == 0) {
 		FUZZ_CHECK(c1 && c2 && dec(v, (size_t)(c1 - v), 0, CLI_MAX_DURATION_MS, &a) &&
 			   dec(c1 + 1, (size_t)(c2 - c1 - 1), 1, CLI_MAX_DURATION_MS, &b) &&
-			   dec(c2 + 1, strlen(c2 + 1), 1, 100000, &c));
+			   dec(c2 + 1, strlen(c2 + 1), 1, RM_MAX_WINDOWS, &c));
 		FUZZ_CHECK(o.delay_ms == a && o.duration_ms == b && o.windows == c);
 		rm_opts_free(&o);
 	}
@@ -95,7 +96,7 @@ static void check_value(const char *v)
 		for (i = 0, p = v;; p = comma + 1, i++) {
 			comma = strchr(p, ',');
 			FUZZ_CHECK(
-			    dec(p, comma ? (size_t)(comma - p) : strlen(p), 1, INT32_MAX, &a));
+			    dec(p, comma ? (size_t)(comma - p) : strlen(p), 1, RM_MAX_PID, &a));
 			FUZZ_CHECK(i < o.sel.n_pids && o.pids[i] == a);
 			if (!comma)
 				break;

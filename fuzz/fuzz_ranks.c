@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(r.n >= 1);
 	for (i = 0; i < r.n; i++) {
-		FUZZ_CHECK(r.v[i].lo >= 0 && r.v[i].lo <= r.v[i].hi && r.v[i].hi <= INT32_MAX);
+		FUZZ_CHECK(r.v[i].lo >= 0 && r.v[i].lo <= r.v[i].hi && r.v[i].hi <= RN_RANK_MAX);
 		if (i)
 			FUZZ_CHECK(r.v[i].lo > r.v[i - 1].hi + 1);
 		FUZZ_CHECK(rn_ranks_contains(&r, r.v[i].lo) && rn_ranks_contains(&r, r.v[i].hi));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Rank 0's outputs (launcher/report_*.c) from what the nodes sent: the summary,
+ * Rank 0's outputs (launcher/report/) from what the nodes sent: the summary,
  * the dry-run listing, the JSON report and the SVG timeline. The records
  * come from other hosts and processes (host names, executable names,
  * messages, CPU lists, times), so the input fills them byte by byte, within
@@ -130,6 +130,8 @@ static void cut_on_node(struct reader *r, struct world *x, struct rm_node *n, ui
 	static struct rm_node_sum sum;
 	uint8_t how = (uint8_t)take(r, 1);
 	enum rm_detail d = how & 2 ? RM_DETAIL_NONE : RM_DETAIL_FAILURES;
+	unsigned flips = (how >> 2) % 4;
+	char why[256] = "";
 	size_t m = 0;
 
 	if (!(how & 1) || rm_node_summary(n->t, n->n, d, since, &sum))
@@ -138,13 +140,15 @@ static void cut_on_node(struct reader *r, struct world *x, struct rm_node *n, ui
 		if (rm_detail_keeps_target(d, &n->t[k]))
 			n->t[m++] = n->t[k];
 	n->n = m;
-	for (unsigned i = (how >> 2) % 4; i > 0; i--) {
+	for (unsigned i = flips; i > 0; i--) {
 		size_t at = (size_t)take(r, 2) % sizeof(sum);
 
 		((uint8_t *)&sum)[at] ^= (uint8_t)take(r, 1);
 	}
-	if (!rm_take_sum(&sum, (int64_t)(int8_t)take(r, 1) * 1000, n))
+	if (!rm_take_sum(&sum, (int64_t)(int8_t)take(r, 1) * 1000, n, why, sizeof(why)))
 		x->run.cut = (struct rm_cut){d, m + (size_t)n->sum->left_out};
+	else if (!flips || !why[0] || strchr(why, '\n'))
+		abort(); /* a node's own block is taken; a refusal says why, on one line */
 }
 
 static void fill(struct reader *r, struct world *x)

@@ -4,12 +4,14 @@
 #   fuzz/run.sh [SECONDS_PER_HARNESS] [HARNESS...]    (default: 10 s, every harness)
 #
 # CI runs it for a few seconds per harness; a campaign is e.g. `fuzz/run.sh 600`.
-# Seeds come from fuzz/corpus/<harness>/ (read only); what the fuzzer finds
-# that is new is kept in $FUZZ_BUILD_DIR/corpus/<harness>/ so longer runs build
-# on earlier ones. A crash, a failed property, a leak or a timeout fails the
-# run: the input is saved as $FUZZ_BUILD_DIR/artifacts/<harness>-crash-... and
-# can be replayed with `$FUZZ_BUILD_DIR/fuzz/fuzz_<harness> FILE`. Keep it as
-# fuzz/corpus/<harness>/regress-<what> once the bug is fixed.
+# Seeds come from fuzz/corpus/<harness>/ and are run first, every time; what
+# the fuzzer finds that is new is kept in $FUZZ_BUILD_DIR/corpus/<harness>/ so
+# longer runs build on earlier ones. The inputs stay random (no fixed -seed).
+# A crash, a failed property, a leak or a timeout fails the run: the input is
+# saved as $FUZZ_BUILD_DIR/artifacts/<harness>-crash-... and copied into the
+# seeds as fuzz/corpus/<harness>/found-<kind>-<sha1>, so that the repository
+# keeps it (commit it with the fix) and every later run replays it. Replay
+# one input with `$FUZZ_BUILD_DIR/fuzz/fuzz_<harness> FILE`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,19 @@ if [ $# -eq 0 ]; then
 	set -- $(cd fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//')
 fi
 
+# keep_inputs HARNESS: every input that failed becomes a seed of the harness.
+keep_inputs() {
+	local a base seed
+	for a in "$BUILD/artifacts/$1-"*; do
+		[ -f "$a" ] || continue
+		base=${a##*/}
+		base=${base#"$1"-}
+		seed="fuzz/corpus/$1/found-$base"
+		cp "$a" "$seed"
+		echo "fuzz:   input: $a, kept as $seed: commit it with the fix" >&2
+	done
+}
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$BUILD/artifacts" "$BUILD/logs"
@@ -54,13 +69,22 @@ for h in "$@"; do
 		continue
 	fi
 	mkdir -p "$BUILD/corpus/$h"
+	rm -f "$BUILD/artifacts/$h-"*
 	args=(-max_total_time="$SECONDS_PER" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 		-artifact_prefix="$BUILD/artifacts/$h-")
 	[ -f "fuzz/dict/$h.dict" ] && args+=(-dict="fuzz/dict/$h.dict")
 	hlog="$BUILD/logs/$h.log"
-	# The outer timeout only guards against a fuzzer that never stops.
-	if timeout $((SECONDS_PER + 120)) "$bin" "${args[@]}" "$BUILD/corpus/$h" "fuzz/corpus/$h" \
-		>"$hlog" 2>&1; then
+	# The outer timeout only guards against a fuzzer that never stops. It is no finding:
+	# said as such, and no input is kept (on a loaded machine the exit's leak check of
+	# a large heap can take minutes).
+	rc=0
+	timeout $((SECONDS_PER + 300)) "$bin" "${args[@]}" "$BUILD/corpus/$h" "fuzz/corpus/$h" \
+		>"$hlog" 2>&1 || rc=$?
+	if [ "$rc" -eq 124 ]; then
+		echo "fuzz: $h: FAILED: still running $((SECONDS_PER + 300)) s after its start," \
+			"so stopped (no finding; the machine may be overloaded; log: $hlog)" >&2
+		failed+=("$h")
+	elif [ "$rc" -eq 0 ]; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$hlog")
 		cov=$(grep -o 'cov: [0-9]*' "$hlog" | tail -1 | cut -d' ' -f2)
 		echo "fuzz: $h: ok (${runs:-?} runs in ${SECONDS_PER} s, coverage ${cov:-?})"
@@ -69,7 +93,7 @@ for h in "$@"; do
 		echo "fuzz: $h: FAILED (log: $hlog)" >&2
 		grep -E -A30 '^==[0-9]+==ERROR|runtime error|property failed|ERROR: libFuzzer' \
 			"$hlog" | head -60 >&2 || tail -40 "$hlog" >&2
-		ls "$BUILD/artifacts/$h-"* 2>/dev/null | sed 's/^/fuzz:   input: /' >&2 || true
+		keep_inputs "$h"
 		failed+=("$h")
 	fi
 done

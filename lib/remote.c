@@ -15,196 +15,20 @@
 #include "log.h"
 #include "common/procfs.h"
 #include "pace.h"
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
+#include "target_memory.h"
 #include "remote.h"
+#include "remote_stop.h"
 
 #define STACK_GAP 256		   /* below the saved sp: more than any red zone */
 #define STACK_PUSH_MAX (64 * 1024) /* larger payloads go to a remote mmap */
 #define STACK_KEEP (256 * 1024)	   /* stack left to the remote code below the data */
-
-/* How long a PTRACE_INTERRUPT may take to stop a thread before we give up on it. */
-#define INTERRUPT_WAIT_NS (2ull * 1000000000ull)
-
-/*
- * The thread exited under us: nothing left to restore or release. Said once.
- * After a signal that kills by default was forwarded to it, or when its
- * exit status says so, the process was killed: a failure, not an exit.
- */
-static int gone(struct ra_remote *r, const char *when)
-{
-	const char *abbrev;
-
-	if (!r->killed_sig && r->fatal_sig)
-		r->killed_sig = r->fatal_sig;
-	abbrev = r->killed_sig ? sigabbrev_np(r->killed_sig) : NULL;
-	if (!r->gone && r->killed_sig)
-		ra_err_set(r->e, ROCATTACH_STATUS_ERROR, "process %d was killed by SIG%s %s",
-			   r->pid, abbrev ? abbrev : "?", when);
-	else if (!r->gone)
-		ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
-			   "process %d exited %s", r->pid, when);
-	r->gone = true;
-	r->seized = false;
-	return -ESRCH;
-}
-
-/* The thread's end as waitpid reported it (not a stop). */
-static int ended(struct ra_remote *r, int status, const char *when)
-{
-	if (WIFSIGNALED(status))
-		r->killed_sig = WTERMSIG(status);
-	return gone(r, when);
-}
-
-/* What our agent says it is running now (RA_AGENT_CURRENT), kept in r->current. */
-static void read_current(struct ra_remote *r)
-{
-	struct ra_err ignore = {0};
-	char buf[RA_AGENT_CURRENT_MAX];
-
-	if (!r->current_addr || ra_mem_read(r->pid, r->current_addr, buf, sizeof(buf), &ignore))
-		return;
-	buf[sizeof(buf) - 1] = '\0';
-	if (buf[0])
-		memcpy(r->current, buf, sizeof(buf));
-}
 
 /* Does sig end a process by default (the signals a fault raises, and abort)? */
 static bool kills(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
 	       sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
-}
-
-/*
- * waitpid on the thread without blocking, paced by ra_pace (yields, then
- * naps backing off to max_nap) until deadline (CLOCK_MONOTONIC; 0: none),
- * so that no wait is without an end. 1 with *status, 0 when the deadline
- * came first, -errno when there is nothing to wait for.
- */
-static int wait_until(struct ra_remote *r, int *status, uint64_t deadline, long max_nap)
-{
-	struct ra_pace p;
-	pid_t w;
-	int ret;
-
-	ra_pace_begin(&p, max_nap);
-	for (;;) {
-		w = waitpid(r->tid, status, __WALL | WNOHANG);
-		if (w == r->tid) {
-			ret = 1;
-			break;
-		}
-		if (w < 0 && errno != EINTR) {
-			ret = -errno;
-			break;
-		}
-		if (deadline && ra_monotonic_ns() >= deadline) {
-			ret = 0;
-			break;
-		}
-		ra_pace_wait(&p);
-	}
-	ra_pace_end(&p);
-	return ret;
-}
-
-/*
- * A request on a thread just reported stopped failed: ESRCH there means it
- * was killed in between (the request's failure names it already).
- */
-static int lost(struct ra_remote *r, long ret)
-{
-	if (ret == -ESRCH) {
-		r->gone = true;
-		r->seized = false;
-	}
-	return (int)ret;
-}
-
-/*
- * Put back the code and every register, and let the thread go. A step that
- * fails does not keep the next from being taken (a thread whose code could
- * not be put back still gets its registers back and is released); only a
- * thread found gone has nothing left to restore. Each failure is recorded
- * after whatever failed before.
- */
-static int release(struct ra_remote *r)
-{
-	static const char *const step[] = {"restoring the registers", "restoring the code",
-					   "releasing"};
-	const struct ra_tramp *t = ra_arch_tramp();
-	struct ra_err why[3] = {{0}};
-	struct ra_regs regs = r->saved;
-	int err[3] = {0}, ret = 0;
-
-	if (!r->seized)
-		return r->gone ? -ESRCH : 0;
-	/*
-	 * Registers first, then the code. Every stop we leave from is an
-	 * interrupt stop, like the first one: with the saved registers back, the
-	 * kernel restarts an interrupted syscall itself on the way out (the
-	 * park's own pause() is forgotten with them). While its pc is in the
-	 * trampoline (parked), the code must stay: were we killed between the
-	 * two steps in the other order, the kernel would let the thread go at
-	 * the park with the program's own bytes back under its pc, and restart
-	 * the park's syscall into them (the target died of SIGSEGV). In this
-	 * order, a death between the steps leaves the trampoline at AT_ENTRY,
-	 * code that never runs again. Registers that could not be put back
-	 * leave the code too: the thread then sleeps in the park, unharmed.
-	 */
-	if (r->saved_ok)
-		err[0] = ra_setregs(r->tid, &regs, &why[0]);
-	if (r->code_written && !err[0])
-		err[1] = ra_mem_write_code(r->pid, r->tramp, r->orig_code, t->len, &why[1]);
-	r->code_written = false;
-	if (err[0] != -ESRCH && err[1] != -ESRCH)
-		err[2] = (int)ra_ptrace(PTRACE_DETACH, r->tid, NULL, NULL, &why[2]);
-	r->seized = false;
-	r->parked = false;
-	for (int i = 0; i < 3; i++) {
-		if (err[i] == -ESRCH)
-			gone(r, "before its thread was released");
-		else if (err[i])
-			ra_err_set(r->e, why[i].status, "%s of thread %d failed: %s", step[i],
-				   r->tid, why[i].msg);
-		ret = ret ? ret : err[i];
-	}
-	return ret;
-}
-
-/*
- * Wait for the stop that PTRACE_INTERRUPT asked for. A signal may be
- * reported first: it is not ours, so it goes back to the thread.
- */
-static int wait_interrupt_stop(struct ra_remote *r)
-{
-	uint64_t deadline = ra_monotonic_ns() + INTERRUPT_WAIT_NS;
-	int status, ret;
-
-	for (;;) {
-		ret = wait_until(r, &status, deadline, 1000000);
-		if (ret == 0) {
-			ra_err_set(r->e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
-				   "thread %d of process %d did not stop within %.1f s of "
-				   "PTRACE_INTERRUPT (uninterruptible sleep?)",
-				   r->tid, r->pid, (double)INTERRUPT_WAIT_NS / 1e9);
-			return -ETIMEDOUT;
-		}
-		if (ret < 0)
-			return gone(r, "while being stopped");
-		if (!WIFSTOPPED(status))
-			return ended(r, status, "while being stopped");
-		if (status >> 16 == PTRACE_EVENT_STOP)
-			return 0;
-		if (status >> 16 == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80)) {
-			r->signals_forwarded++;
-			ret = lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL,
-						(void *)(uintptr_t)WSTOPSIG(status), r->e));
-			if (ret)
-				return ret;
-		}
-	}
 }
 
 static int save_and_write_code(struct ra_remote *r)
@@ -274,11 +98,17 @@ static int place_park_mask(struct ra_remote *r)
 
 int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp, struct ra_err *e)
 {
-	return ra_remote_begin_opts(r, pid, tid, tramp, 0, e);
+	return ra_remote_begin_timed(r, pid, tid, tramp, 0, RA_CALL_TIMEOUT_NS, e);
 }
 
 int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
 			 unsigned long options, struct ra_err *e)
+{
+	return ra_remote_begin_timed(r, pid, tid, tramp, options, RA_CALL_TIMEOUT_NS, e);
+}
+
+int ra_remote_begin_timed(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
+			  unsigned long options, uint64_t timeout_ns, struct ra_err *e)
 {
 	long ret;
 
@@ -287,20 +117,22 @@ int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tra
 	r->tid = tid;
 	r->tramp = tramp;
 	r->e = e;
-	r->timeout_ns = RA_CALL_TIMEOUT_NS;
+	r->timeout_ns = timeout_ns;
+	/* A thread slow to stop is waited for until then (see release_unstopped). */
+	r->stop_by = timeout_ns ? ra_monotonic_ns() + timeout_ns : 0;
 	ret = ra_ptrace_seize(pid, tid, options, e);
 	if (ret)
 		return (int)ret;
 	r->seized = true;
-	ret = ra_ptrace(PTRACE_INTERRUPT, tid, NULL, NULL, e);
+	ret = ra_remote_interrupt(r);
 	if (!ret)
-		ret = wait_interrupt_stop(r);
+		ret = ra_remote_interrupt_stop(r);
 	if (!ret)
 		ret = save_and_write_code(r);
 	if (!ret)
 		ret = place_park_mask(r);
 	if (ret)
-		release(r); /* its own failures are recorded after ret's */
+		ra_remote_release(r); /* its own failures are recorded after ret's */
 	return (int)ret;
 }
 
@@ -327,8 +159,10 @@ int ra_remote_adopted(struct ra_remote *n)
 	if (!n->seized)
 		return ra_err_set(n->e, ROCATTACH_STATUS_ERROR,
 				  "process %d: no new thread to adopt", n->pid);
-	/* Its first stop, before its first instruction. */
-	ret = wait_interrupt_stop(n);
+	/* Its first stop, before its first instruction (owed like an interrupt's). */
+	n->interrupt_mono = ra_monotonic_ns();
+	n->stop_by = n->timeout_ns ? n->interrupt_mono + n->timeout_ns : 0;
+	ret = ra_remote_interrupt_stop(n);
 	/* It inherited its creator's options: threads it creates are not ours. */
 	if (!ret)
 		ret = (int)ra_ptrace(PTRACE_SETOPTIONS, n->tid, NULL, NULL, n->e);
@@ -337,7 +171,7 @@ int ra_remote_adopted(struct ra_remote *n)
 	if (!ret)
 		ret = place_park_mask(n);
 	if (ret)
-		release(n); /* its own failures are recorded after ret's */
+		ra_remote_release(n); /* its own failures are recorded after ret's */
 	return ret;
 }
 
@@ -380,14 +214,14 @@ static int pass_stop(struct ra_remote *r, int status)
 	int sig = 0;
 
 	if (!WIFSTOPPED(status))
-		return ended(r, status, "during a remote call");
+		return ra_remote_ended(r, status, "during a remote call");
 	if (status >> 16 == 0) {
 		sig = WSTOPSIG(status);
 		r->signals_forwarded++;
 		/* It may kill the process: learn now, while it lives, what ran. */
 		if (kills(sig)) {
 			r->fatal_sig = sig;
-			read_current(r);
+			ra_remote_read_current(r);
 		}
 		ra_debug("pid %d: forwarding signal %d to thread %d", r->pid, sig, r->tid);
 	}
@@ -396,11 +230,12 @@ static int pass_stop(struct ra_remote *r, int status)
 		long ret = ra_ptrace(PTRACE_GETEVENTMSG, r->tid, NULL, &msg, r->e);
 
 		if (ret)
-			return lost(r, ret);
+			return ra_remote_lost(r, ret);
 		r->clone_tid = (pid_t)msg;
 	}
 	/* PTRACE_EVENT_STOP (group stop, late interrupt), a clone: just go on. */
-	return lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
+	return ra_remote_lost(r,
+			      ra_ptrace(PTRACE_CONT, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
 }
 
 /*
@@ -454,60 +289,6 @@ static uint64_t call_deadline(const struct ra_remote *r)
 }
 
 /*
- * The call outlived its deadline: leave the thread to finish it. It will
- * return to the park and sleep there for good (a pending RA_PARK_SIG is
- * discarded there, as when we die), so neither its registers nor the code
- * are put back: that would pull it out of the tool's code. It is stopped
- * only to be let go untraced; a signal met on the way goes with it.
- */
-static int abandon(struct ra_remote *r)
-{
-	uint64_t deadline = ra_monotonic_ns() + INTERRUPT_WAIT_NS;
-	double after = (double)r->timeout_ns / 1e9;
-	int status, sig = 0, ret;
-
-	read_current(r);
-	r->timed_out = true;
-	r->code_written = false;
-	r->saved_ok = false;
-	ret = lost(r, ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e));
-	while (!ret) {
-		ret = wait_until(r, &status, deadline, 1000000);
-		if (ret < 0)
-			return gone(r, "during a remote call");
-		if (ret == 0) {
-			/* Stays traced by us until we exit: the kernel lets it go then. */
-			ra_err_set(r->e, ROCATTACH_STATUS_ERROR,
-				   "process %d: a remote call did not return within %.1f s, and "
-				   "thread %d did not stop to be released",
-				   r->pid, after, r->tid);
-			return -ETIMEDOUT;
-		}
-		if (!WIFSTOPPED(status))
-			return ended(r, status, "during a remote call");
-		ret = 0;
-		if (status >> 16 == PTRACE_EVENT_STOP)
-			break;
-		if (status >> 16 == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80)) {
-			sig = WSTOPSIG(status);
-			break;
-		}
-		ret = lost(r, ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e));
-	}
-	if (!ret)
-		ret = lost(r, ra_ptrace(PTRACE_DETACH, r->tid, NULL, (void *)(uintptr_t)sig, r->e));
-	if (ret)
-		return r->gone ? gone(r, "during a remote call") : ret;
-	r->seized = false;
-	r->parked = false;
-	ra_err_set(r->e, ROCATTACH_STATUS_ERROR,
-		   "process %d: a remote call did not return within %.1f s: thread %d was left "
-		   "running it, released",
-		   r->pid, after, r->tid);
-	return -ETIMEDOUT;
-}
-
-/*
  * Watch for the park, yielding then backing off from 20 us to 2 ms between
  * looks (to RA_TIGHT_NAP_NS when r->tight; see ra_pace), then stop the thread in it with
  * PTRACE_INTERRUPT. The way when the kernel cannot tell us (!r->sigpark).
@@ -544,15 +325,16 @@ static int watch_park(struct ra_remote *r)
 	}
 	ra_pace_end(&p);
 	if (why == 1)
-		return gone(r, "during a remote call");
+		return ra_remote_gone(r, "during a remote call");
 	if (why == 2)
-		return abandon(r);
+		return ra_remote_abandon(r);
 	if (ret < 0)
 		return ret;
 	r->call_end_ns = ra_realtime_ns();
-	ret = (int)ra_ptrace(PTRACE_INTERRUPT, r->tid, NULL, NULL, r->e);
+	r->stop_by = deadline;
+	ret = ra_remote_interrupt(r);
 	if (!ret)
-		ret = wait_interrupt_stop(r);
+		ret = ra_remote_interrupt_stop(r);
 	r->parked = !ret;
 	return ret;
 }
@@ -574,17 +356,17 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 	int status, ret;
 
 	if (syscall(SYS_tgkill, r->pid, r->tid, RA_PARK_SIG))
-		return errno == ESRCH ? gone(r, "during a remote call") : -errno;
+		return errno == ESRCH ? ra_remote_gone(r, "during a remote call") : -errno;
 	ret = start(r);
 	while (!ret) {
-		ret = wait_until(r, &status, call_deadline(r), max_nap);
+		ret = ra_remote_wait(r, &status, call_deadline(r), max_nap);
 		if (ret == 0)
-			return abandon(r);
+			return ra_remote_abandon(r);
 		if (ret < 0)
-			return gone(r, "during a remote call");
+			return ra_remote_gone(r, "during a remote call");
 		ret = 0;
 		if (!WIFSTOPPED(status))
-			return ended(r, status, "during a remote call");
+			return ra_remote_ended(r, status, "during a remote call");
 		if (status >> 16 != 0 || WSTOPSIG(status) != RA_PARK_SIG) {
 			ret = pass_stop(r, status);
 			continue;
@@ -615,9 +397,9 @@ static int run_to_park(struct ra_remote *r, struct ra_regs *regs, uint64_t *ret)
 	bool have_regs = false;
 	int err;
 
-	/* Abandoned, or gone: its error is said already. */
-	if (!r->seized)
-		return r->timed_out ? -ETIMEDOUT : -ESRCH;
+	/* Abandoned, not stopped, or gone: its error is said already. */
+	if (!r->seized || r->unstopped)
+		return r->timed_out || r->unstopped || r->kept ? -ETIMEDOUT : -ESRCH;
 	ra_arch_set_park_mask(regs, r->park_mask);
 	err = ra_setregs(r->tid, regs, r->e);
 	if (!err && r->sigpark)
@@ -757,5 +539,5 @@ int ra_remote_munmap(struct ra_remote *r, uint64_t addr, size_t len)
 
 int ra_remote_end(struct ra_remote *r)
 {
-	return release(r);
+	return ra_remote_release(r);
 }

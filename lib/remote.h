@@ -61,10 +61,21 @@ struct ra_remote {
 	 * after not_before_ns when the code waits in the target until then (a
 	 * start or stop time our agent keeps itself; CLOCK_REALTIME, turned into
 	 * CLOCK_MONOTONIC once per call). A call that outlives it is
-	 * abandoned (see abandon() in remote.c): timed_out.
+	 * abandoned (see ra_remote_abandon in remote_stop.c): timed_out.
 	 */
 	uint64_t timeout_ns, not_before_ns;
 	bool timed_out;
+	/*
+	 * A PTRACE_INTERRUPT sent at interrupt_mono (CLOCK_MONOTONIC) whose
+	 * stop was not seen: the thread runs on, traced (an uninterruptible
+	 * sleep). It cannot be detached before it stops: the release waits for
+	 * that until stop_by (the operation's deadline; 0: not at all), then
+	 * leaves it to our tracer thread (tracer.h), which detaches it when it
+	 * stops: kept.
+	 */
+	bool unstopped, kept;
+	uint64_t interrupt_mono, stop_by;
+	char state[96]; /* its state then: "state D (uninterruptible sleep), wchan W" */
 	int fatal_sig;	/* a signal that kills by default, forwarded to the thread */
 	int killed_sig; /* the process was killed by this signal during remote code */
 	/* Our agent's RA_AGENT_CURRENT (0: none), and its value read at a fatal signal or deadline.
@@ -75,6 +86,8 @@ struct ra_remote {
 };
 
 #define RA_CALL_TIMEOUT_NS (10ull * 1000000000ull)
+/* How long a PTRACE_INTERRUPT may take to stop a thread before we give up on it. */
+#define RA_INTERRUPT_WAIT_NS (2ull * 1000000000ull)
 
 #define RA_TIGHT_NAP_NS 100000
 /*
@@ -101,6 +114,15 @@ int ra_remote_begin(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
  */
 int ra_remote_begin_opts(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
 			 unsigned long options, struct ra_err *e) RA_MUST_CHECK;
+/*
+ * The same with each remote call's deadline (r->timeout_ns; 0: none) set
+ * from the start: a thread that does not stop within RA_INTERRUPT_WAIT_NS
+ * fails the begin, and is waited for until timeout_ns after the begin to
+ * be released; past that it is kept (r->kept, see ra_remote_end).
+ */
+int ra_remote_begin_timed(struct ra_remote *r, pid_t pid, pid_t tid, uint64_t tramp,
+			  unsigned long options, uint64_t timeout_ns,
+			  struct ra_err *e) RA_MUST_CHECK;
 
 /*
  * Take over r->clone_tid, stopped before its first instruction, as n: the
@@ -158,7 +180,11 @@ int ra_remote_parked_at(pid_t pid, pid_t tid, uint64_t tramp);
 /*
  * Restore code and registers, PTRACE_DETACH; every step is tried. Safe to
  * call when begin failed. 0, or -errno with each failure recorded in r->e
- * after any earlier one (-ESRCH: the thread is gone).
+ * after any earlier one (-ESRCH: the thread is gone). A thread that never
+ * answered an interrupt is not detached (the kernel refuses it on a running
+ * tracee): waited for until r->stop_by and detached at its stop; else left
+ * traced, r->kept, to the calling tracer thread (tracer.h), which releases
+ * it when it stops: -EBUSY, and r->e names the thread's state.
  */
 int ra_remote_end(struct ra_remote *r) RA_MUST_CHECK;
 

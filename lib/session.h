@@ -9,6 +9,8 @@
  *                      kept per process for its next windows
  *   session_drive.c    the seized listener: the payload in place, the entry
  *                      point's (timed) call and its answer, the release
+ *   session_end.c      the target's own end: its window record read, a
+ *                      window it closed itself reported
  */
 #ifndef RA_SESSION_H
 #define RA_SESSION_H
@@ -40,6 +42,7 @@ enum {
 	AGENT_TOOL_OUTCOME,
 	AGENT_CURRENT,
 	AGENT_LISTENER_BUSY,
+	AGENT_WINDOW,
 	AGENT_SYMS
 };
 
@@ -51,6 +54,7 @@ struct entry {
 	bool preloaded; /* ROCm's side: the tools were loaded ahead (see drive_attach) */
 	/* ROCm's side: librocattach-watchdog's calls, once it is loaded (0: not yet) */
 	uint64_t wd_attach, wd_detach;
+	uint64_t wd_window; /* its RA_WATCHDOG_WINDOW, 0: an older watchdog without it */
 };
 
 struct session {
@@ -65,6 +69,12 @@ struct session {
 	pid_t tid;	      /* listener thread */
 	uint64_t tramp;	      /* AT_ENTRY */
 	struct entry ep;
+	/*
+	 * The window this session opened: its number on the target side
+	 * (RA_AGENT_WINDOW, RA_WATCHDOG_WINDOW; 0: the side does not tell),
+	 * and its planned stop (rocattach_opts_t.planned_stop_ns, 0: none).
+	 */
+	uint64_t window, planned_stop_ns;
 	pid_t *tree; /* recorded by attach_tree on its root */
 	size_t tree_n;
 	bool has_tree;
@@ -80,6 +90,23 @@ struct op {
 
 /* rocattach_opts_t.call_timeout_ms 0 means this. */
 #define RA_CALL_TIMEOUT_MS 10000u
+
+/* A remote call's deadline under o (ns). */
+static inline uint64_t ra_call_timeout_ns(const rocattach_opts_t *o)
+{
+	return (uint64_t)(o->call_timeout_ms ? o->call_timeout_ms : RA_CALL_TIMEOUT_MS) *
+	       1000000ull;
+}
+
+/*
+ * CLOCK_REALTIME by which the target side must get a detach, else it
+ * detaches its tools by itself: the planned stop plus the call deadline
+ * (0: no planned stop, no such end).
+ */
+static inline uint64_t ra_self_detach_by(const rocattach_opts_t *o)
+{
+	return o->planned_stop_ns ? o->planned_stop_ns + ra_call_timeout_ns(o) : 0;
+}
 
 struct prepared {
 	struct ra_toollist tools;
@@ -108,7 +135,8 @@ struct lookup {
 	uint64_t stack_lo, stack_hi; /* the listener's stack mapping, once known */
 	struct entry ep;
 	char object[512];
-	char stuck[160]; /* a call left running after its deadline, "" if none */
+	char stuck[160];      /* a call left running after its deadline, "" if none */
+	uint64_t told_window; /* the last window closed by the target itself that was said */
 };
 
 /* session_drive.c: close the running step of op; its time goes to step_ns[step]. */
@@ -151,6 +179,28 @@ int ra_check_stuck(const struct session *s, struct ra_err *e) RA_MUST_CHECK;
  */
 int ra_check_stopped(pid_t pid, const struct ra_stat *st, bool attaching,
 		     struct ra_err *e) RA_MUST_CHECK;
+
+/*
+ * Window v of pid (started at starttime) was closed by its target side
+ * itself: true the first time this is asked for v (say it), false after.
+ */
+bool ra_lookup_told_window(pid_t pid, uint64_t starttime, uint64_t v);
+
+/*
+ * session_end.c: the target's own end (planned_stop_ns), read from its
+ * window record without stopping it.
+ */
+/* After a successful attach: the window's number and planned stop, kept in s. */
+void ra_end_after_attach(struct session *s, const rocattach_opts_t *o);
+/* Before an attach call: a previous window closed by the target itself is said once (op->rep). */
+void ra_end_before_attach(struct session *s, struct op *op);
+/*
+ * Before a detach: -ECANCELED with op->e and op->rep set if s's window was
+ * closed by the target itself (make no call), else 0. After a detach call
+ * that failed: the same, to explain it.
+ */
+int ra_end_before_detach(struct session *s, struct op *op) RA_MUST_CHECK;
+int ra_end_after_failed_detach(struct session *s, struct op *op) RA_MUST_CHECK;
 
 /*
  * session_drive.c: one attach or detach of s, prepared and driven. 0, or

@@ -34,21 +34,38 @@ static void op_init(struct op *op)
 	op->t_step = ra_monotonic_ns();
 }
 
+/* Where a field ends (libbpf's offsetofend). */
+#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+#define REPORT_END(field) FIELD_END(rocattach_report_t, field)
+
+/*
+ * The last field this library knows of each struct. A caller's struct is
+ * read, and written, up to the end of that field, not up to sizeof: a field
+ * added later in what is padding here would otherwise be taken for ours.
+ * Tied to the structs: a field added after the last one, or padding left
+ * after it, stops the build until the new last field is named here (and,
+ * for the report, its end added to report_copy's list).
+ */
+#define OPTS_LAST planned_stop_ns
+#define REPORT_LAST self_detach_ns
+_Static_assert(FIELD_END(rocattach_opts_t, OPTS_LAST) == sizeof(rocattach_opts_t),
+	       "rocattach_opts_t has a field or padding after OPTS_LAST: name the last field");
+_Static_assert(REPORT_END(REPORT_LAST) == sizeof(rocattach_report_t),
+	       "rocattach_report_t has a field or padding after REPORT_LAST: name the last field");
+
 /*
  * Into the caller's report, as libbpf's OPTS_SET does: only the fields its
  * size covers whole, and never size itself (an older, smaller struct keeps
  * saying what it is, and nothing past its end is written).
  */
-#define REPORT_END(field)                                                                          \
-	(offsetof(rocattach_report_t, field) + sizeof(((rocattach_report_t *)0)->field))
-
 static void report_copy(rocattach_report_t *out, const rocattach_report_t *rep)
 {
 	/* Where each version of the struct ended: the first had fields up to message. */
-	static const size_t ends[] = {
-	    REPORT_END(message),       REPORT_END(target_side), REPORT_END(tool_ns_bound),
-	    REPORT_END(call_start_ns), REPORT_END(call_end_ns), REPORT_END(flags),
-	    REPORT_END(signal),	       REPORT_END(tool_count),	REPORT_END(tool_outcome)};
+	static const size_t ends[] = {REPORT_END(message),	 REPORT_END(target_side),
+				      REPORT_END(tool_ns_bound), REPORT_END(call_start_ns),
+				      REPORT_END(call_end_ns),	 REPORT_END(flags),
+				      REPORT_END(signal),	 REPORT_END(tool_count),
+				      REPORT_END(tool_outcome),	 REPORT_END(REPORT_LAST)};
 	size_t from = offsetof(rocattach_report_t, status), to = 0;
 
 	if (!out)
@@ -157,29 +174,32 @@ static void claim_end(struct session *s, bool keep)
 }
 
 /*
- * The caller's options as this library knows them, libbpf's way: a smaller
- * (older) struct is read as far as its size goes, the rest is zero; a
- * larger (newer) one only if every byte beyond ours is zero, so that an
- * option this library does not know is refused, never silently ignored.
+ * The caller's options as this library knows them, libbpf's way (OPTS_VALID
+ * in tools/lib/bpf/libbpf_internal.h, torvalds/linux 5577f24cb04a): a
+ * smaller (older) struct is read as far as its size goes, the rest is zero;
+ * a larger one only if every byte from the end of our last field to its
+ * size is zero, so that an option this library does not know is refused,
+ * never silently ignored, even one that a newer header put where our struct
+ * has padding.
  */
 static int copy_opts(rocattach_opts_t *dst, const rocattach_opts_t *src, struct ra_err *e)
 {
-	const unsigned char *beyond;
+	const size_t known = FIELD_END(rocattach_opts_t, OPTS_LAST);
+	const unsigned char *bytes = (const unsigned char *)src;
 
 	memset(dst, 0, sizeof(*dst));
 	dst->size = sizeof(*dst);
 	if (!src)
 		return 0;
-	beyond = (const unsigned char *)src + sizeof(*dst);
-	for (size_t i = 0; src->size > sizeof(*dst) && i < src->size - sizeof(*dst); i++)
-		if (beyond[i])
+	for (size_t i = known; i < src->size; i++)
+		if (bytes[i])
 			return ra_err_set(
 			    e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-			    "rocattach_opts_t of %zu bytes, this library's has %zu: byte "
-			    "%zu is set, an option this library does not know (built "
-			    "against a newer rocattach.h?)",
-			    src->size, sizeof(*dst), sizeof(*dst) + i);
-	memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+			    "rocattach_opts_t of %zu bytes, this library knows its first %zu: byte "
+			    "%zu is set, an option this library does not know (built against a "
+			    "newer rocattach.h?): zero it, or use a library as new as the header",
+			    src->size, known, i);
+	memcpy(dst, src, src->size < known ? src->size : known);
 	dst->size = sizeof(*dst);
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include "remote.h"
 #include "session.h"
 #include "symbols.h"
+#include "tracer.h"
 
 /* Close the running step: its time goes to step_ns[step]. */
 void ra_op_step(struct op *op, enum rocattach_step step)
@@ -210,18 +211,22 @@ static void call_harmed(struct ra_remote *r, const char *fn, int which, struct o
 {
 	static const char *const kind[2] = {"attach", "detach"};
 	const char *lib, *what;
-	char buf[RA_AGENT_CURRENT_MAX + 16];
+	char buf[RA_AGENT_CURRENT_MAX + 16], left[160] = "not traced";
 	int liblen;
 
 	what = current_call(r, fn, buf, sizeof(buf), &lib);
 	liblen = *lib ? (int)(strstr(lib, ": ") - lib) : 0;
+	if (r->unstopped)
+		snprintf(left, sizeof(left),
+			 "and did not stop within %.1f s of PTRACE_INTERRUPT (%s)",
+			 (double)RA_INTERRUPT_WAIT_NS / 1e9, r->state);
 	if (r->timed_out) {
 		op->rep.flags |= ROCATTACH_REPORT_TIMED_OUT;
 		ra_err_reset(&op->e, ROCATTACH_STATUS_ERROR,
 			     "process %d: %s did not return within %.1f s%s%.*s%s; its attach "
-			     "listener (thread %d) is left in it, not traced: the %s failed",
+			     "listener (thread %d) is left in it, %s: the %s failed",
 			     r->pid, what, (double)r->timeout_ns / 1e9, liblen ? " (" : "", liblen,
-			     lib, liblen ? ")" : "", r->tid, kind[which]);
+			     lib, liblen ? ")" : "", r->tid, left, kind[which]);
 		ra_lookup_mark_stuck(r->pid, op->starttime, what);
 	} else if (r->killed_sig) {
 		const char *abbrev = sigabbrev_np(r->killed_sig);
@@ -357,12 +362,13 @@ static void default_tool_failed(pid_t pid, struct op *op)
  */
 static bool load_watchdog(struct session *s, struct prepared *p, struct ra_remote *r)
 {
-	static const char *const names[] = {RA_WATCHDOG_ATTACH, RA_WATCHDOG_DETACH};
+	static const char *const names[] = {RA_WATCHDOG_ATTACH, RA_WATCHDOG_DETACH,
+					    RA_WATCHDOG_WINDOW};
 	const char *slash = strrchr(p->watchdog, '/');
 	const char *only[] = {slash ? slash + 1 : p->watchdog, RA_WATCHDOG_PREFIX, NULL};
 	struct ra_maps maps = {0};
 	struct ra_err e = {0};
-	uint64_t a[2];
+	uint64_t a[3];
 	int ret;
 
 	if (!p->watchdog[0] || s->ep.wd_attach)
@@ -371,7 +377,7 @@ static bool load_watchdog(struct session *s, struct prepared *p, struct ra_remot
 	if (!ret)
 		ret = ra_maps_read(RA_PROCFS, s->pid, &maps);
 	if (!ret)
-		ret = ra_symbols_find_only(RA_PROCFS, s->pid, &maps, names, 2, 2, only, a, &e);
+		ret = ra_symbols_find_only(RA_PROCFS, s->pid, &maps, names, 3, 2, only, a, &e);
 	ra_maps_free(&maps);
 	if (ret) {
 		ra_warn("process %d: no watchdog: %s", s->pid,
@@ -380,25 +386,28 @@ static bool load_watchdog(struct session *s, struct prepared *p, struct ra_remot
 	}
 	s->ep.wd_attach = a[0];
 	s->ep.wd_detach = a[1];
+	s->ep.wd_window = a[2];
 	ra_lookup_keep_entry(s->pid, s->starttime, &s->ep);
 	return true;
 }
 
 /*
  * The attach call through the watchdog: it calls the entry point with the
- * same arguments and, if that succeeds, watches us. The call's argument
- * goes onto the listener's stack; *args becomes its address. false: no
- * room, call the entry point as it is.
+ * same arguments and, if that succeeds, watches us, and the window's end
+ * (the planned stop plus the call deadline). The call's argument goes onto
+ * the listener's stack; *args becomes its address. false: no room, call
+ * the entry point as it is.
  */
-static bool watchdog_call(struct session *s, struct prepared *p, struct ra_remote *r,
-			  uint64_t *args, struct ra_watchdog_call *c)
+static bool watchdog_call(struct session *s, const rocattach_opts_t *o, struct prepared *p,
+			  struct ra_remote *r, uint64_t *args, struct ra_watchdog_call *c)
 {
 	*c = (struct ra_watchdog_call){.env = args[0],
 				       .path = args[1],
 				       .attach_fn = s->ep.fn_attach,
 				       .detach_fn = s->ep.fn_detach,
 				       .owner_pid = (unsigned long long)p->owner_pid,
-				       .owner_start = p->owner_start};
+				       .owner_start = p->owner_start,
+				       .end_ns = ra_self_detach_by(o)};
 	if (!ra_remote_stack_push(r, c, sizeof(*c), &args[0]))
 		return true;
 	ra_warn("process %d: no watchdog: no room on its listener's stack", s->pid);
@@ -437,7 +446,9 @@ static void drive_attach(struct session *s, const rocattach_opts_t *o, struct pr
 	args[1] = addr + p->env_len;
 	if (preload_tools(s, o, p, r))
 		return;
-	wd = load_watchdog(s, p, r) && watchdog_call(s, p, r, args, &c);
+	wd = load_watchdog(s, p, r) && watchdog_call(s, o, p, r, args, &c);
+	/* The previous window (the watchdog's record is known once it is loaded). */
+	ra_end_before_attach(s, op);
 	if (wd) {
 		fn = s->ep.wd_attach;
 		n = 1;
@@ -473,9 +484,44 @@ static void harm_flags(const struct ra_remote *r, struct op *op)
 /* Each remote call's deadline, and where our agent says what it runs. */
 static void drive_limits(struct ra_remote *r, const struct session *s, const rocattach_opts_t *o)
 {
-	r->timeout_ns =
-	    (uint64_t)(o->call_timeout_ms ? o->call_timeout_ms : RA_CALL_TIMEOUT_MS) * 1000000ull;
+	r->timeout_ns = ra_call_timeout_ns(o);
 	r->current_addr = s->ep.agent[AGENT_CURRENT];
+}
+
+/*
+ * Seize and stop the listener. A listener that could not be stopped to be
+ * released is still traced, kept by our tracer thread: flagged. One kept
+ * from an earlier operation is not seized again (that would fail with
+ * EPERM, "traced by" ourselves): said plainly.
+ */
+static int begin(struct ra_remote *r, const struct session *s, const rocattach_opts_t *o,
+		 struct op *op)
+{
+	int err;
+
+	if (ra_tracer_keeps(s->pid, s->tid)) {
+		ra_err_set(&op->e, ROCATTACH_STATUS_ERROR_PTRACE_ERROR,
+			   "process %d: its attach listener (thread %d) is still traced by this "
+			   "library, which could not stop it to release it (an uninterruptible "
+			   "sleep); it is released when it stops: try again",
+			   s->pid, s->tid);
+		op->rep.flags |= ROCATTACH_REPORT_TRACED;
+		return -ETIMEDOUT;
+	}
+	err = ra_remote_begin_timed(r, s->pid, s->tid, s->tramp, 0, ra_call_timeout_ns(o), &op->e);
+	if (err && r->kept)
+		op->rep.flags |= ROCATTACH_REPORT_TRACED;
+	return err;
+}
+
+/* The release; a thread left traced (kept) is flagged. */
+static int end(struct ra_remote *r, struct op *op)
+{
+	int ret = ra_remote_end(r);
+
+	if (r->kept)
+		op->rep.flags |= ROCATTACH_REPORT_TRACED;
+	return ret;
 }
 
 /*
@@ -501,7 +547,7 @@ static int listener_busy(const struct session *s, const struct ra_remote *r, str
 }
 
 /* 0 once attached, else -1 with op->e set. */
-int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
+static int attach_here(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
 	struct prepared p = {0};
 	struct ra_remote r;
@@ -519,7 +565,7 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 	ra_debug("attach %d: listener %d, entry points in %s (%s), tools %s", s->pid, s->tid,
 		 p.object, s->ep.side == ROCATTACH_SIDE_AGENT ? "our agent" : "ROCm's side",
 		 p.tool_path);
-	if (ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e))
+	if (begin(&r, s, o, op))
 		goto out;
 	drive_limits(&r, s, o);
 	r.stack_lo = s->stack_lo;
@@ -529,12 +575,14 @@ int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *o
 		drive_attach(s, o, &p, &r, op);
 	harm_flags(&r, op);
 	ra_keep_stack(s, &r);
-	ret = ra_remote_end(&r);
+	ret = end(&r, op);
 	ra_op_step(op, ROCATTACH_STEP_RELEASE);
 	/* Our agent watches the attacher named in the buffer (ROCP_ATTACH_OWNER). */
 	if (!ret && op->e.status == ROCATTACH_STATUS_SUCCESS &&
 	    s->ep.side == ROCATTACH_SIDE_AGENT && p.owner_ok)
 		op->rep.flags |= ROCATTACH_REPORT_WATCHDOG;
+	if (!ret && op->e.status == ROCATTACH_STATUS_SUCCESS)
+		ra_end_after_attach(s, o);
 out:
 	ra_prepared_free(&p);
 	return ret || op->e.status != ROCATTACH_STATUS_SUCCESS ? -1 : 0;
@@ -587,7 +635,7 @@ static void drive_detach(struct session *s, uint64_t stop_ns, struct ra_remote *
  * its listener still in a call left running: nothing was done, the caller
  * may retry.
  */
-int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
+static int detach_here(struct session *s, const rocattach_opts_t *o, struct op *op)
 {
 	struct ra_remote r;
 	int err;
@@ -600,21 +648,60 @@ int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *o
 		return err == -EAGAIN ? err : -ESRCH;
 	if (ra_check_stuck(s, &op->e))
 		return -EAGAIN;
+	/* Closed by the target itself: no call (another attacher's window may be open). */
+	if (ra_end_before_detach(s, op))
+		return -ECANCELED;
 	ra_op_step(op, ROCATTACH_STEP_PREPARE);
-	err = ra_remote_begin(&r, s->pid, s->tid, s->tramp, &op->e);
+	err = begin(&r, s, o, op);
 	ra_op_step(op, ROCATTACH_STEP_SEIZE);
+	/* Not stopped: nothing was done, the tools are still attached. */
 	if (err)
-		return err;
+		return err == -ETIMEDOUT ? -EAGAIN : err;
 	drive_limits(&r, s, o);
 	if (listener_busy(s, &r, op)) {
-		err = ra_remote_end(&r) ? -EIO : -EAGAIN;
+		err = end(&r, op) ? -EIO : -EAGAIN;
 		ra_op_step(op, ROCATTACH_STEP_RELEASE);
 		return err;
 	}
 	drive_detach(s, o->stop_ns, &r, op);
+	/* Refused: the target may have closed the window itself meanwhile. */
+	if (ra_end_after_failed_detach(s, op))
+		ra_debug("process %d: detach refused, the target had detached itself", s->pid);
 	harm_flags(&r, op);
 	ra_op_step(op, ROCATTACH_STEP_CALL);
-	err = ra_remote_end(&r) ? -EIO : 0;
+	err = end(&r, op) ? -EIO : 0;
 	ra_op_step(op, ROCATTACH_STEP_RELEASE);
 	return err;
+}
+
+/* One operation, run whole on a tracer thread of ours (tracer.h says why). */
+struct drive_job {
+	struct session *s;
+	const rocattach_opts_t *o;
+	struct op *op;
+	bool attach;
+};
+
+static int drive_job_run(void *arg)
+{
+	struct drive_job *j = arg;
+
+	return j->attach ? attach_here(j->s, j->o, j->op) : detach_here(j->s, j->o, j->op);
+}
+
+int ra_session_attach(struct session *s, const rocattach_opts_t *o, struct op *op)
+{
+	struct drive_job j = {s, o, op, true};
+	int ret;
+
+	return ra_tracer_run(drive_job_run, &j, &ret, &op->e) ? -1 : ret;
+}
+
+int ra_session_detach(struct session *s, const rocattach_opts_t *o, struct op *op)
+{
+	struct drive_job j = {s, o, op, false};
+	int ret;
+
+	/* Nothing was done: the session stays, a retry may do better. */
+	return ra_tracer_run(drive_job_run, &j, &ret, &op->e) ? -EAGAIN : ret;
 }

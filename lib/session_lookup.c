@@ -20,8 +20,9 @@
 const char *const ra_entry_names[2] = {RA_ENTRY_ATTACH, RA_ENTRY_DETACH};
 static const char *const entry_objects[] = {RA_ROCM_REGISTER_PREFIX, RA_AGENT_PREFIX, NULL};
 static const char *const agent_names[AGENT_SYMS] = {
-    RA_AGENT_MARKER,	    RA_AGENT_TOOL_NS,	   RA_AGENT_DETACH_AT, RA_AGENT_LAST_ERROR,
-    RA_AGENT_TOOL_EVENT_NS, RA_AGENT_TOOL_OUTCOME, RA_AGENT_CURRENT,   RA_AGENT_LISTENER_BUSY};
+    RA_AGENT_MARKER,	 RA_AGENT_TOOL_NS,	 RA_AGENT_DETACH_AT,
+    RA_AGENT_LAST_ERROR, RA_AGENT_TOOL_EVENT_NS, RA_AGENT_TOOL_OUTCOME,
+    RA_AGENT_CURRENT,	 RA_AGENT_LISTENER_BUSY, RA_AGENT_WINDOW};
 
 rocattach_status_t ra_no_process(pid_t pid, int err, struct ra_err *e)
 {
@@ -234,6 +235,20 @@ int ra_check_stuck(const struct session *s, struct ra_err *e)
 			  s->pid, s->tid, what);
 }
 
+bool ra_lookup_told_window(pid_t pid, uint64_t starttime, uint64_t v)
+{
+	struct lookup *l = &lookups[pid % LOOKUPS];
+	bool first = true;
+
+	pthread_mutex_lock(&lookups_lock);
+	if (l->pid == pid && l->starttime == starttime) {
+		first = l->told_window != v;
+		l->told_window = v;
+	}
+	pthread_mutex_unlock(&lookups_lock);
+	return first;
+}
+
 /* What an attach learnt of pid's target side, kept for its next windows. */
 void ra_lookup_keep_entry(pid_t pid, uint64_t starttime, const struct entry *ep)
 {
@@ -244,6 +259,7 @@ void ra_lookup_keep_entry(pid_t pid, uint64_t starttime, const struct entry *ep)
 		l->ep.preloaded = ep->preloaded;
 		l->ep.wd_attach = ep->wd_attach;
 		l->ep.wd_detach = ep->wd_detach;
+		l->ep.wd_window = ep->wd_window;
 	}
 	pthread_mutex_unlock(&lookups_lock);
 }

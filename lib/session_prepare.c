@@ -360,13 +360,14 @@ static bool is_private_entry(const char *kv)
 /*
  * The caller's ROCP* variables (not under secure execution: its environment
  * is not trusted then) and the explicit extras. Our agent also gets the
- * owner and the start time; ROCm's side keeps every variable it is sent in
+ * owner, the start time and the window's end (end NULL: not this agent);
+ * ROCm's side keeps every variable it is sent in
  * the application's environment for good, so it gets only the caller's.
  * The encoder drops every name that does not start with ROCP.
  */
 static int collect_env(const rocattach_opts_t *o, int side, const struct prepared *p,
 		       const char ***out, size_t *n, char *owner, size_t owner_len, char *start,
-		       size_t start_len)
+		       size_t start_len, char *end, size_t end_len)
 {
 	size_t n_env = 0, n_extra = 0, k = 0;
 	bool secure = getauxval(AT_SECURE);
@@ -376,7 +377,7 @@ static int collect_env(const rocattach_opts_t *o, int side, const struct prepare
 		n_env++;
 	while (o->env && o->env[n_extra])
 		n_extra++;
-	all = calloc(n_env + n_extra + 3, sizeof(*all));
+	all = calloc(n_env + n_extra + 4, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
 	for (size_t i = 0; i < n_env; i++)
@@ -395,20 +396,32 @@ static int collect_env(const rocattach_opts_t *o, int side, const struct prepare
 			 (unsigned long long)o->start_ns);
 		all[k++] = start;
 	}
+	if (side == ROCATTACH_SIDE_AGENT && o->planned_stop_ns && end) {
+		snprintf(end, end_len, "%s=%llu", RA_ENV_END_NS,
+			 (unsigned long long)ra_self_detach_by(o));
+		all[k++] = end;
+	}
 	*out = all;
 	*n = k;
 	return 0;
 }
 
-static int build_payload(const rocattach_opts_t *o, int side, struct prepared *p, struct ra_err *e)
+/*
+ * ends: the agent keeps a window's end (it exports RA_AGENT_WINDOW). An older
+ * one does not know ROCP_ATTACH_END_NS as private and would put it into the
+ * application's environment: it is not sent one.
+ */
+static int build_payload(const rocattach_opts_t *o, int side, bool ends, struct prepared *p,
+			 struct ra_err *e)
 {
-	char owner[96], start[64];
+	char owner[96], start[64], end[64];
 	const char **all;
 	size_t k, plen;
 	char *buf;
 	int ret;
 
-	ret = collect_env(o, side, p, &all, &k, owner, sizeof(owner), start, sizeof(start));
+	ret = collect_env(o, side, p, &all, &k, owner, sizeof(owner), start, sizeof(start),
+			  ends ? end : NULL, sizeof(end));
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "out of memory");
 	ret = ra_envbuf_encode(all, k, &buf, &p->env_len, NULL);
@@ -543,7 +556,7 @@ int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 	owner_ids(s->pid, p);
 	if (s->ep.side == ROCATTACH_SIDE_ROCM)
 		find_watchdog(s->pid, o, &tr, p);
-	return build_payload(o, s->ep.side, p, e);
+	return build_payload(o, s->ep.side, s->ep.agent[AGENT_WINDOW] != 0, p, e);
 }
 
 void ra_prepared_free(struct prepared *p)

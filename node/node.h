@@ -29,7 +29,10 @@ struct rn_ranks {
 	size_t n;
 };
 
-/* Parse a rank list; 0, or -1 with a one-line reason in err. Ranks are 0..2^31-1. */
+/* The highest rank a list or a process's environment may give. */
+#define RN_RANK_MAX INT32_MAX
+
+/* Parse a rank list; 0, or -1 with a one-line reason in err. Ranks are 0..RN_RANK_MAX. */
 int rn_ranks_parse(const char *s, struct rn_ranks *out, char *err, size_t errlen);
 bool rn_ranks_contains(const struct rn_ranks *r, long rank);
 void rn_ranks_free(struct rn_ranks *r);
@@ -122,8 +125,19 @@ struct rn_target {
 	uint64_t died_ns; /* RN_DIED_ATTACHED: CLOCK_REALTIME when it was seen gone */
 	bool watchdog;	  /* a watchdog would detach its tools if the launcher died */
 	bool timed_out;	  /* a remote call outlived --call-timeout */
-	uint8_t tool_n;	  /* libraries in the tool list with an outcome below, 0: unknown */
+	/*
+	 * No detach reached it by the planned stop + --call-timeout: it
+	 * detached its tools itself, at detach_tool_ns (RN_DETACH_FAILED).
+	 */
+	bool self_detached;
+	uint8_t tool_n; /* libraries in the tool list with an outcome below, 0: unknown */
 	uint8_t tools[RN_TOOLS_MAX];
+	/*
+	 * Late: its attach call returned this long after the window's stop
+	 * (CLOCK_REALTIME ns, attach_end_ns - stop), and its tools were detached
+	 * at once (rn_window_stop). 0: not late.
+	 */
+	uint64_t late_ns;
 };
 
 /*
@@ -157,6 +171,9 @@ struct rn_pool_opts {
 	int jobs;		/* workers; 0 = from the number of targets and cores */
 	const char *tools;	/* colon-separated tool libraries (NULL: env/default) */
 	const char *const *env; /* extra ROCP* "NAME=VALUE" for the environment buffer */
+	/* If set, target t's instead of env (from worker threads: it must only read). */
+	const char *const *(*env_of)(const struct rn_target *t, void *arg);
+	void *env_arg;
 	/*
 	 * CLOCK_REALTIME at which the tools are handed over (0 = at once):
 	 * start_ns for rn_attach_all, stop_ns for rn_detach_all. Every call is
@@ -164,6 +181,12 @@ struct rn_pool_opts {
 	 * keeps each target's hand-over to the time.
 	 */
 	uint64_t start_ns, stop_ns;
+	/*
+	 * rn_attach_all: the window's planned stop (CLOCK_REALTIME, 0: none).
+	 * A target that gets no detach by then + call_timeout_ms detaches its
+	 * tools itself (rocattach_opts_t.planned_stop_ns).
+	 */
+	uint64_t planned_stop_ns;
 	bool inject; /* load the agent into targets without a listener */
 	/*
 	 * The longest one remote call into a target may take (ms; 0: the
@@ -194,6 +217,45 @@ void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o);
  * reading its objects without stopping it; the lookup is kept for the attach.
  */
 void rn_probe_sides(struct rn_target *t, size_t n);
+/*
+ * A window on its own clock per target: the attaches run on worker threads
+ * while the caller goes on (answers its peers, decides the stop). A target
+ * whose attach call is stuck, slow or refused holds no other target's
+ * start or stop: rn_window_stop detaches every target whose attach has
+ * returned, at the stop; one still in its attach call is detached by its
+ * worker as soon as the call returns (each call ends by its deadline,
+ * call_timeout_ms): at once, and `late` (late_ns) if after the stop.
+ *
+ * While the window is open, the caller reads a target's record only once
+ * rn_window_returned says its attach returned, and only until
+ * rn_window_stop; rn_window_close joins every worker, after which every
+ * record is the caller's again.
+ */
+struct rn_window;
+/*
+ * Attach every target as rn_attach_all does, on worker threads. *short_by:
+ * the workers wanted that could not be created (none at all: the attaches
+ * ran in this thread before the return). NULL when out of memory: nothing
+ * was done (use rn_attach_all).
+ */
+struct rn_window *rn_window_open(struct rn_target *t, size_t n, const struct rn_pool_opts *o,
+				 int *short_by);
+/* Has target i's attach call returned (or was it never made)? */
+bool rn_window_returned(struct rn_window *w, size_t i);
+/* Targets whose attach call has not returned yet. */
+size_t rn_window_pending(struct rn_window *w);
+/*
+ * The stop: o->stop_ns (0: now). Detaches every target whose attach
+ * returned, as rn_detach_all does, and returns when those are done; the
+ * ones still in their attach call are detached by their workers when it
+ * returns. A second stop does nothing.
+ */
+void rn_window_stop(struct rn_window *w, const struct rn_pool_opts *o);
+/*
+ * Join every worker (each call ends by its deadline), then retry the
+ * stopped ones as rn_detach_all does, and free w. After rn_window_stop.
+ */
+void rn_window_close(struct rn_window *w);
 /* Worker count that rn_*_all will use for n targets. */
 int rn_pool_jobs(const struct rn_pool_opts *o, size_t n);
 

@@ -7,6 +7,8 @@
  * worker: any worker may attach a target and any other detach it. Workers
  * take the next target from a shared counter, so a slow target never holds
  * up the others. Workers inherit the caller's CPU affinity (see rn_bind_away).
+ * A window (rn_window_open) runs its attaches beside the caller, each
+ * target on its own clock: see node.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 #include "common/clock.h"
 #include "common/procfs.h"
 #include "node.h"
+#include "rp3_state.h"
 
 /* The work is mostly waiting for targets to run the remote calls: oversubscribe. */
 #define JOBS_PER_CPU 4
@@ -47,6 +50,23 @@ struct pool {
 	atomic_size_t next;
 	atomic_size_t done;
 	size_t todo;
+	const bool *only;      /* detach: only these targets (NULL: all) */
+	struct rn_window *win; /* attach: a window's, on its own clock per target */
+};
+
+/* A target's attach in a window: in its call, returned, then taken for its detach. */
+enum { CALL_IN = 0, CALL_RETURNED, CALL_TAKEN };
+
+struct rn_window {
+	struct pool p;
+	struct rn_pool_opts o; /* the attaches' */
+	struct rn_pool_opts d; /* the detaches': o with the stop */
+	atomic_int *phase;     /* per target */
+	atomic_size_t pending;
+	atomic_bool stopped; /* rn_window_stop was called: d holds the stop */
+	bool *taken;	     /* rn_window_stop's share of the detaches */
+	pthread_t *th;
+	int started;
 };
 
 int rn_pool_jobs(const struct rn_pool_opts *o, size_t n)
@@ -81,13 +101,29 @@ static void harm(struct rn_target *t, const rocattach_report_t *rep)
 	t->timed_out = (rep->flags & ROCATTACH_REPORT_TIMED_OUT) != 0;
 }
 
+/*
+ * The detach came late: the target had detached its tools itself (a failure
+ * of the window, never ok). They were handed back at self_detach_ns (our
+ * agent's own clock; on ROCm's side a bound: when the watchdog's call
+ * returned), 0 if the target could not tell.
+ */
+static void self_detached(struct rn_target *t, const rocattach_report_t *rep)
+{
+	t->self_detached = true;
+	t->detach_tool_ns = rep->self_detach_ns;
+	t->detach_tool_bound = rep->self_detach_ns && t->side == ROCATTACH_SIDE_ROCM;
+	t->detach_call_ns = 0;
+	t->state = RN_DETACH_FAILED;
+}
+
 static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro),
 			       .tool_libraries = o->tools,
-			       .env = o->env,
+			       .env = o->env_of ? o->env_of(t, o->env_arg) : o->env,
 			       .start_ns = o->start_ns,
-			       .call_timeout_ms = o->call_timeout_ms};
+			       .call_timeout_ms = o->call_timeout_ms,
+			       .planned_stop_ns = o->planned_stop_ns};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 
@@ -100,6 +136,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 		return;
 	}
 	st = rocattach_attach_ex(t->pid, &ro, &rep);
+	t->self_detached = false;
 	t->status = st;
 	t->agent_status = rep.agent_status;
 	if (rep.target_side)
@@ -120,6 +157,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 	t->detach_start_ns = t->detach_end_ns = t->detach_tool_ns = t->detach_call_ns = 0;
 	t->detach_tool_bound = false;
+	t->late_ns = 0;
 	/* A reattach gives no news of the tools: the first attach's outcomes stand. */
 	if (rep.tool_count && rep.tool_count <= RN_TOOLS_MAX) {
 		t->tool_n = (uint8_t)rep.tool_count;
@@ -170,6 +208,8 @@ static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 	if (st == ROCATTACH_STATUS_SUCCESS) {
 		t->state = RN_DETACHED;
 		t->windows++;
+	} else if (rep.flags & ROCATTACH_REPORT_SELF_DETACHED) {
+		self_detached(t, &rep);
 	} else if (rep.flags & ROCATTACH_REPORT_STOPPED) {
 		t->state = RN_STOPPED; /* still attached: rn_detach_all tries again */
 	} else if (st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND) {
@@ -184,18 +224,24 @@ static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 }
 
+static void window_returned(struct rn_window *w, size_t i);
+static void detach_some(struct rn_target *t, size_t n, const struct rn_pool_opts *o,
+			const bool *only);
+
 static void *pool_worker(void *arg)
 {
 	struct pool *p = arg;
 	size_t i, done;
 
 	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
-		if (!wanted(&p->t[i], p->attach))
+		if ((p->only && !p->only[i]) || !wanted(&p->t[i], p->attach))
 			continue;
 		if (p->attach)
 			pool_attach(&p->t[i], p->o);
 		else
 			pool_detach(&p->t[i], p->o);
+		if (p->win)
+			window_returned(p->win, i);
 		done = atomic_fetch_add(&p->done, 1) + 1;
 		if (p->o->progress)
 			p->o->progress(done, p->todo, p->o->user);
@@ -203,31 +249,55 @@ static void *pool_worker(void *arg)
 	return NULL;
 }
 
-/* Returns how many of the workers wanted could not be created (0: all ran). */
-static int pool_run(struct rn_target *t, size_t n, const struct rn_pool_opts *o, bool attach)
+/* Targets the pool will call (wanted, and among only). */
+static size_t pool_todo(const struct pool *p)
 {
-	static const struct rn_pool_opts defaults;
-	struct pool p = {.t = t, .n = n, .o = o ? o : &defaults, .attach = attach};
-	pthread_attr_t attr;
-	pthread_t *th;
-	int jobs, started = 0;
-	bool sized;
+	size_t todo = 0;
 
-	for (size_t i = 0; i < n; i++)
-		p.todo += wanted(&t[i], attach);
+	for (size_t i = 0; i < p->n; i++)
+		todo += (!p->only || p->only[i]) && wanted(&p->t[i], p->attach);
+	return todo;
+}
+
+/*
+ * Start up to jobs workers on p, stack-bounded (POOL_STACK_BYTES); th holds
+ * room for jobs. Returns how many started.
+ */
+static int pool_spawn(struct pool *p, pthread_t *th, int jobs)
+{
+	pthread_attr_t attr;
+	int started = 0;
+	bool sized = !pthread_attr_init(&attr);
+
+	if (sized && pthread_attr_setstacksize(&attr, POOL_STACK_BYTES))
+		pthread_attr_destroy(&attr), sized = false;
+	/* A failed create just means fewer workers. */
+	for (int k = 0; th && k < jobs; k++)
+		if (!pthread_create(&th[started], sized ? &attr : NULL, pool_worker, p))
+			started++;
+	if (sized)
+		pthread_attr_destroy(&attr);
+	return started;
+}
+
+static const struct rn_pool_opts pool_defaults;
+
+/* Returns how many of the workers wanted could not be created (0: all ran). */
+static int pool_run(struct rn_target *t, size_t n, const struct rn_pool_opts *o, bool attach,
+		    const bool *only)
+{
+	struct pool p = {
+	    .t = t, .n = n, .o = o ? o : &pool_defaults, .attach = attach, .only = only};
+	pthread_t *th;
+	int jobs, started;
+
+	p.todo = pool_todo(&p);
 	if (!p.todo)
 		return 0;
 	jobs = rn_pool_jobs(p.o, p.todo);
 	th = jobs > 1 ? calloc((size_t)jobs - 1, sizeof(*th)) : NULL;
-	sized = !pthread_attr_init(&attr);
-	if (sized && pthread_attr_setstacksize(&attr, POOL_STACK_BYTES))
-		pthread_attr_destroy(&attr), sized = false;
-	/* The calling thread is one of the workers; a failed create just means fewer. */
-	for (int k = 1; th && k < jobs; k++)
-		if (!pthread_create(&th[started], sized ? &attr : NULL, pool_worker, &p))
-			started++;
-	if (sized)
-		pthread_attr_destroy(&attr);
+	/* The calling thread is one of the workers. */
+	started = pool_spawn(&p, th, jobs - 1);
 	pool_worker(&p);
 	for (int k = 0; k < started; k++)
 		pthread_join(th[k], NULL);
@@ -237,7 +307,143 @@ static int pool_run(struct rn_target *t, size_t n, const struct rn_pool_opts *o,
 
 int rn_attach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 {
-	return pool_run(t, n, o, true);
+	return pool_run(t, n, o, true, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A window on its own clock per target. */
+
+/*
+ * A target taken for its detach by the worker whose attach returned once
+ * the stop was known: at the stop if that is still ahead; else at once, and
+ * late by how long after the stop its attach returned.
+ */
+static void detach_late(struct rn_target *t, const struct rn_pool_opts *d)
+{
+	struct rn_pool_opts now = *d;
+
+	if (t->state != RN_ATTACHED)
+		return;
+	if (t->attach_end_ns > d->stop_ns) {
+		t->late_ns = t->attach_end_ns - d->stop_ns;
+		now.stop_ns = 0;
+	}
+	pool_detach(t, &now);
+}
+
+/*
+ * A target's attach returned (or was never made). If the stop is known, its
+ * worker detaches it. Sequentially consistent on both sides: the phase is
+ * stored here before the stop is read, and rn_window_stop stores the stop
+ * before it reads the phases, so at least one side sees the other; the
+ * exchange gives the detach to exactly one of them.
+ */
+static void window_returned(struct rn_window *w, size_t i)
+{
+	int returned = CALL_RETURNED;
+
+	atomic_store(&w->phase[i], CALL_RETURNED);
+	atomic_fetch_sub(&w->pending, 1);
+	if (!atomic_load(&w->stopped) ||
+	    !atomic_compare_exchange_strong(&w->phase[i], &returned, CALL_TAKEN))
+		return;
+	detach_late(&w->p.t[i], &w->d);
+}
+
+static void window_free(struct rn_window *w)
+{
+	free(w->phase);
+	free(w->taken);
+	free(w->th);
+	free(w);
+}
+
+static struct rn_window *window_alloc(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
+{
+	struct rn_window *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->o = o ? *o : pool_defaults;
+	w->p = (struct pool){.t = t, .n = n, .o = &w->o, .attach = true, .win = w};
+	w->phase = calloc(n ? n : 1, sizeof(*w->phase));
+	w->taken = calloc(n ? n : 1, sizeof(*w->taken));
+	if (!w->phase || !w->taken) {
+		window_free(w);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool call = wanted(&t[i], true);
+
+		atomic_init(&w->phase[i], call ? CALL_IN : CALL_RETURNED);
+		w->p.todo += call;
+	}
+	atomic_init(&w->pending, w->p.todo);
+	return w;
+}
+
+struct rn_window *rn_window_open(struct rn_target *t, size_t n, const struct rn_pool_opts *o,
+				 int *short_by)
+{
+	struct rn_window *w = window_alloc(t, n, o);
+	int jobs;
+
+	*short_by = 0;
+	if (!w || !w->p.todo)
+		return w;
+	jobs = rn_pool_jobs(&w->o, w->p.todo);
+	w->th = calloc((size_t)jobs, sizeof(*w->th));
+	/* Every worker runs beside the caller, which goes on to the hold. */
+	w->started = pool_spawn(&w->p, w->th, jobs);
+	*short_by = jobs - w->started;
+	if (!w->started)
+		pool_worker(&w->p); /* no thread at all: here, before the hold */
+	return w;
+}
+
+bool rn_window_returned(struct rn_window *w, size_t i)
+{
+	return atomic_load(&w->phase[i]) != CALL_IN;
+}
+
+size_t rn_window_pending(struct rn_window *w)
+{
+	return atomic_load(&w->pending);
+}
+
+void rn_window_stop(struct rn_window *w, const struct rn_pool_opts *o)
+{
+	if (atomic_load(&w->stopped))
+		return; /* stopped already (a node cut off after its stop): done */
+	w->d = o ? *o : pool_defaults;
+	/* A stop of now: lateness is measured from it. */
+	if (!w->d.stop_ns)
+		w->d.stop_ns = ra_realtime_ns();
+	atomic_store(&w->stopped, true);
+	for (size_t i = 0; i < w->p.n; i++) {
+		int returned = CALL_RETURNED;
+
+		w->taken[i] = atomic_compare_exchange_strong(&w->phase[i], &returned, CALL_TAKEN);
+	}
+	detach_some(w->p.t, w->p.n, &w->d, w->taken);
+}
+
+void rn_window_close(struct rn_window *w)
+{
+	if (!w)
+		return;
+	for (int k = 0; k < w->started; k++)
+		pthread_join(w->th[k], NULL);
+	/*
+	 * Every record is ours again: one its worker detached late and found
+	 * stopped is retried as rn_window_stop retried its own share.
+	 */
+	if (atomic_load(&w->stopped)) {
+		for (size_t i = 0; i < w->p.n; i++)
+			w->taken[i] = !w->taken[i];
+		detach_some(w->p.t, w->p.n, &w->d, w->taken);
+	}
+	window_free(w);
 }
 
 static bool still_stopped(pid_t pid)
@@ -248,11 +454,13 @@ static bool still_stopped(pid_t pid)
 }
 
 /* Stopped targets whose tools are still attached: back to RN_ATTACHED for another try. */
-static size_t retry_stopped(struct rn_target *t, size_t n, bool mark)
+static size_t retry_stopped(struct rn_target *t, size_t n, bool mark, const bool *only)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		if (only && !only[i])
+			continue;
 		if (t[i].state == RN_STOPPED && rocattach_is_attached(t[i].pid)) {
 			/* Tried again once it runs: the library would only say it is stopped. */
 			if (mark && !still_stopped(t[i].pid))
@@ -270,7 +478,8 @@ static size_t retry_stopped(struct rn_target *t, size_t n, bool mark)
  * call timeout after the stop time. Still stopped then: RN_STOPPED, its
  * message saying its tools are still attached.
  */
-void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
+static void detach_some(struct rn_target *t, size_t n, const struct rn_pool_opts *o,
+			const bool *only)
 {
 	uint64_t ms = o && o->call_timeout_ms ? o->call_timeout_ms : 10000;
 	uint64_t stop = o && o->stop_ns ? ra_monotonic_of_realtime(o->stop_ns) : 0;
@@ -278,12 +487,17 @@ void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
 	uint64_t deadline = from + ms * RA_NS_PER_MS;
 	struct timespec nap = {0, 20 * 1000000};
 
-	pool_run(t, n, o, false);
-	while (retry_stopped(t, n, false) && ra_monotonic_ns() < deadline) {
+	pool_run(t, n, o, false, only);
+	while (retry_stopped(t, n, false, only) && ra_monotonic_ns() < deadline) {
 		nanosleep(&nap, NULL);
-		retry_stopped(t, n, true);
-		pool_run(t, n, o, false);
+		retry_stopped(t, n, true, only);
+		pool_run(t, n, o, false, only);
 	}
+}
+
+void rn_detach_all(struct rn_target *t, size_t n, const struct rn_pool_opts *o)
+{
+	detach_some(t, n, o, NULL);
 }
 
 void rn_probe_sides(struct rn_target *t, size_t n)

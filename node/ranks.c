@@ -13,9 +13,8 @@
 #include "node.h"
 
 #define RANKS_MAX_RANGES 65536
-#define RANK_MAX INT32_MAX
 
-/* Decimal rank at *p: digits only, 0..RANK_MAX. Advances *p; 0 or -1. */
+/* Decimal rank at *p: digits only, 0..RN_RANK_MAX. Advances *p; 0 or -1. */
 static int rank_number(const char **p, long *v)
 {
 	const char *s = *p;
@@ -25,7 +24,7 @@ static int rank_number(const char **p, long *v)
 		return -1;
 	for (; *s >= '0' && *s <= '9'; s++) {
 		x = x * 10 + (*s - '0');
-		if (x > RANK_MAX)
+		if (x > RN_RANK_MAX)
 			return -1;
 	}
 	*p = s;

@@ -259,6 +259,11 @@ static int set_results(json_t *o, const struct rn_target *t)
 	rc |= json_object_set_new(o, "died_ns",
 				  t->died_ns ? json_integer((json_int_t)t->died_ns) : json_null());
 	rc |= json_object_set_new(o, "timed_out", json_boolean(t->timed_out));
+	rc |= json_object_set_new(o, "self_detached", json_boolean(t->self_detached));
+	/* Its attach returned after the window's stop: detached at once, this late. */
+	rc |= json_object_set_new(o, "late", json_boolean(t->late_ns != 0));
+	rc |= json_object_set_new(o, "late_ns",
+				  t->late_ns ? json_integer((json_int_t)t->late_ns) : json_null());
 	rc |= json_object_set_new(o, "watchdog", json_boolean(t->watchdog));
 	rc |= json_object_set_new(o, "tools", tools_json(t));
 	return rc;

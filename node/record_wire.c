@@ -14,8 +14,9 @@
  *     uint64 attach_tool_ns, detach_tool_ns, detach_call_ns;
  *     int32 bounds (bit 0 attach, 1 detach);
  *     char message[512];
- *     int32 signal; uint64 died_ns; int32 flags (bit 0 watchdog, 1 timed_out);
- *     uint8 tool_n; uint8 tools[64]
+ *     int32 signal; uint64 died_ns;
+ *     int32 flags (bit 0 watchdog, 1 timed_out, 2 self_detached);
+ *     uint8 tool_n; uint8 tools[64]; uint64 late_ns
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
  */
@@ -32,12 +33,12 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 5u
+#define REC_VERSION 6u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
 #define REC_ENTRY_SIZE                                                                             \
 	(5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 512 + 4 + 8 + 4 + 1 +        \
-	 RN_TOOLS_MAX)
+	 RN_TOOLS_MAX + 8)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
@@ -110,9 +111,10 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_str(p, t->message, sizeof(t->message));
 	p = put_i32(p, t->signal);
 	p = put_u64(p, t->died_ns);
-	p = put_i32(p, t->watchdog | t->timed_out << 1);
+	p = put_i32(p, t->watchdog | t->timed_out << 1 | t->self_detached << 2);
 	p = put(p, &t->tool_n, 1);
-	return put(p, t->tools, sizeof(t->tools));
+	p = put(p, t->tools, sizeof(t->tools));
+	return put_u64(p, t->late_ns);
 }
 
 /* Returns 0 when n cannot be represented (count is 32 bits). */
@@ -195,18 +197,20 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &t->died_ns, sizeof(uint64_t));
 	p = get(p, &flags, sizeof(flags));
 	p = get(p, &t->tool_n, 1);
-	get(p, t->tools, sizeof(t->tools));
+	p = get(p, t->tools, sizeof(t->tools));
+	get(p, &t->late_ns, sizeof(uint64_t));
 	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_DIED_ATTACHED ||
 	    status < 0 || status >= ROCATTACH_STATUS_LAST || side < ROCATTACH_SIDE_UNKNOWN ||
 	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3 || sig < 0 || sig >= 65 ||
-	    flags < 0 || flags > 3 || t->tool_n > RN_TOOLS_MAX)
+	    flags < 0 || flags > 7 || t->tool_n > RN_TOOLS_MAX)
 		return -1;
 	for (size_t i = 0; i < t->tool_n; i++)
 		if (t->tools[i] > ROCATTACH_TOOL_FAILED)
 			return -1;
 	t->signal = sig;
 	t->watchdog = flags & 1;
-	t->timed_out = flags >> 1;
+	t->timed_out = (flags >> 1) & 1;
+	t->self_detached = flags >> 2;
 	t->listener = listener;
 	t->side = side;
 	t->attach_tool_bound = bounds & 1;

@@ -20,6 +20,8 @@
 #define RN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Slurm's ids of the special steps (slurm.h, 20.11 and later). */
+/* A Slurm job or plain step id is 32 bits. */
+#define RN_SLURM_ID_MAX UINT32_MAX
 #define STEP_INTERACTIVE 0xfffffffaull
 #define STEP_BATCH 0xfffffffbull
 #define STEP_EXTERN 0xfffffffcull

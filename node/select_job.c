@@ -61,13 +61,13 @@ static bool parse_step_id(const char *s, size_t n, uint64_t *step)
 	else if (equals(s, n, "interactive"))
 		*step = STEP_INTERACTIVE;
 	else
-		return parse_dec(s, n, UINT32_MAX, step);
+		return parse_dec(s, n, RN_SLURM_ID_MAX, step);
 	return true;
 }
 
 static bool parse_job_id(const char *s, size_t n, uint64_t *job)
 {
-	return parse_dec(s, n, UINT32_MAX, job) && *job > 0;
+	return parse_dec(s, n, RN_SLURM_ID_MAX, job) && *job > 0;
 }
 
 /* ---- environ ---- */
@@ -119,7 +119,7 @@ long rn_environ_rank(const char *env, size_t len, const char *rank_var)
 		val = rn_environ_get(env, len, rank_var, &vlen);
 	for (i = 0; !rank_var && !val && i < RN_ARRAY_SIZE(rank_vars); i++)
 		val = rn_environ_get(env, len, rank_vars[i], &vlen);
-	if (!val || !parse_dec(val, vlen, INT32_MAX, &rank))
+	if (!val || !parse_dec(val, vlen, RN_RANK_MAX, &rank))
 		return -1;
 	return (long)rank;
 }
@@ -130,9 +130,9 @@ bool rn_sel_env_has_mpi_rank(const char *env, size_t len, const char *rank_var)
 	size_t i;
 
 	for (i = 0; i < MPI_RANK_VARS; i++)
-		if (env_dec(env, len, rank_vars[i], INT32_MAX, &v))
+		if (env_dec(env, len, rank_vars[i], RN_RANK_MAX, &v))
 			return true;
-	return rank_var && env_dec(env, len, rank_var, INT32_MAX, &v);
+	return rank_var && env_dec(env, len, rank_var, RN_RANK_MAX, &v);
 }
 
 static bool env_is(const char *env, size_t len, const char *name, const char *want, size_t wlen)
@@ -273,8 +273,8 @@ static bool env_step(const char *env, size_t len, uint64_t *job, uint64_t *step)
 	const char *val;
 	size_t vlen;
 
-	if (!env_dec(env, len, "SLURM_JOB_ID", UINT32_MAX, job) &&
-	    !env_dec(env, len, "SLURM_JOBID", UINT32_MAX, job))
+	if (!env_dec(env, len, "SLURM_JOB_ID", RN_SLURM_ID_MAX, job) &&
+	    !env_dec(env, len, "SLURM_JOBID", RN_SLURM_ID_MAX, job))
 		return false;
 	val = rn_environ_get(env, len, "SLURM_STEP_ID", &vlen);
 	if (!val)

@@ -187,6 +187,21 @@ typedef struct rocattach_opts {
 	 * (ROCATTACH_REPORT_TIMED_OUT), naming the call it was stuck in.
 	 */
 	uint32_t call_timeout_ms;
+	/*
+	 * rocattach_attach_ex: when the window is planned to end
+	 * (CLOCK_REALTIME ns; 0: no planned end). The target side keeps its
+	 * own end: if no detach has reached it by planned_stop_ns plus
+	 * call_timeout_ms, it detaches its tools by itself (our agent; on
+	 * ROCm's side, librocattach-watchdog), so that a stopped, hung or
+	 * cut-off caller holds no tool. The late detach then fails with
+	 * ROCATTACH_REPORT_SELF_DETACHED. Ignored by rocattach_detach_ex.
+	 */
+	uint64_t planned_stop_ns;
+	/*
+	 * A field added here must end where the struct ends (no padding after
+	 * it): the library refuses a caller's non-zero bytes from the end of
+	 * the last field it knows (session_api.c).
+	 */
 } rocattach_opts_t;
 
 /* Which target side answered (rocattach_report_t.target_side). */
@@ -213,6 +228,20 @@ enum rocattach_tool_outcome {
 #define ROCATTACH_REPORT_TIMED_OUT 0x2u /* a remote call outlived call_timeout_ms */
 #define ROCATTACH_REPORT_KILLED 0x4u	/* the target was killed by a signal (see signal) */
 #define ROCATTACH_REPORT_WATCHDOG 0x8u	/* a watchdog detaches the tools if the attacher dies */
+/*
+ * The listener did not stop for its release (an uninterruptible sleep) by
+ * the call's deadline: it is still traced, by a thread of this library that
+ * releases it when it stops (the message names its state).
+ */
+#define ROCATTACH_REPORT_TRACED 0x10u
+/*
+ * The target side detached its tools by itself (self_detach_ns says when):
+ * no detach came by the attach's planned_stop_ns plus its call_timeout_ms.
+ * On a detach: this window's tools were handed back then, not at the
+ * detach (the detach fails). On an attach: the previous window of the
+ * process ended that way (the attach itself is unaffected).
+ */
+#define ROCATTACH_REPORT_SELF_DETACHED 0x20u
 
 typedef struct rocattach_report {
 	size_t size; /* sizeof(rocattach_report_t), set by the caller */
@@ -242,6 +271,12 @@ typedef struct rocattach_report {
 	 */
 	uint32_t tool_count;
 	uint8_t tool_outcome[ROCATTACH_TOOLS_MAX];
+	/*
+	 * CLOCK_REALTIME at which the target side detached its tools by itself
+	 * (ROCATTACH_REPORT_SELF_DETACHED), 0 if it did not or cannot tell.
+	 * A field added after it must end where the struct ends.
+	 */
+	uint64_t self_detach_ns;
 } rocattach_report_t;
 
 /* rocattach_attach() with explicit options; report may be NULL. */

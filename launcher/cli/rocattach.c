@@ -22,6 +22,7 @@
 #include "cli_opts.h"
 #include "common/clock.h"
 #include "common/procfs.h"
+#include "rocattach_children.h"
 #include "rp3_state.h"
 
 static void log_to_stderr(int level, const char *msg, void *user)
@@ -52,12 +53,12 @@ static int signals_to_fd(void)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-/* Hold the window. Returns the signal that ended it, or 0. */
-static int hold_window(int sfd, long long duration_ms)
+/* Hold the window until deadline (monotonic ms, -1: none). Returns the signal that ended it, or 0.
+ */
+static int hold_window(int sfd, long long deadline)
 {
 	struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
-	long long deadline = duration_ms >= 0 ? now_ms() + duration_ms : -1;
-	int nfds = duration_ms < 0 && isatty(STDIN_FILENO) ? 2 : 1;
+	int nfds = deadline < 0 && isatty(STDIN_FILENO) ? 2 : 1;
 	struct signalfd_siginfo si;
 	char line[256];
 
@@ -83,23 +84,42 @@ static int hold_window(int sfd, long long duration_ms)
 }
 
 /*
- * --inject is the library's ROCATTACH_F_INJECT, for the root and every
- * descendant. rep: the root's report.
+ * With -d the window has a planned stop, which the attach carries: a target
+ * that gets no detach by then plus --call-timeout detaches its tools itself
+ * (this process stopped, say). The window is -d long from the tools' hand-over,
+ * which is not known before the attach: the planned stop counts the attach's
+ * own deadline in, and the window never outlasts it (plan_window). 0: no -d.
  */
-static int attach(const struct cli_opts *o, rocattach_report_t *rep)
+static uint64_t planned_stop(const struct cli_opts *o)
+{
+	if (o->duration_ms < 0)
+		return 0;
+	return ra_realtime_ns() + (uint64_t)(o->duration_ms + o->call_timeout_ms) * RA_NS_PER_MS;
+}
+
+/*
+ * The root's attach (its descendants follow: rocattach_children.c).
+ * --inject is the library's ROCATTACH_F_INJECT. rep: the root's report.
+ */
+static int attach(const struct cli_opts *o, uint64_t planned, rocattach_report_t *rep)
 {
 	rocattach_opts_t ro = {.size = sizeof(ro),
 			       .tool_libraries = o->tools,
-			       .call_timeout_ms = (uint32_t)o->call_timeout_ms};
+			       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+			       .planned_stop_ns = planned};
 
 	if (o->inject)
 		ro.flags |= ROCATTACH_F_INJECT;
-	return o->children ? rocattach_attach_tree_ex(o->pid, &ro, rep)
-			   : rocattach_attach_ex(o->pid, &ro, rep);
+	return rocattach_attach_ex(o->pid, &ro, rep);
 }
 
-/* What makes a failed call need seeing to (exit 4), beyond a plain failure. */
-#define HARM (ROCATTACH_REPORT_STOPPED | ROCATTACH_REPORT_TIMED_OUT | ROCATTACH_REPORT_KILLED)
+/*
+ * What makes a failed call need seeing to (exit 4), beyond a plain failure;
+ * a detach that came after the target had detached its tools itself too.
+ */
+#define HARM                                                                                       \
+	(ROCATTACH_REPORT_STOPPED | ROCATTACH_REPORT_TIMED_OUT | ROCATTACH_REPORT_KILLED |         \
+	 ROCATTACH_REPORT_SELF_DETACHED)
 
 static bool stopped(pid_t pid)
 {
@@ -129,29 +149,31 @@ static void wait_resumed(const struct cli_opts *o, int sfd)
 			break;
 }
 
-/* The exit code of a detach that failed: the target needs seeing to, or it just failed. */
-static int detach(const struct cli_opts *o, int sfd)
+/*
+ * The root's detach, its tools handed back at stop_ns (0: at once). The exit
+ * code of a detach that failed: the target needs seeing to, or it just failed.
+ */
+static int detach(const struct cli_opts *o, int sfd, uint64_t stop_ns)
 {
-	rocattach_opts_t ro = {.size = sizeof(ro), .call_timeout_ms = (uint32_t)o->call_timeout_ms};
+	rocattach_opts_t ro = {.size = sizeof(ro),
+			       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+			       .stop_ns = stop_ns};
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	int st;
 
 	wait_resumed(o, sfd);
-	if (o->children)
-		st = rocattach_detach_tree(o->pid);
-	else
-		st = rocattach_detach_ex(o->pid, &ro, &rep);
+	st = rocattach_detach_ex(o->pid, &ro, &rep);
 	if (st == ROCATTACH_STATUS_SUCCESS)
 		return CLI_EXIT_OK;
 	/* The library logs a target gone at its detach as news only: say it here. */
 	if (st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND)
-		fprintf(stderr, "rocattach: error: %s\n",
-			o->children ? rocattach_last_error() : rep.message);
+		fprintf(stderr, "rocattach: error: %s\n", rep.message);
 	return (rep.flags & HARM) || stopped(o->pid) ? CLI_EXIT_PARTIAL : CLI_EXIT_DETACH;
 }
 
 struct attach_job {
 	const struct cli_opts *o;
+	uint64_t planned;
 	rocattach_report_t *rep;
 	int st;
 	int done[2];
@@ -161,7 +183,7 @@ static void *attach_job_run(void *arg)
 {
 	struct attach_job *j = arg;
 
-	j->st = attach(j->o, j->rep);
+	j->st = attach(j->o, j->planned, j->rep);
 	if (write(j->done[1], "x", 1) < 0) {
 		/* The joiner still joins. */
 	}
@@ -173,9 +195,10 @@ static void *attach_job_run(void *arg)
  * every call has its deadline (--call-timeout), but a signal is said at
  * once, and the window it ends is then skipped. *sig: that signal, or 0.
  */
-static int attach_answering(const struct cli_opts *o, rocattach_report_t *rep, int sfd, int *sig)
+static int attach_answering(const struct cli_opts *o, uint64_t planned, rocattach_report_t *rep,
+			    int sfd, int *sig)
 {
-	struct attach_job j = {o, rep, 0, {-1, -1}};
+	struct attach_job j = {o, planned, rep, 0, {-1, -1}};
 	struct pollfd f[2] = {{-1, POLLIN, 0}, {sfd, POLLIN, 0}};
 	struct signalfd_siginfo si;
 	pthread_t th;
@@ -183,11 +206,11 @@ static int attach_answering(const struct cli_opts *o, rocattach_report_t *rep, i
 
 	*sig = 0;
 	if (pipe(j.done))
-		return attach(o, rep);
+		return attach(o, planned, rep);
 	if (pthread_create(&th, NULL, attach_job_run, &j)) {
 		close(j.done[0]);
 		close(j.done[1]);
-		return attach(o, rep);
+		return attach(o, planned, rep);
 	}
 	f[0].fd = j.done[0];
 	while (poll(f, (nfds_t)nfds, -1) >= 0 && !(f[0].revents & POLLIN)) {
@@ -225,10 +248,103 @@ static bool tool_failed(const struct cli_opts *o, const rocattach_report_t *rep)
 	return failed;
 }
 
+/*
+ * The descendants' lead: their calls are made at once, and their tools are
+ * handed over together this long after (prepared meanwhile), 3 ms more per
+ * descendant, as rocattach-mpi's first window does.
+ */
+#define KIDS_LEAD_MS 250
+#define KIDS_LEAD_EACH_MS 3
+/* The stops are sent this long ahead of the earlier of them; each call keeps its own. */
+#define STOP_AHEAD_MS 50
+
+/* The window's planned times, CLOCK_REALTIME ns (stops 0: none, the user's). */
+struct plan {
+	uint64_t kids_start, root_stop, kids_stop;
+};
+
+/* Each on its own clock: the root's window from its hand-over, its descendants' from theirs. */
+static struct plan plan_window(const struct cli_opts *o, const rocattach_report_t *rep)
+{
+	uint64_t now = ra_realtime_ns(), handed = rep->tool_ns ? rep->tool_ns : rep->end_ns;
+	uint64_t d = (uint64_t)o->duration_ms * RA_NS_PER_MS;
+	struct plan p = {0, 0, 0};
+
+	p.kids_start = now + KIDS_LEAD_MS * RA_NS_PER_MS;
+	if (o->duration_ms >= 0) {
+		p.root_stop = (handed && handed < now ? handed : now) + d;
+		p.kids_stop = p.kids_start + d;
+	}
+	return p;
+}
+
+/* Monotonic ms at which CLOCK_REALTIME reaches rt less ahead_ms (-1: rt 0, no deadline). */
+static long long mono_ms_of(uint64_t rt, long long ahead_ms)
+{
+	int64_t left = (int64_t)(rt - ra_realtime_ns());
+
+	return rt ? now_ms() + left / (int64_t)RA_NS_PER_MS - ahead_ms : -1;
+}
+
+/*
+ * The window once the root attached: its descendants attach beside it, each
+ * on its own clock, and the root and they are detached together at their
+ * planned stops (or at once at the user's), so a descendant whose call is
+ * stuck holds no one: its call ends by its deadline, after. Returns the exit
+ * code.
+ */
+static int hold_detach(const struct cli_opts *o, uint64_t planned, const rocattach_report_t *rep,
+		       int sfd, int sig, int code)
+{
+	struct plan p = plan_window(o, rep);
+	struct rc_children *kids = NULL;
+	long long stop = -1;
+	int st, kids_code;
+
+	if (o->children)
+		kids = rc_children_open(o->pid, o->tools, o->inject, (unsigned)o->call_timeout_ms,
+					p.kids_start, p.kids_stop);
+	if (!kids)
+		p.kids_stop = 0;
+	/* The root's tools were handed over within the attach's deadline: never past planned. */
+	if (planned && p.root_stop > planned)
+		p.root_stop = planned;
+	if (p.root_stop)
+		stop =
+		    mono_ms_of(p.kids_stop && p.kids_stop < p.root_stop ? p.kids_stop : p.root_stop,
+			       STOP_AHEAD_MS);
+	/* Their word before ours, unless a call is slow: the window runs meanwhile. */
+	if (!sig) {
+		long long until = mono_ms_of(p.kids_start, -500);
+
+		rc_children_wait(kids, sfd, stop >= 0 && stop < until ? stop : until, &sig);
+	}
+	fprintf(stderr, "rocattach: attached to process %d%s; %s\n", o->pid,
+		o->children ? " and its descendants" : "",
+		o->duration_ms >= 0 ? "detaching when the duration ends or on SIGINT/SIGTERM"
+				    : "press Enter (on a terminal) or Ctrl-C to detach");
+	if (!sig)
+		sig = hold_window(sfd, stop);
+	if (sig) {
+		fprintf(stderr, "rocattach: %s received, detaching\n", strsignal(sig));
+		p.root_stop = p.kids_stop = 0;
+	}
+	rc_children_stop(kids, p.kids_stop);
+	st = detach(o, sfd, p.root_stop);
+	kids_code = rc_children_end(kids);
+	if (st != CLI_EXIT_OK)
+		return st;
+	fprintf(stderr, "rocattach: detached from process %d\n", o->pid);
+	if (kids_code == CLI_EXIT_DETACH)
+		return kids_code;
+	return code != CLI_EXIT_OK ? code : kids_code;
+}
+
 static int attach_hold_detach(const struct cli_opts *o)
 {
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
 	rocattach_report_t rep = {.size = sizeof(rep)};
+	uint64_t planned = planned_stop(o);
 
 	if (sfd < 0) {
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
@@ -238,34 +354,23 @@ static int attach_hold_detach(const struct cli_opts *o)
 		fprintf(stderr, "rocattach: error: %s\n", rep.message);
 		return CLI_EXIT_ATTACH;
 	}
-	st = attach_answering(o, &rep, sfd, &sig);
+	st = attach_answering(o, planned, &rep, sfd, &sig);
 	if (st == ROCATTACH_STATUS_SUCCESS || rocattach_is_attached(o->pid))
 		rn_rp3_remember(o->pid);
 	if (st == ROCATTACH_STATUS_SUCCESS && tool_failed(o, &rep))
 		code = CLI_EXIT_PARTIAL;
 	if (st != ROCATTACH_STATUS_SUCCESS) {
 		/*
-		 * The library has logged one line per failure. With children, a
-		 * root that attached makes this a partial success. A root that
-		 * was killed, stopped, or stuck in a call needs seeing to: 4.
+		 * The library has logged one line per failure. A root that
+		 * attached makes this a partial success. A root that was killed,
+		 * stopped, or stuck in a call needs seeing to: 4. A root that did
+		 * not attach: its descendants are not touched.
 		 */
 		if (!rocattach_is_attached(o->pid))
 			return (rep.flags & HARM) ? CLI_EXIT_PARTIAL : CLI_EXIT_ATTACH;
 		code = CLI_EXIT_PARTIAL;
 	}
-	fprintf(stderr, "rocattach: attached to process %d%s; %s\n", o->pid,
-		o->children ? " and its descendants" : "",
-		o->duration_ms >= 0 ? "detaching when the duration ends or on SIGINT/SIGTERM"
-				    : "press Enter (on a terminal) or Ctrl-C to detach");
-	if (!sig)
-		sig = hold_window(sfd, o->duration_ms);
-	if (sig)
-		fprintf(stderr, "rocattach: %s received, detaching\n", strsignal(sig));
-	st = detach(o, sfd);
-	if (st != CLI_EXIT_OK)
-		return st;
-	fprintf(stderr, "rocattach: detached from process %d\n", o->pid);
-	return code;
+	return hold_detach(o, planned, &rep, sfd, sig, code);
 }
 
 /*

@@ -18,25 +18,29 @@ static bool no_listener(const struct rn_target *t)
 	return t->state == RN_ATTACH_FAILED && !t->listener;
 }
 
-/* Targets of the last window for which fails holds; *all (if not NULL): every target. */
+/*
+ * Targets of the last window for which fails holds; *all: every target;
+ * *unsure: those left out on their nodes that may fail it too (--detail none).
+ */
 static size_t count_last(const struct rm_run *r, bool (*fails)(const struct rn_target *),
-			 size_t *all)
+			 size_t *all, size_t *unsure)
 {
 	const struct rm_window *w = r->n_w ? &r->w[r->n_w - 1] : NULL;
 	const struct rn_target *t;
 	struct rm_hold h = {0};
 	size_t n = 0, total = 0;
 
+	*unsure = 0;
 	for (size_t i = 0; w && i < w->n_nodes; i++) {
 		t = w->nodes[i].lost ? NULL : rm_targets(&w->nodes[i], &h);
-		/* Records a node left out are clean ones: no failure among them. */
+		/* Records a node left out: the clean ones have no failure, the rest are unsure. */
 		total += w->nodes[i].lost ? 0 : rm_left_out(&w->nodes[i]);
+		*unsure += w->nodes[i].lost ? 0 : rm_left_unsure(&w->nodes[i], t);
 		for (size_t k = 0; t && k < w->nodes[i].n; k++, total++)
 			n += fails(&t[k]);
 	}
 	rm_hold_free(&h);
-	if (all)
-		*all = total;
+	*all = total;
 	return n;
 }
 
@@ -94,9 +98,14 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 		return RM_EXIT_FAILED;
 	}
 	if (c->win.run_stop && !strcmp(c->win.run_stop, "nothing attachable")) {
-		size_t all, none = count_last(&c->roster.run, no_listener, &all);
+		size_t all, unsure, none = count_last(&c->roster.run, no_listener, &all, &unsure);
 
-		if (none == all)
+		if (unsure)
+			snprintf(reason, len,
+				 "nothing attachable: %zu of %zu without a listener, %zu more "
+				 "unknown (left out by --detail none)",
+				 none, all, unsure);
+		else if (none == all)
 			snprintf(reason, len, "nothing attachable: no target has a listener");
 		else
 			snprintf(reason, len, "nothing attachable: %zu of %zu without a listener",
@@ -216,7 +225,7 @@ static void say_run_stop(struct ctx *c)
 {
 	const char *stop = c->win.run_stop ? c->win.run_stop : "";
 	struct rn_target t;
-	size_t all, none;
+	size_t all, none, unsure;
 
 	if (!strcmp(stop, "tool failed") && first_failure(&c->roster.run, rn_tool_failed, &t))
 		rm_say(&c->self,
@@ -226,7 +235,8 @@ static void say_run_stop(struct ctx *c)
 		       (int)sizeof(t.message), t.message);
 	if (strcmp(stop, "nothing attachable") || !first_failure(&c->roster.run, no_listener, &t))
 		return;
-	none = count_last(&c->roster.run, no_listener, &all);
+	/* A record of one is kept: first_failure found it. */
+	none = count_last(&c->roster.run, no_listener, &all, &unsure);
 	if (none < all)
 		rm_say(&c->self,
 		       "error: nothing attached, and %zu of %zu targets have no attach listener "

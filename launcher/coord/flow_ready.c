@@ -21,6 +21,7 @@ static void add_ready(struct rm_ready *sum, const struct rm_ready *m)
 	if (m->rtt_sub_ns > sum->rtt_sub_ns)
 		sum->rtt_sub_ns = m->rtt_sub_ns;
 	sum->owed += m->owed;
+	sum->pending += m->pending;
 }
 
 static void take_ready(struct rm_flow *f, struct rm_kid *k, const char *buf, size_t len,

@@ -417,6 +417,7 @@ static void wire(struct ctx *c)
 static void wire_plan(struct ctx *c)
 {
 	c->self.enter_ends = c->o.duration_ms < 0;
+	c->self.call_timeout_ms = (unsigned)c->o.call_timeout_ms;
 	c->flow.verbose = c->o.verbose;
 	rm_flow_init(&c->flow, c->o.fanout);
 	if (c->self.rank != 0)

@@ -136,7 +136,7 @@ struct rm_ready {
 	uint64_t t1, t2;     /* the order's receipt and this message's send (sender's clock) */
 	uint64_t rtt_sub_ns; /* the worst round trip measured in the sender's subtree */
 	int32_t owed;	     /* ranks below whose READY was still owed at the stop (left out) */
-	int32_t pad;
+	int32_t pending;     /* targets whose attach call had not returned (window_calls.c) */
 };
 
 /*

@@ -156,6 +156,7 @@ void rm_take_records(struct rm_roster *ro, int r, const char *buf, size_t len)
 	struct rm_rec_head h;
 	struct rm_node nd = {0};
 	struct rm_node_sum *sum = NULL;
+	char why[256];
 	size_t head;
 
 	p->got_records = true;
@@ -194,10 +195,11 @@ void rm_take_records(struct rm_roster *ro, int r, const char *buf, size_t len)
 		rm_mark_lost(ro, r, "its records do not unpack (%zu bytes)", len);
 		return;
 	}
-	if (h.sum_size &&
-	    (!(sum = malloc(sizeof(*sum))) || (memcpy(sum, buf + sizeof(h), sizeof(*sum)),
-					       rm_take_sum(sum, h.clock.applied_ns, &nd)))) {
-		rm_mark_lost(ro, r, "its figures do not hold against its records (%zu bytes)", len);
+	if (h.sum_size && (!(sum = malloc(sizeof(*sum))) ||
+			   (memcpy(sum, buf + sizeof(h), sizeof(*sum)),
+			    rm_take_sum(sum, h.clock.applied_ns, &nd, why, sizeof(why))))) {
+		rm_mark_lost(ro, r, "its figures do not hold against its records: %s",
+			     sum ? why : "out of memory");
 		free(sum);
 		free(nd.t);
 		rm_node_sum_free(&nd);
@@ -212,9 +214,7 @@ void rm_take_records(struct rm_roster *ro, int r, const char *buf, size_t len)
 	nd.clock_rtt_ns = p->clock.rtt_ns;
 	nd.clock_known = p->clock.known;
 	nd.clock_bound_ns = p->clock.bound_ns;
-	p->detached = rm_left_out(&nd); /* left out: clean, detached */
-	for (size_t i = 0; i < nd.n; i++)
-		p->detached += nd.t[i].state == RN_DETACHED;
+	p->detached = rm_node_detached(&nd, nd.t);
 	keep(ro, &nd);
 	free(p->last.t);
 	free((char *)p->last.error);

@@ -75,11 +75,23 @@ void rm_out_of_memory(void)
 	_exit(RM_EXIT_ERROR);
 }
 
+/* Detach everything now: the window's calls too, each by its deadline. */
+static void detach_now(struct rm_self *s)
+{
+	struct rn_pool_opts p = {.call_timeout_ms = s->call_timeout_ms};
+
+	if (!s->win)
+		return rn_detach_all(s->t, s->n, NULL);
+	rn_window_stop(s->win, &p);
+	rn_window_close(s->win);
+	s->win = NULL;
+}
+
 void rm_leave(struct rm_self *s, const char *fmt, ...)
 {
 	va_list ap;
 
-	rn_detach_all(s->t, s->n, NULL);
+	detach_now(s);
 	va_start(ap, fmt);
 	vrank_error(s, fmt, ap);
 	va_end(ap);

@@ -24,6 +24,8 @@ struct rm_self {
 	bool enter_ends;     /* no duration: Enter (or a signal) ends the window */
 	struct rn_target *t; /* this node's targets */
 	size_t n;
+	struct rn_window *win;	  /* this window's calls in flight (window_calls.c), NULL: none */
+	unsigned call_timeout_ms; /* --call-timeout: each call's deadline */
 };
 
 /* Rank 0's progress line on its stdout ("rocattach-mpi: ..."); other ranks say nothing. */
@@ -35,7 +37,10 @@ void rm_say_to(const struct rm_self *s, FILE *f, const char *fmt, ...)
 void rm_rank_error(const struct rm_self *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 __attribute__((noreturn)) void rm_out_of_memory(void);
-/* This rank leaves: its node's targets detached, then its error line (fmt), exit 6. */
+/*
+ * This rank leaves: its node's targets detached (the window's calls in
+ * flight too), then its error line (fmt), exit 6.
+ */
 __attribute__((noreturn)) void rm_leave(struct rm_self *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -4,8 +4,6 @@
  * detaches on a helper thread while signals are answered, --stacks' files,
  * and the watch on this node's targets.
  */
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,82 +73,13 @@ static struct rn_pool_opts pool_opts(const struct rm_win *w)
 				 .inject = w->o->inject,
 				 .call_timeout_ms = (unsigned)w->o->call_timeout_ms};
 
-	if (rm_stacks_on(w->o) && w->part->stacks.dir[0])
-		p.env = w->part->stacks.env;
+	if (rm_stacks_on(w->o) && w->part->stacks.dir[0]) {
+		p.env_of = rm_stacks_env_of; /* a folder per target user */
+		p.env_arg = (void *)&w->part->stacks;
+	}
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = w->o->jobs ? w->o->jobs : (int)(w->self->n ? w->self->n : 1);
 	return p;
-}
-
-/*
- * The attaches or detaches run on a helper thread while this one answers
- * signals: each call has its deadline (--call-timeout), but a signal is
- * said at once and kept for the window loop (rm_take_signal gives it
- * first), which then stops the window. Without a thread, the pool runs here.
- */
-struct pool_job {
-	struct rm_win *w;
-	struct rn_pool_opts *p;
-	bool attach;
-	int done[2];
-	int short_by; /* workers that could not be created (rn_attach_all) */
-};
-
-static void *pool_job_run(void *arg)
-{
-	struct pool_job *j = arg;
-
-	if (j->attach)
-		j->short_by = rn_attach_all(j->w->self->t, j->w->self->n, j->p);
-	else
-		rn_detach_all(j->w->self->t, j->w->self->n, j->p);
-	if (write(j->done[1], "x", 1) < 0) {
-		/* The joiner still joins: it only waits longer. */
-	}
-	return NULL;
-}
-
-static int pool_inline(struct rm_win *w, struct rn_pool_opts *p, bool attach)
-{
-	if (attach)
-		return rn_attach_all(w->self->t, w->self->n, p);
-	rn_detach_all(w->self->t, w->self->n, p);
-	return 0;
-}
-
-/* Returns the attach workers that could not be created (0 for the detaches). */
-static int pool_answering(struct rm_win *w, struct rn_pool_opts *p, bool attach)
-{
-	struct pool_job j = {w, p, attach, {-1, -1}, 0};
-	struct pollfd f[2];
-	int nfds = w->self->sfd >= 0 ? 2 : 1, sig;
-	pthread_t th;
-
-	if (pipe(j.done))
-		return pool_inline(w, p, attach);
-	if (pthread_create(&th, NULL, pool_job_run, &j)) {
-		close(j.done[0]);
-		close(j.done[1]);
-		return pool_inline(w, p, attach);
-	}
-	f[0] = (struct pollfd){j.done[0], POLLIN, 0};
-	f[1] = (struct pollfd){w->self->sfd, POLLIN, 0};
-	while (poll(f, (nfds_t)nfds, 25) >= 0 && !(f[0].revents & POLLIN)) {
-		if (nfds < 2 || !(f[1].revents & POLLIN) || !(sig = rm_take_signal(w->self)))
-			continue;
-		/* One is enough: the window stops; later ones wait in the signalfd. */
-		w->self->held_sig = sig;
-		nfds = 1;
-		rm_say(w->self,
-		       "SIG%s received during the %s: the window ends as soon as they return "
-		       "(each within --call-timeout %lld ms)",
-		       sigabbrev_np(sig), attach ? "attaches" : "detaches",
-		       (long long)w->o->call_timeout_ms);
-	}
-	pthread_join(th, NULL);
-	close(j.done[0]);
-	close(j.done[1]);
-	return j.short_by;
 }
 
 /*
@@ -208,12 +137,13 @@ struct rm_ready rm_win_attach(struct rm_win *w, const uint64_t when[2])
 {
 	struct rm_ready r = {0, 0, 0, 0};
 	struct rn_pool_opts p;
+	uint64_t stop;
 	int short_by;
 
 	if (rm_stacks_on(w->o) && w->part->worker && w->self->n && !w->part->stacks.dir[0] &&
 	    !w->part->stacks_error[0] &&
-	    rm_stacks_prepare(&w->part->stacks, w->o->sample_hz, w->part->stacks_error,
-			      sizeof(w->part->stacks_error)))
+	    rm_stacks_prepare(&w->part->stacks, w->o->sample_hz, w->self->t, w->self->n,
+			      w->part->stacks_error, sizeof(w->part->stacks_error)))
 		rm_rank_error(w->self, "%s", w->part->stacks_error);
 	ra_sleep_until_monotonic(rm_win_mono(w, when[1]));
 	if (w->self->rank != 0 && window_over(w))
@@ -226,16 +156,23 @@ struct rm_ready rm_win_attach(struct rm_win *w, const uint64_t when[2])
 	rn_watch_mark(w->part->watch, w->self->t, w->self->n);
 	p = pool_opts(w);
 	p.start_ns = when[0];
-	short_by = pool_answering(w, &p, true);
+	stop = rm_win_planned_end(w, w->frame_mono);
+	/* Each target keeps its own end: the planned stop + --call-timeout, if -d is given. */
+	p.planned_stop_ns = rm_win_planned_end(w, when[0]);
+	short_by = rm_attaches(w, &p, w->frame_mono, stop ? stop - STOP_MARGIN_NS : 0);
 	if (short_by)
 		fprintf(stderr,
 			"rocattach-mpi[%s:%d] warning: %d of the %d attach workers could not be "
 			"started (thread limits: ulimit -u, kernel.threads-max): fewer attaches "
 			"were in flight at once, and some may have begun after the start time\n",
 			w->self->host, w->self->rank, short_by, rn_pool_jobs(&p, w->self->n));
+	/* A target still in its attach call counts as pending: its record is its worker's. */
+	r.pending = (int32_t)rm_attach_pending(w);
 	for (size_t i = 0; i < w->self->n; i++) {
 		const struct rn_target *t = &w->self->t[i];
 
+		if (!rm_attach_returned(w, i))
+			continue;
 		if (t->attach_ready_ns > when[1] && t->attach_ready_ns - when[1] > r.ready_ns)
 			r.ready_ns = t->attach_ready_ns - when[1];
 		r.attached += t->state == RN_ATTACHED;
@@ -270,7 +207,7 @@ void rm_win_detach(struct rm_win *w, uint64_t stop_ns)
 	}
 	p = pool_opts(w);
 	p.stop_ns = stop_ns;
-	(void)pool_answering(w, &p, false);
+	rm_detaches(w, &p);
 }
 
 /*
@@ -281,8 +218,10 @@ void rm_win_watch_job(struct rm_win *w)
 {
 	int32_t one = 1;
 
+	/* While attach calls run, their records are their workers': only counted. */
 	if (!w->part->watch || w->gone_told ||
-	    rn_watch_mark(w->part->watch, w->self->t, w->self->n))
+	    (w->self->win ? rn_watch_alive(w->part->watch)
+			  : rn_watch_mark(w->part->watch, w->self->t, w->self->n)))
 		return;
 	w->gone_told = true;
 	if (w->self->rank == 0) {
@@ -319,4 +258,19 @@ void rm_win_take_cut(struct rm_win *w)
 {
 	if (!w->interrupted && w->flow->cut_signal)
 		w->interrupted = w->flow->cut_signal;
+}
+
+/*
+ * A node whose attach calls had not all returned when it sent its word of
+ * them (window_calls.c) sends its records once they have, each by its
+ * deadline: up to --call-timeout after the stop. The waits on a subtree
+ * that said so grow by that much, and so do the waits on one whose word was
+ * still owed at the stop: its word may say so too late to be heard (it may
+ * be inside its calls), so it is taken as saying so.
+ */
+uint64_t rm_win_calls_wait(const struct rm_win *w)
+{
+	if (!w->flow->ready_sum.pending && !w->flow->ready_sum.owed && !rm_attach_pending(w))
+		return 0;
+	return (uint64_t)w->o->call_timeout_ms * RA_NS_PER_MS;
 }

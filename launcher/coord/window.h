@@ -92,5 +92,24 @@ void rm_win_stacks_fold(struct rm_win *w);
 void rm_win_watch_job(struct rm_win *w);
 uint64_t rm_win_hold_wake(const struct rm_win *w, uint64_t wake);
 uint64_t rm_win_output_wait(const struct rm_win *w);
+/* The records' waits grow by --call-timeout when attach calls ran on (or may have). */
+uint64_t rm_win_calls_wait(const struct rm_win *w);
+
+/*
+ * window_calls.c: this node's calls in a window, each target on its own
+ * clock. The attaches, with p->start_ns: returns when they have all
+ * returned, a signal came (kept in held_sig), or the start time
+ * (start_mono) plus a short wait, never past stop_mono (0: none); the rest
+ * run on. Returns the workers that could not be created.
+ */
+int rm_attaches(struct rm_win *w, struct rn_pool_opts *p, uint64_t start_mono, uint64_t stop_mono);
+/* Has target i's attach returned (its record may be read until the stop)? */
+bool rm_attach_returned(const struct rm_win *w, size_t i);
+/* Attach calls not returned yet. */
+size_t rm_attach_pending(const struct rm_win *w);
+/* The detaches at p->stop_ns: every target whose attach returned; the others when it does. */
+void rm_detaches(struct rm_win *w, struct rn_pool_opts *p);
+/* After the detaches: until the calls still running end (by their deadlines), answering. */
+void rm_window_calls_end(struct rm_win *w);
 
 #endif

@@ -128,7 +128,11 @@ static bool hold_other(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 	}
 }
 
-/* Other ranks: when the parent's next order is due, from now (the records just sent). */
+/*
+ * Other ranks: when the parent's next order is due, from now (the records
+ * just sent). Rank 0 may wait --call-timeout more for the records of a node
+ * whose calls run on (rm_win_calls_wait), which this rank may not know of.
+ */
 static uint64_t next_order_due(struct rm_win *w)
 {
 	const struct rm_flow *t = w->flow;
@@ -138,7 +142,8 @@ static uint64_t next_order_due(struct rm_win *w)
 	return ra_monotonic_ns() + (uint64_t)w->o->delay_ms * RA_NS_PER_MS +
 	       rm_budget(w->link, GRACE_RECORDS_NS) + rm_budget(w->link, LATE_RETRY_NS) +
 	       rm_budget(w->link, CLOCK_LOST_NS) + rm_budget(w->link, GRACE_NEXT_NS) +
-	       rm_win_output_wait(w) + (uint64_t)t->height * rm_budget(w->link, LEVEL_STEP_NS) +
+	       rm_win_output_wait(w) + (uint64_t)w->o->call_timeout_ms * RA_NS_PER_MS +
+	       (uint64_t)t->height * rm_budget(w->link, LEVEL_STEP_NS) +
 	       (uint64_t)root_kids * 2 * RA_NS_PER_MS;
 }
 
@@ -146,7 +151,7 @@ int rm_follow_windows(struct rm_win *w, bool *lost)
 {
 	struct rm_order o;
 	struct rm_halt m;
-	uint64_t mine[2];
+	uint64_t mine[2], grace;
 
 	for (;;) {
 		struct rm_ready r;
@@ -189,9 +194,13 @@ int rm_follow_windows(struct rm_win *w, bool *lost)
 			w->flow->halt_t1 = m.sent_rt ? ra_realtime_ns() : 0;
 			rm_win_detach(w, rm_win_local_ns(w, m.stop_ns));
 		}
+		/* Counted before the calls end: the word of the attaches said how many ran on. */
+		grace = rm_budget(w->link, GRACE_RECORDS_NS) + rm_win_output_wait(w) +
+			rm_win_calls_wait(w);
+		rm_window_calls_end(w);
 		rm_win_stacks_fold(w);
 		rm_records_up(w->flow, o.window, rm_win_mono(w, rm_win_local_ns(w, m.stop_ns)),
-			      rm_budget(w->link, GRACE_RECORDS_NS) + rm_win_output_wait(w));
+			      grace);
 		/* Children whose drift check disagreed, measured again before the next order. */
 		rm_flow_measure(w->flow, false);
 		w->next_deadline = next_order_due(w);

@@ -32,7 +32,7 @@ static void pick_start(struct rm_win *w, uint64_t earliest, uint64_t when[2])
 /* The attaches of the window: counts, the tool's verdict, the next lead. */
 static void attach_outcome(struct rm_win *w, int wi, uint64_t since)
 {
-	long long attached = 0, tool_failed = 0, no_listener = 0;
+	long long attached = 0, tool_failed = 0, no_listener = 0, pending = 0;
 	uint64_t worst = 0;
 	char line[128];
 
@@ -44,13 +44,20 @@ static void attach_outcome(struct rm_win *w, int wi, uint64_t since)
 		attached += p->ready.attached;
 		tool_failed += p->ready.tool_failed;
 		no_listener += p->ready.no_listener;
+		pending += p->ready.pending;
 		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
 	}
-	w->tool_stop = !attached && tool_failed;
-	w->listener_stop = !attached && !tool_failed && no_listener;
+	/* A call still running may yet attach: no verdict on the tool then. */
+	w->tool_stop = !attached && !pending && tool_failed;
+	w->listener_stop = !attached && !pending && !tool_failed && no_listener;
 	rm_progress_attached(line, sizeof(line), wi, attached, w->total_targets,
 			     rm_win_mono(w, since), ra_monotonic_ns());
 	rm_say(w->self, "%s", line);
+	if (pending)
+		rm_say(w->self,
+		       "window %d: %lld attach %s still running at the start (each ends by "
+		       "--call-timeout); no other target waits for %s",
+		       wi, pending, pending == 1 ? "call" : "calls", pending == 1 ? "it" : "them");
 	if (!worst)
 		return;
 	w->ready_ns = worst;
@@ -244,6 +251,9 @@ static void hold_root(struct rm_win *w, int wi, const uint64_t when[2], struct r
 	if (!ready) {
 		owed = rm_ready_poll(w->flow) ? 0 : rm_ready_close(w->flow);
 		owed += w->flow->ready_sum.owed;
+		/* Their word may yet say calls run on: the records' wait counts them (calls_wait).
+		 */
+		w->flow->ready_sum.owed = owed;
 		ready_outcome(w, wi, when[1], owed > 0);
 	} else {
 		owed = w->flow->ready_sum.owed;
@@ -275,9 +285,9 @@ static int count_alive(const struct rm_win *w)
 /* The window's records, kept for the report. */
 static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct rm_halt *m)
 {
-	uint64_t grace = w->root_signalled
-			     ? GRACE_SIGNALLED_NS
-			     : rm_budget(w->link, GRACE_RECORDS_NS) + rm_win_output_wait(w);
+	uint64_t grace = w->root_signalled ? GRACE_SIGNALLED_NS
+					   : rm_budget(w->link, GRACE_RECORDS_NS) +
+						 rm_win_output_wait(w) + rm_win_calls_wait(w);
 	struct rm_window *win, *grown;
 	long long detached = 0;
 	char line[128];
@@ -292,6 +302,8 @@ static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct r
 	win->start_ns = start;
 	win->stop_ns = m->stop_ns;
 	win->stop_reason = strdup(m->reason);
+	rm_window_calls_end(w);
+	rm_win_stacks_fold(w);
 	rm_collect_records(w->flow, (int32_t)w->roster->run.n_w, &win->nodes, &win->n_nodes,
 			   rm_win_mono(w, m->stop_ns), grace, "after the stop");
 	rm_win_take_cut(w);
@@ -341,7 +353,6 @@ void rm_run_windows(struct rm_win *w)
 		rm_ready_begin(w->flow, wi, rm_win_mono(w, when[0]), &w->roster->peers[0].ready);
 		hold_root(w, wi, when, &m);
 		rm_win_detach(w, m.stop_ns);
-		rm_win_stacks_fold(w);
 		keep_window(w, wi, when[0], &m);
 		earliest = m.stop_ns + (uint64_t)w->o->delay_ms * RA_NS_PER_MS;
 		w->nodes_alive = count_alive(w);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,33 +81,105 @@ missing:
 	return -1;
 }
 
+/* The folder of uid in s, NULL if none was prepared. */
+static const struct rm_stacks_user *user_of(const struct rm_stacks *s, uid_t uid)
+{
+	for (size_t i = 0; i < s->n_users; i++)
+		if (s->users[i].uid == uid)
+			return &s->users[i];
+	return NULL;
+}
+
+/*
+ * uid's folder u<uid> in the directory (dfd): made here (no one else can
+ * write in the directory), then given to uid, private to it, so that the
+ * tool in its targets writes there and no other user can.
+ */
+static void make_user(struct rm_stacks *s, int dfd, struct rm_stacks_user *u, uid_t uid, int hz)
+{
+	char name[16];
+
+	memset(u, 0, sizeof(*u));
+	u->uid = uid;
+	snprintf(name, sizeof(name), "u%u", (unsigned)uid);
+	snprintf(u->dir, sizeof(u->dir), "%s/%s", s->dir, name);
+	snprintf(u->var[0], sizeof(u->var[0]), "ROCPROF_OUTPUT_PATH=%s", u->dir);
+	snprintf(u->var[1], sizeof(u->var[1]), "ROCPROF_STACKS_HZ=%d", hz);
+	if (mkdirat(dfd, name, 0700) || fchmodat(dfd, name, 0700, 0) ||
+	    (uid != geteuid() && fchownat(dfd, name, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW)))
+		snprintf(u->error, sizeof(u->error),
+			 "cannot make a folder for user %u in %s: %s (this launcher runs as uid "
+			 "%u)",
+			 (unsigned)uid, s->dir, strerror(errno), (unsigned)geteuid());
+}
+
+/* A folder for each user of t[0..n) (s->dir made); -1 out of memory. */
+static int make_users(struct rm_stacks *s, int dfd, const struct rn_target *t, size_t n, int hz)
+{
+	size_t cap = 0;
+	void *more;
+
+	for (size_t k = 0; k < n; k++) {
+		if (user_of(s, t[k].uid))
+			continue;
+		if (s->n_users == cap) {
+			cap = cap ? 2 * cap : 4;
+			if (!(more = realloc(s->users, cap * sizeof(*s->users))))
+				return -1;
+			s->users = more;
+		}
+		make_user(s, dfd, &s->users[s->n_users++], t[k].uid, hz);
+	}
+	/* Once every folder is where it stays. */
+	for (size_t i = 0; i < s->n_users; i++) {
+		s->users[i].env[0] = s->users[i].var[0];
+		s->users[i].env[1] = s->users[i].var[1];
+		s->users[i].env[2] = NULL;
+	}
+	return 0;
+}
+
 /*
  * A directory of this node for the tool's files, in $ROCATTACH_STACKS_DIR,
- * else $TMPDIR, else /tmp: private to this run, and open to every user
- * (sticky), since targets of other users write there.
+ * else $TMPDIR, else /tmp: private to this run, this launcher's, and
+ * writable by no one else (mode 0711: each target user reaches its own
+ * folder in it, and nothing more).
  */
-int rm_stacks_prepare(struct rm_stacks *s, int hz, char *err, size_t len)
+int rm_stacks_prepare(struct rm_stacks *s, int hz, const struct rn_target *t, size_t n, char *err,
+		      size_t len)
 {
 	const char *tmp = getenv("ROCATTACH_STACKS_DIR");
+	int dfd = -1, e;
 
 	if (!tmp || !*tmp)
 		tmp = getenv("TMPDIR");
 	snprintf(s->dir, sizeof(s->dir), "%s/rocattach-mpi-stacks.XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(s->dir) || chmod(s->dir, 01777)) {
-		snprintf(err, len,
-			 "--stacks: cannot make a directory %s: %s: set ROCATTACH_STACKS_DIR to a "
-			 "writable directory",
-			 s->dir, strerror(errno));
-		s->dir[0] = '\0';
-		return -1;
+	s->users = NULL;
+	s->n_users = 0;
+	if (mkdtemp(s->dir) && !chmod(s->dir, 0711) &&
+	    (dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+	    !make_users(s, dfd, t, n, hz)) {
+		close(dfd);
+		return 0;
 	}
-	snprintf(s->var[0], sizeof(s->var[0]), "ROCPROF_OUTPUT_PATH=%s", s->dir);
-	snprintf(s->var[1], sizeof(s->var[1]), "ROCPROF_STACKS_HZ=%d", hz);
-	s->env[0] = s->var[0];
-	s->env[1] = s->var[1];
-	s->env[2] = NULL;
-	return 0;
+	e = errno;
+	snprintf(err, len,
+		 "--stacks: cannot make a directory %s: %s: set ROCATTACH_STACKS_DIR to a "
+		 "writable directory",
+		 s->dir, strerror(e));
+	if (dfd >= 0)
+		close(dfd);
+	rm_stacks_cleanup(s);
+	return -1;
+}
+
+/* Every target's user has a folder (rm_stacks_prepare), so never NULL while attaching. */
+const char *const *rm_stacks_env_of(const struct rn_target *t, void *arg)
+{
+	const struct rm_stacks_user *u = user_of(arg, t->uid);
+
+	return u ? u->env : NULL;
 }
 
 /* The pid and n of "rocattach-stacks.<host>.<pid>.<n>.txt" (host names may hold dots). */
@@ -172,7 +245,7 @@ static void fold_one(FILE *snap, FILE *samples, FILE *timed, const char *host,
 	char err[512];
 	long lines = 0;
 
-	if (ra_stackfile_read(path, &f, err, sizeof(err))) {
+	if (ra_stackfile_read_owned(path, t->uid, &f, err, sizeof(err))) {
 		if (snap)
 			fold_missing(snap, host, t->rank, err);
 		*missing += samples != NULL;
@@ -195,6 +268,17 @@ static void fold_one(FILE *snap, FILE *samples, FILE *timed, const char *host,
 	*missing += samples && lines < 0;
 	ra_symbolizer_free(sym);
 	ra_stackfile_free(&f);
+}
+
+/* Why the folder of uid is missing (NULL: it is there, in *dir). */
+static const char *user_error(const struct rm_stacks *s, uid_t uid, const char **dir)
+{
+	const struct rm_stacks_user *u = user_of(s, uid);
+
+	if (!u)
+		return "no folder was made for its user";
+	*dir = u->dir;
+	return u->error[0] ? u->error : NULL;
 }
 
 /* Why target t has no stacks, or NULL if its file should be there. */
@@ -237,14 +321,15 @@ void rm_stacks_fold(struct rm_stacks *s, const char *host, const struct rn_targe
 	FILE *snap = open_text(&s->text, &size[0], snapshot);
 	FILE *smp = open_text(&s->samples, &size[1], samples);
 	FILE *tmd = open_text(&s->timed, &size[2], timed);
-	const char *why;
+	const char *why, *dir = NULL;
 
 	s->no_rank = s->samples_missing = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (t[i].rank < 0) {
 			s->no_rank++;
 		} else if ((why = no_stacks(&t[i], node_error)) ||
-			   !find_file(s->dir, t[i].nspid, path, sizeof(path))) {
+			   (why = user_error(s, t[i].uid, &dir)) ||
+			   !find_file(dir, t[i].nspid, path, sizeof(path))) {
 			if (snap)
 				fold_missing(snap, host, t[i].rank,
 					     why ? why : "the tool wrote no file");
@@ -258,19 +343,44 @@ void rm_stacks_fold(struct rm_stacks *s, const char *host, const struct rn_targe
 	close_text(tmd, &s->timed);
 }
 
-/* The files, then the directory (s->text stays). */
+/* Whatever is in the folder name of dfd (a user's: anything it put there), then the folder. */
+static void empty_folder(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *d;
+
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((d = readdir(dp)))
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") &&
+		    unlinkat(dirfd(dp), d->d_name, 0))
+			(void)unlinkat(dirfd(dp), d->d_name, AT_REMOVEDIR);
+	closedir(dp);
+	(void)unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* The users' folders and their files, then the directory (s->text stays). */
 void rm_stacks_cleanup(struct rm_stacks *s)
 {
-	struct dirent *d;
-	DIR *dp;
+	char name[32];
+	int dfd;
 
-	if (!s->dir[0] || !(dp = opendir(s->dir)))
-		return;
-	while ((d = readdir(dp)))
-		if (!strncmp(d->d_name, "rocattach-stacks.", 17))
-			(void)unlinkat(dirfd(dp), d->d_name, 0);
-	closedir(dp);
-	(void)rmdir(s->dir);
+	if (s->dir[0] &&
+	    (dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		for (size_t i = 0; i < s->n_users; i++) {
+			snprintf(name, sizeof(name), "u%u", (unsigned)s->users[i].uid);
+			empty_folder(dfd, name);
+		}
+		close(dfd);
+		(void)rmdir(s->dir);
+	}
+	free(s->users);
+	s->users = NULL;
+	s->n_users = 0;
 	s->dir[0] = '\0';
 }
 

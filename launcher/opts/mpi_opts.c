@@ -15,7 +15,6 @@
 #include "launcher_help/rocattach-mpi.h"
 
 #define DAY_MS (24LL * 3600 * 1000)
-#define MAX_WINDOWS 100000
 
 /* launcher/cli/help/rocattach-mpi.txt, also the source of the man page rocattach-mpi(1). */
 const char rm_usage[] = RA_HELP_ROCATTACH_MPI;
@@ -120,7 +119,7 @@ static int add_pids(const char *s, pid_t *list, size_t *n, const char *opt, char
 				   opt);
 		memcpy(buf, p, w);
 		buf[w] = '\0';
-		if (cli_parse_ll(buf, 1, INT_MAX, &v)) {
+		if (cli_parse_ll(buf, 1, RM_MAX_PID, &v)) {
 			snprintf(err, len, "invalid PID '%s' in %s: give positive process ids", buf,
 				 opt);
 			return -1;
@@ -166,12 +165,12 @@ static int parse_windows(struct rm_opts *o, const char *s, char *err, size_t len
 	}
 	if (!c || cli_parse_ll(buf, 0, CLI_MAX_DURATION_MS, &o->delay_ms) ||
 	    cli_parse_ll(b, 1, CLI_MAX_DURATION_MS, &o->duration_ms) ||
-	    cli_parse_ll(c, 1, MAX_WINDOWS, &count))
+	    cli_parse_ll(c, 1, RM_MAX_WINDOWS, &count))
 		return bad(
 		    err, len,
 		    "invalid --windows '%s': give DELAY:DURATION:COUNT in ms, e.g. 5000:1000:3 "
-		    "(duration >= 1, count 1..100000)",
-		    s);
+		    "(duration >= 1, count 1..%d)",
+		    s, RM_MAX_WINDOWS);
 	o->windows = (int)count;
 	return 0;
 }
@@ -277,8 +276,9 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		o->fanout = (int)v;
 		return 0;
 	case OPT_JOBS:
-		if (cli_parse_ll(optarg, 1, 65536, &v))
-			return bad(err, len, "invalid --jobs '%s': give 1 to 65536", optarg);
+		if (cli_parse_ll(optarg, 1, RM_MAX_JOBS, &v))
+			return bad(err, len, "invalid --jobs '%s': give 1 to %d", optarg,
+				   RM_MAX_JOBS);
 		o->jobs = (int)v;
 		return 0;
 	case OPT_INJECT:

@@ -3,6 +3,7 @@
 #ifndef RM_OPTS_H
 #define RM_OPTS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -22,6 +23,9 @@ enum rm_exit {
 };
 
 #define RM_MAX_PIDS 4096
+#define RM_MAX_JOBS 65536     /* --jobs 1..RM_MAX_JOBS */
+#define RM_MAX_WINDOWS 100000 /* --windows D:L:COUNT, COUNT 1..RM_MAX_WINDOWS */
+#define RM_MAX_PID INT_MAX    /* --pid and --pid-tree: 1..RM_MAX_PID */
 
 /*
  * --detail: the per-target records the JSON report and the trace keep.

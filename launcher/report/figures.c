@@ -242,6 +242,7 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->died = c.died;
 	sum->exited_after = c.exited_after;
 	sum->stopped = c.stopped;
+	sum->late = c.late;
 	sum->attach = sum_of_fig3(&f.attach);
 	sum->detach = sum_of_fig3(&f.detach);
 	sum->over = sum_of_fig3(&f.over);
@@ -258,6 +259,135 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	return 0;
 }
 
+/*
+ * What a node can claim of its found targets, and of the records it kept
+ * (kept: their counts). -1 with the first claim that does not hold in why.
+ */
+#define LLU(v) ((unsigned long long)(v))
+
+static int head_fault(const struct rm_node_sum *s, const struct rm_node *n, char *why, size_t len)
+{
+	uint64_t f = s->found;
+
+	if (s->level != RM_DETAIL_FAILURES && s->level != RM_DETAIL_NONE)
+		snprintf(why, len, "level %d is neither failures nor none", (int)s->level);
+	else if (s->outcome < 0 || s->outcome >= RM_OUT_N || s->outcome == RM_OUT_LOST ||
+		 s->outcome == RM_OUT_UNREADABLE)
+		snprintf(why, len, "outcome %d is none a node can send", (int)s->outcome);
+	else if (f < n->n)
+		snprintf(why, len, "found %llu, fewer than the %zu records kept", LLU(f), n->n);
+	else if (s->left_out != f - n->n)
+		snprintf(why, len, "left out %llu, not found %llu less the %zu records kept",
+			 LLU(s->left_out), LLU(f), n->n);
+	else
+		return 0;
+	return -1;
+}
+
+/* The block's own counts: each within found, the states apart, the outcome they give. */
+static int counts_fault(const struct rm_node_sum *s, char *why, size_t len)
+{
+	const uint64_t c[] = {s->attached, s->failed,  s->exited,	s->detached,
+			      s->died,	   s->stopped, s->exited_after, s->late};
+	static const char *const name[] = {"attached", "failed",  "exited",	  "detached",
+					   "died",     "stopped", "exited after", "late"};
+	uint64_t f = s->found, states = s->detached + s->exited + s->died + s->stopped;
+	int want = !f		     ? RM_OUT_EMPTY
+		   : s->failed	     ? RM_OUT_FAILED
+		   : s->detached < f ? RM_OUT_OTHER
+				     : RM_OUT_CLEAN;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (c[i] > f) {
+			snprintf(why, len, "%s %llu, more than the %llu found", name[i], LLU(c[i]),
+				 LLU(f));
+			return -1;
+		}
+	if (states > f || s->failed + s->detached > f)
+		snprintf(why, len,
+			 "its counts add up past the %llu found (detached %llu, failed %llu, "
+			 "exited %llu, died %llu, stopped %llu)",
+			 LLU(f), LLU(s->detached), LLU(s->failed), LLU(s->exited), LLU(s->died),
+			 LLU(s->stopped));
+	else if (s->stopped > s->failed || s->exited_after > s->exited ||
+		 s->detached + s->died > s->attached)
+		snprintf(why, len,
+			 "its counts contradict each other (stopped %llu of %llu failed, "
+			 "%llu of %llu exited after a window, detached and died %llu of "
+			 "%llu attached)",
+			 LLU(s->stopped), LLU(s->failed), LLU(s->exited_after), LLU(s->exited),
+			 LLU(s->detached + s->died), LLU(s->attached));
+	else if (s->outcome != want)
+		snprintf(why, len, "outcome %s, but its counts make it %s",
+			 rm_outcome_name((enum rm_outcome)s->outcome),
+			 rm_outcome_name((enum rm_outcome)want));
+	else
+		return 0;
+	return -1;
+}
+
+/* Left over after the records kept: the block's count less theirs (never below 0). */
+static uint64_t left_of(uint64_t block, size_t kept)
+{
+	return block > kept ? block - kept : 0;
+}
+
+/* A record kept that the block's level leaves out: the node did not cut at that level. */
+static int level_fault(const struct rm_node_sum *s, const struct rm_node *n, char *why, size_t len)
+{
+	for (size_t j = 0; j < n->n; j++)
+		if (!rm_detail_keeps_target((enum rm_detail)s->level, &n->t[j])) {
+			snprintf(why, len,
+				 "it kept the record of pid %d, which --detail %s leaves out",
+				 (int)n->t[j].pid, rm_detail_name((enum rm_detail)s->level));
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * The block against the records kept (their counts k): no count below
+ * theirs, what is left over fits in the records left out, and at failures
+ * those are clean ones (attached and detached, nothing else).
+ */
+static int kept_fault(const struct rm_node_sum *s, const struct rm_counts *k, char *why, size_t len)
+{
+	static const char *const name[] = {"failed",	   "died",     "exited",   "stopped",
+					   "exited after", "attached", "detached", "late"};
+	const uint64_t b[] = {s->failed,       s->died,	    s->exited,	 s->stopped,
+			      s->exited_after, s->attached, s->detached, s->late};
+	const size_t kc[] = {k->failed,	      k->died,	   k->exited,	k->stopped,
+			     k->exited_after, k->attached, k->detached, k->late};
+	uint64_t want;
+
+	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+		want = kc[i] + (i < 5 ? 0 : s->left_out);
+		if (b[i] < kc[i])
+			snprintf(why, len, "%s %llu, fewer than the %zu such records kept", name[i],
+				 LLU(b[i]), kc[i]);
+		else if (b[i] - kc[i] > s->left_out)
+			snprintf(why, len,
+				 "%s %llu: %llu more than the records kept, past the %llu "
+				 "left out",
+				 name[i], LLU(b[i]), LLU(b[i] - kc[i]), LLU(s->left_out));
+		else if (s->level == RM_DETAIL_FAILURES && i < 7 && b[i] != want)
+			snprintf(why, len,
+				 "%s %llu, but at --detail failures the %zu such records kept and "
+				 "the %llu clean ones left out make %llu",
+				 name[i], LLU(b[i]), kc[i], LLU(s->left_out), LLU(want));
+		else
+			continue;
+		return -1;
+	}
+	if (left_of(s->detached, k->detached) + left_of(s->exited, k->exited) +
+		left_of(s->died, k->died) + left_of(s->stopped, k->stopped) <=
+	    s->left_out)
+		return 0;
+	snprintf(why, len, "its counts, less the records kept, claim more than the %llu left out",
+		 LLU(s->left_out));
+	return -1;
+}
+
 static bool fig3_holds(const struct rm_sum_fig3 *f, uint64_t found)
 {
 	return f->n <= found && (!f->n || (f->min <= f->p50 && f->p50 <= f->max));
@@ -272,35 +402,44 @@ static uint64_t hist_sum(const uint32_t *h)
 	return v;
 }
 
-/* What a node can claim of its found targets, and of the records it kept. */
-static bool sum_holds(const struct rm_node_sum *s, const struct rm_node *n)
+/* The figures: within found, in order, histograms that add up; the tools left out. */
+static int figures_fault(const struct rm_node_sum *s, char *why, size_t len)
 {
-	uint64_t f = s->found, counts[] = {s->attached, s->failed,	 s->exited, s->detached,
-					   s->died,	s->exited_after, s->stopped};
+	uint64_t f = s->found;
 
-	if ((s->level != RM_DETAIL_FAILURES && s->level != RM_DETAIL_NONE) || s->outcome < 0 ||
-	    s->outcome >= RM_OUT_N || s->outcome == RM_OUT_LOST ||
-	    s->outcome == RM_OUT_UNREADABLE || f < n->n || s->left_out != f - n->n ||
-	    (s->outcome == RM_OUT_EMPTY) != !f)
-		return false;
-	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
-		if (counts[i] > f)
-			return false;
 	if (!fig3_holds(&s->attach, f) || !fig3_holds(&s->detach, f) || !fig3_holds(&s->over, f) ||
 	    !fig3_holds(&s->back, f) || hist_sum(s->attach_hist) != s->attach.n ||
 	    (hist_sum(s->skew_hist) != s->attach.n && hist_sum(s->skew_hist) != 0) ||
 	    s->early > s->attach.n || s->len_n > f || s->bounds > f ||
-	    (s->len_n && s->len_lo > s->len_hi) || s->unwatched_left > s->left_out)
-		return false;
+	    (s->len_n && s->len_lo > s->len_hi)) {
+		snprintf(why, len,
+			 "its times do not add up (out of order, more than found, or "
+			 "histograms that do not sum to their targets)");
+		return -1;
+	}
 	for (size_t j = 0; j < RM_SUM_TOOLS; j++)
 		if ((uint64_t)s->tools_left[j][0] + s->tools_left[j][1] + s->tools_left[j][2] +
-			s->tools_left[j][3] >
-		    s->left_out)
-			return false;
-	for (size_t k = 0; k < n->n; k++)
-		if (!rm_detail_keeps_target((enum rm_detail)s->level, &n->t[k]))
-			return false;
-	return true;
+			    s->tools_left[j][3] >
+			s->left_out ||
+		    s->unwatched_left > s->left_out) {
+			snprintf(why, len,
+				 "its tools' outcomes or watchdogs count more than the %llu "
+				 "left out",
+				 LLU(s->left_out));
+			return -1;
+		}
+	return 0;
+}
+
+static int sum_fault(const struct rm_node_sum *s, const struct rm_node *n, char *why, size_t len)
+{
+	struct rm_node plain = {.t = n->t, .n = n->n};
+	struct rm_counts k = {0};
+
+	if (head_fault(s, n, why, len) || counts_fault(s, why, len) || level_fault(s, n, why, len))
+		return -1;
+	rm_count_node(&plain, n->t, &k);
+	return kept_fault(s, &k, why, len) || figures_fault(s, why, len) ? -1 : 0;
 }
 
 static void sum_to_root_clock(struct rm_sum_fig3 *f, int64_t applied_ns)
@@ -311,14 +450,15 @@ static void sum_to_root_clock(struct rm_sum_fig3 *f, int64_t applied_ns)
 		*v[j] = (uint64_t)((int64_t)*v[j] - applied_ns);
 }
 
-int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n)
+int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n, char *why,
+		size_t len)
 {
 	struct rm_node_sum s = *sum, *copy;
 
 	s.cpus[sizeof(s.cpus) - 1] = '\0';
 	s.numa[sizeof(s.numa) - 1] = '\0';
 	s.gpus[sizeof(s.gpus) - 1] = '\0';
-	if (!sum_holds(&s, n))
+	if (sum_fault(&s, n, why, len))
 		return -1;
 	sum_to_root_clock(&s.over, applied_ns);
 	sum_to_root_clock(&s.back, applied_ns);
@@ -326,8 +466,10 @@ int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_nod
 		s.calls_lo = (uint64_t)((int64_t)s.calls_lo - applied_ns);
 	if (s.calls_hi)
 		s.calls_hi = (uint64_t)((int64_t)s.calls_hi - applied_ns);
-	if (!(copy = malloc(sizeof(*copy))))
+	if (!(copy = malloc(sizeof(*copy)))) {
+		snprintf(why, len, "out of memory for its figures");
 		return -1;
+	}
 	*copy = s;
 	n->sum = copy;
 	n->cut = true;
@@ -339,6 +481,75 @@ void rm_node_sum_free(struct rm_node *n)
 	free((void *)n->sum);
 	n->sum = NULL;
 	n->cut = false;
+}
+
+/* A cut node's records left out, as its block counts them less the records kept. */
+struct rm_counts rm_left_counts(const struct rm_node *n, const struct rn_target *kept)
+{
+	struct rm_node plain = {.t = (struct rn_target *)kept, .n = kept ? n->n : 0};
+	const struct rm_node_sum *s = n->sum;
+	struct rm_counts k = {0}, l = {0};
+
+	if (!n->cut || n->lost)
+		return l;
+	rm_count_node(&plain, kept, &k);
+	l.found = (size_t)s->left_out;
+	l.attached = (size_t)left_of(s->attached, k.attached);
+	l.failed = (size_t)left_of(s->failed, k.failed);
+	l.exited = (size_t)left_of(s->exited, k.exited);
+	l.detached = (size_t)left_of(s->detached, k.detached);
+	l.died = (size_t)left_of(s->died, k.died);
+	l.exited_after = (size_t)left_of(s->exited_after, k.exited_after);
+	l.stopped = (size_t)left_of(s->stopped, k.stopped);
+	l.late = (size_t)left_of(s->late, k.late);
+	return l;
+}
+
+/*
+ * Failures node ni of window wi left out that were not failed there in the
+ * window before: a failed target keeps its state (rm_new_failure), so the
+ * failures of one node grow from window to window by the new ones.
+ */
+static size_t left_new_failures(const struct rm_run *r, size_t wi, size_t ni, struct rm_hold *h)
+{
+	const struct rm_node *n = &r->w[wi].nodes[ni], *p;
+	struct rm_counts before = {0};
+	size_t left;
+
+	if (!n->cut || n->lost || !(left = rm_left_counts(n, rm_targets(n, h)).failed))
+		return 0;
+	p = wi ? rm_find_node(&r->w[wi - 1], ni, n->host) : NULL;
+	if (p && !p->lost)
+		rm_count_node(p, rm_targets(p, h), &before);
+	return left > before.failed ? left - before.failed : 0;
+}
+
+size_t rm_failures_left_out(const struct rm_run *r)
+{
+	struct rm_hold h = {0};
+	size_t n = 0;
+
+	for (size_t wi = 0; wi < r->n_w; wi++)
+		for (size_t ni = 0; ni < r->w[wi].n_nodes; ni++)
+			n += left_new_failures(r, wi, ni, &h);
+	rm_hold_free(&h);
+	return n;
+}
+
+size_t rm_left_unsure(const struct rm_node *n, const struct rn_target *kept)
+{
+	struct rm_counts l = rm_left_counts(n, kept);
+
+	return l.found - l.detached;
+}
+
+size_t rm_node_detached(const struct rm_node *n, const struct rn_target *kept)
+{
+	size_t d = n->cut ? rm_left_counts(n, kept).detached : 0;
+
+	for (size_t k = 0; kept && k < n->n; k++)
+		d += kept[k].state == RN_DETACHED;
+	return d;
 }
 
 /* ------------------------------------------------------------------------ */

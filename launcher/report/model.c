@@ -313,6 +313,7 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->exited_after += (size_t)n->sum->exited_after;
 		c->died += (size_t)n->sum->died;
 		c->stopped += (size_t)n->sum->stopped;
+		c->late += (size_t)n->sum->late;
 		return;
 	}
 	if (!all && n->n) {
@@ -332,6 +333,7 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->exited_after += t->state == RN_EXITED && t->windows > 0 && !rm_failed(t);
 		c->died += t->state == RN_DIED_ATTACHED;
 		c->stopped += t->state == RN_STOPPED;
+		c->late += t->late_ns != 0;
 	}
 }
 
@@ -343,14 +345,17 @@ size_t rm_died_attached(const struct rm_run *r, size_t *lived, uint64_t *first_n
 	struct rm_hold h = {0};
 	size_t died = 0, alive = 0;
 	uint64_t lo = 0, hi = 0;
+	struct rm_counts l;
 
 	for (size_t i = 0; w && i < w->n_nodes; i++) {
 		if (w->nodes[i].lost)
 			continue;
-		/* A record left out on its node is a clean one: it lived. */
-		if (w->nodes[i].cut)
-			alive += (size_t)w->nodes[i].sum->left_out;
-		if (!(t = rm_targets(&w->nodes[i], &h)))
+		t = rm_targets(&w->nodes[i], &h);
+		/* The records left out on the node: as its block counts them. */
+		l = rm_left_counts(&w->nodes[i], t);
+		died += l.died;
+		alive += l.found - l.died - l.exited;
+		if (!t)
 			continue;
 		for (size_t k = 0; k < w->nodes[i].n; k++) {
 			if (t[k].state == RN_EXITED)
@@ -542,5 +547,5 @@ size_t rm_count_failures(const struct rm_run *r)
 	size_t n = 0;
 
 	rm_for_each_failure(r, count_one, &n);
-	return n;
+	return n + rm_failures_left_out(r);
 }

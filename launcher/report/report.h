@@ -38,7 +38,7 @@ struct rm_node_sum {
 	uint64_t found;	 /* its targets, all of them */
 	uint64_t left_out;
 	/* rm_count_node's counts of all its targets */
-	uint64_t attached, failed, exited, detached, died, exited_after, stopped;
+	uint64_t attached, failed, exited, detached, died, exited_after, stopped, late;
 	/* The window's figures (rm_node_figures from the window's start). */
 	struct rm_sum_fig3 attach, detach, over, back;
 	uint64_t calls_lo, calls_hi, early;
@@ -219,12 +219,31 @@ uint64_t rm_store_bytes(const struct rm_store *s);
 int rm_take_node(const void *buf, size_t len, int64_t applied_ns, struct rm_node *n);
 /*
  * The node's block (sum, NULL: none, nothing cut) into n after
- * rm_take_node: checked against the records kept (counts within found,
- * left_out = found - kept, histograms that add up, a defined level and
- * outcome, terminated strings), its times turned into rank 0's clock as
- * the records'. 0, or -1 if it does not hold (n unchanged).
+ * rm_take_node: checked against the records kept, and its times turned
+ * into rank 0's clock as the records'. It holds when: its level and
+ * outcome are defined, and the outcome is the one its counts give;
+ * left_out = found - kept; each count is within found, and the states
+ * (detached, exited, died, stopped) sum to at most found; no count is
+ * below the records kept of that kind (failures, deaths, exits ...) and
+ * what is left over fits in left_out; at failures, the records left out
+ * are clean ones; each record kept is one its level keeps; the figures
+ * are in order and the histograms add up; strings are terminated. 0, or
+ * -1 with the first claim that does not hold in why (n unchanged).
  */
-int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n);
+int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_node *n, char *why,
+		size_t len);
+/*
+ * Of the records n left out on its node (kept: as rm_targets read the
+ * records kept), those not known to be clean: at --detail none, all but
+ * the ones its block counts as cleanly detached; 0 when it cut nothing.
+ */
+size_t rm_left_unsure(const struct rm_node *n, const struct rn_target *kept);
+/*
+ * n's targets in state detached: those of the records kept (kept, as
+ * rm_targets read them), and for a node that cut its records those its
+ * block counts as cleanly detached beyond them.
+ */
+size_t rm_node_detached(const struct rm_node *n, const struct rn_target *kept);
 /* n's block, freed (n->sum NULL, n->cut false). */
 void rm_node_sum_free(struct rm_node *n);
 /*
@@ -339,7 +358,8 @@ void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes);
 
 /*
  * Failures (attach-failed, detach-failed) of the run, each counted once;
- * exits are not, nor a lost node's last known records.
+ * exits are not, nor a lost node's last known records. Those a node left
+ * out (--detail none) are counted from its block (rm_failures_left_out).
  */
 size_t rm_count_failures(const struct rm_run *r);
 

@@ -76,13 +76,27 @@ struct rm_counts {
 	size_t
 	    detached; /* detached with nothing failed (a tool of the list that failed: in failed) */
 	size_t died;  /* died with their tools attached (RN_DIED_ATTACHED) */
-	size_t exited_after;	 /* in exited: completed a window first, nothing failed */
-	size_t stopped;		 /* RN_STOPPED (also in failed) */
+	size_t exited_after; /* in exited: completed a window first, nothing failed */
+	size_t stopped;	     /* RN_STOPPED (also in failed) */
+	size_t late; /* attach returned after the stop, detached at once (rn_target.late_ns) */
 	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
 	/* Nodes whose records could not be read back, and their targets (in found only). */
 	size_t unreadable_nodes, unreadable;
 };
 
+/*
+ * A node that cut its records: those it left out, as its block counts them
+ * less the records kept (kept: rm_targets' read of them; NULL: none could
+ * be read, all its counts are left out); found is how many. All 0 for a
+ * node that cut nothing, or is lost. rank 0 checked that they add up
+ * (rm_take_sum), so none is below 0.
+ */
+struct rm_counts rm_left_counts(const struct rm_node *n, const struct rn_target *kept);
+/*
+ * Failures of the run left out on the nodes (--detail none), each once: in
+ * a node's window, those beyond the failures it had in the window before.
+ */
+size_t rm_failures_left_out(const struct rm_run *r);
 /* Adds a node's targets to c; a run's counts are those of its last window. */
 void rm_count_node(const struct rm_node *n, const struct rn_target *t, struct rm_counts *c);
 struct rm_counts rm_count_window(const struct rm_window *w);

@@ -257,6 +257,7 @@ static void put_length(FILE *f, const struct rm_window *w)
 static void print_window_line(FILE *f, const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
+	struct rm_counts c = rm_count_window(w);
 	size_t lost = 0;
 	char start[40];
 
@@ -287,6 +288,10 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	if (lost)
 		fprintf(f, ", %zu node%s lost", lost, lost == 1 ? "" : "s");
 	fputs(")\n", f);
+	if (c.late)
+		fprintf(f,
+			"  %zu target%s late: attach returned after the stop, detached at once\n",
+			c.late, c.late == 1 ? "" : "s");
 	if (!s.n_len)
 		return;
 	if (s.len_max_ns > RM_LONGEST_WINDOW_NS)
@@ -477,6 +482,18 @@ static void put_after(FILE *f, const struct rm_run *r, uint64_t ns)
 		fputs("at an unknown time", f);
 }
 
+/* Failures a node left out (--detail none): counted from its block, not named. */
+static void print_failures_left_out(FILE *f, const struct rm_run *r)
+{
+	size_t n = rm_failures_left_out(r);
+
+	if (n)
+		fprintf(f,
+			"%zu failure%s not named: %s records were left out on %s nodes (--detail "
+			"none)\n",
+			n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "its" : "their");
+}
+
 /*
  * Targets that died with their tools in them (apart from the exits: their
  * tools never got them back), each with when it was seen gone; and, when
@@ -489,7 +506,7 @@ static void print_died(FILE *f, const struct rm_run *r, size_t limit)
 	size_t lived, died = rm_died_attached(r, &lived, &first, &last);
 	const struct rn_target *t;
 	struct rm_hold h = {0};
-	size_t shown = 0;
+	size_t shown = 0, recorded = 0;
 
 	if (!died)
 		return;
@@ -498,6 +515,7 @@ static void print_died(FILE *f, const struct rm_run *r, size_t limit)
 		if (w->nodes[i].lost || !(t = rm_targets(&w->nodes[i], &h)))
 			continue;
 		for (size_t k = 0; k < w->nodes[i].n; k++) {
+			recorded += t[k].state == RN_DIED_ATTACHED;
 			if (t[k].state != RN_DIED_ATTACHED || shown++ >= limit)
 				continue;
 			fputs("  ", f);
@@ -510,8 +528,12 @@ static void print_died(FILE *f, const struct rm_run *r, size_t limit)
 		}
 	}
 	rm_hold_free(&h);
-	if (died > shown)
-		fprintf(f, "  ... and %zu more (in the report)\n", died - shown);
+	shown = shown < limit ? shown : limit;
+	if (recorded > shown)
+		fprintf(f, "  ... and %zu more (in the report)\n", recorded - shown);
+	if (died > recorded)
+		fprintf(f, "  %zu%s not named: their records were left out on their nodes\n",
+			died - recorded, recorded ? " more" : "");
 	if (lived)
 		return;
 	fprintf(f, "all %zu target%s died while attached: ", died, died == 1 ? "" : "s");
@@ -622,6 +644,7 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 		fprintf(
 		    f, "  ... and %zu more failure%s (listed in the report unless --detail none)\n",
 		    fo.more, fo.more == 1 ? "" : "s");
+	print_failures_left_out(f, r);
 	print_died(f, r, fo.limit);
 	if (rm_store_check(r->store, why, sizeof(why)))
 		fprintf(f, "this summary is incomplete: %s\n", why);

@@ -292,7 +292,7 @@ static int attach_locked(const char *env, const char *path)
 	ret = check_attach_args(env, path, &sc, &args);
 	if (ret)
 		goto out;
-	owner_from_value(sc.owner, &o);
+	owner_from_value(sc.owner, sc.end, &o);
 	if (agent_attached) {
 		ret = holder_check(&o);
 		if (ret) {
@@ -313,6 +313,7 @@ static int attach_locked(const char *env, const char *path)
 		env_rollback(&undo);
 		owner_drop(&o);
 	} else {
+		window_opened();
 		holder_set(&o);
 		owner_set(&o);
 	}

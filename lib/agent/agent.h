@@ -13,7 +13,8 @@
  *   agent_tools.c     the tool lifecycle: load, configure, initialize,
  *                     hand over and back, finalize
  *   agent_watchdog.c  the attacher's liveness (ROCP_ATTACH_OWNER), the
- *                     watchdog thread, one attacher per window
+ *                     window's own end (ROCP_ATTACH_END_NS), the watchdog
+ *                     thread, one attacher per window
  *   agent_listener.c  the rocp-bg-attach listener: started at load or by
  *                     --inject, standing aside for ROCm's, gone in a fork
  */

@@ -263,6 +263,10 @@ static int scan_one(const char *name, const char *value, void *arg)
 		sc->start = value;
 		return 0;
 	}
+	if (!strcmp(name, RA_ENV_END_NS)) {
+		sc->end = value;
+		return 0;
+	}
 	if (!strcmp(name, "ROCPROFILER_REGISTER_TOOL_ATTACHED") ||
 	    ra_env_is_private(name, strlen(name)))
 		return 0;

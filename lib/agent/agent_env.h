@@ -7,8 +7,8 @@
 
 /* A checked environment buffer: our private variables, and the pairs the tools see. */
 struct env_scan {
-	const char *owner, *start; /* values of ROCP_ATTACH_OWNER, _START_NS, or NULL */
-	const char **pair;	   /* [2k] name, [2k+1] value, pointing into the buffer */
+	const char *owner, *start, *end; /* values of ROCP_ATTACH_OWNER, _START_NS, _END_NS */
+	const char **pair;		 /* [2k] name, [2k+1] value, pointing into the buffer */
 	size_t n, cap;
 };
 /* What an attach changed in environ, to undo it if the attach fails. */

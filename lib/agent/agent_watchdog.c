@@ -4,11 +4,13 @@
  * ROCP_ATTACH_OWNER=<pid>:<starttime>. After a successful attach a watchdog
  * thread (rocp-watchdog) waits for that process to end (pidfd, else a /proc
  * poll) and then runs tool_detach itself, as rocprofiler_register_detach
- * would: a dead launcher never leaves a tool attached. The watch follows the
- * latest attach and ends with a detach. One attacher per window: while that
- * owner lives, an attach from any other attacher is refused with
- * EXCESS_API_INSTANCES and a message naming the owner (the owner itself may
- * attach again; a dead owner is taken over).
+ * would: a dead launcher never leaves a tool attached. The same thread keeps
+ * the window's own end (ROCP_ATTACH_END_NS: the planned stop plus the call
+ * deadline): if no detach has come by then it detaches too, and notes when in
+ * rocattach_agent_window, so that a stopped, hung or cut-off launcher holds no
+ * tool either. The watch follows the latest attach and ends with a detach. One attacher per window:
+ * while that owner lives, an attach from any other attacher is refused with EXCESS_API_INSTANCES
+ * and a message naming the owner (the owner itself may attach again; a dead owner is taken over).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +27,9 @@
 
 #include "agent/agent_base.h"
 #include "agent/agent.h"
+#include "agent/agent_tools.h"
 #include "agent/agent_watchdog.h"
+#include "common/clock.h"
 #include "common/owner.h"
 #include "common/protocol.h"
 
@@ -47,17 +51,34 @@ static bool owner_alive(const struct owner *o)
 	return ra_owner_alive(o->pid, o->start);
 }
 
+/* ROCP_ATTACH_END_NS's value (CLOCK_REALTIME ns) as CLOCK_MONOTONIC; 0: none. */
+static uint64_t end_of_value(const char *v)
+{
+	unsigned long long ns;
+	uint64_t end;
+	char tail;
+
+	if (!v)
+		return 0;
+	if (sscanf(v, "%llu%c", &ns, &tail) != 1 || !ns) {
+		dbg("ignoring %s=%s", RA_ENV_END_NS, v);
+		return 0;
+	}
+	end = ra_monotonic_of_realtime(ns);
+	return end ? end : 1;
+}
+
 /*
  * The attacher named by the environment buffer (nobody if absent). Its
  * pidfd is opened now, during its own call; the starttime check then rules
  * out a pid that was reused after it died.
  */
-void owner_from_value(const char *v, struct owner *o)
+void owner_from_value(const char *v, const char *end, struct owner *o)
 {
 	unsigned long long pid, start;
 	char tail;
 
-	*o = (struct owner){.fd = -1};
+	*o = (struct owner){.fd = -1, .end = end_of_value(end)};
 	if (!v)
 		return;
 	if (sscanf(v, "%llu:%llu%c", &pid, &start, &tail) != 2 || !pid || pid > INT32_MAX) {
@@ -91,25 +112,45 @@ static unsigned int wd_adopt(unsigned int gen)
 	return gen;
 }
 
-/* Wait until the owner ends (true) or owner_set changes it (false). */
-static bool wd_wait(void)
+/*
+ * Wait until the owner ends (1), its end passes with no detach (2), or
+ * owner_set changes it (0).
+ */
+static int wd_wait(void)
 {
-	return ra_owner_wait(wd_wake, wd_cur.pid, wd_cur.start, wd_cur.fd, wd_cur.dead) == 1;
+	return ra_owner_wait(wd_wake, wd_cur.pid, wd_cur.start, wd_cur.fd, wd_cur.dead, wd_cur.end);
+}
+
+/* rocattach_agent_window: see agent.h. */
+RA_EXPORT _Atomic uint64_t rocattach_agent_window[2];
+
+void window_opened(void)
+{
+	atomic_store(&rocattach_agent_window[1], 0);
+	atomic_fetch_add(&rocattach_agent_window[0], 1);
 }
 
 /*
- * The owner is gone: detach unless an attach or detach came in since we
- * adopted it (gen moved on). Not through agent_enter: err_text belongs to
- * the last remote call. A remote call in progress holds agent_lock, so we
- * never run tool_detach at the same time as one.
+ * The owner is gone (why 1), or its end passed with no detach (why 2):
+ * detach unless an attach or detach came in since we adopted it (gen moved
+ * on). Not through agent_enter: err_text belongs to the last remote call. A
+ * remote call in progress holds agent_lock, so we never run tool_detach at
+ * the same time as one; a detach that waits in the target for its stop
+ * time holds it too, and then finds nothing to do here.
  */
-static void wd_owner_gone(unsigned int gen)
+static void wd_fire(unsigned int gen, int why)
 {
 	pthread_mutex_lock(&agent_lock);
 	in_agent_set(true);
 	if (gen == owner_gen && agent_attached) {
-		dbg("attacher %d is gone: detaching the tools", (int)wd_cur.pid);
-		detach_locked();
+		if (why == 2)
+			dbg("no detach came by the window's end: detaching the tools");
+		else
+			dbg("attacher %d is gone: detaching the tools", (int)wd_cur.pid);
+		/* When the tools were handed back (agent_tools.c stamps it). */
+		if (!detach_locked() && why == 2)
+			atomic_store(&rocattach_agent_window[1],
+				     atomic_load(&rocattach_agent_tool_event_ns[1]));
 	}
 	in_agent_set(false);
 	pthread_mutex_unlock(&agent_lock);
@@ -119,13 +160,15 @@ static void wd_owner_gone(unsigned int gen)
 static void *watchdog_main(void *arg)
 {
 	unsigned int gen = 0;
+	int r;
 
 	(void)arg;
 	thread_name("rocp-watchdog");
 	for (;;) {
 		gen = wd_adopt(gen);
-		if (wd_wait())
-			wd_owner_gone(gen);
+		r = wd_wait();
+		if (r == 1 || r == 2)
+			wd_fire(gen, r);
 	}
 	return NULL;
 }
@@ -160,7 +203,7 @@ void owner_set(struct owner *o)
 	uint64_t one = 1;
 	int err;
 
-	if (o->pid && !wd_started) {
+	if ((o->pid || o->end) && !wd_started) {
 		err = watchdog_start();
 		if (err) {
 			dbg("cannot start the watchdog: %s", strerror(-err));

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/owner.h"
 
 #ifndef SYS_pidfd_open
@@ -64,16 +65,30 @@ int ra_owner_open(pid_t pid, unsigned long long start, bool *dead)
 	return fd;
 }
 
-int ra_owner_wait(int wake, pid_t pid, unsigned long long start, int fd, bool dead)
+/* The poll's timeout (ms, -1: none): the /proc poll's period, and no later than end. */
+static int wait_ms(pid_t pid, int fd, uint64_t end)
+{
+	int ms = pid && fd < 0 ? RA_OWNER_POLL_MS : -1;
+	uint64_t now, left;
+
+	if (!end)
+		return ms;
+	now = ra_monotonic_ns();
+	left = end > now ? (end - now + RA_NS_PER_MS - 1) / RA_NS_PER_MS : 0;
+	if (left > INT32_MAX)
+		left = INT32_MAX;
+	return ms >= 0 && (uint64_t)ms < left ? ms : (int)left;
+}
+
+int ra_owner_wait(int wake, pid_t pid, unsigned long long start, int fd, bool dead, uint64_t end)
 {
 	struct pollfd p[2] = {{wake, POLLIN, 0}, {fd, POLLIN, 0}};
-	int timeout = pid && fd < 0 ? RA_OWNER_POLL_MS : -1;
 	uint64_t v;
 	int n;
 
 	if (pid && dead)
 		return 1;
-	n = poll(p, pid ? 2 : 1, timeout);
+	n = poll(p, pid ? 2 : 1, wait_ms(pid, fd, end));
 	if (n < 0)
 		return -1;
 	if (p[0].revents) {
@@ -83,5 +98,7 @@ int ra_owner_wait(int wake, pid_t pid, unsigned long long start, int fd, bool de
 	}
 	if (p[1].revents)
 		return 1;
-	return n == 0 && pid && !ra_owner_alive(pid, start);
+	if (n == 0 && pid && fd < 0 && !ra_owner_alive(pid, start))
+		return 1;
+	return n == 0 && end && ra_monotonic_ns() >= end ? 2 : 0;
 }

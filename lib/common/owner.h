@@ -9,6 +9,7 @@
 #define RA_COMMON_OWNER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define RA_OWNER_POLL_MS 250 /* liveness poll where pidfd_open is missing (Linux < 5.3) */
@@ -27,9 +28,9 @@ bool ra_owner_alive(pid_t pid, unsigned long long start);
 int ra_owner_open(pid_t pid, unsigned long long start, bool *dead);
 /*
  * Wait until the owner (pid 0: nobody; fd from ra_owner_open, dead as it
- * said) ends: 1, or until the eventfd wake is readable (drained): 0, or an
- * error: -1.
+ * said) ends: 1, or until the eventfd wake is readable (drained): 0, or
+ * until end (CLOCK_MONOTONIC ns; 0: none) has come: 2, or an error: -1.
  */
-int ra_owner_wait(int wake, pid_t pid, unsigned long long start, int fd, bool dead);
+int ra_owner_wait(int wake, pid_t pid, unsigned long long start, int fd, bool dead, uint64_t end);
 
 #endif

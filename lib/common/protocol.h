@@ -54,6 +54,18 @@
 #define RA_AGENT_LISTENER_BUSY "rocattach_agent_listener_busy"
 
 /*
+ * uint64_t[2], our agent's (RA_AGENT_WINDOW) and librocattach-watchdog's
+ * (RA_WATCHDOG_WINDOW): [0] the number of the last window opened (every
+ * attach that opens one adds 1), [1] CLOCK_REALTIME at which the target side
+ * closed that window by itself, because no detach came by its end
+ * (RA_ENV_END_NS, ra_watchdog_call.end_ns), 0 if it did not. Read by the
+ * attacher from the target's memory, without a call: after its attach ([0]),
+ * and at its detach and its next attach (both).
+ */
+#define RA_AGENT_WINDOW "rocattach_agent_window"
+#define RA_WATCHDOG_WINDOW "rocattach_watchdog_window"
+
+/*
  * Ours: the watchdog for ROCm's target side (librocattach-watchdog), loaded
  * into such a process on its listener by the attacher. Instead of ROCm's
  * entry points the attacher calls these on the listener; they call ROCm's
@@ -78,6 +90,12 @@ struct ra_watchdog_call {
 	unsigned long long owner_pid, owner_start; /* the attacher (ROCP_ATTACH_OWNER's two) */
 	int armed;				   /* out: 1 if the owner is watched now */
 	int err; /* out: why not (errno), 0 if armed or the attach failed */
+	/*
+	 * CLOCK_REALTIME by which a detach must come (the planned stop plus
+	 * the call deadline), else the watchdog detaches by itself; 0: none.
+	 * Added last: a watchdog and its attacher come from one install.
+	 */
+	unsigned long long end_ns;
 };
 
 /*
@@ -87,11 +105,17 @@ struct ra_watchdog_call {
  */
 #define RA_ENV_OWNER "ROCP_ATTACH_OWNER"       /* <pid>:<starttime> of the attacher */
 #define RA_ENV_START_NS "ROCP_ATTACH_START_NS" /* CLOCK_REALTIME ns to call tool_attach at */
+/*
+ * CLOCK_REALTIME ns by which a detach must come (the window's planned stop
+ * plus the call deadline); if none has by then, the agent detaches the tools
+ * by itself.
+ */
+#define RA_ENV_END_NS "ROCP_ATTACH_END_NS"
 
 /* 1 if "NAME" or "NAME=..." (len bytes of name) is one of the private variables above. */
 static inline int ra_env_is_private(const char *name, unsigned long len)
 {
-	static const char *const priv[] = {RA_ENV_OWNER, RA_ENV_START_NS};
+	static const char *const priv[] = {RA_ENV_OWNER, RA_ENV_START_NS, RA_ENV_END_NS};
 
 	for (unsigned long i = 0; i < sizeof(priv) / sizeof(priv[0]); i++) {
 		unsigned long k = 0;

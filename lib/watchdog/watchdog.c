@@ -7,7 +7,10 @@
  * they call ROCm's, unchanged: ROCm gets the same environment buffer and
  * tool path as without us. After a successful attach the thread
  * rocattach-wd watches the attacher (pidfd, else /proc); if it ends before
- * its detach, the thread calls that process's own rocprofiler_register_detach.
+ * its detach, the thread calls that process's own rocprofiler_register_detach;
+ * so it does when no detach has come by the window's end (the call's end_ns:
+ * the planned stop plus the call deadline), noting when in
+ * rocattach_watchdog_window, so that a stopped or hung attacher holds no tool.
  * libc only: it lives in someone else's process.
  *
  * Races, and why they are safe:
@@ -27,6 +30,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +43,7 @@
 
 #include <rocattach/tool.h>
 
+#include "common/clock.h"
 #include "common/owner.h"
 #include "common/procfs.h"
 #include "common/protocol.h"
@@ -63,6 +68,10 @@ static int start_err = -1;    /* 0: the thread runs; else errno */
 static bool named;	      /* the thread has its name: the loader may return */
 static pthread_cond_t named_cond = PTHREAD_COND_INITIALIZER;
 static bool debug;
+static uint64_t end; /* CLOCK_MONOTONIC by which the owner's detach must come, 0: none */
+
+/* RA_WATCHDOG_WINDOW (protocol.h): the last window's number, and when we closed it ourselves. */
+EXPORT _Atomic uint64_t rocattach_watchdog_window[2];
 
 static void dbg(const char *fmt, ...)
 {
@@ -104,10 +113,11 @@ static void gen_next(void)
 }
 
 /*
- * The owner of generation g is gone: detach, unless an attach or detach came
- * since (g moved on) or another attacher drove the listener meanwhile.
+ * The owner of generation g is gone, or (ended) its window's end passed with
+ * no detach: detach, unless an attach or detach came since (g moved on) or
+ * another attacher drove the listener meanwhile.
  */
-static void owner_gone(unsigned int g, pid_t dead)
+static void owner_gone(unsigned int g, pid_t dead, bool ended)
 {
 	bool other = false;
 	int r, tries = 0;
@@ -130,8 +140,10 @@ static void owner_gone(unsigned int g, pid_t dead)
 		}
 		r = detach_fn();
 		if (r != ROCATTACH_REGISTER_DEADLOCK || ++tries == DEADLOCK_TRIES) {
-			dbg("attacher %d is gone: rocprofiler_register_detach returned %d",
-			    (int)dead, r);
+			dbg("attacher %d %s: rocprofiler_register_detach returned %d", (int)dead,
+			    ended ? "sent no detach by the window's end" : "is gone", r);
+			if (ended && r == ROCATTACH_REGISTER_SUCCESS)
+				atomic_store(&rocattach_watchdog_window[1], ra_realtime_ns());
 			armed = false;
 			break;
 		}
@@ -146,6 +158,7 @@ static void *watchdog_main(void *arg)
 	unsigned long long start = 0;
 	unsigned int seen = 0, g;
 	bool dead = false, moved;
+	uint64_t by = 0;
 	pid_t pid = 0, next;
 	int r;
 
@@ -160,8 +173,10 @@ static void *watchdog_main(void *arg)
 		g = gen;
 		moved = g != seen;
 		next = armed ? owner : 0;
-		if (moved)
+		if (moved) {
 			start = owner_start;
+			by = armed ? end : 0;
+		}
 		pthread_mutex_unlock(&wd_lock);
 		if (moved) {
 			if (watch_fd >= 0)
@@ -170,13 +185,14 @@ static void *watchdog_main(void *arg)
 			watch_fd = pid ? ra_owner_open(pid, start, &dead) : -1;
 			seen = g;
 		}
-		r = ra_owner_wait(wake, pid, start, watch_fd, dead);
-		if (r == 1) {
-			owner_gone(seen, pid);
+		r = ra_owner_wait(wake, pid, start, watch_fd, dead, by);
+		if (r == 1 || r == 2) {
+			owner_gone(seen, pid, r == 2);
 			if (watch_fd >= 0)
 				close(watch_fd);
 			watch_fd = -1;
 			pid = 0;
+			by = 0;
 		} else if (r < 0 && errno != EINTR) {
 			nap(100 * NAP_NS);
 		}
@@ -210,9 +226,15 @@ EXPORT int rocattach_watchdog_attach(struct ra_watchdog_call *c)
 	c->armed = 0;
 	c->err = 0;
 	ret = attach((const char *)(uintptr_t)c->env, (const char *)(uintptr_t)c->path);
+	if (!ret) {
+		atomic_store(&rocattach_watchdog_window[1], 0);
+		atomic_fetch_add(&rocattach_watchdog_window[0], 1);
+	}
 	if (!ret && c->owner_pid && !start_err) {
 		owner = (pid_t)c->owner_pid;
 		owner_start = c->owner_start;
+		end = c->end_ns ? ra_monotonic_of_realtime(c->end_ns) : 0;
+		end += c->end_ns && !end;
 		armed = true;
 		c->armed = 1;
 	} else if (!ret) {

@@ -3,10 +3,13 @@
 #include "stackfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "stacks_format.h"
 
@@ -190,7 +193,50 @@ out:
 	return rc;
 }
 
-int ra_stackfile_read(const char *path, struct ra_stackfile *f, char *err, size_t errlen)
+/*
+ * path opened for reading as a file others may have planted: no symbolic
+ * link, never blocking (a FIFO, a device), a regular file owned by owner
+ * (unless RA_STACKFILE_ANY_OWNER) and at most RA_STACKFILE_MAX bytes. The
+ * stream, or NULL with the reason in err.
+ */
+static FILE *open_checked(const char *path, uid_t owner, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	const char *why = NULL;
+	struct stat st;
+	FILE *in;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path,
+			 errno == ELOOP ? "a symbolic link: refused" : strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st))
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = S_ISFIFO(st.st_mode) ? "a FIFO, not a regular file: refused"
+					   : "not a regular file: refused";
+	else if (owner != RA_STACKFILE_ANY_OWNER && st.st_uid != owner)
+		snprintf(err, errlen,
+			 "%s: owned by uid %u, not the target's user (uid %u): refused", path,
+			 (unsigned)st.st_uid, (unsigned)owner);
+	else if ((uint64_t)st.st_size > RA_STACKFILE_MAX)
+		snprintf(err, errlen,
+			 "%s: %llu bytes, more than any stack file (%llu MiB): refused", path,
+			 (unsigned long long)st.st_size,
+			 (unsigned long long)(RA_STACKFILE_MAX >> 20));
+	else if ((in = fdopen(fd, "re")))
+		return in;
+	else
+		why = strerror(errno);
+	if (why)
+		snprintf(err, errlen, "%s: %s", path, why);
+	close(fd);
+	return NULL;
+}
+
+int ra_stackfile_read_owned(const char *path, uid_t owner, struct ra_stackfile *f, char *err,
+			    size_t errlen)
 {
 	struct reader r = {path, 1, err, errlen};
 	char first[64];
@@ -198,11 +244,9 @@ int ra_stackfile_read(const char *path, struct ra_stackfile *f, char *err, size_
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	in = fopen(path, "re");
-	if (!in) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	in = open_checked(path, owner, err, errlen);
+	if (!in)
 		return -1;
-	}
 	if (!fgets(first, sizeof(first), in) || strcmp(first, RS_MAGIC "\n")) {
 		fclose(in);
 		return fail(&r, "not a stack file (first line is not \"" RS_MAGIC "\")");
@@ -212,6 +256,11 @@ int ra_stackfile_read(const char *path, struct ra_stackfile *f, char *err, size_
 	if (rc)
 		ra_stackfile_free(f);
 	return rc;
+}
+
+int ra_stackfile_read(const char *path, struct ra_stackfile *f, char *err, size_t errlen)
+{
+	return ra_stackfile_read_owned(path, RA_STACKFILE_ANY_OWNER, f, err, errlen);
 }
 
 void ra_stackfile_free(struct ra_stackfile *f)

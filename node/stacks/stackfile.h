@@ -44,9 +44,23 @@ struct ra_stackfile {
 };
 
 /*
+ * The largest file read: the tool's default buffer (16 MB of stacks) is
+ * about 40 MB as text; a buffer above about 100 MB
+ * (ROCPROF_STACKS_BUFFER_MB) may write more, and is refused.
+ */
+#define RA_STACKFILE_MAX (256ull << 20)
+#define RA_STACKFILE_ANY_OWNER ((uid_t)-1)
+
+/*
  * Read path into f. 0, or -1 with a message in err naming the file, the
  * line and what is wrong (a truncated file has no "end": it is refused).
+ * The file may have been planted by another user: a symbolic link, a FIFO
+ * or anything else that is not a regular file, a file of more than
+ * RA_STACKFILE_MAX bytes, or (read_owned) one not owned by owner, is
+ * refused, and the open never blocks.
  */
+int ra_stackfile_read_owned(const char *path, uid_t owner, struct ra_stackfile *f, char *err,
+			    size_t errlen);
 int ra_stackfile_read(const char *path, struct ra_stackfile *f, char *err, size_t errlen);
 void ra_stackfile_free(struct ra_stackfile *f);
 

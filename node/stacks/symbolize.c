@@ -254,23 +254,34 @@ static void read_loads(struct module *m)
 	}
 }
 
+/*
+ * A regular file, and the process's (its inode): the paths come from a
+ * file the target's user wrote, so a FIFO or a device named there is
+ * never read (the open does not block: O_NONBLOCK).
+ */
 static bool same_file(const struct ra_symbolizer *s, const struct module *m, int fd)
 {
 	struct stat stbuf;
 
+	if (fstat(fd, &stbuf) || !S_ISREG(stbuf.st_mode))
+		return false;
 	if (s->root[0] || !m->inode)
 		return true; /* a captured tree: its inodes are not the process's */
-	return !fstat(fd, &stbuf) && stbuf.st_ino == m->inode;
+	return stbuf.st_ino == m->inode;
 }
 
 static void module_load(struct ra_symbolizer *s, struct module *m)
 {
 	char path[2 * PATH_MAX];
 	Elf_Scn *scn = NULL;
+	struct stat pre;
 
 	m->loaded = true;
 	snprintf(path, sizeof(path), "%s%s", s->root, m->path);
-	m->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Looked at before the open too: opening a device may act on it. */
+	if (stat(path, &pre) || !S_ISREG(pre.st_mode))
+		return;
+	m->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (m->fd < 0 || !same_file(s, m, m->fd))
 		return;
 	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);

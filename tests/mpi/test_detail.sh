@@ -10,6 +10,10 @@
 #    window are much smaller at failures (the clean records never crossed the wire),
 #    and the report says the same of the job (counts, per-node figures' counts, the
 #    failure) with the stopped target's record only.
+# 5. --detail none and failures with one target failed (stopped) and one that dies with
+#    its tools attached (killed mid-window), two targets on each side: exit 4 at both;
+#    at none no record is kept, and errors_left_out and the summary count the failure
+#    and the death from the node's block.
 B=${1:?usage: test_detail.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
@@ -167,5 +171,80 @@ done
 check "every target of the 4 nodes alive and untraced" test "$untraced" -eq $((NODES * PER))
 kill -CONT "$STOPPED"
 for h in $(cat "$W/holders"); do kill -KILL "$h" 2>/dev/null; done
+
+echo "== 5. --detail none and failures tell the truth: one failed, one died attached"
+# Four targets, two per side: one stopped before the attach (a failure), one killed with
+# its tools attached, mid-window (a death). No record crosses the wire at none: the exit
+# code and errors_left_out come from the node's block.
+LIVE=()
+for lib in "$AGENT" "$AGENT" "$DOUBLE" "$DOUBLE"; do
+	ROCP_TOOL_ATTACH=1 LD_PRELOAD="$lib" "$TARGET" --threads 0 </dev/null >/dev/null 2>&1 &
+	LIVE+=("$!")
+	CHILDREN+=("$!")
+done
+ready=0
+for _ in $(seq 400); do
+	ready=0
+	for t in "${LIVE[@]}"; do
+		grep -qs rocp-bg-attach /proc/"$t"/task/*/comm && ready=$((ready + 1))
+	done
+	[ "$ready" -eq 4 ] && break
+	sleep 0.05
+done
+check "4 targets ready, two per side (got $ready)" test "$ready" -eq 4
+PIDS=$(IFS=,; echo "${LIVE[*]}")
+# die_run LEVEL: the window, with LIVE[3] (ROCm's side) killed once its tool is in.
+die_run() {
+	local dead=${LIVE[3]} out=$W/tool.$1
+	ROCPROF_OUTPUT_PATH=$out mpirun -np 1 "$LAUNCHER" --pid "$PIDS" -t "$TOOL" -d 2500 \
+		--call-timeout 1000 --detail "$1" --report "$W/$1.json" </dev/null \
+		>"$W/$1.out" 2>&1 &
+	local run=$!
+	for _ in $(seq 300); do
+		[ "$(events "$out" tool_attach "$dead")" -ge 1 ] && break
+		sleep 0.02
+	done
+	kill -KILL "$dead"
+	wait "$run"
+}
+kill -STOP "${LIVE[0]}"
+sleep 0.2
+die_run none
+rc=$?
+check "none: exit 4 (got $rc)" test "$rc" -eq 4
+grep -q "exit 4" "$W/none.out" || tail -5 "$W/none.out"
+check "none: no record, errors null, the failure counted in errors_left_out" jq -e \
+	'([.windows[0].nodes[].targets[]] | length) == 0 and .errors == null
+	 and .errors_left_out == 1 and .windows[0].records_left_out == 4' "$W/none.json"
+check "none: the counts from the block: 1 failed (stopped), 1 died attached" jq -e \
+	'.summary.targets == 4 and .summary.failed == 1 and .summary.stopped == 1
+	 and .summary.died_attached == 1 and .exit_code == 4
+	 and .exit_reason == "1 target failed"' "$W/none.json"
+check "none: the summary says the failure and the death were left out" grep -q \
+	"1 failure not named: its records were left out on its nodes (--detail none)" "$W/none.out"
+check "none: the death counted, not named" grep -q \
+	"1 not named: their records were left out on their nodes" "$W/none.out"
+# The killed one is gone; a new one of ROCm's side takes its place for the next run.
+ROCP_TOOL_ATTACH=1 LD_PRELOAD="$DOUBLE" "$TARGET" --threads 0 </dev/null >/dev/null 2>&1 &
+LIVE[3]=$!
+CHILDREN+=("$!")
+for _ in $(seq 400); do
+	grep -qs rocp-bg-attach /proc/"${LIVE[3]}"/task/*/comm && break
+	sleep 0.05
+done
+PIDS=$(IFS=,; echo "${LIVE[*]}")
+die_run failures
+rc=$?
+check "failures: exit 4 (got $rc)" test "$rc" -eq 4
+check "failures: the stopped and the died records kept, the error listed" jq -e \
+	--argjson s "${LIVE[0]}" \
+	'([.windows[0].nodes[].targets[].state] | sort) == ["died_attached", "stopped"]
+	 and (.errors | length == 1 and .[0].pid == $s) and .summary.died_attached == 1
+	 and .windows[0].records_left_out == 2' "$W/failures.json"
+for t in "${LIVE[0]}" "${LIVE[1]}" "${LIVE[2]}"; do
+	check "pid $t alive, untraced" grep -q "TracerPid:	0" "/proc/$t/status"
+done
+kill -CONT "${LIVE[0]}"
+kill "${LIVE[@]}" 2>/dev/null
 rm -rf "$W"
 finish

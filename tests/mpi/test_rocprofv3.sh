@@ -173,6 +173,9 @@ stop_job
 #    target's file to be complete before it ends the namespace.
 if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null; then
 	echo "SKIP: section 5 needs root and unshare (a PID namespace per launcher rank)"
+	# A skip only when everything before it passed.
+	echo "rocprofv3: $PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ] || exit 1
 	exit 77
 fi
 EXAMPLE=$B/bin/rocattach-example-target
@@ -252,13 +255,20 @@ sync_run async "$AGENT" "$DOUBLE"
 for tag in r0 r1; do
 	check "async: $tag's launcher exit 0, target alive and untraced ($(cat "$W/async.after.$tag" 2>/dev/null))" \
 		grep -q "^alive 0 0$" "$W/async.after.$tag"
-	check "async: $tag's output not complete when rank 0's launcher ended" \
-		eval "! complete '$W/async.atexit.r0/$tag/out_results.db'"
+	# Under a sanitizer the launcher's own exit (the leak check over full stacks) took
+	# 28 s after its report on a loaded machine, longer than the tools' 8 s write: there
+	# the report's time (checked below) tells that the launcher did not wait.
+	[ -n "${ROCATTACH_SANITIZED:-}" ] ||
+		check "async: $tag's output not complete when rank 0's launcher ended" \
+			eval "! complete '$W/async.atexit.r0/$tag/out_results.db'"
 	check "async: $tag's output completed by its tool afterwards" complete "$W/async/$tag/out_results.db"
 	check "async: $tag's tool was not sent the variable" \
 		eval "! grep -q '^ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC' '$W/async/$tag/out_results.db'"
 done
-check "async: the report was written before the output" eval "! newer '$W/async.json' '$W/async/r1/out_results.db'"
+for tag in r0 r1; do
+	check "async: the report was written before $tag's output was complete" \
+		eval "! newer '$W/async.json' '$W/async/$tag/out_results.db'"
+done
 
 echo "rocprofv3: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ] && rm -rf "$W"

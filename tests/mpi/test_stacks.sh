@@ -3,7 +3,9 @@
 # compute > stuck_here, the others wait in MPI_Barrier. The tree printed after the
 # summary, the report's "stacks" and the SVG must separate them with the right rank
 # sets; on our agent's side, on ROCm's (the double), mixed in one job, and with
-# --inject. The job goes on afterwards, and no stack file is left behind.
+# --inject. The job goes on afterwards, and no stack file is left behind. The stack
+# files are safe: a folder per target user, and a planted FIFO, symbolic link or other
+# user's file is refused with its reason, without a hang.
 B=${1:?usage: test_stacks.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 STUCK=$B/bin/ra_stuck_rank
@@ -126,5 +128,74 @@ stop_job
 start_stuck "$W/job4.out" "4:none" || exit 1
 run_case inject --inject
 stop_job
+
+# 4. The stack files are safe. Four targets, two per side, the last one run by nobody:
+#    each user has its own folder, the launcher's directory is writable by no one else.
+#    Planted in the targets' folders during the window, each under a later attach number
+#    than the tool's own file: a FIFO (rank 0), a symbolic link (rank 1), a stack file
+#    owned by nobody in root's folder (rank 2). Each is refused with its reason, nothing
+#    hangs, and nobody's target's real stacks come through.
+echo "== 4. planted files: a FIFO, a symbolic link, another user's file"
+EXAMPLE=$B/bin/rocattach-example-target
+chmod 755 "$W"
+mkdir -m 755 "$W/safe.tmp"
+SAFE=()
+for k in 0 1 2 3; do
+	lib=$AGENT
+	[ "$k" -lt 2 ] || lib=$DOUBLE
+	as_user ""
+	[ "$k" -lt 3 ] || as_user nobody
+	"${AS[@]}" env OMPI_COMM_WORLD_RANK=$k ROCP_TOOL_ATTACH=1 LD_PRELOAD="$lib" "$EXAMPLE" \
+		--threads 0 </dev/null >/dev/null 2>&1 &
+	SAFE+=("$!")
+	CHILDREN+=("$!")
+done
+ready=0
+for _ in $(seq 400); do
+	ready=0
+	for t in "${SAFE[@]}"; do
+		grep -qs rocp-bg-attach /proc/"$t"/task/*/comm && ready=$((ready + 1))
+	done
+	[ "$ready" -eq 4 ] && break
+	sleep 0.05
+done
+check "4 targets ready, two per side, one run by nobody (got $ready)" test "$ready" -eq 4
+HOST=$(hostname)
+T0=$(now)
+timeout 60 env ROCATTACH_STACKS_DIR="$W/safe.tmp" mpirun -np 1 "$LAUNCHER" \
+	--pid "$(IFS=,; echo "${SAFE[*]}")" --stacks -d 2500 --report "$W/safe.json" \
+	</dev/null >"$W/safe.out" 2>&1 &
+run=$!
+base=""
+for _ in $(seq 400); do
+	base=$(ls -d "$W"/safe.tmp/rocattach-mpi-stacks.* 2>/dev/null | head -n 1)
+	[ -n "$base" ] && [ -d "$base/u65534" ] && break
+	sleep 0.02
+done
+check "the directory: the launcher's, mode 711" test "$(stat -c %u:%a "$base")" = 0:711
+check "root's folder: root's, private" test "$(stat -c %u:%a "$base/u0")" = 0:700
+check "nobody's folder: nobody's, private" test "$(stat -c %u:%a "$base/u65534")" = 65534:700
+name() { echo "$base/u$2/rocattach-stacks.$HOST.$1.99.txt"; }
+mkfifo "$(name "${SAFE[0]}" 0)"
+ln -s /etc/passwd "$(name "${SAFE[1]}" 0)"
+printf 'rocattach-stacks 1\n' >"$(name "${SAFE[2]}" 0)"
+chown nobody "$(name "${SAFE[2]}" 0)"
+wait "$run"
+rc=$?
+check "planted: the launcher ended on time, exit 0 (got $rc)" \
+	test "$rc" -eq 0 -a "$(awk -v a="$T0" -v b="$(now)" 'BEGIN { print (b - a < 20) }')" = 1
+check "planted: the FIFO refused" test "$(tree_ranks "$W/safe.json" \
+	"[no stacks: $(name "${SAFE[0]}" 0): a FIFO, not a regular file: refused]")" = 0
+check "planted: the symbolic link refused" test "$(tree_ranks "$W/safe.json" \
+	"[no stacks: $(name "${SAFE[1]}" 0): a symbolic link: refused]")" = 1
+check "planted: nobody's file in root's folder refused" test "$(tree_ranks "$W/safe.json" \
+	"[no stacks: $(name "${SAFE[2]}" 0): owned by uid 65534, not the target's user (uid 0): refused]")" = 2
+check "planted: nobody's target's stacks came through (rank 3 in main)" \
+	test "$(tree_ranks "$W/safe.json" main)" = 3
+check "planted: the directory is gone" test -z "$(ls -A "$W/safe.tmp")"
+for t in "${SAFE[@]}"; do
+	check "pid $t alive, untraced" grep -q "TracerPid:	0" "/proc/$t/status"
+done
+kill "${SAFE[@]}" 2>/dev/null
 
 finish

@@ -8,16 +8,37 @@
  *   configure-hang   rocprofiler_configure never returns
  *   attach-hang      tool_attach never returns
  *   detach-hang      tool_detach never returns
+ *   attach-slow      tool_attach returns after 2 s (a late attach)
+ *   attach-vfork     tool_attach calls vfork() and its child sleeps 5 s before
+ *                    _exit: the listener waits that long in a killable sleep
+ *                    (state D), which PTRACE_INTERRUPT does not break
  * A real fault, not raise(): the listener blocks every signal, and a fault
  * is delivered anyway, as a crashing tool's would be.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rocattach/tool.h>
 
 #define TOOL_EXPORT __attribute__((visibility("default")))
+
+/* The child shares the tool's memory until it exits: only syscalls there. */
+static void held_in_vfork(void)
+{
+	struct timespec ts = {5, 0};
+	pid_t child = vfork();
+
+	if (child == 0) {
+		while (nanosleep(&ts, &ts))
+			;
+		_exit(0);
+	}
+	if (child > 0)
+		waitpid(child, NULL, 0);
+}
 
 static void harm(const char *where)
 {
@@ -28,9 +49,13 @@ static void harm(const char *where)
 		return;
 	if (!strcmp(mode + n + 1, "segv"))
 		*(volatile int *)(uintptr_t)0 = 1;
+	if (!strcmp(mode + n + 1, "vfork"))
+		held_in_vfork();
 	if (!strcmp(mode + n + 1, "hang"))
 		for (;;)
 			sleep(60);
+	if (!strcmp(mode + n + 1, "slow"))
+		sleep(2);
 }
 
 static int tool_init(rocprofiler_client_finalize_t fini, void *data)

@@ -12,6 +12,9 @@
  *             CPU time, then ends
  *   fork      "child handlers N": a child counts the real-time signals it has a
  *             handler for, answers, and exits
+ *   take N    "taken N": the program gives signal N a handler of its own
+ *   taken N   "taken N calls C handler=own|other": its calls, and whether signal N's
+ *             disposition is still that handler
  *   exit      exits (exit(3): atexit handlers run), without an answer
  * It prints "ready" once its threads run. Options:
  *   --sigprof      ITIMER_PROF at 100 Hz and a SIGPROF handler counting ticks
@@ -32,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Atomic unsigned long spins, ticks, eintrs;
+static _Atomic unsigned long spins, ticks, eintrs, own_calls;
 static int block_pipe[2];
 
 static void on_prof(int sig)
@@ -153,6 +156,32 @@ static void on_rt(int sig)
 	(void)sig;
 }
 
+static void on_own(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&own_calls, 1);
+}
+
+/* The program takes signal sig for itself (in the stack tool's window). */
+static void take_signal(int sig)
+{
+	struct sigaction sa = {0};
+
+	sa.sa_handler = on_own;
+	sa.sa_flags = SA_RESTART;
+	sigaction(sig, &sa, NULL);
+	printf("taken %d\n", sig);
+}
+
+static void answer_taken(int sig)
+{
+	struct sigaction sa;
+
+	sigaction(sig, NULL, &sa);
+	printf("taken %d calls %lu handler=%s\n", sig, atomic_load(&own_calls),
+	       sa.sa_handler == on_own ? "own" : "other");
+}
+
 /* Signals the process uses in the three ways the tool must see. */
 static void own_signals_setup(void)
 {
@@ -202,6 +231,10 @@ int main(int argc, char **argv)
 			printf("spawned\n");
 		} else if (!strncmp(line, "fork", 4)) {
 			fork_child();
+		} else if (!strncmp(line, "take ", 5)) {
+			take_signal(atoi(line + 5));
+		} else if (!strncmp(line, "taken ", 6)) {
+			answer_taken(atoi(line + 6));
 		} else if (!strncmp(line, "exit", 4))
 			exit(0);
 		else

@@ -6,7 +6,8 @@
 # fgets. Checked: the snapshot names them; sampling at 99 Hz gives 99 samples per
 # second of a busy thread's CPU time; a program's own SIGPROF timer and handler, its
 # signals and masks, and its timers are as before; a thread created and one ending in
-# the window; the target exiting in the window does not hang the detach.
+# the window; a handler the program gives the tool's signal in the window stops the
+# sampling and stays; the target exiting in the window does not hang the detach.
 B=$(cd "${1:?usage: test_stacks.sh BUILD_DIR}" && pwd)
 ROCATTACH=$B/bin/rocattach
 TOOL=$B/lib/librocattach-stacks.so
@@ -204,14 +205,39 @@ check "tree: the waiters of ranks 0-2 in one line ending in read" \
 check "tree: the main threads in fgets" grep -Eq '^ *\[0-2\] 3 threads: .*main > fgets' \
 	"$W/job.tree"
 
-# 2. Sampling at 99 Hz through a 1 s window: 99 samples per second of the busy thread's
+# attach_busy NAME PID [rocattach options]: a window at 99 Hz that lasts until the busy
+# thread has used 150 ms of CPU (a loaded machine gives it little), 1 s at least, 20 s
+# at most; RC and $W/NAME.stacks as attach gives them.
+attach_busy() {
+	local name=$1 pid=$2 rp c0 tid t0=$SECONDS
+	shift 2
+	tid=$(tid_of "$pid" stuck)
+	ROCPROF_STACKS_HZ=99 ROCPROF_OUTPUT_PATH=$W/o_$name "$ROCATTACH" -p "$pid" -t "$TOOL" "$@" \
+		</dev/null >"$W/$name.rocattach" 2>&1 &
+	rp=$!
+	for _ in $(seq 500); do
+		grep -q 'attached to process' "$W/$name.rocattach" && break
+		sleep 0.02
+	done
+	c0=$(cpu_ticks "$pid" "$tid")
+	sleep 1
+	while [ $(($(cpu_ticks "$pid" "$tid") - c0)) -lt 15 ] && [ $((SECONDS - t0)) -lt 20 ]; do
+		sleep 0.2
+	done
+	kill -INT "$rp"
+	wait "$rp"
+	RC=$?
+	symbolize "$name"
+}
+
+# 2. Sampling at 99 Hz through a window of 150 ms of the busy thread's CPU time: 99 samples per second of the busy thread's
 #    CPU time while it was sampled (the tool measures it: the machine is shared, so
 #    wall time says little), within 10% + 2; none for the blocked ones.
 for side in agent rocm inject; do
 	start_target "hz_$side" "$side" || exit 1
 	opts=()
 	[ "$side" = inject ] && opts=(--inject)
-	ROCPROF_STACKS_HZ=99 attach "hz_$side" "$TPID" 1000 "${opts[@]}"
+	attach_busy "hz_$side" "$TPID" "${opts[@]}"
 	n=$(samples "$W/hz_$side.stacks" stuck)
 	cpu_ms=$(awk '/^thread / && $5 == "stuck" { print int($4 / 1e6); exit }' "$W/hz_$side.stacks")
 	want=$((cpu_ms * 99 / 1000))
@@ -312,7 +338,44 @@ check "churn: a child forked in the window has no handler of the tool ($child)" 
 	test "$child" = "child handlers 0"
 check "churn: the target is unharmed" unharmed churn "$TPID"
 
-# 6. The target exits in the window: the detach does not hang; it is reported as a
+# 6. The program gives the tool's signal a handler of its own in the window: the next
+#    look of the tool's helper thread sees it; sampling stops there, every timer of the
+#    tool is deleted, the file says so, and the program's handler stays after the detach
+#    (the tool never takes it over). On each side.
+for side in agent rocm; do
+	start_target "take_$side" "$side" || exit 1
+	# No duration: the window ends on SIGINT, after the take (a loaded machine may be slow
+	# to answer).
+	ROCPROF_OUTPUT_PATH=$W/o_take_$side ROCPROF_STACKS_HZ=99 "$ROCATTACH" -p "$TPID" \
+		-t "$TOOL" </dev/null >"$W/take_$side.rocattach" 2>&1 &
+	rp=$!
+	for _ in $(seq 250); do
+		grep -q 'attached to process' "$W/take_$side.rocattach" && break
+		sleep 0.02
+	done
+	sleep 0.3
+	# The tool's signal is the highest free one: SIGRTMAX in this target.
+	rtmax=$(($(kill -l RTMAX 2>/dev/null || echo 64)))
+	ask "take_$side" "take $rtmax" >/dev/null
+	sleep 0.2
+	mid=$(grep -c "^signal: $rtmax/" /proc/"$TPID"/timers)
+	kill -INT "$rp"
+	wait "$rp"
+	RC=$?
+	f=$(ls "$W"/o_take_"$side"/*.txt 2>/dev/null | head -1)
+	check "take $side: rocattach exit 0 (got $RC)" test "$RC" -eq 0
+	check "take $side: the tool had taken SIGRTMAX" grep -q "^signal $rtmax " "$f"
+	check "take $side: the file says the program took it" \
+		grep -q "^note signal $rtmax was taken by the program .*(a handler of its own)" "$f"
+	check "take $side: the tool's timers were gone 0.2 s after ($mid left)" test "$mid" -eq 0
+	check "take $side: none after the detach" \
+		test "$(grep -c "^signal: $rtmax/" /proc/"$TPID"/timers)" -eq 0
+	check "take $side: the program's handler stays ($(ask "take_$side" "taken $rtmax"))" \
+		eval '[[ "$(ask "take_$side" "taken $rtmax")" == *" handler=own" ]]'
+	check "take $side: the target is unharmed" unharmed "take_$side" "$TPID"
+done
+
+# 7. The target exits in the window: the detach does not hang; it is reported as a
 #    failed detach (exit 3), and the tool wrote its file at the exit.
 start_target gone agent || exit 1
 ROCPROF_OUTPUT_PATH=$W/o_gone ROCPROF_STACKS_HZ=99 "$ROCATTACH" -p "$TPID" -t "$TOOL" -d 3000 \

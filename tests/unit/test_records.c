@@ -15,7 +15,7 @@
 #include "node.h"
 
 #define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 1009 /* see the wire layout in node/record_wire.c */
+#define ENTRY 1017 /* see the wire layout in node/record_wire.c */
 
 static void fill_str(char *dst, size_t size, const char *pattern, size_t i)
 {
@@ -55,6 +55,8 @@ static void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->died_ns = i % 4 ? t->attach_end_ns + 11 : 0;
 	t->watchdog = i % 3 == 1;
 	t->timed_out = i % 5 == 2;
+	t->self_detached = i % 7 == 3;
+	t->late_ns = i % 3 == 2 ? 1000000000ull + i : 0;
 	t->tool_n = (uint8_t)(i % (RN_TOOLS_MAX + 1));
 	for (size_t k = 0; k < t->tool_n; k++)
 		t->tools[k] = (uint8_t)((i + k) % (ROCATTACH_TOOL_FAILED + 1));
@@ -104,8 +106,10 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_true(a->died_ns == b->died_ns);
 	assert_int_equal(a->watchdog, b->watchdog);
 	assert_int_equal(a->timed_out, b->timed_out);
+	assert_int_equal(a->self_detached, b->self_detached);
 	assert_int_equal(a->tool_n, b->tool_n);
 	assert_memory_equal(a->tools, b->tools, sizeof(a->tools));
+	assert_true(a->late_ns == b->late_ns);
 }
 
 static void round_trip(size_t n, bool long_strings)
@@ -249,7 +253,10 @@ static void test_rn_unpack_bad_header(void **state)
 	v = 4; /* the version with 256-byte messages */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 6;
+	v = 5; /* the version before late_ns */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 7;
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -385,6 +392,7 @@ enum {
 	E_FLAGS = 940,
 	E_TOOL_N = 944,
 	E_TOOLS = 945,
+	E_LATE = 1009,
 };
 
 static int32_t i32_at(const unsigned char *p)
@@ -421,7 +429,7 @@ static bool entry_defined(const unsigned char *e)
 	return (listener == 0 || listener == 1) && side >= ROCATTACH_SIDE_UNKNOWN &&
 	       side <= ROCATTACH_SIDE_ROCM && st >= RN_FOUND && st <= RN_DIED_ATTACHED &&
 	       status >= 0 && status < ROCATTACH_STATUS_LAST && b >= 0 && b <= 3 && sig >= 0 &&
-	       sig < 65 && flags >= 0 && flags <= 3 && tools_ok;
+	       sig < 65 && flags >= 0 && flags <= 7 && tools_ok;
 }
 
 static void define_entry(unsigned char *e)
@@ -432,7 +440,7 @@ static void define_entry(unsigned char *e)
 	put_i32_at(e + E_STATUS, rand() % ROCATTACH_STATUS_LAST);
 	put_i32_at(e + E_BOUNDS, rand() % 4);
 	put_i32_at(e + E_SIGNAL, rand() % 65);
-	put_i32_at(e + E_FLAGS, rand() % 4);
+	put_i32_at(e + E_FLAGS, rand() % 8);
 	e[E_TOOL_N] = (unsigned char)(rand() % (RN_TOOLS_MAX + 1));
 	for (size_t k = 0; k < e[E_TOOL_N]; k++)
 		e[E_TOOLS + k] = (unsigned char)(rand() % (ROCATTACH_TOOL_FAILED + 1));
@@ -480,9 +488,11 @@ static void assert_entry(const struct rn_target *t, const unsigned char *e)
 	assert_int_equal(t->signal, i32_at(e + E_SIGNAL));
 	assert_true(t->died_ns == (uint64_t)i64_at(e + E_DIED));
 	assert_int_equal(t->watchdog, i32_at(e + E_FLAGS) & 1);
-	assert_int_equal(t->timed_out, i32_at(e + E_FLAGS) >> 1);
+	assert_int_equal(t->timed_out, (i32_at(e + E_FLAGS) >> 1) & 1);
+	assert_int_equal(t->self_detached, i32_at(e + E_FLAGS) >> 2);
 	assert_int_equal(t->tool_n, e[E_TOOL_N]);
 	assert_memory_equal(t->tools, e + E_TOOLS, RN_TOOLS_MAX);
+	assert_true(t->late_ns == (uint64_t)i64_at(e + E_LATE));
 }
 
 /*
@@ -565,11 +575,12 @@ static json_t *through_text(const struct rn_target *t)
 
 static void test_rn_target_to_json_all_keys(void **state)
 {
-	const char *keys[] = {"pid",	  "nspid",	  "rank",	 "uid",	     "ppid",
-			      "exe",	  "listener",	  "target_side", "topology", "state",
-			      "status",	  "agent_status", "windows",	 "attach",   "detach",
-			      "window",	  "message",	  "signal",	 "died_ns",  "timed_out",
-			      "watchdog", "tools"};
+	const char *keys[] = {
+	    "pid",	"nspid",	"rank",	       "uid",	   "ppid",
+	    "exe",	"listener",	"target_side", "topology", "state",
+	    "status",	"agent_status", "windows",     "attach",   "detach",
+	    "window",	"message",	"signal",      "died_ns",  "timed_out",
+	    "watchdog", "tools",	"late",	       "late_ns",  "self_detached"};
 	struct rn_target t;
 	json_t *j, *topo, *att;
 	size_t i;
@@ -606,6 +617,9 @@ static void test_rn_target_to_json_all_keys(void **state)
 		    (json_int_t)(t.attach_end_ns + 11));
 	assert_true(json_is_true(json_object_get(j, "watchdog")));
 	assert_true(json_is_false(json_object_get(j, "timed_out")));
+	assert_true(json_is_false(json_object_get(j, "self_detached")));
+	assert_true(json_is_false(json_object_get(j, "late")));
+	assert_true(json_is_null(json_object_get(j, "late_ns")));
 	assert_int_equal(json_array_size(json_object_get(j, "tools")), 1);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "tools"), 0)),
 			    "loaded");

@@ -46,12 +46,16 @@ static void newer(struct newer_opts *n, uint64_t unknown)
 	n->unknown = unknown;
 }
 
+/* The end of the last field this library knows: where the check begins. */
+#define KNOWN (offsetof(rocattach_opts_t, planned_stop_ns) + sizeof(uint64_t))
+
 static void assert_refused(rocattach_status_t st, const rocattach_report_t *rep)
 {
-	char want[96];
+	char want[128];
 
-	snprintf(want, sizeof(want), "rocattach_opts_t of %zu bytes, this library's has %zu",
-		 sizeof(struct newer_opts), sizeof(rocattach_opts_t));
+	snprintf(want, sizeof(want),
+		 "rocattach_opts_t of %zu bytes, this library knows its first %zu: byte %zu is set",
+		 sizeof(struct newer_opts), KNOWN, KNOWN);
 	assert_int_equal(st, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
 	assert_int_equal(rep->status, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
 	assert_non_null(strstr(rep->message, want));
@@ -85,6 +89,44 @@ static void test_rocattach_attach_ex_newer_opts_all_zero_taken(void **state)
 	assert_int_equal(rocattach_detach_ex(gone, &n.o, &rep),
 			 ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
 	assert_non_null(strstr(rep.message, "has no attach session"));
+}
+
+/*
+ * A newer header that adds a 32-bit field: it ends before the struct's
+ * alignment, so the compiler pads after it. Every byte from the end of the
+ * last field this library knows counts, that padding too: a byte set there
+ * is refused, whatever the field holds, and named.
+ */
+struct newer_opts32 {
+	rocattach_opts_t o;
+	uint32_t unknown;
+};
+
+static void test_rocattach_opts_checked_from_last_field_end(void **state)
+{
+	rocattach_report_t rep = {.size = sizeof(rep)};
+	struct newer_opts32 n;
+	char want[128];
+
+	(void)state;
+	_Static_assert(KNOWN == sizeof(rocattach_opts_t), "no padding after the last field");
+	assert_true(sizeof(n) > offsetof(struct newer_opts32, unknown) + sizeof(n.unknown));
+	memset(&n, 0, sizeof(n));
+	n.o.size = sizeof(n);
+	((unsigned char *)&n)[sizeof(n) - 1] = 1; /* padding after unknown */
+	assert_int_equal(rocattach_attach_ex(gone, &n.o, &rep),
+			 ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	snprintf(want, sizeof(want), "byte %zu is set, an option this library does not know",
+		 sizeof(n) - 1);
+	assert_non_null(strstr(rep.message, want));
+	memset(&n, 0, sizeof(n));
+	n.o.size = sizeof(n);
+	n.unknown = 7;
+	assert_int_equal(rocattach_detach_ex(gone, &n.o, &rep),
+			 ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT);
+	snprintf(want, sizeof(want), "byte %zu is set", KNOWN);
+	assert_non_null(strstr(rep.message, want));
+	assert_non_null(strstr(rep.message, "built against a newer rocattach.h?"));
 }
 
 /* An older struct ends before stop_ns: what lies beyond it is not read. */
@@ -172,6 +214,34 @@ static void test_rocattach_report_older_size_honoured(void **state)
 	assert_int_equal(b.r.target_side, ROCATTACH_SIDE_UNKNOWN);
 }
 
+/*
+ * The report before self_detach_ns ended with tool_outcome, then padding: a
+ * caller of that size gets tool_outcome and nothing after it.
+ */
+static void test_rocattach_report_before_self_detach_ns(void **state)
+{
+	struct {
+		rocattach_report_t r;
+		unsigned char canary[8];
+	} a;
+	size_t size = offsetof(rocattach_report_t, self_detach_ns);
+
+	(void)state;
+	memset(&a, 0x5a, sizeof(a));
+	a.r.size = size;
+	assert_int_equal(rocattach_attach_ex(gone, NULL, &a.r),
+			 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	assert_int_equal(a.r.size, size);
+	assert_int_equal(a.r.tool_count, 0);
+	assert_true(a.r.self_detach_ns == 0x5a5a5a5a5a5a5a5aull);
+	a.r.size = sizeof(a.r);
+	assert_int_equal(rocattach_attach_ex(gone, NULL, &a.r),
+			 ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND);
+	assert_true(a.r.self_detach_ns == 0);
+	for (size_t i = 0; i < sizeof(a.canary); i++)
+		assert_int_equal(a.canary[i], 0x5a);
+}
+
 /* A size that ends inside a field gets that field not at all, and size is kept. */
 static void test_rocattach_report_partial_field_not_written(void **state)
 {
@@ -193,7 +263,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rocattach_attach_ex_newer_opts_with_unknown_option_refused),
 	    cmocka_unit_test(test_rocattach_attach_ex_newer_opts_all_zero_taken),
+	    cmocka_unit_test(test_rocattach_opts_checked_from_last_field_end),
 	    cmocka_unit_test(test_rocattach_detach_ex_older_opts_rest_reads_zero),
+	    cmocka_unit_test(test_rocattach_report_before_self_detach_ns),
 	    cmocka_unit_test(test_rocattach_report_older_size_honoured),
 	    cmocka_unit_test(test_rocattach_report_partial_field_not_written),
 	};

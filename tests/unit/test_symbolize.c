@@ -6,10 +6,12 @@
  * with the names and lines they must get, then its maps, and exits; the
  * names are looked up after it is gone, as the node does.
  */
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <stdarg.h>
@@ -339,6 +341,56 @@ static void test_stackfile_read_round_trip(void **state)
 	unlink(path);
 }
 
+/*
+ * A file planted by another user: a FIFO (no writer: a blocking open would
+ * never return), a symbolic link, a directory, a file of another owner, one
+ * past the bound; each refused with its reason. A maps line naming a FIFO
+ * is never opened as an ELF file either.
+ */
+static void test_stackfile_read_refuses_planted(void **state)
+{
+	char dir[] = "/tmp/ra-planted-XXXXXX", p[4][64], err[256];
+	struct ra_stackfile f;
+	struct ra_symbolizer *s;
+	struct ra_frame fr[4];
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 4; i++)
+		snprintf(p[i], sizeof(p[i]), "%s/f%d", dir, i);
+	assert_int_equal(mkfifo(p[0], 0600), 0);
+	assert_int_equal(ra_stackfile_read(p[0], &f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "a FIFO, not a regular file: refused"));
+	write_text(p[1], "rocattach-stacks 1\npid 42\nmaps\nend\n");
+	assert_int_equal(ra_stackfile_read_owned(p[1], getuid(), &f, err, sizeof(err)), 0);
+	ra_stackfile_free(&f);
+	assert_int_equal(ra_stackfile_read_owned(p[1], getuid() + 1, &f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not the target's user"));
+	assert_int_equal(symlink(p[1], p[2]), 0);
+	assert_int_equal(ra_stackfile_read(p[2], &f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "a symbolic link: refused"));
+	assert_int_equal(ra_stackfile_read(dir, &f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a regular file: refused"));
+	fd = open(p[3], O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)RA_STACKFILE_MAX + 1), 0);
+	close(fd);
+	assert_int_equal(ra_stackfile_read(p[3], &f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "more than any stack file (256 MiB): refused"));
+	s = ra_symbolizer_new(NULL);
+	assert_non_null(s);
+	snprintf(err, sizeof(err), "7f0000000000-7f0000001000 r-xp 00000000 00:00 7 %s\n", p[0]);
+	assert_int_equal(ra_symbolizer_add_maps(s, err), 0);
+	assert_int_equal(ra_symbolize(s, 0x7f0000000010ull, false, fr, 4), 1);
+	ra_frame_format(&fr[0], err, sizeof(err));
+	assert_string_equal(err, "f0+0x10"); /* named by its module, never read */
+	ra_symbolizer_free(s);
+	for (int i = 0; i < 4; i++)
+		unlink(p[i]);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +402,7 @@ int main(void)
 	    cmocka_unit_test(test_demangle_only_cxx_names),
 	    cmocka_unit_test(test_symbolize_unmapped_and_special),
 	    cmocka_unit_test(test_stackfile_read_round_trip),
+	    cmocka_unit_test(test_stackfile_read_refuses_planted),
 	};
 
 	return ra_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

@@ -4,7 +4,9 @@
  * ROCm's entry points (attached or not, as rocprofiler-register keeps it):
  * it detaches when the owner dies, never after a detach or a failed attach,
  * detaches a dead owner's window before the next attach, and a fork child
- * has no watchdog. The owners are children of this test.
+ * has no watchdog; with an end (end_ns) and no detach by then it detaches by
+ * itself, noting when, and a detach disarms that. The owners are children of
+ * this test.
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -225,6 +227,68 @@ static void test_watchdog_lib_fork_child_has_none(void **state)
 	assert_true(detaches_reach(1, 2000));
 }
 
+static _Atomic uint64_t *wd_window;
+
+static uint64_t realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The window's end (end_ns) passes with the owner alive and no detach: the
+ * watchdog detaches by itself, once, not before the end, and its record
+ * says when; the owner's death later does nothing more.
+ */
+static void test_watchdog_lib_end_without_detach_detaches(void **state)
+{
+	struct ra_watchdog_call c;
+	unsigned long long start;
+	pid_t o = owner_start(&start);
+	uint64_t end, seq;
+
+	(void)state;
+	seq = atomic_load(&wd_window[0]);
+	end = realtime() + 150000000ull;
+	c = (struct ra_watchdog_call){.attach_fn = (uintptr_t)fake_attach,
+				      .detach_fn = (uintptr_t)fake_detach,
+				      .owner_pid = (unsigned long long)o,
+				      .owner_start = start,
+				      .end_ns = end};
+	assert_int_equal(wd_attach(&c), 0);
+	assert_int_equal(c.armed, 1);
+	assert_true(atomic_load(&wd_window[0]) == seq + 1);
+	assert_true(atomic_load(&wd_window[1]) == 0);
+	assert_true(detaches_reach(1, 2000));
+	assert_true(atomic_load(&wd_window[1]) + 2000000ull >= end);
+	assert_true(atomic_load(&wd_window[1]) < end + 1000000000ull);
+	owner_kill(o);
+	assert_false(detaches_reach(2, 300));
+}
+
+/* A detach before the end disarms it: nothing happens at the end. */
+static void test_watchdog_lib_end_disarmed_by_detach(void **state)
+{
+	struct ra_watchdog_call c;
+	unsigned long long start;
+	pid_t o = owner_start(&start);
+
+	(void)state;
+	c = (struct ra_watchdog_call){.attach_fn = (uintptr_t)fake_attach,
+				      .detach_fn = (uintptr_t)fake_detach,
+				      .owner_pid = (unsigned long long)o,
+				      .owner_start = start,
+				      .end_ns = realtime() + 100000000ull};
+	assert_int_equal(wd_attach(&c), 0);
+	assert_int_equal(wd_detach(), 0);
+	assert_int_equal(atomic_load(&detaches), 1);
+	assert_false(detaches_reach(2, 400));
+	assert_true(atomic_load(&wd_window[1]) == 0);
+	owner_kill(o);
+}
+
 int main(void)
 {
 	void *h = dlopen(RA_WATCHDOG_PATH, RTLD_NOW);
@@ -235,6 +299,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_watchdog_lib_wrong_start_time_is_gone, reset),
 	    cmocka_unit_test_setup(test_watchdog_lib_next_attacher_after_death, reset),
 	    cmocka_unit_test_setup(test_watchdog_lib_fork_child_has_none, reset),
+	    cmocka_unit_test_setup(test_watchdog_lib_end_without_detach_detaches, reset),
+	    cmocka_unit_test_setup(test_watchdog_lib_end_disarmed_by_detach, reset),
 	};
 
 	if (!h) {
@@ -243,9 +309,10 @@ int main(void)
 	}
 	wd_attach = (wd_attach_fn)dlsym(h, RA_WATCHDOG_ATTACH);
 	wd_detach = (wd_detach_fn)dlsym(h, RA_WATCHDOG_DETACH);
-	if (!wd_attach || !wd_detach) {
-		fprintf(stderr, "%s exports no %s or %s\n", RA_WATCHDOG_PATH, RA_WATCHDOG_ATTACH,
-			RA_WATCHDOG_DETACH);
+	wd_window = (_Atomic uint64_t *)dlsym(h, RA_WATCHDOG_WINDOW);
+	if (!wd_attach || !wd_detach || !wd_window) {
+		fprintf(stderr, "%s exports no %s, %s or %s\n", RA_WATCHDOG_PATH,
+			RA_WATCHDOG_ATTACH, RA_WATCHDOG_DETACH, RA_WATCHDOG_WINDOW);
 		return 1;
 	}
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,7 +49,7 @@
 #define RS_SNAP_SELF "self"	    /* the thread that ran tool_attach, unwound in place */
 #define RS_SNAP_NOANSWER "noanswer" /* signalled, no answer before the deadline */
 #define RS_SNAP_BLOCKED "blocked"   /* it blocks the tool's signal: not signalled */
-#define RS_SNAP_GONE "gone"	    /* it ended before it was signalled */
+#define RS_SNAP_GONE "gone"	    /* it ended before it was signalled or answered */
 #define RS_SNAP_NOROOM "noroom"	    /* answered, but the buffer was full */
 
 #endif

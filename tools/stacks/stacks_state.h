@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stack tool's state (librocattach-stacks.so, docs/stacks.md), shared by
+ * its files. Calls go one way:
+ *
+ *   stacks_tool.c     the lifecycle: rocprofiler_configure*, attach, detach,
+ *                     exit and fork; the signal's disposition
+ *     -> stacks_file.c      the file written at detach (stacks_format.h)
+ *     -> stacks_handler.c   the signal handler, the unwind, the snapshot
+ *     -> stacks_threads.c   the thread table, its scans and its timers
+ *     -> stacks_proc.c      what /proc/self says (masks, timers, the signal)
+ *     -> stacks_state.c     this state and the clocks
+ *
+ * Each calls only those below it.
+ */
+#ifndef ROCATTACH_STACKS_STATE_H
+#define ROCATTACH_STACKS_STATE_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define MAX_THREADS 1024
+#define DEFAULT_FRAMES 64
+#define MAX_FRAMES 256
+#define DEFAULT_BUFFER_MB 16
+#define DEFAULT_SNAPSHOT_MS 500
+#define MAX_HZ 10000
+
+/* Scans of the poller (10 ms apart) a thread may show the signal blocked before it is
+ * taken for one that blocks it (see stacks_threads.c). */
+#define BLOCKED_SCANS 20
+
+enum slot_state { SLOT_FREE, SLOT_ASKED, SLOT_BUSY, SLOT_DONE };
+
+enum { RS_KIND_SNAPSHOT = 1, RS_KIND_SAMPLE = 2 };
+
+/* One record: a snapshot or a sample of one thread. */
+struct record {
+	int32_t tid;
+	uint8_t kind; /* RS_KIND_* */
+	uint8_t pad[3];
+	uint64_t ns;
+	uint64_t handler_ns; /* CLOCK_MONOTONIC from the handler's first read to after the unwind */
+	uint64_t entry_mono; /* snapshots: CLOCK_MONOTONIC at the handler's entry */
+	uint32_t nframes;
+	uint32_t truncated;
+	uint64_t frames[]; /* max_frames of them */
+};
+
+/* A thread the tool knows: its snapshot slot and its sampling timer. */
+struct thread {
+	pid_t tid;
+	char name[16];
+	bool has_timer, timer_tried;
+	int blocked_scans; /* poller scans that found the signal blocked in it */
+	bool ended;	   /* gone from /proc/self/task during the window */
+	timer_t timer;
+	clockid_t clock;	/* its CPU-time clock */
+	long long cpu0, cpu_ns; /* CPU time at the timer's start; used while sampled, or -1 */
+	/* The snapshot: the state, then the record the handler filled. */
+	_Atomic int snap;
+	_Atomic long snap_record;	     /* index in the pool, -1 none */
+	unsigned long long sent_mono;	     /* CLOCK_MONOTONIC read just before its tgkill */
+	_Atomic unsigned long long ret_mono; /* read at the end of its handler, 0 none */
+	const char *snap_status;
+};
+
+struct stacks {
+	int sig;
+	long hz;
+	unsigned max_frames;
+	size_t record_size;
+	size_t n_records;
+	char *pool;
+	_Atomic size_t next_record;
+	_Atomic unsigned long dropped;
+	_Atomic unsigned long overruns; /* timer expiries while its signal was pending */
+	_Atomic int in_handler;
+	_Atomic int sampling; /* the handler takes samples only while set */
+	bool unwind;	      /* ROCPROF_STACKS_UNWIND=0: snapshots answer without frames */
+	struct sigaction old_action;
+	void (*our_handler)(int, siginfo_t *, void *); /* what sigaction shows while ours */
+	bool installed;
+	struct thread threads[MAX_THREADS];
+	_Atomic int n_threads;
+	int n_armed; /* timers of ours that exist now (under the scan lock) */
+	pthread_t poller;
+	bool poller_running;
+	_Atomic int stop_poller;
+	pid_t self_tid;
+	unsigned long long attach_ns, detach_ns;
+	unsigned attach_seq;
+	bool atexit_set;
+	bool too_many;	   /* more than MAX_THREADS threads: the others are not seen */
+	_Atomic int taken; /* the program took the signal in the window: TAKEN_* */
+	pid_t pid;	   /* a fork child inherits st: its exit is not ours to write */
+	char note[256];	   /* why something did not happen, for the file */
+	char taken_note[192];
+};
+
+/* What the program did with the tool's signal during the window. */
+enum { TAKEN_NO, TAKEN_HANDLER, TAKEN_TIMER };
+
+extern struct stacks st;
+
+unsigned long long now_ns(void);
+unsigned long long mono_ns(void);
+long env_long(const char *name, long def, long min, long max);
+void sleep_ms(long ms);
+
+static inline struct record *record_at(size_t i)
+{
+	return (struct record *)(st.pool + i * st.record_size);
+}
+
+#endif
