@@ -134,7 +134,8 @@ int rm_attaches(struct rm_win *w, struct rn_pool_opts *p, uint64_t start_mono, u
 		until = stop_mono;
 	w->self->win = rn_window_open(w->self->t, w->self->n, p, &short_by);
 	if (!w->self->win)
-		return rn_attach_all(w->self->t, w->self->n, p); /* out of memory: every call here */
+		return rn_attach_all(w->self->t, w->self->n,
+				     p); /* out of memory: every call here */
 	attach_wait(w, until);
 	return short_by;
 }
