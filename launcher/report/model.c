@@ -549,3 +549,75 @@ size_t rm_count_failures(const struct rm_run *r)
 	rm_for_each_failure(r, count_one, &n);
 	return n + rm_failures_left_out(r);
 }
+
+/* ------------------------------------------------------------------------ */
+/* What a cut node left out (its block, figures.c, less the records it kept). */
+
+/* A cut node's records left out, as its block counts them less the records kept. */
+struct rm_counts rm_left_counts(const struct rm_node *n, const struct rn_target *kept)
+{
+	struct rm_node plain = {.t = (struct rn_target *)kept, .n = kept ? n->n : 0};
+	const struct rm_node_sum *s = n->sum;
+	struct rm_counts k = {0}, l = {0};
+
+	if (!n->cut || n->lost)
+		return l;
+	rm_count_node(&plain, kept, &k);
+	l.found = (size_t)s->left_out;
+	l.attached = (size_t)rm_left_of(s->attached, k.attached);
+	l.failed = (size_t)rm_left_of(s->failed, k.failed);
+	l.exited = (size_t)rm_left_of(s->exited, k.exited);
+	l.detached = (size_t)rm_left_of(s->detached, k.detached);
+	l.died = (size_t)rm_left_of(s->died, k.died);
+	l.exited_after = (size_t)rm_left_of(s->exited_after, k.exited_after);
+	l.stopped = (size_t)rm_left_of(s->stopped, k.stopped);
+	l.late = (size_t)rm_left_of(s->late, k.late);
+	return l;
+}
+
+/*
+ * Failures node ni of window wi left out that were not failed there in the
+ * window before: a failed target keeps its state (rm_new_failure), so the
+ * failures of one node grow from window to window by the new ones.
+ */
+static size_t left_new_failures(const struct rm_run *r, size_t wi, size_t ni, struct rm_hold *h)
+{
+	const struct rm_node *n = &r->w[wi].nodes[ni], *p;
+	struct rm_counts before = {0};
+	size_t left;
+
+	if (!n->cut || n->lost || !(left = rm_left_counts(n, rm_targets(n, h)).failed))
+		return 0;
+	p = wi ? rm_find_node(&r->w[wi - 1], ni, n->host) : NULL;
+	if (p && !p->lost)
+		rm_count_node(p, rm_targets(p, h), &before);
+	return left > before.failed ? left - before.failed : 0;
+}
+
+size_t rm_failures_left_out(const struct rm_run *r)
+{
+	struct rm_hold h = {0};
+	size_t n = 0;
+
+	for (size_t wi = 0; wi < r->n_w; wi++)
+		for (size_t ni = 0; ni < r->w[wi].n_nodes; ni++)
+			n += left_new_failures(r, wi, ni, &h);
+	rm_hold_free(&h);
+	return n;
+}
+
+size_t rm_left_unsure(const struct rm_node *n, const struct rn_target *kept)
+{
+	struct rm_counts l = rm_left_counts(n, kept);
+
+	return l.found - l.detached;
+}
+
+size_t rm_node_detached(const struct rm_node *n, const struct rn_target *kept)
+{
+	size_t d = n->cut ? rm_left_counts(n, kept).detached : 0;
+
+	for (size_t k = 0; kept && k < n->n; k++)
+		d += kept[k].state == RN_DETACHED;
+	return d;
+}

@@ -253,4 +253,10 @@ json_t *rm_jstr_or_null(const char *s);
 /* The --stacks tree as JSON, an array of {frame, ranks, threads, children}; null without. */
 json_t *rm_stacks_json(const struct rm_run *r);
 
+/* Left over after the records kept: the block's count less theirs (never below 0). */
+static inline uint64_t rm_left_of(uint64_t block, size_t kept)
+{
+	return block > kept ? block - kept : 0;
+}
+
 #endif

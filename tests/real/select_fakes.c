@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Fake Slurm and MPI jobs of sleeping processes on the real /proc, for the selector tests (select_fakes.h). */
+/* Fake Slurm and MPI jobs of sleeping processes on the real /proc, for the selector tests
+ * (select_fakes.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -423,4 +424,3 @@ void stop_mover(void)
 	}
 	cgroup_remove();
 }
-

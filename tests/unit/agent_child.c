@@ -161,4 +161,3 @@ int teardown_outdir(void **state)
 	rmdir(outdir);
 	return 0;
 }
-

@@ -72,4 +72,3 @@ void make_target(struct rn_target *t, size_t i, bool long_strings)
 		snprintf(t->message, sizeof(t->message), "%s", i % 2 ? "" : "ptrace: \"EPERM\"\n");
 	}
 }
-

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* A run of rocattach-mpi built by hand, and readers of its outputs, for the report tests (report_sample.h). */
+/* A run of rocattach-mpi built by hand, and readers of its outputs, for the report tests
+ * (report_sample.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,7 +213,7 @@ json_t *jget(json_t *o, const char *path)
 
 /* The counts of a node (found: "found") or of the summary ("targets"). */
 void check_counts(json_t *o, const char *found, json_int_t n, json_int_t attached,
-			 json_int_t failed, json_int_t exited)
+		  json_int_t failed, json_int_t exited)
 {
 	assert_int_equal(jint(o, found), n);
 	assert_int_equal(jint(o, "attached"), attached);

@@ -50,7 +50,7 @@ json_int_t jint(json_t *o, const char *path);
 json_t *jget(json_t *o, const char *path);
 /* The counts of a node (found: "found") or of the summary ("targets"). */
 void check_counts(json_t *o, const char *found, json_int_t n, json_int_t attached,
-			 json_int_t failed, json_int_t exited);
+		  json_int_t failed, json_int_t exited);
 json_t *write_trace(const struct rm_run *r, const char *name);
 /* The events named name (any phase if ph is NULL) of track tid, and the first of them. */
 size_t events_of(json_t *j, const char *name, const char *ph, json_int_t tid, json_t **first);

@@ -73,4 +73,3 @@ long rank_of(const struct rn_target *t, size_t n, pid_t pid)
 {
 	return find(t, n, pid)->rank;
 }
-

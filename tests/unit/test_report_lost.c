@@ -154,8 +154,9 @@ static void test_rm_print_summary_lost_from_window_2(void **state)
 		memcpy(a[i], lost_a, sizeof(lost_a));
 		for (k = 0; k < 2; k++)
 			target_times(&a[i][k], lost_a[k].attach_start_ns + shift,
-			      lost_a[k].attach_end_ns + shift, lost_a[k].detach_start_ns + shift,
-			      lost_a[k].detach_end_ns + shift);
+				     lost_a[k].attach_end_ns + shift,
+				     lost_a[k].detach_start_ns + shift,
+				     lost_a[k].detach_end_ns + shift);
 		memcpy(n[i], lost_nodes, sizeof(lost_nodes));
 		n[i][0].t = a[i];
 		n[i][1].lost = i > 0;
