@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * librocattach-agent: the target side of an attach (protocol.md sections 2,
- * 3), libc only; its rooms are listed in agent.h. This one holds the entry
+ * 3), libc only; its rooms are listed below. This one holds the entry
  * points: rocprofiler_register_attach/_detach and ours (detach at a time,
  * the last error, the tools' times, enable in agent_listener.c).
  *
@@ -11,6 +11,25 @@
  *
  * Nothing is printed unless ROCP_AGENT_DEBUG=1 (read at each message, so an
  * attacher can switch it on through the environment buffer).
+ */
+/*
+ * The agent's rooms (libc only: it lives in someone else's process), each
+ * with its own header; all hidden symbols:
+ *   agent_base.c      the lock, debug lines, the call's error and notes
+ *   agent.c           the entry points: attach, detach (at a time), their
+ *                     arguments, starter threads, messages
+ *   agent_args.c      the pointer arguments, copied from memory we may
+ *                     read (no /proc/self/maps parse on 6.11 and later)
+ *   agent_env.c       the environment buffer: read once, applied to
+ *                     environ (a reattach's checks its variables in place),
+ *                     undone when the attach fails
+ *   agent_tools.c     the tool lifecycle: load, configure, initialize,
+ *                     hand over and back, finalize
+ *   agent_watchdog.c  the attacher's liveness (ROCP_ATTACH_OWNER), the
+ *                     window's own end (ROCP_ATTACH_END_NS), the watchdog
+ *                     thread, one attacher per window
+ *   agent_listener.c  the rocp-bg-attach listener: started at load or by
+ *                     --inject, standing aside for ROCm's, gone in a fork
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,7 +44,6 @@
 #include <rocattach/version.h>
 
 #include "agent/agent_base.h"
-#include "agent/agent.h"
 #include "agent/agent_args.h"
 #include "agent/agent_env.h"
 #include "agent/agent_listener.h"
@@ -345,27 +363,21 @@ RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer, const 
 	return ret;
 }
 
-/* Detach now (at_ns 0), or at at_ns (a starter thread, as for the start). */
+/* Detach now (at_ns 0: agent_watchdog.c's), or at at_ns (a starter thread, as for the start). */
 static int detach_locked_at(uint64_t at_ns)
 {
 	if (!listening)
 		return no_listener();
+	if (!at_ns)
+		return detach_locked();
 	if (!agent_attached)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
-	if (!at_ns || run_at(at_ns, tools_hand_back)) {
-		if (at_ns)
-			ra_sleep_until_realtime(at_ns);
+	if (run_at(at_ns, tools_hand_back)) {
+		ra_sleep_until_realtime(at_ns);
 		tools_hand_back();
 	}
-	agent_attached = false;
-	holder_clear();
-	owner_clear();
+	window_closed();
 	return ROCATTACH_REGISTER_SUCCESS;
-}
-
-int detach_locked(void)
-{
-	return detach_locked_at(0);
 }
 
 RA_EXPORT int rocprofiler_register_detach(void)
@@ -377,7 +389,7 @@ RA_EXPORT int rocprofiler_register_detach(void)
 		return ROCATTACH_REGISTER_DEADLOCK;
 	}
 	agent_enter();
-	ret = detach_locked();
+	ret = detach_locked_at(0);
 	dbg("detach = %d", ret);
 	agent_leave();
 	return ret;

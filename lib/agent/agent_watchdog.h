@@ -41,6 +41,10 @@ void holder_clear(void);
 RA_EXPORT extern _Atomic uint64_t rocattach_agent_window[2];
 /* Under agent_lock: a window opens (its number moves on). */
 void window_opened(void);
+/* Under agent_lock: tool_detach now (the watchdog's, for a dead attacher; agent.c's detach). */
+int detach_locked(void);
+/* Under agent_lock: the window is closed (its tools handed back): nobody holds it. */
+void window_closed(void);
 /* In a fork child: no watchdog, its descriptors closed. */
 void watchdog_atfork_child(void);
 
