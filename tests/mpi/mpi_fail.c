@@ -15,6 +15,9 @@
  *           fail on each of them (several failures in one pass)
  *   isend   the Nth MPI_Isend to P fails, nothing sent
  *   iprobe  the Nth MPI_Iprobe of P fails
+ *   claim   the Nth records bundle sent to P (tag 23, TAG_RECORDS) claims
+ *           one STOP message more than was sent before it: its head's
+ *           stops_sent (the third int32, coord/messages.h) plus one
  *
  * RA_MPI_FAIL_LOG=FILE: a line per send and per completed one, for the test
  * to read: "isend REQ DEST TAG", "done REQ", and "stale REQ" when a request
@@ -136,10 +139,35 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm
 	return ++recv_seen == env_int("RA_MPI_FAIL_NTH", 1) ? MPI_ERR_OTHER : ret;
 }
 
+/* TAG_RECORDS and the offset of stops_sent in struct rm_bundle_head (coord/messages.h). */
+#define TAG_RECORDS 23
+#define STOPS_SENT_AT 8
+
+static int claim_seen;
+
+/* A copy of a bundle whose head claims one STOP more (kept: MPI reads it until done). */
+static const void *claimed(const void *buf, int count)
+{
+	char *copy;
+	int32_t stops;
+
+	if (count < STOPS_SENT_AT + (int)sizeof(stops) || !(copy = malloc((size_t)count)))
+		return buf;
+	memcpy(copy, buf, (size_t)count);
+	memcpy(&stops, copy + STOPS_SENT_AT, sizeof(stops));
+	stops++;
+	memcpy(copy + STOPS_SENT_AT, &stops, sizeof(stops));
+	return copy;
+}
+
 int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
 	      MPI_Request *req)
 {
 	int ret;
+
+	if (tag == TAG_RECORDS && dest == peer_for("claim") &&
+	    ++claim_seen == env_int("RA_MPI_FAIL_NTH", 1))
+		buf = claimed(buf, count);
 
 	if (dest == peer_for("isend") && ++isend_seen == env_int("RA_MPI_FAIL_NTH", 1)) {
 		*req = MPI_REQUEST_NULL;

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The outbox when sends to a child fail: 4 launcher ranks, --fanout 2 (rank 0's children
-# 1 and 2, rank 1's child 3), each in its own PID and UTS namespace (hostname rN,
-# --one-node-per-rank) with one example target. The PMPI shim (mpi_fail.c), preloaded
-# into rank 0 only, keeps rank 0's sends to rank 1 pending until three are outstanding at
-# once, then makes MPI_Test fail on each of them: several failures in one pass over the
-# outbox, and the ADOPT to rank 3 posted after them. The shim logs rank 0's sends and
-# their completions.
+# The link's failures with a child (launcher/coord/link.c, flow.c). Launcher ranks each
+# in its own PID and UTS namespace (hostname rN, --one-node-per-rank) with one example
+# target; the PMPI shim (mpi_fail.c) preloaded into one rank only.
+# 1. The outbox when sends to a child fail: 4 ranks, --fanout 2 (rank 0's children 1 and
+#    2, rank 1's child 3). The shim keeps rank 0's sends to rank 1 pending until three are
+#    outstanding at once, then makes MPI_Test fail on each of them: several failures in
+#    one pass over the outbox, and the ADOPT to rank 3 posted after them. The shim logs
+#    rank 0's sends and their completions.
 #  - rank 1 is lost with one line naming the call and the peer; rank 0 adopts rank 3,
 #    whose records come to it: nodes r0, r2, r3 ok with their targets detached; exit 6
 #  - the ADOPT to rank 3 stays in rank 0's outbox until MPI completed it (tested done),
@@ -15,6 +16,10 @@
 #  - ranks 0, 2, 3: every target alive, untraced, its tool attached and detached once.
 #    Rank 1 is ended by mpirun once the others left without MPI_Finalize (they do when a
 #    rank is lost): its namespace, target included, goes with it.
+# 2. A child's records claim a STOP that never comes: 2 ranks, the shim on rank 1 adds
+#    one STOP to the count in the head of its window-1 records. Rank 0 drains the link
+#    within its deadline (no receive waits on the claimed count), loses rank 1 with the
+#    counts, and writes its report (exit 6); its own target detached once.
 # Usage: test_outbox.sh BUILD_DIR SHIM   (under the heavy-test lock)
 B=${1:?usage: test_outbox.sh BUILD_DIR SHIM}
 SHIM=${2:?usage: test_outbox.sh BUILD_DIR SHIM}
@@ -41,9 +46,9 @@ i=0
 while ! grep -qs rocp-bg-attach /proc/$tp/task/*/comm && [ $i -lt 2000 ]; do
 	sleep 0.005; i=$((i + 1))
 done
-if [ "$r" = 0 ]; then
-	env LD_PRELOAD="$SHIM" RA_MPI_FAIL_OP=test RA_MPI_FAIL_PEER=1 RA_MPI_FAIL_HOLD=3 \
-		RA_MPI_FAIL_LOG="$out/sends" "$@" 2>"$out/err.$r"
+if [ "$r" = "$SHIM_RANK" ]; then
+	# shellcheck disable=SC2086 # SHIM_ENV: NAME=VALUE words
+	env LD_PRELOAD="$SHIM" $SHIM_ENV RA_MPI_FAIL_LOG="$out/sends" "$@" 2>"$out/err.$r"
 else
 	"$@" 2>"$out/err.$r"
 fi
@@ -63,13 +68,20 @@ $(cat "$out"/tool/*."$tp".log 2>/dev/null | grep -c '^tool_detach ')" >>"$out/ra
 kill $tp
 EOF
 
-O=$W/test
-mkdir -p "$O/tool"
-timeout 150 mpirun -np 4 --bind-to none --mca orte_abort_on_non_zero_status 0 \
-	-x ROCPROF_OUTPUT_PATH="$O/tool" -x AGENT="$AGENT" -x TARGET="$TARGET" -x SHIM="$SHIM" \
-	unshare --pid --fork --mount-proc --uts /bin/sh "$W/rank.sh" "$O" \
-	"$LAUNCHER" --one-node-per-rank --exe rocattach-example-target -t "$TOOL" \
-	--fanout 2 -d 300 --report "$O/r.json" </dev/null >"$O/out" 2>&1
+# run_case NAME RANKS SHIM_RANK "SHIM_ENV" LAUNCHER_ARGS...: the job, its outputs in $W/NAME.
+run_case() {
+	O=$W/$1
+	mkdir -p "$O/tool"
+	timeout 150 mpirun -np "$2" --bind-to none --mca orte_abort_on_non_zero_status 0 \
+		-x ROCPROF_OUTPUT_PATH="$O/tool" -x AGENT="$AGENT" -x TARGET="$TARGET" \
+		-x SHIM="$SHIM" -x SHIM_RANK="$3" -x SHIM_ENV="$4" \
+		unshare --pid --fork --mount-proc --uts /bin/sh "$W/rank.sh" "$O" \
+		"$LAUNCHER" --one-node-per-rank --exe rocattach-example-target -t "$TOOL" \
+		"${@:5}" --report "$O/r.json" </dev/null >"$O/out" 2>&1
+}
+
+echo "== 1. sends to rank 1 fail while three are in flight"
+run_case test 4 0 "RA_MPI_FAIL_OP=test RA_MPI_FAIL_PEER=1 RA_MPI_FAIL_HOLD=3" --fanout 2 -d 300
 R=$O/r.json
 check "report written" jq -e . "$R"
 check "rank 0's launcher exited 6 (a node lost)" grep -q '^0 6 ' "$O/ranks"
@@ -98,4 +110,22 @@ check "ranks 0, 2, 3: each target's tool attached once and detached once" bash -
 	for r in 0 2 3; do [ \"\$(cat '$O'/tool/*.r\$r.*.log | grep -c '^tool_attach ')-\$(
 		cat '$O'/tool/*.r\$r.*.log | grep -c '^tool_detach ')\" = 1-1 ] || exit 1; done"
 [ "$FAILED" = 0 ] || { sed 's/^/  | /' "$O/ranks"; tail -40 "$O/out"; tail -n 20 "$O"/err.*; tail -n 30 "$O/sends"; }
+
+echo "== 2. rank 1's window-1 records claim a STOP that never comes"
+failed_before=$FAILED
+run_case claim 2 1 "RA_MPI_FAIL_OP=claim RA_MPI_FAIL_PEER=0 RA_MPI_FAIL_NTH=2" -d 300
+R=$O/r.json
+echo "r1: $(jq -r '.windows[-1].nodes[] | select(.host == "r1") | .lost_reason' "$R" 2>/dev/null)"
+check "the job ended (no receive waited on the claimed count)" grep -q '^0 ' "$O/ranks"
+check "rank 0's launcher exited 6 (a node lost)" grep -q '^0 6 ' "$O/ranks"
+check "rank 1 lost in window 1 with the counts" jq -e '.exit_code == 6 and
+	([.windows[-1].nodes[] | select(.host == "r1")] | length == 1 and all(.state == "lost" and
+	(.lost_reason | test("^its records count 1 STOP and 0 GONE messages before them, 0 and 0 came within [0-9.]+ s$")))) ' "$R"
+check "rank 0's target detached once, alive and untraced" bash -c "
+	grep -q '^0 6 0 alive ' '$O/ranks' &&
+	[ \"\$(cat '$O'/tool/*.r0.*.log | grep -c '^tool_attach ')-\$(
+		cat '$O'/tool/*.r0.*.log | grep -c '^tool_detach ')\" = 1-1 ]"
+check "no sanitizer report on any rank" bash -c \
+	"! grep -l 'ERROR: AddressSanitizer\\|runtime error:' '$O'/err.* '$O/out'"
+[ "$FAILED" = "$failed_before" ] || { sed 's/^/  | /' "$O/ranks"; tail -30 "$O/out"; tail -n 20 "$O"/err.*; }
 finish
