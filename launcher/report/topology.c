@@ -138,7 +138,7 @@ static int gpus_add(json_t *a, const char *g, size_t width)
 			;
 		if (e == i || has_string(a, g + i, e - i))
 			continue;
-		if (json_array_append_new(a, rm_jstr(g + i, e - i)))
+		if (json_array_append_new(a, rn_json_str(g + i, e - i)))
 			return -1;
 	}
 	return 0;
