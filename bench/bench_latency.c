@@ -17,7 +17,7 @@
  * Every warm cycle also attaches each target with rocprofv3's variables for a
  * broad set of its options (--sys-trace --pmc SQ_WAVES GRBM_COUNT -f csv json
  * pftrace rocpd --stats -S --kernel-include-regex ... --output-directory ...,
- * built by launcher/rocprofv3_opts.c as the launchers build them), in turn
+ * built by launcher/opts/rocprofv3_opts.c as the launchers build them), in turn
  * with the plain warm attach (which goes first alternates): what the options
  * cost an attach, beside the same run's figure without them. Each such pair
  * (same target, same cycle) gives a difference; the medians of the two

@@ -5,7 +5,7 @@
  * real report code. Each node's records are packed (rn_pack, as a rank
  * sends them), taken in (rm_take_node: unpacked and turned into rank 0's
  * clock, as rank 0 does with each node's message) and put into
- * the store (rm_store_put, as rank 0 keeps them: launcher/report_store.c),
+ * the store (rm_store_put, as rank 0 keeps them: launcher/report/store.c),
  * as one window's nodes; then the report (JSON), the summary, the timeline
  * and the trace are written. The same-run baseline keeps every target in
  * memory instead (what rank 0 did before the store). Each size and way
@@ -17,7 +17,7 @@
  * at --detail all (every record) and as the nodes cut them at --detail
  * failures (each node with one failed target: its one record and its block,
  * struct rm_node_sum, made by rm_node_summary and taken by rm_take_sum as
- * rank 0 does); neither counts the record head (mpi_link.c) nor the bundles'.
+ * rank 0 does); neither counts the record head (launcher/coord/link.c) nor the bundles'.
  *
  *   bench_rank0 [--json PATH] [--quick: 1000x128 only] [--sizes 100x128,1000x128,10000x128]
  */

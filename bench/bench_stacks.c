@@ -42,7 +42,7 @@
 #include <rocattach/rocattach.h>
 
 #include "bench.h"
-#include "mpi_stacks.h"
+#include "stacks.h"
 #include "pause_shm.h"
 #include "stacks_tree.h"
 

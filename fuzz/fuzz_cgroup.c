@@ -4,7 +4,7 @@
  * 1..2^32-1; a step is a 32-bit id, one of Slurm's special steps, or none.
  */
 #include "fuzz.h"
-#include "select_internal.h"
+#include "select_base.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Options of `rocattach` (launcher/cli_opts.c). Input: NUL-separated
+ * Options of `rocattach` (launcher/opts/cli_opts.c). Input: NUL-separated
  * arguments; leading ones of the form ROCPROF_ATTACH_{PID,DURATION,...}=VALUE
  * are put in the environment instead (the parser's defaults come from there). The parser
  * resets getopt itself (optind = 0), which running it over and over here

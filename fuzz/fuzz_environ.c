@@ -5,7 +5,7 @@
  * inside the blob right after "NAME="; a rank is -1 or 0..RN_RANK_MAX.
  */
 #include "fuzz.h"
-#include "select_internal.h"
+#include "select_base.h"
 
 static void check_rank(long rank)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Options of `rocattach-mpi` (launcher/mpi_opts.c): every rank parses the
+ * Options of `rocattach-mpi` (launcher/opts/mpi_opts.c): every rank parses the
  * same argv that rank 0 validated. Input: NUL-separated arguments; a leading
  * ROCPROF_ATTACH_DURATION=VALUE goes to the environment. The parser resets
  * getopt itself; a second parse must give the same result.

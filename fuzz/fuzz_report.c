@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Rank 0's outputs (launcher/report_*.c) from what the nodes sent: the summary,
+ * Rank 0's outputs (launcher/report/) from what the nodes sent: the summary,
  * the dry-run listing, the JSON report and the SVG timeline. The records
  * come from other hosts and processes (host names, executable names,
  * messages, CPU lists, times), so the input fills them byte by byte, within

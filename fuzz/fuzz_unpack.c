@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The packed records every node sends to rank 0 (node/records.c).
+ * The packed records every node sends to rank 0 (node/record_wire.c).
  *
  * The input is used twice. As is, it is a buffer to unpack. Then, so that
  * the seeds survive changes of the wire format, as a recipe: targets filled

@@ -35,7 +35,8 @@
 #include "inject.h"
 #include "log.h"
 #include "common/procfs.h"
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
+#include "target_memory.h"
 #include "remote.h"
 #include "symbols.h"
 

@@ -15,7 +15,8 @@
 #include "log.h"
 #include "common/procfs.h"
 #include "pace.h"
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
+#include "target_memory.h"
 #include "remote.h"
 #include "remote_stop.h"
 

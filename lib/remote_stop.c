@@ -23,7 +23,8 @@
 #include "common/procfs.h"
 #include "log.h"
 #include "pace.h"
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
+#include "target_memory.h"
 #include "remote_stop.h"
 #include "tracer.h"
 

@@ -139,7 +139,7 @@ struct lookup {
 	uint64_t told_window; /* the last window closed by the target itself that was said */
 };
 
-/* session_api.c: close the running step of op; its time goes to step_ns[step]. */
+/* session_drive.c: close the running step of op; its time goes to step_ns[step]. */
 void ra_op_step(struct op *op, enum rocattach_step step);
 
 /* session_prepare.c */

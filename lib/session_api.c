@@ -34,15 +34,6 @@ static void op_init(struct op *op)
 	op->t_step = ra_monotonic_ns();
 }
 
-/* Close the running step: its time goes to step_ns[step]. */
-void ra_op_step(struct op *op, enum rocattach_step step)
-{
-	uint64_t now = ra_monotonic_ns();
-
-	op->rep.step_ns[step] += now - op->t_step;
-	op->t_step = now;
-}
-
 /* Where a field ends (libbpf's offsetofend). */
 #define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 #define REPORT_END(field) FIELD_END(rocattach_report_t, field)

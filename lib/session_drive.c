@@ -15,11 +15,21 @@
 #include "log.h"
 #include "common/procfs.h"
 #include "common/protocol.h"
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
+#include "target_memory.h"
 #include "remote.h"
 #include "session.h"
 #include "symbols.h"
 #include "tracer.h"
+
+/* Close the running step: its time goes to step_ns[step]. */
+void ra_op_step(struct op *op, enum rocattach_step step)
+{
+	uint64_t now = ra_monotonic_ns();
+
+	op->rep.step_ns[step] += now - op->t_step;
+	op->t_step = now;
+}
 
 /*
  * CLOCK_REALTIME when the target's agent called the tools (which 0: attach,

@@ -18,7 +18,7 @@
 
 #include "common/clock.h"
 #include "log.h"
-#include "ptrace_util.h"
+#include "target_memory.h"
 #include "session.h"
 
 /*

@@ -26,7 +26,7 @@
 #include "inject.h"
 #include "log.h"
 #include "common/procfs.h"
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
 #include "session.h"
 #include "symbols.h"
 

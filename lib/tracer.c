@@ -28,7 +28,7 @@
 
 #include "common/clock.h"
 #include "log.h"
-#include "ptrace_util.h"
+#include "ptrace_calls.h"
 #include "tracer.h"
 
 /* As the node pool's workers: the operations run the same code. */

@@ -70,7 +70,7 @@
 #include <unistd.h>
 
 #include "common/protocol.h"
-#include "select_internal.h"
+#include "select_base.h"
 
 #define TASK_COMM_LEN 16
 
@@ -490,4 +490,64 @@ out:
 	rn_pidset_free(&c.mine);
 	free(c.self_env);
 	return r;
+}
+
+/* ---- who we are ---- */
+
+#define ANCESTORS_MAX 4096
+
+/* Our ancestors: their ppid chain, up to init or a pid namespace's edge (ppid 0). */
+static int add_ancestors(struct sel_ctx *c)
+{
+	struct ra_status st;
+	pid_t pid = c->self;
+	int i, r = 0;
+
+	for (i = 0; i < ANCESTORS_MAX && pid > 0 && r == 0; i++) {
+		if (ra_status_read(c->procfs, pid, &st) < 0)
+			break;
+		pid = st.ppid;
+		if (pid > 0)
+			r = rn_pidset_add(&c->mine, pid);
+	}
+	return r;
+}
+
+/* See the top of select.c; a self we cannot read (captured trees) is our caller. */
+static long scope_of(const struct sel_ctx *c)
+{
+	struct ra_status st;
+
+	if (c->sel->uid >= 0)
+		return c->sel->uid;
+	if (c->sel->all_users)
+		return -1;
+	if (ra_status_read(c->procfs, c->self, &st) == 0)
+		return (long)st.uid_real;
+	return (long)getuid();
+}
+
+/* All empty when we are not under procfs (tests on captured trees). */
+int rn_sel_load_self(struct sel_ctx *c)
+{
+	struct sel_proc p = {.pid = c->self};
+	pid_t *tree = NULL;
+	size_t n = 0, len;
+	int r;
+
+	r = rn_pidset_add(&c->mine, c->self);
+	if (r == 0 && ra_tree(c->procfs, c->self, &tree, &n) == 0)
+		r = rn_pidset_add_all(&c->mine, tree, n);
+	free(tree);
+	if (r == 0)
+		r = add_ancestors(c);
+	if (r < 0)
+		return rn_sel_fail(c, "selecting processes: %s", strerror(-r));
+	rn_pidset_sort(&c->mine);
+	c->self_env = (char *)rn_sel_proc_env(c, &p, &len);
+	c->self_env_len = len;
+	c->scope_uid = scope_of(c);
+	if (!rn_sel_proc_step(c, &p, &c->own_job, &c->own_step))
+		c->own_job = 0;
+	return 0;
 }

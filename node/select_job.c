@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "select_internal.h"
+#include "select_base.h"
 
 /* Job rank variables, most specific first. */
 static const char *const rank_vars[] = {

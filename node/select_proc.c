@@ -12,9 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "select_internal.h"
-
-#define ANCESTORS_MAX 4096
+#include "select_base.h"
 
 /* ---- pid sets ---- */
 
@@ -76,18 +74,6 @@ void rn_pidset_free(struct pidset *s)
 }
 
 /* ---- one process ---- */
-
-int rn_sel_fail(struct sel_ctx *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->err && c->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(c->err, c->errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 const char *rn_sel_base_name(const char *path)
 {
@@ -188,63 +174,7 @@ bool rn_sel_proc_eligible(const struct sel_ctx *c, const struct sel_proc *p)
 
 /* ---- who we are ---- */
 
-/* Our ancestors: their ppid chain, up to init or a pid namespace's edge (ppid 0). */
-static int add_ancestors(struct sel_ctx *c)
-{
-	struct ra_status st;
-	pid_t pid = c->self;
-	int i, r = 0;
-
-	for (i = 0; i < ANCESTORS_MAX && pid > 0 && r == 0; i++) {
-		if (ra_status_read(c->procfs, pid, &st) < 0)
-			break;
-		pid = st.ppid;
-		if (pid > 0)
-			r = rn_pidset_add(&c->mine, pid);
-	}
-	return r;
-}
-
-/* See the top of select.c; a self we cannot read (captured trees) is our caller. */
-static long scope_of(const struct sel_ctx *c)
-{
-	struct ra_status st;
-
-	if (c->sel->uid >= 0)
-		return c->sel->uid;
-	if (c->sel->all_users)
-		return -1;
-	if (ra_status_read(c->procfs, c->self, &st) == 0)
-		return (long)st.uid_real;
-	return (long)getuid();
-}
-
 bool rn_sel_in_scope(const struct sel_ctx *c, uid_t uid)
 {
 	return c->scope_uid < 0 || uid == (uid_t)c->scope_uid;
-}
-
-/* All empty when we are not under procfs (tests on captured trees). */
-int rn_sel_load_self(struct sel_ctx *c)
-{
-	struct sel_proc p = {.pid = c->self};
-	pid_t *tree = NULL;
-	size_t n = 0, len;
-	int r;
-
-	r = rn_pidset_add(&c->mine, c->self);
-	if (r == 0 && ra_tree(c->procfs, c->self, &tree, &n) == 0)
-		r = rn_pidset_add_all(&c->mine, tree, n);
-	free(tree);
-	if (r == 0)
-		r = add_ancestors(c);
-	if (r < 0)
-		return rn_sel_fail(c, "selecting processes: %s", strerror(-r));
-	rn_pidset_sort(&c->mine);
-	c->self_env = (char *)rn_sel_proc_env(c, &p, &len);
-	c->self_env_len = len;
-	c->scope_uid = scope_of(c);
-	if (!rn_sel_proc_step(c, &p, &c->own_job, &c->own_step))
-		c->own_job = 0;
-	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * librocattach-agent: the target side of an attach (protocol.md sections 2,
- * 3), libc only; its rooms are listed in agent.h. This one holds the entry
+ * 3), libc only; its rooms are listed below. This one holds the entry
  * points: rocprofiler_register_attach/_detach and ours (detach at a time,
  * the last error, the tools' times, enable in agent_listener.c).
  *
@@ -11,6 +11,25 @@
  *
  * Nothing is printed unless ROCP_AGENT_DEBUG=1 (read at each message, so an
  * attacher can switch it on through the environment buffer).
+ */
+/*
+ * The agent's rooms (libc only: it lives in someone else's process), each
+ * with its own header; all hidden symbols:
+ *   agent_base.c      the lock, debug lines, the call's error and notes
+ *   agent.c           the entry points: attach, detach (at a time), their
+ *                     arguments, starter threads, messages
+ *   agent_args.c      the pointer arguments, copied from memory we may
+ *                     read (no /proc/self/maps parse on 6.11 and later)
+ *   agent_env.c       the environment buffer: read once, applied to
+ *                     environ (a reattach's checks its variables in place),
+ *                     undone when the attach fails
+ *   agent_tools.c     the tool lifecycle: load, configure, initialize,
+ *                     hand over and back, finalize
+ *   agent_watchdog.c  the attacher's liveness (ROCP_ATTACH_OWNER), the
+ *                     window's own end (ROCP_ATTACH_END_NS), the watchdog
+ *                     thread, one attacher per window
+ *   agent_listener.c  the rocp-bg-attach listener: started at load or by
+ *                     --inject, standing aside for ROCm's, gone in a fork
  */
 #include <errno.h>
 #include <signal.h>
@@ -24,100 +43,18 @@
 #include <rocattach/tool.h>
 #include <rocattach/version.h>
 
-#include "agent/agent.h"
+#include "agent/agent_base.h"
+#include "agent/agent_args.h"
+#include "agent/agent_env.h"
+#include "agent/agent_listener.h"
+#include "agent/agent_tools.h"
+#include "agent/agent_watchdog.h"
 #include "common/clock.h"
 #include "common/protocol.h"
 #include "common/toollist.h"
 
-#define ERR_MAX 4096
+#define ERR_MAX 4096 /* rocattach_agent_last_error's copy (agent_base.c's message) */
 #define START_HINT_MAX_NS (10 * RA_NS_PER_SEC)
-
-pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
-/*
- * "This thread is in one of our calls" (it holds agent_lock, or is a starter
- * the holder waits for): a tool calling back from its callback is refused,
- * not deadlocked. A thread-specific value, not a _Thread_local: this library
- * is often dlopen'd (--inject, test programs), where thread-locals are
- * dynamic TLS, which LeakSanitizer's thread walk misreads (a crash at exit).
- */
-static pthread_key_t in_agent_key;
-static pthread_once_t in_agent_once = PTHREAD_ONCE_INIT;
-static bool in_agent_keyed; /* false if the process had no key left: no re-entry check */
-
-static void in_agent_key_create(void)
-{
-	in_agent_keyed = pthread_key_create(&in_agent_key, NULL) == 0;
-}
-
-void in_agent_set(bool yes)
-{
-	pthread_once(&in_agent_once, in_agent_key_create);
-	if (in_agent_keyed)
-		pthread_setspecific(in_agent_key, yes ? &in_agent_key : NULL);
-}
-
-bool in_agent(void)
-{
-	pthread_once(&in_agent_once, in_agent_key_create);
-	return in_agent_keyed && pthread_getspecific(in_agent_key) != NULL;
-}
-
-bool agent_attached;
-static char *first_path; /* tool_lib_path of the first successful attach */
-
-static char err_text[ERR_MAX];
-static char err_copy[ERR_MAX];
-static char notes[ERR_MAX - 128]; /* leaves room for a prefix in err_text */
-
-static bool debug_on(void)
-{
-	const char *v = getenv("ROCP_AGENT_DEBUG");
-
-	return v && !strcmp(v, "1");
-}
-
-/* One write(2) per message, so lines from several processes do not mix. */
-void dbg(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	int n, m;
-
-	if (!debug_on())
-		return;
-	n = snprintf(line, sizeof(line), "rocattach-agent[%d]: ", (int)getpid());
-	va_start(ap, fmt);
-	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (m < 0)
-		return;
-	n += m;
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(STDERR_FILENO, line, (size_t)n) < 0)
-		return;
-}
-
-int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err_text, sizeof(err_text), fmt, ap);
-	va_end(ap);
-	dbg("error %d: %s", code, err_text);
-	return code;
-}
-
-/* Per-library reasons, joined with "; ", for the "no tool can attach" message. */
-void note(const char *lib, const char *why)
-{
-	size_t len = strlen(notes);
-
-	snprintf(notes + len, sizeof(notes) - len, "%s%s: %s", len ? "; " : "", lib, why);
-	dbg("%s: %s", lib, why);
-}
 
 /*
  * 1 while the listener runs one of our entry points (RA_AGENT_LISTENER_BUSY):
@@ -132,8 +69,7 @@ static void agent_enter(void)
 	in_agent_set(true);
 	if (on_listener())
 		atomic_store(&rocattach_agent_listener_busy, 1);
-	err_text[0] = '\0';
-	notes[0] = '\0';
+	agent_messages_clear();
 }
 
 static void agent_leave(void)
@@ -150,6 +86,9 @@ static void agent_leave(void)
  * rocattach_tool_outcome each. Written before the entry point returns.
  */
 RA_EXPORT uint8_t rocattach_agent_tool_outcome[1 + RA_TOOLLIST_MAX];
+
+static char *first_path; /* tool_lib_path of the first successful attach */
+static char err_copy[ERR_MAX];
 
 static int first_attach(const char *path)
 {
@@ -180,12 +119,18 @@ static int first_attach(const char *path)
 		free(copy);
 		/* Declining is no error, but with nothing left there is no tool to attach. */
 		if (declined == i)
-			return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool declined: %s", notes);
+			return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool declined: %s",
+				    agent_notes());
 		/* As ROCm: a tool that fails to load or configure is ROCPROFILER_ERROR. */
-		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "no tool can attach: %s", notes);
+		return fail(ROCATTACH_REGISTER_ROCPROFILER_ERROR, "no tool can attach: %s",
+			    agent_notes());
 	}
-	if (notes[0])
-		snprintf(err_text, sizeof(err_text), "attached; skipped: %s", notes);
+	if (agent_notes()[0]) {
+		size_t size;
+		char *text = agent_err_text(&size);
+
+		snprintf(text, size, "attached; skipped: %s", agent_notes());
+	}
 	first_path = copy;
 	return ROCATTACH_REGISTER_SUCCESS;
 }
@@ -354,17 +299,6 @@ static int check_attach_args(const char *env, const char *path, struct env_scan 
 	return 0;
 }
 
-/*
- * A thread names itself: glibc then uses prctl(PR_SET_NAME). Naming another
- * thread goes through /proc/self/task/TID/comm, which misses in a pid
- * namespace whose /proc is the host's (unshare --pid without --mount-proc):
- * the attacher would find no listener.
- */
-void thread_name(const char *name)
-{
-	pthread_setname_np(pthread_self(), name);
-}
-
 static int attach_locked(const char *env, const char *path)
 {
 	struct attach_args args = {0};
@@ -429,27 +363,21 @@ RA_EXPORT int rocprofiler_register_attach(const char *environment_buffer, const 
 	return ret;
 }
 
-/* Detach now (at_ns 0), or at at_ns (a starter thread, as for the start). */
+/* Detach now (at_ns 0: agent_watchdog.c's), or at at_ns (a starter thread, as for the start). */
 static int detach_locked_at(uint64_t at_ns)
 {
 	if (!listening)
 		return no_listener();
+	if (!at_ns)
+		return detach_locked();
 	if (!agent_attached)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
-	if (!at_ns || run_at(at_ns, tools_hand_back)) {
-		if (at_ns)
-			ra_sleep_until_realtime(at_ns);
+	if (run_at(at_ns, tools_hand_back)) {
+		ra_sleep_until_realtime(at_ns);
 		tools_hand_back();
 	}
-	agent_attached = false;
-	holder_clear();
-	owner_clear();
+	window_closed();
 	return ROCATTACH_REGISTER_SUCCESS;
-}
-
-int detach_locked(void)
-{
-	return detach_locked_at(0);
 }
 
 RA_EXPORT int rocprofiler_register_detach(void)
@@ -461,7 +389,7 @@ RA_EXPORT int rocprofiler_register_detach(void)
 		return ROCATTACH_REGISTER_DEADLOCK;
 	}
 	agent_enter();
-	ret = detach_locked();
+	ret = detach_locked_at(0);
 	dbg("detach = %d", ret);
 	agent_leave();
 	return ret;
@@ -494,14 +422,22 @@ RA_EXPORT unsigned int rocattach_agent_abi(void)
 	return RA_AGENT_ABI;
 }
 
+static void copy_error(void)
+{
+	size_t size;
+	const char *text = agent_err_text(&size);
+
+	snprintf(err_copy, sizeof(err_copy), "%s", text);
+}
+
 RA_EXPORT const char *rocattach_agent_last_error(void)
 {
 	if (in_agent()) {
-		memcpy(err_copy, err_text, sizeof(err_copy));
+		copy_error();
 		return err_copy;
 	}
 	pthread_mutex_lock(&agent_lock);
-	memcpy(err_copy, err_text, sizeof(err_copy));
+	copy_error();
 	pthread_mutex_unlock(&agent_lock);
 	return err_copy;
 }

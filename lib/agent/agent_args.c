@@ -32,7 +32,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/agent_base.h"
+#include "agent/agent_args.h"
 #include "common/procmap.h"
 
 #define ARG_CHUNK 4096

@@ -24,7 +24,8 @@
 
 #include <rocattach/tool.h>
 
-#include "agent/agent.h"
+#include "agent/agent_base.h"
+#include "agent/agent_env.h"
 #include "common/envbuf.h"
 #include "common/protocol.h"
 

@@ -17,7 +17,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/agent_base.h"
+#include "agent/agent_listener.h"
+#include "agent/agent_watchdog.h"
 #include "common/protocol.h"
 
 atomic_bool listening;

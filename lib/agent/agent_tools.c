@@ -28,7 +28,8 @@
 #include <rocattach/tool.h>
 #include <rocattach/version.h>
 
-#include "agent/agent.h"
+#include "agent/agent_base.h"
+#include "agent/agent_tools.h"
 #include "common/clock.h"
 #include "common/protocol.h"
 #include "common/toollist.h"

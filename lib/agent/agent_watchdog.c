@@ -25,7 +25,9 @@
 
 #include <rocattach/tool.h>
 
-#include "agent/agent.h"
+#include "agent/agent_base.h"
+#include "agent/agent_tools.h"
+#include "agent/agent_watchdog.h"
 #include "common/clock.h"
 #include "common/owner.h"
 #include "common/protocol.h"
@@ -286,4 +288,21 @@ void watchdog_atfork_child(void)
 	wd_started = false;
 	owner_drop(&owner_next);
 	owner_drop(&wd_cur);
+}
+
+/* Under agent_lock: the window is closed (its tools handed back). */
+void window_closed(void)
+{
+	agent_attached = false;
+	holder_clear();
+	owner_clear();
+}
+
+int detach_locked(void)
+{
+	if (!agent_attached)
+		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
+	tools_hand_back();
+	window_closed();
+	return ROCATTACH_REGISTER_SUCCESS;
 }

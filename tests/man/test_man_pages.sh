@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The man pages (built from launcher/help/PROG.txt, the --help texts): each
+# The man pages (built from launcher/cli/help/PROG.txt, the --help texts): each
 # renders with `man -l` without a warning, and its OPTIONS section names every
 # option that --help defines (the "  -x, --long ..." lines).
 # rocattach-mpi's --help needs MPI_Init (an mpirun): its text is taken from
-# launcher/help/rocattach-mpi.txt, which test_mpi_opts checks is what it prints.
+# launcher/cli/help/rocattach-mpi.txt, which test_mpi_opts checks is what it prints.
 # usage: test_man_pages.sh BUILD_DIR SOURCE_DIR
 set -u
 B=$(cd "${1:?usage: test_man_pages.sh BUILD_DIR SOURCE_DIR}" && pwd)
@@ -33,7 +33,7 @@ for prog in rocattach rocattach-mpi rocattach-slurm; do
 		fail "$prog(1): man -l exit $rc or warnings"
 	fi
 	case $prog in
-	rocattach-mpi) cp "$S/launcher/help/$prog.txt" "$W/$prog.help" ;;
+	rocattach-mpi) cp "$S/launcher/cli/help/$prog.txt" "$W/$prog.help" ;;
 	*) "$B/bin/$prog" --help >"$W/$prog.help" || fail "$prog --help failed" ;;
 	esac
 	# The option terms --help defines, then the man page's OPTIONS section.

@@ -207,11 +207,11 @@ static void test_rm_opts_parse_duration_limit(void **state)
 				 "milliseconds from 0 to 604800000 (7 days)");
 }
 
-/* --help prints launcher/help/rocattach-mpi.txt, the man page's source, byte for byte. */
+/* --help prints launcher/cli/help/rocattach-mpi.txt, the man page's source, byte for byte. */
 static void test_rm_usage_is_the_help_file(void **state)
 {
 	static char text[32768];
-	FILE *f = fopen(RA_TEST_DATA "/../../launcher/help/rocattach-mpi.txt", "r");
+	FILE *f = fopen(RA_TEST_DATA "/../../launcher/cli/help/rocattach-mpi.txt", "r");
 	size_t n;
 
 	(void)state;

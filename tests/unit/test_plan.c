@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* One plan on every rank (launcher/plan.c): what rank 0 resolved, taken as it is. */
+/* One plan on every rank (launcher/opts/plan.c): what rank 0 resolved, taken as it is. */
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>

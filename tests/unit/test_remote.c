@@ -23,7 +23,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "ptrace_util.h"
+#include "target_memory.h"
 #include "remote.h"
 
 struct child {

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rank 0's windows (window.h): the start picked, the orders down, the
+ * hold that decides the stop, the records kept for the report.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "tree.h"
+#include "window.h"
+
+/*
+ * when[0]: the start time, a lead from now or the earliest allowed (a next
+ * window's); when[1]: when to send the attaches, a lead before it, so that
+ * no attach call waits in a target through the gap between windows.
+ */
+static void pick_start(struct rm_win *w, uint64_t earliest, uint64_t when[2])
+{
+	uint64_t lead = rm_win_start_lead(w), t = ra_realtime_ns() + lead;
+
+	when[0] = t > earliest ? t : earliest;
+	when[1] = when[0] - lead;
+	rm_win_set_frame(w, when[0]);
+}
+
+/* The attaches of the window: counts, the tool's verdict, the next lead. */
+static void attach_outcome(struct rm_win *w, int wi, uint64_t since)
+{
+	long long attached = 0, tool_failed = 0, no_listener = 0, pending = 0;
+	uint64_t worst = 0;
+	char line[128];
+
+	for (int r = 0; r < w->self->size; r++) {
+		const struct rm_peer *p = &w->roster->peers[r];
+
+		if (p->lost || !p->got_ready)
+			continue;
+		attached += p->ready.attached;
+		tool_failed += p->ready.tool_failed;
+		no_listener += p->ready.no_listener;
+		pending += p->ready.pending;
+		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
+	}
+	/* A call still running may yet attach: no verdict on the tool then. */
+	w->tool_stop = !attached && !pending && tool_failed;
+	w->listener_stop = !attached && !pending && !tool_failed && no_listener;
+	rm_progress_attached(line, sizeof(line), wi, attached, w->total_targets,
+			     rm_win_mono(w, since), ra_monotonic_ns());
+	rm_say(w->self, "%s", line);
+	if (pending)
+		rm_say(w->self,
+		       "window %d: %lld attach %s still running at the start (each ends by "
+		       "--call-timeout); no other target waits for %s",
+		       wi, pending, pending == 1 ? "call" : "calls", pending == 1 ? "it" : "them");
+	if (!worst)
+		return;
+	w->ready_ns = worst;
+	if (w->o->verbose && wi < w->o->windows)
+		rm_say(w->self,
+		       "window %d: attaches ready %.1f ms after they were sent; next start "
+		       "lead %.1f ms",
+		       wi, (double)worst / 1e6, (double)rm_win_start_lead(w) / 1e6);
+}
+
+/* GONE messages in; each is a node whose targets are all gone. */
+static void take_gones(struct rm_win *w)
+{
+	struct rm_up m;
+
+	while (rm_flow_take_up(w->flow, TAG_GONE, &m)) {
+		w->roster->peers[m.origin].gones++;
+		w->nodes_alive--;
+	}
+}
+
+/*
+ * A stop that ends the run, not only the window: nothing left to profile,
+ * nothing could attach the tool, or no target has a listener (and no
+ * --inject brings one). Nothing runs on any target then, so the stop is now.
+ */
+static bool run_over(struct rm_win *w, struct rm_halt *m)
+{
+	take_gones(w);
+	if (w->tool_stop)
+		w->run_stop = "tool failed";
+	else if (w->listener_stop)
+		w->run_stop = "nothing attachable";
+	else if (w->nodes_alive <= 0)
+		w->run_stop = "job ended";
+	else
+		return false;
+	snprintf(m->reason, sizeof(m->reason), "%s", w->run_stop);
+	m->last = 1;
+	m->stop_ns = rm_win_rt(w, ra_monotonic_ns());
+	return true;
+}
+
+/* A STOP message from a rank (a signal there), or 0. */
+static int take_stop(struct rm_win *w, int *from)
+{
+	struct rm_up m;
+
+	if (!rm_flow_take_up(w->flow, TAG_STOP, &m))
+		return 0;
+	w->roster->peers[m.origin].stops++;
+	*from = m.origin;
+	return m.value;
+}
+
+/*
+ * Has the window ended? Fills m when it has. Decided on CLOCK_MONOTONIC
+ * through the window's frame; the stop time sent is CLOCK_REALTIME.
+ */
+static bool root_decides(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
+{
+	uint64_t now = ra_monotonic_ns(), start = rm_win_mono(w, start_ns);
+	uint64_t planned = rm_win_planned_end(w, start_ns),
+		 planned_mono = rm_win_planned_end(w, start);
+	int sig, from = 0;
+
+	if (run_over(w, m))
+		return true;
+	if (planned && now + STOP_MARGIN_NS >= planned_mono) {
+		m->stop_ns = planned;
+		snprintf(m->reason, sizeof(m->reason), "duration");
+		return true;
+	}
+	if (now >= start + (uint64_t)w->o->max_window_ms * RA_NS_PER_MS) {
+		snprintf(m->reason, sizeof(m->reason), "max-window");
+	} else if ((sig = rm_take_signal(w->self))) {
+		m->signo = sig;
+		/* Open MPI and Slurm end a job with SIGTERM, then SIGKILL: be quick. */
+		w->root_signalled = sig == SIGTERM;
+		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank 0", sigabbrev_np(sig));
+	} else if (rm_took_enter(w->self)) {
+		snprintf(m->reason, sizeof(m->reason), "enter");
+	} else if ((sig = take_stop(w, &from))) {
+		m->signo = sig;
+		snprintf(m->reason, sizeof(m->reason), "SIG%s on rank %d", sigabbrev_np(sig), from);
+	} else {
+		return false;
+	}
+	m->stop_ns = rm_win_rt(w, now + STOP_MARGIN_NS);
+	/*
+	 * Close to the planned end the ranks may be stopping there by
+	 * themselves already (STOP_MARGIN_NS ahead): a stop between would reach
+	 * them too late to agree. The planned end it is, for the same reason.
+	 */
+	if (planned && m->stop_ns + STOP_MARGIN_NS > planned)
+		m->stop_ns = planned;
+	return true;
+}
+
+/*
+ * SIGTERM on rank 0 (Open MPI and Slurm end a job with it, SIGKILL follows
+ * about a second later with Open MPI): the report is written now, before
+ * anything that can block. Alone, rank 0 gathers only its own records and
+ * nothing blocks: no provisional report then. A send to the dead rank waits inside
+ * Open MPI until the SIGKILL (docs/reliability.md), and which rank died is
+ * not known yet. This window's records are not gathered: every node shows
+ * its last known ones as lost for that reason. The final report replaces
+ * this one if rank 0 gets that far.
+ */
+static void write_provisional(struct rm_win *w, int wi, uint64_t start_ns, const struct rm_halt *m)
+{
+	struct rm_run r =
+	    w->roster->run; /* the run so far, and this window: w->roster->run stays as it is */
+	struct rm_window *win;
+	char err[512], why[160];
+
+	if (!w->o->report || w->self->size < 2 ||
+	    !(r.w = calloc(w->roster->run.n_w + 1, sizeof(*r.w))))
+		return;
+	if (w->roster->run.n_w)
+		memcpy(r.w, w->roster->run.w, w->roster->run.n_w * sizeof(*r.w));
+	snprintf(why, sizeof(why), "not gathered: %s, and this report was written at once",
+		 m->reason);
+	win = &r.w[r.n_w++];
+	*win = (struct rm_window){
+	    .index = wi, .start_ns = start_ns, .stop_ns = m->stop_ns, .stop_reason = m->reason};
+	rm_window_nodes(w->roster, &win->nodes, &win->n_nodes, why);
+	r.exit_code = RM_EXIT_INTERRUPTED;
+	r.exit_reason = "interrupted";
+	r.stop_reason = "interrupted";
+	r.ended_ns = ra_realtime_ns();
+	r.provisional = "written at a SIGTERM on rank 0 (the job may be being ended, SIGKILL "
+			"may follow), before the last window's records were gathered: its nodes "
+			"show their last known records; replaced by the final report if rank 0 "
+			"got that far";
+	if (rm_write_report(w->o->report, &r, err, sizeof(err)))
+		rm_say(w->self, "%s", err);
+	else
+		rm_say(w->self,
+		       "provisional report written to %s (%s: written before the records are "
+		       "gathered, in case a SIGKILL follows)",
+		       w->o->report, m->reason);
+	rm_free_nodes(win->nodes, win->n_nodes);
+	free(r.w);
+}
+
+/*
+ * Rank 0: the children's READY is all in (or the silent ones are lost):
+ * the window's attach counts. partial: the stop came first; the counts
+ * leave out the subtrees still silent, and decide no end of the run.
+ */
+static void ready_outcome(struct rm_win *w, int wi, uint64_t since, bool partial)
+{
+	/* Deadlines scale with the worst round trip measured anywhere in the tree. */
+	if (w->flow->ready_sum.rtt_sub_ns > w->link->rtt_worst_ns)
+		w->link->rtt_worst_ns = w->flow->ready_sum.rtt_sub_ns;
+	attach_outcome(w, wi, since);
+	if (partial)
+		w->tool_stop = w->listener_stop = false;
+}
+
+static void hold_root(struct rm_win *w, int wi, const uint64_t when[2], struct rm_halt *m)
+{
+	uint64_t start_ns = when[0], wake = rm_win_planned_end(w, rm_win_mono(w, start_ns));
+	bool ready = false;
+	int owed;
+
+	if (wake)
+		wake -= STOP_MARGIN_NS;
+	else if (wi == 1)
+		rm_say(w->self,
+		       "window 1 has no duration (-d): press Enter to end it (mpirun passes its "
+		       "input to rank 0), or send SIGUSR1 to mpirun; it ends by itself after "
+		       "--max-window %lld ms",
+		       w->o->max_window_ms);
+	memset(m, 0, sizeof(*m));
+	for (;;) {
+		rm_win_watch_job(w);
+		if (!ready && rm_ready_poll(w->flow)) {
+			ready = true;
+			ready_outcome(w, wi, when[1], w->flow->ready_sum.owed > 0);
+		}
+		if (root_decides(w, start_ns, m))
+			break;
+		rm_wait_until(w->self, rm_win_hold_wake(w, wake));
+	}
+	if (w->root_signalled)
+		write_provisional(w, wi, start_ns, m);
+	rm_flow_halts(w->flow, m);
+	/* The stop went down first; then what word of the attaches came, and what did not. */
+	if (!ready) {
+		owed = rm_ready_poll(w->flow) ? 0 : rm_ready_close(w->flow);
+		owed += w->flow->ready_sum.owed;
+		/* Their word may yet say calls run on: the records' wait counts them (calls_wait).
+		 */
+		w->flow->ready_sum.owed = owed;
+		ready_outcome(w, wi, when[1], owed > 0);
+	} else {
+		owed = w->flow->ready_sum.owed;
+	}
+	if (owed)
+		rm_say(w->self,
+		       "window %d: %d %s still owed word of %s attaches at the stop (%s): the "
+		       "counts leave %s out; the records say how it went",
+		       wi, owed, owed == 1 ? "rank" : "ranks", owed == 1 ? "its" : "their",
+		       m->reason, owed == 1 ? "its subtree" : "their subtrees");
+	if (m->signo && m->signo != SIGUSR1 && !(m->signo == SIGINT && w->o->duration_ms < 0))
+		w->interrupted = m->signo;
+	w->last |= m->last;
+}
+
+/* Nodes with a target not known gone, and not lost. */
+static int count_alive(const struct rm_win *w)
+{
+	int alive = 0;
+
+	for (int r = 0; r < w->self->size; r++) {
+		const struct rm_peer *p = &w->roster->peers[r];
+
+		alive += p->worker && !p->lost && rm_found(&p->last) && !p->all_gone;
+	}
+	return alive;
+}
+
+/* The window's records, kept for the report. */
+static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct rm_halt *m)
+{
+	uint64_t grace = w->root_signalled ? GRACE_SIGNALLED_NS
+					   : rm_budget(w->link, GRACE_RECORDS_NS) +
+						 rm_win_output_wait(w) + rm_win_calls_wait(w);
+	struct rm_window *win, *grown;
+	long long detached = 0;
+	char line[128];
+
+	grown = realloc(w->roster->run.w, (w->roster->run.n_w + 1) * sizeof(*grown));
+	if (!grown)
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	w->roster->run.w = grown;
+	win = &w->roster->run.w[w->roster->run.n_w++];
+	memset(win, 0, sizeof(*win));
+	win->index = wi;
+	win->start_ns = start;
+	win->stop_ns = m->stop_ns;
+	win->stop_reason = strdup(m->reason);
+	rm_window_calls_end(w);
+	rm_win_stacks_fold(w);
+	rm_collect_records(w->flow, (int32_t)w->roster->run.n_w, &win->nodes, &win->n_nodes,
+			   rm_win_mono(w, m->stop_ns), grace, "after the stop");
+	rm_win_take_cut(w);
+	win->coord = (struct rm_coord){.known = true,
+				       .messages_sent = w->link->coord.sent,
+				       .messages_received = w->link->coord.received,
+				       .bytes_sent = w->link->coord.bytes_sent,
+				       .bytes_received = w->link->coord.bytes_received,
+				       .fanout = w->flow->k,
+				       .height = w->flow->height};
+	for (int r = 0; r < w->self->size; r++)
+		detached += w->roster->peers[r].lost ? 0 : w->roster->peers[r].detached;
+	rm_progress_detached(line, sizeof(line), wi, detached, w->total_targets,
+			     rm_win_mono(w, m->stop_ns), ra_monotonic_ns());
+	rm_say(w->self, "%s", line);
+}
+
+void rm_run_windows(struct rm_win *w)
+{
+	uint64_t when[2], earliest = 0;
+	struct rm_halt m;
+
+	for (int wi = 1; wi <= w->o->windows && !w->interrupted && !w->last; wi++) {
+		struct rm_order o = {.window = wi};
+
+		/* Rank 0's messages from here to the window's records: the window's. */
+		memset(&w->link->coord, 0, sizeof(w->link->coord));
+		rm_flow_window(w->flow, wi);
+		/* Only children whose drift check disagreed: the clocks were measured at the start.
+		 */
+		rm_flow_measure(w->flow, false);
+		pick_start(w, earliest, when);
+		o.start_ns = when[0];
+		o.send_ns = when[1];
+		o.rtt_worst_ns = w->link->rtt_worst_ns;
+		o.detail = w->roster->run.cut.level;
+		w->part->cut_level = o.detail;
+		/* Rank 0 has the order as it sends it (its node's order_received_ns). */
+		w->flow->order_t1 = ra_realtime_ns();
+		rm_flow_orders(w->flow, &o);
+		for (int r = 0; r < w->self->size; r++)
+			w->roster->peers[r].got_ready = false;
+		w->roster->peers[0].ready = rm_win_attach(w, when);
+		w->roster->peers[0].got_ready = true;
+		/* The children's READY is waited for inside the hold: none delays the stop. */
+		w->tool_stop = w->listener_stop = false;
+		rm_ready_begin(w->flow, wi, rm_win_mono(w, when[0]), &w->roster->peers[0].ready);
+		hold_root(w, wi, when, &m);
+		rm_win_detach(w, m.stop_ns);
+		keep_window(w, wi, when[0], &m);
+		earliest = m.stop_ns + (uint64_t)w->o->delay_ms * RA_NS_PER_MS;
+		w->nodes_alive = count_alive(w);
+		if (!w->last && !w->nodes_alive) {
+			w->run_stop = w->roster->lost_count ? "nodes lost" : "job ended";
+			w->last = true;
+		}
+		if (w->last && wi < w->o->windows)
+			rm_say(w->self, "%s: no further window", w->run_stop);
+		else if (wi < w->o->windows && w->o->delay_ms && !w->interrupted)
+			rm_say(w->self, "next window in %lld ms", w->o->delay_ms);
+	}
+}
