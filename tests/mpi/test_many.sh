@@ -145,7 +145,7 @@ if [ -n "$SHIM" ]; then
 		"$W/rlim.json")" = "0 $N"
 	grep 'attach workers' "$W/llim.out"
 	check "thread limit: said, with the count and the limits to look at" grep -q \
-		"warning: $((N - 1 - 100)) of the $N attach workers could not be started (thread limits: ulimit -u" \
+		"warning: $((N - 100)) of the $N attach workers could not be started (thread limits: ulimit -u" \
 		"$W/llim.out"
 fi
 check "no target traced afterwards" bash -c "for p in ${PIDS[*]}; do
