@@ -140,8 +140,8 @@ vc_t_eq "srun rank death: the job still runs" "$("$SL" squeue -h -j "$J" -o %T)"
 
 echo "== 7. the job ends while the tool's step holds a window"
 # scancel J signals every step, the tool's too: SIGCONT, then SIGTERM. SIGCONT ends
-# nothing; the SIGTERM ends the window, and as the targets ended with it, the run
-# ends as 'job ended' (exit 0), not as interrupted.
+# nothing; the SIGTERM ends the window. When every target ended before its detach, the
+# run ends as 'job ended' (exit 0), not as interrupted.
 out=$W/t7
 ROCPROF_OUTPUT_PATH=$out "$SL" "$WRAP" "$J.0" -t "$TOOL" --report "$W/r7.json" \
 	>"$W/l7.out" 2>&1 &
@@ -151,9 +151,18 @@ for _ in $(seq 400); do [ "$(events "$out" tool_attach)" -ge 6 ] && break; sleep
 timeout 60 tail --pid="$L" -f /dev/null
 wait "$L"
 vc_t_cmd "the job's 6 tasks ended normally" wait_lines "$W/job.out" '^done' 6
+# The SIGTERM reaches the targets and the launcher at once. Each target's detach, made
+# at the stop, either found it gone (every one gone: the job ended, exit 0) or handed
+# its tools back while it still ran (then the window was cut short: exit 5). Which one
+# wins is a race; the run's account must match what its records say.
+alive=$(jq '[.windows[0].nodes[].targets[] | select(.state == "detached")] | length' \
+	"$W/r7.json" 2>/dev/null)
+want=$(printf '0\tjob ended\tSIGTERM on rank 0')
+[ "${alive:-0}" -gt 0 ] && want=$(printf '5\tinterrupted by SIGTERM\tSIGTERM on rank 0')
+echo "job end: $alive targets were detached before they ended"
 vc_t_eq "job end: the report's exit, reason and window stop" \
 	"$(jq -r '[.exit_code, .exit_reason, .windows[0].stop_reason] | @tsv' "$W/r7.json" 2>/dev/null)" \
-	"$(printf '0\tjob ended\tSIGTERM on rank 0')"
+	"$want"
 vc_t_cmd "job end: SIGCONT never named" test -z "$(grep -l SIGCONT "$W/l7.out" "$W/r7.json")"
 
 echo "== the batch-script recipe: the job profiles a window of itself"

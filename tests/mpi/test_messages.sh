@@ -166,12 +166,25 @@ kill -CONT "$R" $RANKS
 kill -TERM "$R" $RANKS
 wait "$L"
 rc=$?
-check "job's end: exit 0 (got $rc)" test "$rc" -eq 0
-check "job's end: the report says so, the window names SIGTERM" jq -e '
-	.exit_code == 0 and .exit_reason == "job ended" and .stop_reason == "job ended"
-	and .windows[0].stop_reason == "SIGTERM on rank 0"' "$W/r8.json"
-check "job's end: said plainly" grep -q "SIGTERM received, and every target ended: the job ended" \
-	"$W/l8.out"
+# The SIGTERM reaches both at once: a target's detach at the stop either found it gone
+# or handed its tools back while it still ran. That race is not ours to decide; the
+# account must match the records. Every target gone: the job ended (exit 0). One
+# detached alive: the window was cut short by the SIGTERM (exit 5).
+alive=$(jq '[.windows[0].nodes[].targets[] | select(.state == "detached")] | length' "$W/r8.json")
+echo "job's end: $alive targets were detached before they ended"
+if [ "${alive:-1}" -eq 0 ]; then
+	check "job's end: exit 0 (got $rc)" test "$rc" -eq 0
+	check "job's end: the report says so, the window names SIGTERM" jq -e '
+		.exit_code == 0 and .exit_reason == "job ended" and .stop_reason == "job ended"
+		and .windows[0].stop_reason == "SIGTERM on rank 0"' "$W/r8.json"
+	check "job's end: said plainly" grep -q \
+		"SIGTERM received, and every target ended: the job ended" "$W/l8.out"
+else
+	check "job's end, a target detached alive: exit 5 (got $rc)" test "$rc" -eq 5
+	check "job's end, a target detached alive: the report says interrupted, SIGTERM" jq -e '
+		.exit_code == 5 and .exit_reason == "interrupted by SIGTERM"
+		and .windows[0].stop_reason == "SIGTERM on rank 0"' "$W/r8.json"
+fi
 check "job's end: SIGCONT never named" eval '! grep -q SIGCONT "$W/l8.out"'
 stop_job
 
