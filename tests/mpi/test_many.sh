@@ -1,31 +1,29 @@
 #!/usr/bin/env bash
-# Every attach in flight before the start time, past the old cap of 256
-# workers: one rocattach-mpi rank over 300 targets on this node (small example
-# targets, attachable: ROCP_TOOL_ATTACH=1, the agent preloaded). Every target
-# is attached and detached, every attach call began before the window's start,
-# and each target's tool hand-over (the report's attach.tool_ns, our agent's
-# measured time) lies within 0 to 150 ms after the start: with fewer workers than
-# targets, the last calls would only begin once the first ones had returned,
-# after the start. Also says the launcher's threads and memory at the attach.
-# With SHIM (tests/mpi/few_threads.c), attach threads past the 100th fail as at
-# a thread limit: the launcher says so, and still attaches every target.
+# Every attach in flight at once, past the old cap of 256 workers: one
+# rocattach-mpi rank over 300 targets on this node (small example targets,
+# attachable: ROCP_TOOL_ATTACH=1, the agent preloaded). Every target is attached
+# and detached once, the launcher had a worker per target at once, every tool
+# hand-over (the report's attach.tool_ns, our agent's measured time) is measured
+# and none is before the start. With SHIM (tests/mpi/few_threads.c), attach
+# threads past the 100th fail as at a thread limit: the launcher says so, and
+# still attaches every target.
+# How early the calls began and how late the hand-overs came are speed, and are
+# the benchmark's (bench/many_targets.sh sets RA_MANY_FIGURES=1): figures for 300
+# workers beside a --jobs 256 baseline of the same run, printed, never checked.
 # Usage: test_many.sh BUILD_DIR [SHIM]   (under the heavy-test lock)
 B=${1:?usage: test_many.sh BUILD_DIR [SHIM]}
 SHIM=${2:-}
 . "$(dirname "$0")/lib.sh"
 N=${RA_MANY_TARGETS:-300}
-BOUND_MS=150
-# Under a sanitizer (scripts/sanitize.sh sets ROCATTACH_SANITIZED) the launcher runs
-# several times slower and the sanitizer's runtime interposes pthread_create: the
-# checks of speed (every worker at once, every call before the start, the --jobs 256
-# control) and the thread-limit shim are the plain build's, where they run. Here the
-# run checks what must hold at any speed: every target attached and detached once,
-# every hand-over measured and none before the start, none traced afterwards.
-SPEED=1
+FIGURES=${RA_MANY_FIGURES:-0}
+# Under a sanitizer (scripts/sanitize.sh sets ROCATTACH_SANITIZED) the sanitizer's
+# runtime interposes pthread_create and the launcher runs several times slower: the
+# count of workers at once and the thread-limit shim are the plain build's.
+PLAIN=1
 if [ -n "${ROCATTACH_SANITIZED:-}" ]; then
-	SPEED=0
+	PLAIN=0
 	SHIM=
-	echo "under $ROCATTACH_SANITIZED: correctness at $N targets; the speed checks run in the plain build"
+	echo "under $ROCATTACH_SANITIZED: correctness at $N targets; the worker count runs in the plain build"
 fi
 
 command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
@@ -97,7 +95,7 @@ echo "launcher: exit $rc in $took s; $threads threads at most, peak RSS $hwm kB,
 	"peak address space $peak kB"
 check "exit 0 (got $rc)" test "$rc" = 0
 [ "$rc" = 0 ] || tail -20 "$W/l.out"
-[ "$SPEED" = 1 ] &&
+[ "$PLAIN" = 1 ] &&
 	check "the launcher had a worker per target at once ($threads threads)" test "$threads" -gt "$N"
 check "report: $N targets, all detached" test "$(jq '[.windows[0].nodes[].targets[] |
 	select(.state == "detached")] | length' "$W/r.json")" = "$N"
@@ -112,29 +110,23 @@ jq -r --argjson s "$start" '.windows[0].nodes[].targets[] |
 	| @tsv' "$W/r.json" >"$W/times.tsv"
 awk '{ if (!n || $2 < lo) lo = $2; if ($3 > hi) hi = $3; n++ }
 	END { printf "attach calls began %.1f ms or more before the start; hand-overs up to %.1f ms after it\n", lo, hi }' "$W/times.tsv"
-[ "$SPEED" = 1 ] && check "every attach call began before the start time" \
-	awk '$2 <= 0 { bad++ } END { exit !(NR > 0 && !bad) }' "$W/times.tsv"
-if [ "$SPEED" = 1 ]; then
-	check "every hand-over measured, within 0 to $BOUND_MS ms of the start" \
-		awk -v b="$BOUND_MS" '$4 != "measured" || $3 < 0 || $3 > b { bad++ }
-			END { exit !(NR > 0 && !bad) }' "$W/times.tsv"
-else
-	# How late is a matter of speed (TSan took 220 ms once): not before the start is not.
-	check "every hand-over measured, none before the start" \
-		awk '$4 != "measured" || $3 < 0 { bad++ } END { exit !(NR > 0 && !bad) }' \
-		"$W/times.tsv"
-fi
+check "every hand-over measured, none before the start" \
+	awk '$4 != "measured" || $3 < 0 { bad++ } END { exit !(NR > 0 && !bad) }' "$W/times.tsv"
 
-# The control: with 256 workers (the old cap) the same check must fail, the last
-# calls starting only as the first ones return, after the start.
-if [ "$SPEED" = 1 ] && [ "$N" -gt 256 ]; then
+# The benchmark's figures: the same with 256 workers (the old cap) as the
+# baseline, where the last calls begin only as the first ones return.
+if [ "$FIGURES" = 1 ] && [ "$N" -gt 256 ]; then
 	mpirun -np 1 "$LAUNCHER" --pid "$list" -t "$TOOL" -d 200 --jobs 256 --report "$W/r256.json" \
 		</dev/null >"$W/l256.out" 2>&1
-	check "control, --jobs 256: exit 0" test "$?" = 0
-	late=$(jq --argjson s "$(jq '.windows[0].start_ns' "$W/r256.json")" \
-		'[.windows[0].nodes[].targets[] | select(.attach.start_ns >= $s)] | length' "$W/r256.json")
-	check "control, --jobs 256: $late attach calls began after the start (the check can fail)" \
-		test "$late" -gt 0
+	check "baseline, --jobs 256: exit 0" test "$?" = 0
+	jq -r --argjson s "$(jq '.windows[0].start_ns' "$W/r256.json")" '.windows[0].nodes[].targets[] |
+		[.pid, ($s - .attach.start_ns) / 1e6, (.attach.tool_ns - $s) / 1e6] | @tsv' \
+		"$W/r256.json" >"$W/times256.tsv"
+	for f in times times256; do
+		awk -v w="$f" '{ if ($2 <= 0) after++; if ($3 > hi) hi = $3 }
+			END { printf "figure %s: %d of %d attach calls began after the start; last hand-over %.1f ms after it\n",
+				(w == "times" ? "workers=all" : "workers=256"), after, NR, hi }' "$W/$f.tsv"
+	done
 fi
 if [ -n "$SHIM" ]; then
 	echo "== attach threads past the 100th cannot be created (a thread limit)"
