@@ -17,6 +17,9 @@ thread) dir=${TSAN_BUILD_DIR:-build-tsan} ;;
 esac
 shift
 BUILD_DIR=$dir ./scripts/build.sh -DROCATTACH_SANITIZE="$kind" >/dev/null
+# SANITIZE_BUILD_ONLY=1: build the tree, run nothing (scripts/test.sh builds both trees
+# first, then runs the two suites at once).
+[ "${SANITIZE_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 # gcc 12's TSan maps its shadow at fixed addresses and dies on startup ("FATAL:
 # ThreadSanitizer: unexpected memory mapping") when the kernel randomizes mmap over more
