@@ -60,7 +60,25 @@ stop_job() {
 
 # Seconds since the epoch, with ns; is now less than $2 seconds after $1?
 now() { date +%s.%N; }
-elapsed_below() { awk -v a="$1" -v b="$(now)" -v m="$2" 'BEGIN { exit !(b - a < m) }'; }
+# within T0 S "what": a bound of time since T0, checked in the plain build. Under a
+# sanitizer (scripts/sanitize.sh sets ROCATTACH_SANITIZED) the launcher runs several
+# times slower and CI runs the two sanitizer suites at once: the time is said, not
+# checked (not counted as a pass); every other check of the case still runs.
+within() {
+	if [ -n "${ROCATTACH_SANITIZED:-}" ]; then
+		awk -v a="$1" -v b="$(now)" -v m="$2" -v w="$3" -v k="$ROCATTACH_SANITIZED" 'BEGIN {
+			printf "note: %s: %.2f s (bound %s s; under %s not checked, the plain build checks it)\n",
+				w, b - a, m, k }'
+		return 0
+	fi
+	check "$3" elapsed_below "$1" "$2"
+}
+# elapsed_below T0 S: less than S seconds since T0; else says how long it was.
+elapsed_below() {
+	awk -v a="$1" -v b="$(now)" -v m="$2" 'BEGIN {
+		if (b - a < m) exit 0
+		printf "  (%.2f s since then, the bound is %s s)\n", b - a, m > "/dev/stderr"; exit 1 }'
+}
 
 # Wait until the job writing OUT has N ranks ready (15 s at most); 0, or 1 with its output.
 wait_ready() {

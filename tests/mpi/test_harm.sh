@@ -28,7 +28,7 @@ mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 1000 --call-timeo
 	--report "$W/r1.json" </dev/null >"$W/l1.out" 2>&1
 rc=$?
 check "stopped ranks: exit 4 (got $rc)" test "$rc" -eq 4
-check "stopped ranks: the launcher ended on time" elapsed_below "$T0" 10
+within "$T0" 10 "stopped ranks: the launcher ended on time"
 check "stopped ranks: 2 stopped, 2 detached, failed 2" jq -e \
 	'([.windows[0].nodes[].targets[].state] | sort == ["detached","detached","stopped","stopped"])
 	 and .summary.stopped == 2 and .summary.failed == 2' "$W/r1.json"
@@ -56,7 +56,7 @@ T0=$(now)
 wait "$L"
 rc=$?
 check "stopped in the window: exit 4 (got $rc)" test "$rc" -eq 4
-check "stopped in the window: ended within the window and the call timeout" elapsed_below "$T0" 6
+within "$T0" 6 "stopped in the window: ended within the window and the call timeout"
 check "stopped in the window: reported stopped, tools still attached" jq -e --argjson p \
 	"${RANKS[1]}" '[.windows[0].nodes[].targets[] | select(.pid == $p)][0]
 	 | .state == "stopped" and (.message | test("tools still attached"))' "$W/r2.json"
@@ -97,11 +97,11 @@ kill -TERM "$L"
 # The window holds while the calls run (each target on its own clock): the SIGTERM stops it.
 LINE="4 attach calls still running after the stop: they end by their deadline"
 for _ in $(seq 40); do grep -q "$LINE" "$W/l4.out" && break; sleep 0.05; done
-check "hung attaches: SIGTERM answered within 2 s" elapsed_below "$T0" 2
+within "$T0" 2 "hung attaches: SIGTERM answered within 2 s"
 check "hung attaches: the line says so" grep -q "$LINE" "$W/l4.out"
 wait "$L"
 rc=$?
-check "hung attaches: ended within the deadline and slack" elapsed_below "$T0" 8
+within "$T0" 8 "hung attaches: ended within the deadline and slack"
 check "hung attaches: exit 5, interrupted (got $rc)" test "$rc" -eq 5
 check "hung attaches: every target failed, timed out" jq -e \
 	'[.windows[0].nodes[].targets[] | .state == "attach-failed" and .timed_out] == [true,true,true,true]' \
