@@ -18,12 +18,21 @@
 # Loose sanity bounds (an order of magnitude above the figures): spreads and
 # window lengths that reveal a broken synchronization (the tools called before
 # the start, or a window 150 ms too long), not speed: the tight figures are
-# bench/'s (bench/run.sh: skew, both target sides).
+# bench/'s (bench/run.sh: skew, both target sides). Under a sanitizer
+# (ROCATTACH_SANITIZED) the launcher's calls run several times slower, so the
+# loose bounds are said, not checked; the exact properties are checked there too.
 #
 # window_checks CHECK DIR REPORT N MS [W]: CHECK is the harness's
 # "CHECK DESCRIPTION COMMAND..." function; DIR the tools' logs; N targets,
 # a window of MS ms, window W of the report (default 0).
 WINDOW_SLACK_MS=${WINDOW_SLACK_MS:-50}
+
+# window_said DESCRIPTION COMMAND...: a loose bound under a sanitizer: whether it held, said.
+window_said() {
+	local what=$1
+	shift
+	if "$@" >/dev/null; then echo "note: held: $what"; else echo "note: did not hold: $what"; fi
+}
 
 # The tools' records as "host pid event ns" lines (host and pid from the log's name).
 tool_records() {
@@ -102,9 +111,14 @@ window_checks() {
 	td=$(awk '$3 == "tool_detach" { print $4 }' <<<"$recs" | spread_of)
 	echo "window $w: tool_attach spread $((ta / 1000)) us (report $((ra / 1000)) us)," \
 		"tool_detach spread $((td / 1000)) us (report $((rd / 1000)) us)"
-	$check "tool_attach and tool_detach spreads under ${WINDOW_SLACK_MS} ms" \
+	local sane=$check
+	if [ -n "${ROCATTACH_SANITIZED:-}" ]; then
+		echo "note: under $ROCATTACH_SANITIZED the spreads and lengths below are said, not checked"
+		sane=window_said
+	fi
+	$sane "tool_attach and tool_detach spreads under ${WINDOW_SLACK_MS} ms" \
 		test "$ta" -lt $((WINDOW_SLACK_MS * 1000000)) -a "$td" -lt $((WINDOW_SLACK_MS * 1000000))
-	$check "every tools' window within $ms ms +-${WINDOW_SLACK_MS} ms" awk \
+	$sane "every tools' window within $ms ms +-${WINDOW_SLACK_MS} ms" awk \
 		-v lo=$((ms - WINDOW_SLACK_MS)) -v hi=$((ms + WINDOW_SLACK_MS)) '
 		{ t[$1, $2, $3] = $4; k[$1, $2] = 1 }
 		END { for (x in k) { split(x, p, SUBSEP)
