@@ -36,7 +36,7 @@ check "stopped ranks: the message, exactly" jq -e \
 	'[.windows[0].nodes[].targets[] | select(.state == "stopped")] | all(.message ==
 	 "process \(.pid) is stopped (SIGSTOP/SIGTSTP): not attached; resume it with kill -CONT")' \
 	"$W/r1.json"
-check "stopped ranks: the healthy windows keep their length" jq -e \
+loose "stopped ranks: the healthy windows keep their length" jq -e \
 	'.windows[0].length.off == false and .windows[0].length.max_ns < 1100000000' "$W/r1.json"
 for p in "${STOPPED[@]}"; do
 	check "rank $p still stopped, untraced" test "$(state_of "$p")" = T
