@@ -197,9 +197,10 @@ static void write_provisional(struct rm_win *w, int signo)
 {
 	struct rm_run r = w->roster->run; /* the run so far, and this window */
 	struct rm_window *win;
-	char err[512], why[160], sig[48];
+	char err[512], why[160], sig[48], stop[64];
 
 	snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(signo));
+	snprintf(stop, sizeof(stop), "%s on rank 0", sig);
 	if (!(r.w = calloc(w->prov.n_w + 1, sizeof(*r.w))))
 		return;
 	if (w->prov.n_w)
@@ -211,7 +212,7 @@ static void write_provisional(struct rm_win *w, int signo)
 	*win = (struct rm_window){.index = w->prov.wi,
 				  .start_ns = w->prov.start_ns,
 				  .stop_ns = w->prov.stop_ns ? w->prov.stop_ns : ra_realtime_ns(),
-				  .stop_reason = sig};
+				  .stop_reason = stop};
 	rm_window_nodes(w->roster, &win->nodes, &win->n_nodes, why);
 	name_calls_in_flight(w, win, sig);
 	r.exit_code = RM_EXIT_INTERRUPTED;
