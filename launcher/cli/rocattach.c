@@ -171,63 +171,88 @@ static int detach(const struct cli_opts *o, int sfd, uint64_t stop_ns)
 	return (rep.flags & HARM) || stopped(o->pid) ? CLI_EXIT_PARTIAL : CLI_EXIT_DETACH;
 }
 
-struct attach_job {
+/*
+ * A call (the root's attach or detach) on a helper thread while this one
+ * answers SIGINT/SIGTERM: every call has its deadline (--call-timeout), but
+ * a signal is said at once, with the run's account so far (provisional:
+ * Open MPI and Slurm follow a SIGTERM with a SIGKILL), and the window it
+ * ends is then skipped.
+ */
+struct call_job {
 	const struct cli_opts *o;
-	uint64_t planned;
+	const char *what; /* "attach", "detach" */
+	uint64_t when;	  /* attach: the planned stop; detach: the stop time */
 	rocattach_report_t *rep;
-	int st;
+	int sfd, st;
 	int done[2];
 };
 
-static void *attach_job_run(void *arg)
+static int call_run(struct call_job *j)
 {
-	struct attach_job *j = arg;
+	if (!strcmp(j->what, "attach"))
+		return attach(j->o, j->when, j->rep);
+	return detach(j->o, j->sfd, j->when);
+}
 
-	j->st = attach(j->o, j->planned, j->rep);
+static void *call_job_run(void *arg)
+{
+	struct call_job *j = arg;
+
+	j->st = call_run(j);
 	if (write(j->done[1], "x", 1) < 0) {
 		/* The joiner still joins. */
 	}
 	return NULL;
 }
 
-/*
- * The attach runs on a helper thread while this one answers SIGINT/SIGTERM:
- * every call has its deadline (--call-timeout), but a signal is said at
- * once, and the window it ends is then skipped. *sig: that signal, or 0.
- */
-static int attach_answering(const struct cli_opts *o, uint64_t planned, rocattach_report_t *rep,
-			    int sfd, int *sig)
+/* The account at a signal, while the call runs: what is known, and what will happen. */
+static void say_in_flight(const struct call_job *j, int sig)
 {
-	struct attach_job j = {o, planned, rep, 0, {-1, -1}};
-	struct pollfd f[2] = {{-1, POLLIN, 0}, {sfd, POLLIN, 0}};
+	const struct cli_opts *o = j->o;
+	bool att = !strcmp(j->what, "attach");
+
+	fprintf(stderr,
+		"rocattach: %s received during the %s: %s as soon as it returns (within "
+		"--call-timeout %lld ms)\n",
+		strsignal(sig), j->what, att ? "detaching" : "ending", o->call_timeout_ms);
+	fprintf(stderr,
+		"rocattach: provisional: process %d: the %s call is in flight (%s); should "
+		"this process be killed first, the target detaches its tools by itself (%s)\n",
+		o->pid, j->what,
+		att ? "its tools not known attached" : "its tools not known detached",
+		o->duration_ms >= 0 ? "at the planned stop + --call-timeout at the latest"
+				    : "its watchdog sees this process gone");
+	fflush(stderr);
+}
+
+static int call_answering(struct call_job *j, int *sig)
+{
+	struct pollfd f[2] = {{-1, POLLIN, 0}, {j->sfd, POLLIN, 0}};
 	struct signalfd_siginfo si;
 	pthread_t th;
 	int nfds = 2;
 
 	*sig = 0;
-	if (pipe(j.done))
-		return attach(o, planned, rep);
-	if (pthread_create(&th, NULL, attach_job_run, &j)) {
-		close(j.done[0]);
-		close(j.done[1]);
-		return attach(o, planned, rep);
+	if (pipe(j->done))
+		return call_run(j);
+	if (pthread_create(&th, NULL, call_job_run, j)) {
+		close(j->done[0]);
+		close(j->done[1]);
+		return call_run(j);
 	}
-	f[0].fd = j.done[0];
+	f[0].fd = j->done[0];
 	while (poll(f, (nfds_t)nfds, -1) >= 0 && !(f[0].revents & POLLIN)) {
 		if (nfds < 2 || !(f[1].revents & POLLIN) ||
-		    read(sfd, &si, sizeof(si)) != sizeof(si))
+		    read(j->sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		*sig = (int)si.ssi_signo;
 		nfds = 1;
-		fprintf(stderr,
-			"rocattach: %s received during the attach: detaching as soon as it "
-			"returns (within --call-timeout %lld ms)\n",
-			strsignal(*sig), o->call_timeout_ms);
+		say_in_flight(j, *sig);
 	}
 	pthread_join(th, NULL);
-	close(j.done[0]);
-	close(j.done[1]);
-	return j.st;
+	close(j->done[0]);
+	close(j->done[1]);
+	return j->st;
 }
 
 /*
@@ -298,6 +323,7 @@ static int hold_detach(const struct cli_opts *o, uint64_t planned, const rocatta
 {
 	struct plan p = plan_window(o, rep);
 	struct rc_children *kids = NULL;
+	struct call_job dj = {.o = o, .what = "detach", .sfd = sfd};
 	long long stop = -1;
 	int st, kids_code;
 
@@ -330,7 +356,8 @@ static int hold_detach(const struct cli_opts *o, uint64_t planned, const rocatta
 		p.root_stop = p.kids_stop = 0;
 	}
 	rc_children_stop(kids, p.kids_stop);
-	st = detach(o, sfd, p.root_stop);
+	dj.when = p.root_stop;
+	st = call_answering(&dj, &sig);
 	kids_code = rc_children_end(kids);
 	if (st != CLI_EXIT_OK)
 		return st;
@@ -345,6 +372,7 @@ static int attach_hold_detach(const struct cli_opts *o)
 	int sfd = signals_to_fd(), st, sig, code = CLI_EXIT_OK;
 	rocattach_report_t rep = {.size = sizeof(rep)};
 	uint64_t planned = planned_stop(o);
+	struct call_job aj;
 
 	if (sfd < 0) {
 		fprintf(stderr, "rocattach: signalfd: %s\n", strerror(errno));
@@ -354,7 +382,8 @@ static int attach_hold_detach(const struct cli_opts *o)
 		fprintf(stderr, "rocattach: error: %s\n", rep.message);
 		return CLI_EXIT_ATTACH;
 	}
-	st = attach_answering(o, planned, &rep, sfd, &sig);
+	aj = (struct call_job){.o = o, .what = "attach", .when = planned, .rep = &rep, .sfd = sfd};
+	st = call_answering(&aj, &sig);
 	if (st == ROCATTACH_STATUS_SUCCESS || rocattach_is_attached(o->pid))
 		rn_rp3_remember(o->pid);
 	if (st == ROCATTACH_STATUS_SUCCESS && tool_failed(o, &rep))

@@ -137,9 +137,32 @@ int rm_take_signal(struct rm_self *s)
 	s->held_sig = 0;
 	if (held)
 		return held;
-	if (read(s->sfd, &si, sizeof(si)) == sizeof(si))
-		return (int)si.ssi_signo;
-	return 0;
+	if (read(s->sfd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	s->signalled = true;
+	if (s->on_signal)
+		s->on_signal(s, (int)si.ssi_signo);
+	return (int)si.ssi_signo;
+}
+
+/*
+ * The end of rank 0's input is said only if no signal follows within
+ * STDIN_EOF_QUIET_NS: Open MPI ends a job (a Ctrl-C at mpirun) by closing
+ * the input forwarding and sending SIGCONT, then SIGTERM 1 s later, and
+ * the line would then be advice for a run already being ended.
+ */
+#define STDIN_EOF_QUIET_NS 2000000000ull
+static void say_stdin_eof(struct rm_self *s)
+{
+	if (!s->stdin_eof_ns || s->signalled) {
+		s->stdin_eof_ns = s->signalled ? 0 : s->stdin_eof_ns;
+		return;
+	}
+	if (ra_monotonic_ns() - s->stdin_eof_ns < STDIN_EOF_QUIET_NS)
+		return;
+	s->stdin_eof_ns = 0;
+	rm_say(s, "standard input closed: Enter cannot end the window; send "
+		  "SIGUSR1 to mpirun instead");
 }
 
 /* Enter on rank 0's standard input (mpirun forwards it); end of input stops only that. */
@@ -149,14 +172,14 @@ bool rm_took_enter(struct rm_self *s)
 	char buf[256];
 	ssize_t n;
 
+	say_stdin_eof(s);
 	if (!s->stdin_open || poll(&p, 1, 0) <= 0)
 		return false;
 	n = read(STDIN_FILENO, buf, sizeof(buf));
 	if (n <= 0) {
 		s->stdin_open = false;
-		if (s->enter_ends)
-			rm_say(s, "standard input closed: Enter cannot end the window; send "
-				  "SIGUSR1 to mpirun instead");
+		if (s->enter_ends && !s->signalled)
+			s->stdin_eof_ns = ra_monotonic_ns();
 		return false;
 	}
 	return memchr(buf, '\n', (size_t)n) != NULL;

@@ -21,7 +21,15 @@ struct rm_self {
 	int sfd_errno; /* why it failed */
 	int held_sig;  /* taken while the attaches or detaches ran: rm_take_signal gives it first */
 	bool stdin_open;
-	bool enter_ends;     /* no duration: Enter (or a signal) ends the window */
+	bool enter_ends;       /* no duration: Enter (or a signal) ends the window */
+	uint64_t stdin_eof_ns; /* when its input ended, not said yet (0: none to say) */
+	bool signalled;	       /* a window-ending signal has been read */
+	/*
+	 * Rank 0: called with each window-ending signal as it is read, wherever
+	 * this rank waits (the provisional report, window_root.c); NULL: none.
+	 */
+	void (*on_signal)(struct rm_self *s, int sig);
+	void *on_signal_arg;
 	struct rn_target *t; /* this node's targets */
 	size_t n;
 	struct rn_window *win;	  /* this window's calls in flight (window_calls.c), NULL: none */
@@ -46,7 +54,7 @@ __attribute__((noreturn)) void rm_leave(struct rm_self *s, const char *fmt, ...)
 
 /* Block the window-ending signals (before MPI_Init: its threads inherit the mask). */
 void rm_block_signals(sigset_t *set);
-/* A pending window-ending signal, or 0 (SIGCONT is never one). */
+/* A pending window-ending signal, or 0 (SIGCONT is never one); on_signal hears a new one. */
 int rm_take_signal(struct rm_self *s);
 bool rm_took_enter(struct rm_self *s);
 /* Up to POLL_MS for a signal, less if until_ns (CLOCK_MONOTONIC, 0: none) comes sooner. */

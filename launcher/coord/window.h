@@ -67,6 +67,17 @@ struct rm_win {
 	bool listener_stop;	/* rank 0: nothing attached, no target has a listener */
 	bool gone_told;		/* rank 0 knows this node's targets are all gone */
 	const char *run_stop;	/* rank 0: why the run stopped early, NULL if it did not */
+	/*
+	 * Rank 0: the window a signal may cut, for the provisional report
+	 * (window_root.c): its index (0: none open), start, decided stop (0: not
+	 * yet), and the windows kept before it; written: once per run.
+	 */
+	struct {
+		int wi;
+		uint64_t start_ns, stop_ns;
+		size_t n_w;
+		bool written;
+	} prov;
 };
 
 /* Rank 0: every window, until the last. */

@@ -153,6 +153,7 @@ size_t rm_attach_pending(const struct rm_win *w)
 void rm_window_calls_end(struct rm_win *w)
 {
 	size_t pending;
+	int sig;
 
 	if (!w->self->win)
 		return;
@@ -164,10 +165,16 @@ void rm_window_calls_end(struct rm_win *w)
 		       pending, pending == 1 ? "call" : "calls",
 		       pending == 1 ? "it ends" : "they end", pending == 1 ? "its" : "their",
 		       (long long)w->o->call_timeout_ms, pending == 1 ? "it" : "them");
-	/* This rank answers its tree (clock pings, STOP and GONE up) while they end. */
+	/*
+	 * This rank answers its tree (clock pings, STOP and GONE up) while they
+	 * end; rank 0 hears a signal at once (its provisional report), and the
+	 * run ends after this window.
+	 */
 	while (rn_window_pending(w->self->win)) {
 		if (w->self->rank != 0)
 			rm_flow_service(w->flow);
+		else if ((sig = rm_take_signal(w->self)) && sig != SIGUSR1 && !w->interrupted)
+			w->interrupted = sig;
 		rm_flow_nap(w->flow, 5000);
 	}
 	rn_window_close(w->self->win);

@@ -158,50 +158,91 @@ static bool root_decides(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 }
 
 /*
- * SIGTERM on rank 0 (Open MPI and Slurm end a job with it, SIGKILL follows
- * about a second later with Open MPI): the report is written now, before
- * anything that can block. Alone, rank 0 gathers only its own records and
- * nothing blocks: no provisional report then. A send to the dead rank waits inside
- * Open MPI until the SIGKILL (docs/reliability.md), and which rank died is
- * not known yet. This window's records are not gathered: every node shows
- * its last known ones as lost for that reason. The final report replaces
- * this one if rank 0 gets that far.
+ * SIGTERM or SIGINT on rank 0 (Open MPI ends a job, a Ctrl-C at mpirun
+ * included, with SIGTERM, and SIGKILL about a second later; Slurm after
+ * KillWait): the report and the summary are written now, wherever rank 0
+ * waits, before anything that can block or take long: a send to a dead
+ * rank (it waits inside Open MPI until the SIGKILL, docs/reliability.md),
+ * or a tool's call in flight (it may run until --call-timeout). The window
+ * open is not gathered: every node shows its last known records as lost
+ * for that reason, rank 0's own naming its calls still in flight, and none
+ * counts in any figure. The final report replaces this one (renamed over
+ * it) if rank 0 gets that far; the summary is printed again then.
  */
-static void write_provisional(struct rm_win *w, int wi, uint64_t start_ns, const struct rm_halt *m)
-{
-	struct rm_run r =
-	    w->roster->run; /* the run so far, and this window: w->roster->run stays as it is */
-	struct rm_window *win;
-	char err[512], why[160];
+#define PROVISIONAL                                                                                \
+	"written at once at a SIGTERM or SIGINT on rank 0 (the job may be being ended, "           \
+	"SIGKILL may follow), before the last window's records were gathered: its nodes show "     \
+	"their last known records, counted in no figure; replaced by the final report if rank "    \
+	"0 got that far"
 
-	if (!w->o->report || w->self->size < 2 ||
-	    !(r.w = calloc(w->roster->run.n_w + 1, sizeof(*r.w))))
+/* Rank 0's own node: its calls in flight named, if any (nodes[0] is its node then). */
+static void name_calls_in_flight(struct rm_win *w, struct rm_window *win, const char *sig)
+{
+	size_t pending = rm_attach_pending(w);
+	char why[200];
+
+	if (!pending || !win->n_nodes || !w->roster->peers[0].worker ||
+	    !w->roster->peers[0].last.host[0])
 		return;
-	if (w->roster->run.n_w)
-		memcpy(r.w, w->roster->run.w, w->roster->run.n_w * sizeof(*r.w));
-	snprintf(why, sizeof(why), "not gathered: %s, and this report was written at once",
-		 m->reason);
+	snprintf(why, sizeof(why),
+		 "not gathered: %s on rank 0 with %zu attach %s in flight (%s by "
+		 "--call-timeout), and this report was written at once",
+		 sig, pending, pending == 1 ? "call" : "calls",
+		 pending == 1 ? "it ends" : "they end");
+	free((char *)win->nodes[0].lost_reason);
+	win->nodes[0].lost_reason = strdup(why);
+}
+
+static void write_provisional(struct rm_win *w, int signo)
+{
+	struct rm_run r = w->roster->run; /* the run so far, and this window */
+	struct rm_window *win;
+	char err[512], why[160], sig[48], stop[64];
+
+	snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(signo));
+	snprintf(stop, sizeof(stop), "%s on rank 0", sig);
+	if (!(r.w = calloc(w->prov.n_w + 1, sizeof(*r.w))))
+		return;
+	if (w->prov.n_w)
+		memcpy(r.w, w->roster->run.w, w->prov.n_w * sizeof(*r.w));
+	r.n_w = w->prov.n_w;
+	snprintf(why, sizeof(why),
+		 "not gathered: %s on rank 0, and this report was written at once", sig);
 	win = &r.w[r.n_w++];
-	*win = (struct rm_window){
-	    .index = wi, .start_ns = start_ns, .stop_ns = m->stop_ns, .stop_reason = m->reason};
+	*win = (struct rm_window){.index = w->prov.wi,
+				  .start_ns = w->prov.start_ns,
+				  .stop_ns = w->prov.stop_ns ? w->prov.stop_ns : ra_realtime_ns(),
+				  .stop_reason = stop};
 	rm_window_nodes(w->roster, &win->nodes, &win->n_nodes, why);
+	name_calls_in_flight(w, win, sig);
 	r.exit_code = RM_EXIT_INTERRUPTED;
-	r.exit_reason = "interrupted";
+	r.exit_reason = "interrupted (provisional: written at once at the signal)";
 	r.stop_reason = "interrupted";
 	r.ended_ns = ra_realtime_ns();
-	r.provisional = "written at a SIGTERM on rank 0 (the job may be being ended, SIGKILL "
-			"may follow), before the last window's records were gathered: its nodes "
-			"show their last known records; replaced by the final report if rank 0 "
-			"got that far";
-	if (rm_write_report(w->o->report, &r, err, sizeof(err)))
+	r.provisional = PROVISIONAL;
+	if (w->o->report && rm_write_report(w->o->report, &r, err, sizeof(err)))
 		rm_say(w->self, "%s", err);
-	else
+	else if (w->o->report)
 		rm_say(w->self,
-		       "provisional report written to %s (%s: written before the records are "
-		       "gathered, in case a SIGKILL follows)",
-		       w->o->report, m->reason);
+		       "provisional report written to %s (%s: written at once, in case a "
+		       "SIGKILL follows; the final one replaces it)",
+		       w->o->report, sig);
+	rm_say(w->self, "provisional summary (%s: the final one follows if there is time):", sig);
+	rm_print_summary(stdout, &r);
+	fflush(stdout);
 	rm_free_nodes(win->nodes, win->n_nodes);
 	free(r.w);
+}
+
+/* rm_self's on_signal on rank 0: the first SIGTERM or SIGINT in a window writes it. */
+static void provisional_at(struct rm_self *s, int signo)
+{
+	struct rm_win *w = s->on_signal_arg;
+
+	if (!w->prov.wi || w->prov.written || (signo != SIGTERM && signo != SIGINT))
+		return;
+	w->prov.written = true;
+	write_provisional(w, signo);
 }
 
 /*
@@ -244,8 +285,7 @@ static void hold_root(struct rm_win *w, int wi, const uint64_t when[2], struct r
 			break;
 		rm_wait_until(w->self, rm_win_hold_wake(w, wake));
 	}
-	if (w->root_signalled)
-		write_provisional(w, wi, start_ns, m);
+	w->prov.stop_ns = m->stop_ns;
 	rm_flow_halts(w->flow, m);
 	/* The stop went down first; then what word of the attaches came, and what did not. */
 	if (!ready) {
@@ -307,6 +347,7 @@ static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct r
 	rm_collect_records(w->flow, (int32_t)w->roster->run.n_w, &win->nodes, &win->n_nodes,
 			   rm_win_mono(w, m->stop_ns), grace, "after the stop");
 	rm_win_take_cut(w);
+	w->prov.wi = 0; /* kept: a signal from here on cuts no window */
 	win->coord = (struct rm_coord){.known = true,
 				       .messages_sent = w->link->coord.sent,
 				       .messages_received = w->link->coord.received,
@@ -344,6 +385,12 @@ void rm_run_windows(struct rm_win *w)
 		/* Rank 0 has the order as it sends it (its node's order_received_ns). */
 		w->flow->order_t1 = ra_realtime_ns();
 		rm_flow_orders(w->flow, &o);
+		w->prov.wi = wi;
+		w->prov.start_ns = when[0];
+		w->prov.stop_ns = 0;
+		w->prov.n_w = w->roster->run.n_w;
+		w->self->on_signal = provisional_at;
+		w->self->on_signal_arg = w;
 		for (int r = 0; r < w->self->size; r++)
 			w->roster->peers[r].got_ready = false;
 		w->roster->peers[0].ready = rm_win_attach(w, when);

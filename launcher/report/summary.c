@@ -268,6 +268,11 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	fprintf(f, "window %d: start %s, ", w->index, start);
 	put_length(f, w);
 	fprintf(f, ", stop reason %s, ", w->stop_reason ? w->stop_reason : "-");
+	if (!s.n && lost && lost == w->n_nodes) {
+		/* Nothing was gathered (a provisional report): not known to have none. */
+		fprintf(f, "attaches not known (%zu node%s lost)\n", lost, lost == 1 ? "" : "s");
+		return;
+	}
 	if (!s.n) {
 		fprintf(f, "no target attached");
 		if (lost)
