@@ -98,6 +98,16 @@ static void agent_failed(struct ra_remote *r, const struct entry *ep, const char
 			   r->pid, held);
 		return;
 	}
+	if (ep->side == ROCATTACH_SIDE_ROCM && v == ROCATTACH_REGISTER_INVALID_ARGUMENT &&
+	    fn == ra_entry_names[0]) {
+		/* ROCm's one refusal of a valid call (session_prepare.c, rocm_kept_path). */
+		ra_err_set(e, ROCATTACH_STATUS_ERROR,
+			   "%s in process %d returned 8 (INVALID_ARGUMENT): ROCm's side keeps the "
+			   "tool path of its first attach and refuses another: attach with that "
+			   "tool, or start a new process for another",
+			   fn, r->pid);
+		return;
+	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
 		   v, register_error_name(v), why[0] ? ": " : "", why);
 }

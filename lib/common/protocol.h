@@ -82,6 +82,15 @@
 #define RA_WATCHDOG_ATTACH "rocattach_watchdog_attach"
 #define RA_WATCHDOG_DETACH "rocattach_watchdog_detach"
 #define RA_WATCHDOG_THREAD "rocattach-wd" /* its thread's name */
+/*
+ * char[RA_WATCHDOG_TOOL_PATH_MAX]: the tool path of the first attach that
+ * succeeded through the watchdog, "" before (or if it did not fit). ROCm's
+ * side keeps its first attach's path for good and refuses any other
+ * (docs/protocol.md section 2b), so this is the only path it takes. Read by
+ * the attacher from the target's memory, before it touches the process.
+ */
+#define RA_WATCHDOG_TOOL_PATH "rocattach_watchdog_tool_path"
+#define RA_WATCHDOG_TOOL_PATH_MAX 4096
 
 /* The attach call's argument, in the target's memory (written by the attacher). */
 struct ra_watchdog_call {
