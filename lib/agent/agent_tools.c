@@ -97,8 +97,9 @@ static bool tool_ready(const struct tool *t);
  * Before a starter thread runs the hand-over or back (agent.c, run_at):
  * what it will run, said ahead. That thread is not the attacher's: if the
  * tool crashes there the process is gone before anyone could look, so the
- * attacher reads this while the call waits for the time. The library is
- * named when one tool takes part; NULL clears.
+ * attacher reads this while the call waits for the time, marked as ahead
+ * (RA_AGENT_CURRENT_NEXT). The library is named when one tool takes part;
+ * NULL clears.
  */
 void tools_current_next(const char *what)
 {
@@ -115,9 +116,11 @@ void tools_current_next(const char *what)
 			k++;
 		}
 	if (k == 1)
-		current_set(one, what);
+		snprintf(rocattach_agent_current, sizeof(rocattach_agent_current), "%c%s: %s",
+			 RA_AGENT_CURRENT_NEXT, one->lib, what);
 	else
-		snprintf(rocattach_agent_current, sizeof(rocattach_agent_current), "%s", what);
+		snprintf(rocattach_agent_current, sizeof(rocattach_agent_current), "%c%s",
+			 RA_AGENT_CURRENT_NEXT, what);
 }
 
 /* Accept a symbol only from the object behind handle, not from its dependencies. */
