@@ -209,6 +209,41 @@ static void test_harm_tool_detach_never_returns(void **state)
 	}
 }
 
+/*
+ * tool_detach crashes at a stop time: our agent runs it on a starter thread
+ * we do not trace; the line still names the phase. ROCm's side has no stop
+ * time (the call itself is made then): its line names the entry point.
+ */
+static void test_harm_tool_detach_segv_at_stop_time(void **state)
+{
+	rocattach_opts_t o = {.size = sizeof(o)};
+	rocattach_report_t rep;
+	struct victim v;
+	int status = 0;
+
+	(void)state;
+	for (int side = 0; side < 2; side++) {
+		assert_int_equal(victim_start(&v, sides[side]), 0);
+		assert_int_equal(attach_with(v.pid, "detach-segv", 5000, &rep),
+				 ROCATTACH_STATUS_SUCCESS);
+		memset(&rep, 0, sizeof(rep));
+		rep.size = sizeof(rep);
+		o.stop_ns = realtime_ns() + 300 * MS;
+		assert_int_equal(rocattach_detach_ex(v.pid, &o, &rep), ROCATTACH_STATUS_ERROR);
+		print_message("%s side: %s\n", side_names[side], rep.message);
+		assert_true(rep.flags & ROCATTACH_REPORT_KILLED);
+		assert_int_equal(rep.signal, SIGSEGV);
+		assert_non_null(
+		    strstr(rep.message, "was killed by SIGSEGV during the detach call, in "));
+		assert_non_null(strstr(rep.message, side == 0 ? "in the tool's tool_detach ("
+							      : "in rocprofiler_register_detach"));
+		assert_int_equal(waitpid(v.pid, &status, 0), v.pid);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+		v.pid = 0;
+		victim_stop(&v);
+	}
+}
+
 /* The wait for a start or stop time is not counted against the call's deadline. */
 static void test_harm_deadline_counts_from_the_start_time(void **state)
 {
@@ -613,6 +648,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_harm_configure_segv),
 	    cmocka_unit_test(test_harm_tool_attach_segv),
+	    cmocka_unit_test(test_harm_tool_detach_segv_at_stop_time),
 	    cmocka_unit_test(test_harm_configure_never_returns),
 	    cmocka_unit_test(test_harm_tool_attach_never_returns),
 	    cmocka_unit_test(test_harm_tool_detach_never_returns),
