@@ -71,8 +71,27 @@ void ra_remote_read_current(struct ra_remote *r)
 		memcpy(r->current, buf, sizeof(buf));
 }
 
+/*
+ * While a call runs, what our agent says it runs (RA_AGENT_CURRENT), at
+ * most every millisecond: a tool that crashes on a thread we do not trace
+ * (a starter thread) takes the process with it before we could look.
+ */
+static void watch_current(struct ra_remote *r, uint64_t *next)
+{
+	uint64_t now;
+
+	if (!r->current_addr)
+		return;
+	now = ra_monotonic_ns();
+	if (now < *next)
+		return;
+	*next = now + 1000000;
+	ra_remote_read_current(r);
+}
+
 int ra_remote_wait(struct ra_remote *r, int *status, uint64_t deadline, long max_nap)
 {
+	uint64_t next_look = 0;
 	struct ra_pace p;
 	pid_t w;
 	int ret;
@@ -92,6 +111,7 @@ int ra_remote_wait(struct ra_remote *r, int *status, uint64_t deadline, long max
 			ret = 0;
 			break;
 		}
+		watch_current(r, &next_look);
 		ra_pace_wait(&p);
 	}
 	ra_pace_end(&p);

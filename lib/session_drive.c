@@ -98,6 +98,16 @@ static void agent_failed(struct ra_remote *r, const struct entry *ep, const char
 			   r->pid, held);
 		return;
 	}
+	if (ep->side == ROCATTACH_SIDE_ROCM && v == ROCATTACH_REGISTER_INVALID_ARGUMENT &&
+	    fn == ra_entry_names[0]) {
+		/* ROCm's one refusal of a valid call (session_prepare.c, rocm_kept_path). */
+		ra_err_set(e, ROCATTACH_STATUS_ERROR,
+			   "%s in process %d returned 8 (INVALID_ARGUMENT): ROCm's side keeps the "
+			   "tool path of its first attach and refuses another: attach with that "
+			   "tool, or start a new process for another",
+			   fn, r->pid);
+		return;
+	}
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d returned %d (%s)%s%s", fn, r->pid,
 		   v, register_error_name(v), why[0] ? ": " : "", why);
 }
@@ -183,21 +193,30 @@ static void tool_outcomes(struct ra_remote *r, const struct entry *ep, const str
 		agent_message(r, ep, op->e.msg, sizeof(op->e.msg));
 }
 
-/* "the tool's rocprofiler_configure", from our agent's "libx.so: rocprofiler_configure". */
-static const char *current_call(const struct ra_remote *r, const char *fallback, char *buf,
-				size_t len, const char **lib)
+/*
+ * "the tool's rocprofiler_configure", from our agent's "libx.so:
+ * rocprofiler_configure". What a starter thread was to run (marked ahead)
+ * names a crash only (ahead_ok): a call that did not return may not have
+ * got there.
+ */
+static const char *current_call(const struct ra_remote *r, const char *fallback, bool ahead_ok,
+				char *buf, size_t len, const char **lib)
 {
-	const char *sep = strstr(r->current, ": ");
+	const char *cur = r->current, *sep;
 
 	*lib = "";
-	if (!r->current[0])
+	if (*cur == RA_AGENT_CURRENT_NEXT && !ahead_ok)
 		return fallback;
+	cur += *cur == RA_AGENT_CURRENT_NEXT;
+	if (!*cur)
+		return fallback;
+	sep = strstr(cur, ": ");
 	if (!sep) {
-		snprintf(buf, len, "the tool's %s", r->current);
+		snprintf(buf, len, "the tool's %s", cur);
 		return buf;
 	}
 	snprintf(buf, len, "the tool's %s", sep + 2);
-	*lib = r->current;
+	*lib = cur;
 	return buf;
 }
 
@@ -214,7 +233,7 @@ static void call_harmed(struct ra_remote *r, const char *fn, int which, struct o
 	char buf[RA_AGENT_CURRENT_MAX + 16], left[160] = "not traced";
 	int liblen;
 
-	what = current_call(r, fn, buf, sizeof(buf), &lib);
+	what = current_call(r, fn, !r->timed_out, buf, sizeof(buf), &lib);
 	liblen = *lib ? (int)(strstr(lib, ": ") - lib) : 0;
 	if (r->unstopped)
 		snprintf(left, sizeof(left),

@@ -29,6 +29,7 @@
 #include "ptrace_calls.h"
 #include "session.h"
 #include "symbols.h"
+#include "target_memory.h"
 
 /* A start or stop time further ahead than this is refused (our agent ignores one). */
 #define AHEAD_MAX_NS (10 * RA_NS_PER_SEC)
@@ -523,6 +524,44 @@ int ra_check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e)
 	return 0;
 }
 
+/*
+ * ROCm's side keeps the tool path of its first attach and refuses any other
+ * with 8, INVALID_ARGUMENT, before it changes anything: ROCm/rocm-systems,
+ * projects/rocprofiler-register/source/lib/rocprofiler-register/
+ * rocprofiler_register.cpp, rocprofiler_register_attach and its
+ * previous_attachment_tool_path, in the newest stored version (search index
+ * id 68928104168; the index gives no commit for it; the older stored commit
+ * 492f029de653cc82db31522b4ae8f6342a87c751 has no tool path at all). Where
+ * our watchdog is loaded it recorded that path (RA_WATCHDOG_TOOL_PATH):
+ * refuse another at once, before touching the process. Without a watchdog,
+ * ROCm's 8 says it (agent_failed in session_drive.c names the cause).
+ */
+static int rocm_kept_path(pid_t pid, const struct prepared *p, struct ra_err *e)
+{
+	static const char *const names[] = {RA_WATCHDOG_ATTACH, RA_WATCHDOG_TOOL_PATH};
+	static const char *const only[] = {RA_WATCHDOG_PREFIX, NULL};
+	char kept[RA_WATCHDOG_TOOL_PATH_MAX];
+	struct ra_maps maps = {0};
+	struct ra_err ignore = {0};
+	uint64_t a[2] = {0};
+	int ret;
+
+	ret = ra_maps_read(RA_PROCFS, pid, &maps);
+	if (!ret)
+		ret = ra_symbols_find_only(RA_PROCFS, pid, &maps, names, 2, 1, only, a, &ignore);
+	ra_maps_free(&maps);
+	if (ret || !a[1] || ra_mem_read(pid, a[1], kept, sizeof(kept), &ignore))
+		return 0; /* no watchdog loaded (or an older one): nothing recorded */
+	kept[sizeof(kept) - 1] = '\0';
+	if (!kept[0] || !strcmp(kept, p->tool_path))
+		return 0;
+	return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			  "process %d: ROCm's side keeps the tool path of its first attach (%s) "
+			  "and refuses %s: attach with that tool, or start a new process for "
+			  "another",
+			  pid, kept, p->tool_path);
+}
+
 int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p, struct op *op)
 {
 	struct ra_err *e = &op->e;
@@ -556,6 +595,8 @@ int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 	owner_ids(s->pid, p);
 	if (s->ep.side == ROCATTACH_SIDE_ROCM)
 		find_watchdog(s->pid, o, &tr, p);
+	if (s->ep.side == ROCATTACH_SIDE_ROCM && rocm_kept_path(s->pid, p, e))
+		return -1;
 	return build_payload(o, s->ep.side, s->ep.agent[AGENT_WINDOW] != 0, p, e);
 }
 

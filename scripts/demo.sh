@@ -5,6 +5,11 @@
 # summary and where the report, the timeline and the tool output went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Root is needed (packages, ptrace, the namespace cluster): as a user, through sudo when there
+# is one; a root shell without sudo (a minimal Debian) runs on as it is.
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then
+	exec sudo --preserve-env "$PWD/scripts/$(basename "$0")" "$@"
+fi
 ./scripts/deps.sh
 ./scripts/build.sh
 B=$PWD/${BUILD_DIR:-build}

@@ -7,6 +7,11 @@
 # Exits non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Root is needed (packages, ptrace, the namespace cluster): as a user, through sudo when there
+# is one; a root shell without sudo (a minimal Debian) runs on as it is.
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then
+	exec sudo --preserve-env "$PWD/scripts/$(basename "$0")" "$@"
+fi
 quick=${ROCATTACH_TEST_QUICK:-0}
 args=()
 for a in "$@"; do

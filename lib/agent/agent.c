@@ -81,16 +81,22 @@ static void agent_leave(void)
 }
 
 /*
- * What became of each library of the tool list at the first attach, for
+ * What became of each library of the tool list when it was chosen, for
  * the attacher (RA_AGENT_TOOL_OUTCOME): [0] how many, then one enum
  * rocattach_tool_outcome each. Written before the entry point returns.
  */
 RA_EXPORT uint8_t rocattach_agent_tool_outcome[1 + RA_TOOLLIST_MAX];
 
-static char *first_path; /* tool_lib_path of the first successful attach */
+/*
+ * tool_lib_path of the last successful choice of tools. Unlike ROCm's side
+ * (which keeps its first attach's path for good: protocol.md section 2b),
+ * an attach between windows may name another list: the tools are chosen
+ * again (agent_tools.c), so --stacks works after another tool.
+ */
+static char *tool_path;
 static char err_copy[ERR_MAX];
 
-static int first_attach(const char *path)
+static int choose_tools(const char *path)
 {
 	struct ra_toollist tl;
 	size_t i, declined;
@@ -109,6 +115,9 @@ static int first_attach(const char *path)
 			    err == -E2BIG ? "more than 64 libraries" : "names no library");
 	}
 	declined = 0;
+	free(tool_path);
+	tool_path = NULL;
+	tools_choose_none();
 	for (i = 0; i < tl.n; i++) {
 		rocattach_agent_tool_outcome[1 + i] = (uint8_t)tool_load(tl.v[i]);
 		declined += rocattach_agent_tool_outcome[1 + i] == ROCATTACH_TOOL_DECLINED;
@@ -131,7 +140,7 @@ static int first_attach(const char *path)
 
 		snprintf(text, size, "attached; skipped: %s", agent_notes());
 	}
-	first_path = copy;
+	tool_path = copy;
 	return ROCATTACH_REGISTER_SUCCESS;
 }
 
@@ -226,11 +235,14 @@ static int tools_attach(const char *start)
 	if (!tools_usable())
 		return fail(ROCATTACH_REGISTER_NO_TOOLS, "every tool has finalized itself");
 	at = start_hint(start);
+	if (at)
+		tools_current_next("tool_attach");
 	if (!at || run_at(at, tools_hand_over)) {
 		if (at)
 			ra_sleep_until_realtime(at);
 		tools_hand_over();
 	}
+	tools_current_next(NULL);
 	agent_attached = true;
 	return ROCATTACH_REGISTER_SUCCESS;
 }
@@ -292,10 +304,6 @@ static int check_attach_args(const char *env, const char *path, struct env_scan 
 	arg_copy_end();
 	if (ret)
 		return ret;
-	if (first_path && strcmp(first_path, a->path))
-		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
-			    "tool_lib_path \"%s\" differs from the first attach's \"%s\"", a->path,
-			    first_path);
 	return 0;
 }
 
@@ -317,14 +325,21 @@ static int attach_locked(const char *env, const char *path)
 			owner_drop(&o);
 			goto out;
 		}
+		if (strcmp(tool_path, args.path)) {
+			owner_drop(&o);
+			ret = fail(ROCATTACH_REGISTER_INVALID_ARGUMENT,
+				   "attached with \"%s\": detach before attaching \"%s\"",
+				   tool_path, args.path);
+			goto out;
+		}
 		dbg("already attached");
 		holder_set(&o);
 		owner_set(&o);
 		goto out;
 	}
 	ret = env_apply(&sc, &undo);
-	if (!ret && !first_path)
-		ret = first_attach(args.path);
+	if (!ret && (!tool_path || strcmp(tool_path, args.path)))
+		ret = choose_tools(args.path);
 	if (!ret)
 		ret = tools_attach(sc.start);
 	if (ret) {
@@ -372,10 +387,12 @@ static int detach_locked_at(uint64_t at_ns)
 		return detach_locked();
 	if (!agent_attached)
 		return fail(ROCATTACH_REGISTER_INVALID_ARGUMENT, "not attached");
+	tools_current_next("tool_detach");
 	if (run_at(at_ns, tools_hand_back)) {
 		ra_sleep_until_realtime(at_ns);
 		tools_hand_back();
 	}
+	tools_current_next(NULL);
 	window_closed();
 	return ROCATTACH_REGISTER_SUCCESS;
 }

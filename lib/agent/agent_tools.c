@@ -11,6 +11,12 @@
  * returns NULL) is kept too, inactive: as in rocprofiler-sdk, its
  * configure is never called again and it holds its place (priority).
  *
+ * Which of them the window uses is the current tool list's choice
+ * (chosen): an attach with another list than the last one chooses again
+ * (tools_choose_none, then tool_load for each library). A tool of an
+ * earlier list stays loaded and initialized, with its own client id, and
+ * is simply not handed the window; chosen again, it is reused as it is.
+ *
  * The client id a tool gets is rocprofiler-sdk's {size, name, handle}
  * (include/rocattach/tool.h cites the SDK's files). The tool may write to
  * it, so the agent never reads it back: the handle it goes by is t->idx.
@@ -57,6 +63,7 @@ struct tool {
 	const char *why; /* why it cannot attach, NULL if it can */
 	char whybuf[96];
 	bool attached;
+	bool chosen;	       /* in the current tool list */
 	atomic_bool live;      /* initialize entered and did not fail */
 	atomic_bool finalized; /* finalize ran, or must never run */
 };
@@ -82,6 +89,38 @@ static void current_set(const struct tool *t, const char *what)
 static void current_clear(void)
 {
 	rocattach_agent_current[0] = '\0';
+}
+
+static bool tool_ready(const struct tool *t);
+
+/*
+ * Before a starter thread runs the hand-over or back (agent.c, run_at):
+ * what it will run, said ahead. That thread is not the attacher's: if the
+ * tool crashes there the process is gone before anyone could look, so the
+ * attacher reads this while the call waits for the time, marked as ahead
+ * (RA_AGENT_CURRENT_NEXT). The library is named when one tool takes part;
+ * NULL clears.
+ */
+void tools_current_next(const char *what)
+{
+	unsigned int i, n = atomic_load(&n_tools), k = 0;
+	const struct tool *one = NULL;
+
+	if (!what) {
+		current_clear();
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (strcmp(what, "tool_attach") ? tools[i]->attached : tool_ready(tools[i])) {
+			one = tools[i];
+			k++;
+		}
+	if (k == 1)
+		snprintf(rocattach_agent_current, sizeof(rocattach_agent_current), "%c%s: %s",
+			 RA_AGENT_CURRENT_NEXT, one->lib, what);
+	else
+		snprintf(rocattach_agent_current, sizeof(rocattach_agent_current), "%c%s",
+			 RA_AGENT_CURRENT_NEXT, what);
 }
 
 /* Accept a symbol only from the object behind handle, not from its dependencies. */
@@ -311,6 +350,7 @@ int tool_load(const char *lib)
 		t = tool_setup(handle, lib);
 	if (!t)
 		return ROCATTACH_TOOL_FAILED;
+	t->chosen = true;
 	why = tool_unusable(t);
 	if (why)
 		note(lib, why);
@@ -319,12 +359,27 @@ int tool_load(const char *lib)
 			   : ROCATTACH_TOOL_LOADED;
 }
 
+/* A new tool list: no tool is chosen until tool_load chooses it. Only between windows. */
+void tools_choose_none(void)
+{
+	unsigned int i, n = atomic_load(&n_tools);
+
+	for (i = 0; i < n; i++)
+		tools[i]->chosen = false;
+}
+
+/* A chosen tool that can take the window. */
+static bool tool_ready(const struct tool *t)
+{
+	return t->chosen && !tool_unusable(t);
+}
+
 unsigned int tools_usable(void)
 {
 	unsigned int i, n = atomic_load(&n_tools), usable = 0;
 
 	for (i = 0; i < n; i++)
-		usable += !tool_unusable(tools[i]);
+		usable += tool_ready(tools[i]);
 	return usable;
 }
 
@@ -350,7 +405,7 @@ void tools_hand_over(void)
 
 	stamp_tool_event(0);
 	for (i = 0; i < n; i++) {
-		if (tool_unusable(tools[i]))
+		if (!tool_ready(tools[i]))
 			continue;
 		dbg("tool_attach tool %u", i);
 		current_set(tools[i], "tool_attach");

@@ -36,10 +36,15 @@
  * char[RA_AGENT_CURRENT_MAX]: what the agent is running now on behalf of an
  * entry point, "" when nothing ("<library>: rocprofiler_configure",
  * "<library>: tool_attach", ...). Read by the attacher, without stopping the
- * target, when a call outlives its deadline.
+ * target, when a call outlives its deadline, when the thread it drives gets
+ * a fatal signal, and while the call runs. Starting with
+ * RA_AGENT_CURRENT_NEXT, it is what a starter thread will run at the start
+ * or stop time: a crash then is in it, but a call that does not return may
+ * not have got there.
  */
 #define RA_AGENT_CURRENT "rocattach_agent_current"
 #define RA_AGENT_CURRENT_MAX 256
+#define RA_AGENT_CURRENT_NEXT '>'
 /*
  * uint8_t[1 + RA_TOOLLIST_MAX]: [0] the number of libraries in the list the
  * last attach was given, then one enum rocattach_tool_outcome each, in order.
@@ -82,6 +87,15 @@
 #define RA_WATCHDOG_ATTACH "rocattach_watchdog_attach"
 #define RA_WATCHDOG_DETACH "rocattach_watchdog_detach"
 #define RA_WATCHDOG_THREAD "rocattach-wd" /* its thread's name */
+/*
+ * char[RA_WATCHDOG_TOOL_PATH_MAX]: the tool path of the first attach that
+ * succeeded through the watchdog, "" before (or if it did not fit). ROCm's
+ * side keeps its first attach's path for good and refuses any other
+ * (docs/protocol.md section 2b), so this is the only path it takes. Read by
+ * the attacher from the target's memory, before it touches the process.
+ */
+#define RA_WATCHDOG_TOOL_PATH "rocattach_watchdog_tool_path"
+#define RA_WATCHDOG_TOOL_PATH_MAX 4096
 
 /* The attach call's argument, in the target's memory (written by the attacher). */
 struct ra_watchdog_call {

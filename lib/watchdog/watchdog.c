@@ -72,6 +72,14 @@ static uint64_t end; /* CLOCK_MONOTONIC by which the owner's detach must come, 0
 
 /* RA_WATCHDOG_WINDOW (protocol.h): the last window's number, and when we closed it ourselves. */
 EXPORT _Atomic uint64_t rocattach_watchdog_window[2];
+/* RA_WATCHDOG_TOOL_PATH (protocol.h): written once, by the first attach that succeeds. */
+EXPORT char rocattach_watchdog_tool_path[RA_WATCHDOG_TOOL_PATH_MAX];
+
+static void keep_tool_path(const char *path)
+{
+	if (!rocattach_watchdog_tool_path[0] && strlen(path) < sizeof(rocattach_watchdog_tool_path))
+		strcpy(rocattach_watchdog_tool_path, path);
+}
 
 static void dbg(const char *fmt, ...)
 {
@@ -227,6 +235,7 @@ EXPORT int rocattach_watchdog_attach(struct ra_watchdog_call *c)
 	c->err = 0;
 	ret = attach((const char *)(uintptr_t)c->env, (const char *)(uintptr_t)c->path);
 	if (!ret) {
+		keep_tool_path((const char *)(uintptr_t)c->path);
 		atomic_store(&rocattach_watchdog_window[1], 0);
 		atomic_fetch_add(&rocattach_watchdog_window[0], 1);
 	}

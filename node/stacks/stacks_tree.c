@@ -300,11 +300,12 @@ json_t *ra_stack_tree_json(const struct ra_stack_tree *t)
 	return node_json((struct node *)&t->root);
 }
 
-/* One frame's name for a folded line: no ';', no newline. */
+/* One frame's name for a folded line: no ';', no newline; an inlined call marked. */
 static void frame_name(const struct ra_frame *f, char *buf, size_t len)
 {
 	if (f->func[0])
-		snprintf(buf, len, "%.*s", (int)len - 1, f->func);
+		snprintf(buf, len, "%.*s%s", (int)len - 12, f->func,
+			 f->inlined ? " [inlined]" : "");
 	else
 		ra_frame_format(f, buf, len);
 	for (char *p = buf; *p; p++)

@@ -5,6 +5,7 @@
  * means "no name here".
  */
 #include "symbolize.h"
+#include "debugfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 struct sym {
 	uint64_t value, size;
 	const char *name; /* in the ELF file's string table */
+	int rank;	  /* of names at one address, the lowest is shown (sym_rank) */
 };
 
 struct module {
@@ -33,6 +35,8 @@ struct module {
 	bool loaded, usable;
 	int fd;
 	Elf *elf;
+	int dbg_fd;   /* its separate debug file (debugfile.h), -1: none */
+	Elf *dbg_elf; /* where .symtab and DWARF come from when the file lacks them */
 	struct sym *syms;
 	size_t n_syms;
 	GElf_Phdr *loads; /* PT_LOAD headers */
@@ -87,6 +91,10 @@ static void module_free(struct module *m)
 		elf_end(m->elf);
 	if (m->fd >= 0)
 		close(m->fd);
+	if (m->dbg_elf)
+		elf_end(m->dbg_elf);
+	if (m->dbg_fd >= 0)
+		close(m->dbg_fd);
 	free(m->syms);
 	free(m->loads);
 	free(m->path);
@@ -120,6 +128,7 @@ static struct module *module_get(struct ra_symbolizer *s, const char *path, unsi
 		return NULL;
 	}
 	m->fd = -1;
+	m->dbg_fd = -1;
 	m->inode = inode;
 	s->mods = grown;
 	s->mods[s->n_mods++] = m;
@@ -202,11 +211,30 @@ static int sym_cmp(const void *a, const void *b)
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
 	/* Sized symbols first at one address: they say where a function ends. */
-	return (x->size == 0) - (y->size == 0);
+	if ((x->size == 0) != (y->size == 0))
+		return (x->size == 0) - (y->size == 0);
+	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* Functions of one symbol table (.symtab or .dynsym), appended. */
-static void read_symtab(struct module *m, Elf_Scn *scn, const GElf_Shdr *sh)
+/*
+ * Of aliases at one address, the exported name (read) before a debug
+ * file's internal ones (__GI___libc_read, __libc_read): .dynsym first, then
+ * global, weak, local; of equals, a name without a leading '_' (getpid, not
+ * __getpid).
+ */
+static int sym_rank(GElf_Word table, const GElf_Sym *sym, const char *name)
+{
+	int bind = GELF_ST_BIND(sym->st_info), r;
+
+	if (table == SHT_DYNSYM)
+		r = bind == STB_LOCAL ? 2 : 0;
+	else
+		r = bind == STB_GLOBAL ? 1 : bind == STB_WEAK ? 2 : 3;
+	return 2 * r + (name[0] == '_');
+}
+
+/* Functions of one symbol table (.symtab or .dynsym) of elf, appended. */
+static void read_symtab(struct module *m, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n, k = 0;
@@ -229,10 +257,11 @@ static void read_symtab(struct module *m, Elf_Scn *scn, const GElf_Shdr *sh)
 		type = GELF_ST_TYPE(sym.st_info);
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
-		name = elf_strptr(m->elf, sh->sh_link, sym.st_name);
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		m->syms[m->n_syms + k++] = (struct sym){sym.st_value, sym.st_size, name};
+		m->syms[m->n_syms + k++] = (struct sym){sym.st_value, sym.st_size, name,
+							sym_rank(sh->sh_type, &sym, name)};
 	}
 	m->n_syms += k;
 }
@@ -270,10 +299,63 @@ static bool same_file(const struct ra_symbolizer *s, const struct module *m, int
 	return stbuf.st_ino == m->inode;
 }
 
+/* The symbol tables of one type in elf, appended; how many there were. */
+static int read_symtabs(struct module *m, Elf *elf, GElf_Word type)
+{
+	Elf_Scn *scn = NULL;
+	int n = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type) {
+			read_symtab(m, elf, scn, &sh);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* A .debug_info section with contents (a debug file's stripped one is SHT_NOBITS). */
+static bool has_dwarf(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return true;
+	}
+	return false;
+}
+
+/* The separate debug file, where the file lacks a .symtab or DWARF (libc6-dbg's). */
+static void debug_file(struct ra_symbolizer *s, struct module *m)
+{
+	m->dbg_fd = ra_debugfile_open(s->root, m->path, m->elf);
+	if (m->dbg_fd < 0)
+		return;
+	m->dbg_elf = elf_begin(m->dbg_fd, ELF_C_READ_MMAP, NULL);
+	if (m->dbg_elf && elf_kind(m->dbg_elf) == ELF_K_ELF)
+		return;
+	if (m->dbg_elf)
+		elf_end(m->dbg_elf);
+	m->dbg_elf = NULL;
+	close(m->dbg_fd);
+	m->dbg_fd = -1;
+}
+
 static void module_load(struct ra_symbolizer *s, struct module *m)
 {
 	char path[2 * PATH_MAX];
-	Elf_Scn *scn = NULL;
 	struct stat pre;
 
 	m->loaded = true;
@@ -288,17 +370,17 @@ static void module_load(struct ra_symbolizer *s, struct module *m)
 	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF)
 		return;
 	read_loads(m);
-	while ((scn = elf_nextscn(m->elf, scn))) {
-		GElf_Shdr sh;
-
-		if (gelf_getshdr(scn, &sh) &&
-		    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
-			read_symtab(m, scn, &sh);
-	}
+	read_symtabs(m, m->elf, SHT_DYNSYM);
+	if (!read_symtabs(m, m->elf, SHT_SYMTAB) || !has_dwarf(m->elf))
+		debug_file(s, m);
+	if (m->dbg_elf)
+		read_symtabs(m, m->dbg_elf, SHT_SYMTAB);
 	if (m->n_syms)
 		qsort(m->syms, m->n_syms, sizeof(*m->syms), sym_cmp);
 #ifdef RA_HAVE_LIBDW
 	m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
+	if (!m->dw && m->dbg_elf)
+		m->dw = dwarf_begin_elf(m->dbg_elf, DWARF_C_READ, NULL);
 #endif
 	m->usable = true;
 }

@@ -22,6 +22,27 @@ else
 	fail "README.md has $lines lines: keep it a newcomer's page, move reference text to docs/"
 fi
 
+# The README's two commands run in a root shell that has no sudo (a minimal Debian): they
+# name no sudo, and the scripts call it only when not root and it exists.
+cmds=$(sed -n '/^## The two commands/,/^## /p' "$S/README.md" | grep -E '^    [^ ]')
+if [ "$(wc -l <<<"$cmds")" -eq 2 ] && ! grep -q sudo <<<"$cmds" &&
+	grep -qx '    ./scripts/demo.sh' <<<"$cmds" && grep -qx '    ./scripts/test.sh' <<<"$cmds"; then
+	ok "the README's two commands name no sudo:$(tr -s ' ' <<<"$cmds" | tr '\n' ' ')"
+else
+	fail "the README's two commands are not ./scripts/demo.sh and ./scripts/test.sh: $cmds"
+fi
+for f in demo.sh test.sh deps.sh build.sh; do
+	# Every line that names sudo (outside comments and messages) is guarded by a root test.
+	bad=$(grep -nE '^[^#]*\bsudo\b' "$S/scripts/$f" | grep -vE 'echo|command -v sudo' |
+		grep -vE 'exec sudo --preserve-env')
+	guard=$(grep -cE 'id -u\)" -ne 0 \] && command -v sudo' "$S/scripts/$f")
+	if [ -z "$bad" ] && { ! grep -qE '^[^#]*exec sudo' "$S/scripts/$f" || [ "$guard" -eq 1 ]; }; then
+		ok "scripts/$f calls sudo only when not root and sudo exists"
+	else
+		fail "scripts/$f runs sudo unguarded: $bad"
+	fi
+done
+
 # A heading's anchor as GitHub makes it: lower case, spaces to '-', other
 # punctuation dropped.
 anchors() {
@@ -63,6 +84,21 @@ if cmake --install "$B" --prefix "$W/prefix" >"$W/install.log" 2>&1; then
 	else
 		fail "cmake --install: the documents are not under share/doc/rocattach-mpi"
 	fi
+	# The installed pages name the prefix given to cmake --install, not the configured one.
+	conf=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$B/CMakeCache.txt")
+	for page in "$W"/prefix/share/man/man1/*.1; do
+		name=$(basename "$page")
+		text=$(sed 's/\\-/-/g' "$page")
+		# The build tree's page names the configured prefix: the install made it again.
+		if grep -qF "$W/prefix/share/doc/rocattach-mpi/" <<<"$text" &&
+			! grep -qF "$conf/" <<<"$text" && grep -qF "$conf/" "$B/share/man/man1/$name"; then
+			ok "installed $name names $W/prefix, not $conf"
+		else
+			fail "installed $name: $(grep -oE "/[A-Za-z0-9_./-]*/(lib|share)/[A-Za-z0-9_./-]*" \
+				<<<"$text" | sort -u | tr '\n' ' ')not under $W/prefix (configured: $conf)"
+		fi
+	done
+	[ -n "$(ls "$W"/prefix/share/man/man1/*.1 2>/dev/null)" ] || fail "no man page installed"
 	for page in "$B"/share/man/man1/*.1; do
 		name=$(basename "$page")
 		if grep -q 'README of' "$page"; then

@@ -38,15 +38,16 @@ static const struct victim_opts *const sides[2] = {&agent_side, &rocm_side};
 static const char *const side_names[2] = {"agent", "rocm"};
 static char errbuf[8192];
 
-static rocattach_status_t attach_with(pid_t pid, const char *mode, uint32_t timeout_ms,
-				      rocattach_report_t *rep)
+static rocattach_status_t attach_at(pid_t pid, const char *mode, uint32_t timeout_ms,
+				    uint64_t start_ns, rocattach_report_t *rep)
 {
 	char knob[64];
 	const char *env[2] = {knob, NULL};
 	rocattach_opts_t o = {.size = sizeof(o),
 			      .tool_libraries = RA_FAULT_TOOL,
 			      .env = env,
-			      .call_timeout_ms = timeout_ms};
+			      .call_timeout_ms = timeout_ms,
+			      .start_ns = start_ns};
 
 	snprintf(knob, sizeof(knob), "ROCP_FAULT_TOOL=%s", mode);
 	memset(rep, 0, sizeof(*rep));
@@ -54,20 +55,36 @@ static rocattach_status_t attach_with(pid_t pid, const char *mode, uint32_t time
 	return rocattach_attach_ex(pid, &o, rep);
 }
 
-/* The tool crashes the target in mode: the attach fails, killed by SIGSEGV, said so. */
-static void crash(int side, const char *mode)
+static rocattach_status_t attach_with(pid_t pid, const char *mode, uint32_t timeout_ms,
+				      rocattach_report_t *rep)
 {
+	return attach_at(pid, mode, timeout_ms, 0, rep);
+}
+
+/*
+ * The tool crashes the target in mode: the attach fails, killed by SIGSEGV,
+ * said so; on our agent's side with the phase it was in (phase), also when
+ * a start time has a starter thread, which we do not trace, run it.
+ */
+static void crash_at(int side, const char *mode, const char *phase, uint64_t start_ns)
+{
+	char want[128];
 	rocattach_report_t rep;
 	struct victim v;
 	int status = 0;
 
-	print_message("%s side, %s\n", side_names[side], mode);
+	print_message("%s side, %s%s\n", side_names[side], mode, start_ns ? ", start time" : "");
 	assert_int_equal(victim_start(&v, sides[side]), 0);
-	assert_int_equal(attach_with(v.pid, mode, 5000, &rep), ROCATTACH_STATUS_ERROR);
+	if (start_ns)
+		start_ns = realtime_ns() + 300 * MS;
+	assert_int_equal(attach_at(v.pid, mode, 5000, start_ns, &rep), ROCATTACH_STATUS_ERROR);
 	print_message("%s\n", rep.message);
 	assert_true(rep.flags & ROCATTACH_REPORT_KILLED);
 	assert_int_equal(rep.signal, SIGSEGV);
 	assert_non_null(strstr(rep.message, "was killed by SIGSEGV during the attach call"));
+	snprintf(want, sizeof(want), "in the tool's %s (", phase);
+	if (side == 0)
+		assert_non_null(strstr(rep.message, want));
 	assert_int_equal(waitpid(v.pid, &status, 0), v.pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
 	assert_int_equal(rocattach_is_attached(v.pid), 0);
@@ -79,14 +96,16 @@ static void test_harm_configure_segv(void **state)
 {
 	(void)state;
 	for (int side = 0; side < 2; side++)
-		crash(side, "configure-segv");
+		crash_at(side, "configure-segv", "rocprofiler_configure", 0);
 }
 
 static void test_harm_tool_attach_segv(void **state)
 {
 	(void)state;
-	for (int side = 0; side < 2; side++)
-		crash(side, "attach-segv");
+	for (int side = 0; side < 2; side++) {
+		crash_at(side, "attach-segv", "tool_attach", 0);
+		crash_at(side, "attach-segv", "tool_attach", 1);
+	}
 }
 
 /*
@@ -187,6 +206,41 @@ static void test_harm_tool_detach_never_returns(void **state)
 			assert_unharmed(&v[i], true);
 			victim_stop(&v[i]);
 		}
+	}
+}
+
+/*
+ * tool_detach crashes at a stop time: our agent runs it on a starter thread
+ * we do not trace; the line still names the phase. ROCm's side has no stop
+ * time (the call itself is made then): its line names the entry point.
+ */
+static void test_harm_tool_detach_segv_at_stop_time(void **state)
+{
+	rocattach_opts_t o = {.size = sizeof(o)};
+	rocattach_report_t rep;
+	struct victim v;
+	int status = 0;
+
+	(void)state;
+	for (int side = 0; side < 2; side++) {
+		assert_int_equal(victim_start(&v, sides[side]), 0);
+		assert_int_equal(attach_with(v.pid, "detach-segv", 5000, &rep),
+				 ROCATTACH_STATUS_SUCCESS);
+		memset(&rep, 0, sizeof(rep));
+		rep.size = sizeof(rep);
+		o.stop_ns = realtime_ns() + 300 * MS;
+		assert_int_equal(rocattach_detach_ex(v.pid, &o, &rep), ROCATTACH_STATUS_ERROR);
+		print_message("%s side: %s\n", side_names[side], rep.message);
+		assert_true(rep.flags & ROCATTACH_REPORT_KILLED);
+		assert_int_equal(rep.signal, SIGSEGV);
+		assert_non_null(
+		    strstr(rep.message, "was killed by SIGSEGV during the detach call, in "));
+		assert_non_null(strstr(rep.message, side == 0 ? "in the tool's tool_detach ("
+							      : "in rocprofiler_register_detach"));
+		assert_int_equal(waitpid(v.pid, &status, 0), v.pid);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+		v.pid = 0;
+		victim_stop(&v);
 	}
 }
 
@@ -594,6 +648,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_harm_configure_segv),
 	    cmocka_unit_test(test_harm_tool_attach_segv),
+	    cmocka_unit_test(test_harm_tool_detach_segv_at_stop_time),
 	    cmocka_unit_test(test_harm_configure_never_returns),
 	    cmocka_unit_test(test_harm_tool_attach_never_returns),
 	    cmocka_unit_test(test_harm_tool_detach_never_returns),

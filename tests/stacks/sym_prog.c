@@ -7,6 +7,8 @@
  *   return <hex> <function> <line>         a return address: the call on that line
  *   inlined <hex> <inner> <line> <outer> <call line>
  *   libc <hex> getpid                      a function of libc (its .dynsym)
+ *   libcmain <hex> __libc_start_call_main  main's return address: a local function of
+ *                                          libc, named only by libc's debug file
  *   maps                                   then the maps, then "end"
  */
 #include <stdio.h>
@@ -72,6 +74,7 @@ int main(void)
 	printf("inlined %lx inlined_helper %d outer_function %d\n", (unsigned long)ret_addr, line,
 	       call_line);
 	printf("libc %lx getpid\n", (unsigned long)(void *)getpid + 1);
+	printf("libcmain %lx __libc_start_call_main\n", (unsigned long)__builtin_return_address(0));
 	printf("maps\n");
 	fflush(stdout);
 	m = fopen("/proc/self/maps", "r");

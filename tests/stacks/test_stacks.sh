@@ -162,8 +162,8 @@ for side in agent rocm inject; do
 	check "$side: snapshot: stuck in stuck_here" snap_has "$W/snap_$side.stacks" stuck stuck_here
 	check "$side: snapshot: both waiters in wait_in_read under read" test "$(awk '
 		/^snapshot / { cur = ($3 == "ok" && $4 == "waiter") }
-		/^  #0 read/ && cur { r = 1 }
-		/^  #1 wait_in_read/ && cur && r { n++; r = 0 }
+		/^snapshot / { prev = "" }
+		/^  #/ && cur { if ($2 == "wait_in_read" && prev == "read") n++; prev = $2 }
 		END { print n + 0 }' "$W/snap_$side.stacks")" -eq 2
 	check "$side: snapshot: the main thread in main" \
 		snap_has "$W/snap_$side.stacks" ra_stacks_targe main
@@ -201,7 +201,7 @@ cat "$W/job.tree"
 check "tree: the stuck threads of ranks 0-2 in one line ending in stuck_here" \
 	grep -Eq '^ *\[0-2\] 3 threads: .*stuck_main > stuck_here$' "$W/job.tree"
 check "tree: the waiters of ranks 0-2 in one line ending in read" \
-	grep -Eq '^ *\[0-2\] 6 threads: .*waiter_main > wait_in_read > read$' "$W/job.tree"
+	grep -Eq '^ *\[0-2\] 6 threads: .*waiter_main > wait_in_read > read( > [^>]*)?$' "$W/job.tree"
 check "tree: the main threads in fgets" grep -Eq '^ *\[0-2\] 3 threads: .*main > fgets' \
 	"$W/job.tree"
 
@@ -396,6 +396,39 @@ check "gone: exit 3, detach failed (got $RC)" test "$RC" -eq 3
 symbolize gone
 check "gone: the tool wrote its file at exit, with samples" \
 	test "$(samples "$W/gone.stacks" stuck)" -ge 1
+
+# 8. --stacks after another tool (docs/stacks.md). Our agent takes another tool list between
+#    windows: rocattach-mpi --stacks works and the tree has the stuck thread. ROCm's side keeps
+#    its first attach's tool path: refused before the process is touched (rocattach under
+#    strace makes no ptrace call), one line naming the kept path and the way out, exit 4; target untraced.
+EXAMPLE=$B/lib/librocattach-example-tool.so
+MPI=$B/bin/rocattach-mpi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for side in agent rocm; do
+	OMPI_COMM_WORLD_RANK=0 start_target "after_$side" "$side" || exit 1
+	ROCPROF_OUTPUT_PATH=$W/o_ex_$side "$ROCATTACH" -p "$TPID" -t "$EXAMPLE" -d 100 \
+		>"$W/ex_$side.rocattach" 2>&1
+	check "after $side: the example tool attached and detached first" test $? -eq 0
+	(cd "$W" && "$MPI" --pid "$TPID" --stacks --report "$W/after_$side.json" </dev/null \
+		>"$W/mpi_$side.out" 2>&1)
+	RC=$?
+	if [ "$side" = agent ]; then
+		check "after agent: --stacks exit 0 (got $RC)" test "$RC" -eq 0
+		check "after agent: the tree has the stuck thread" grep -q stuck_here "$W/mpi_$side.out"
+	else
+		check "after rocm: --stacks exit 4 (got $RC)" test "$RC" -eq 4
+		check "after rocm: one line says ROCm keeps the first tool path and what to do" \
+			test "$(grep -c "ROCm's side keeps the tool path of its first attach ($EXAMPLE) and refuses .*: attach with that tool, or start a new process for another" "$W/mpi_$side.out")" -ge 1
+		strace -f -qq -e trace=ptrace -o "$W/after_rocm.strace" "$ROCATTACH" -p "$TPID" \
+			-t "$TOOL" -d 100 >"$W/after_rocm.rocattach" 2>&1
+		check "after rocm: rocattach refuses too (exit 1), no thread ever traced" test $? -eq 1 -a \
+			"$(grep -c PTRACE_SEIZE "$W/after_rocm.strace")" -eq 0
+		check "after rocm: no stack tool loaded in the target" \
+			test "$(grep -c librocattach-stacks /proc/"$TPID"/maps)" -eq 0
+	fi
+	check "after $side: the target is unharmed" unharmed "after_$side" "$TPID"
+	[ "$failures" -gt 0 ] && cat "$W/mpi_$side.out"
+done
 
 echo "stacks: $((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

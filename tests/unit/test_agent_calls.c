@@ -201,11 +201,45 @@ static int child_lifecycle(void)
 	CHECK(!strcmp(events(me), "configure configure_attach initialize tool_attach "
 				  "tool_detach tool_attach"));
 	CHECK(ag.attach(env, RA_TOOL_PATH ":" RA_TOOL_PATH) == 8);
-	CHECK(strstr(ag.last_error(), "differs from the first attach"));
+	CHECK(strstr(ag.last_error(), "detach before attaching"));
 	CHECK(ag.attach(env, NULL) == 8);
 	CHECK(ag.detach() == 0);
 	free(env);
 	return 0;
+}
+
+/*
+ * Unlike ROCm's side, the agent takes another tool list between windows:
+ * the tools are chosen again; one already configured is reused as it is
+ * (never configured twice), and a list that fails leaves none chosen.
+ */
+static int child_other_list(void)
+{
+	char *env = make_env(NULL);
+	pid_t me = getpid();
+
+	CHECK_OK(agent_load(true));
+	CHECK(ag.attach(env, RA_TOOL_PATH) == 0);
+	CHECK(ag.detach() == 0);
+	CHECK(ag.attach(env, "/nonexistent/libnotool.so") == 6);
+	CHECK(strstr(ag.last_error(), "/nonexistent/libnotool.so"));
+	CHECK(ag.detach() == 8);
+	CHECK(ag.attach(env, RA_TOOL_PATH ":" RA_TOOL_PATH) == 0);
+	CHECK(!strcmp(events(me), "configure configure_attach initialize tool_attach "
+				  "tool_detach tool_attach"));
+	CHECK(ag.detach() == 0);
+	CHECK(ag.attach(env, RA_TOOL_PATH) == 0);
+	CHECK(ag.detach() == 0);
+	CHECK(!strcmp(events(me), "configure configure_attach initialize tool_attach "
+				  "tool_detach tool_attach tool_detach tool_attach tool_detach"));
+	free(env);
+	return 0;
+}
+
+static void test_rocprofiler_register_attach_other_list(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(child_other_list), 0);
 }
 
 /* The child exits normally: the tool must be finalized exactly once. */
@@ -669,6 +703,7 @@ int main(void)
 	    TEST(test_agent_init_starts_listener),
 	    TEST(test_agent_init_without_env),
 	    TEST(test_rocprofiler_register_attach_lifecycle),
+	    TEST(test_rocprofiler_register_attach_other_list),
 	    TEST(test_rocprofiler_register_attach_already_attached),
 	    TEST(test_rocprofiler_register_attach_one_attacher),
 	    TEST(test_rocprofiler_register_attach_failure_restores_env),

@@ -7,6 +7,7 @@
  * names are looked up after it is gone, as the node does.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "../skip.h"
+#include "debugfile.h"
 #include "stackfile.h"
 #include "symbolize.h"
 
@@ -166,11 +168,69 @@ static void test_symbolize_c_with_g(void **state)
 	assert_int_equal(n, 2);
 	assert_string_equal(f[0].func, "inlined_helper");
 	assert_true(f[0].inlined);
+	{
+		char text[1200];
+
+		ra_frame_format(&f[0], text, sizeof(text));
+		assert_true(ends_with(text, " [inlined]"));
+	}
 	assert_int_equal(f[0].line, it->line);
 	assert_string_equal(f[1].func, "outer_function");
 	assert_false(f[1].inlined);
 	assert_int_equal(f[1].line, it->outer_line);
 	assert_true(ends_with(f[1].file, "sym_prog.c"));
+	run_free(&r);
+}
+
+/* libc's debug file (build-id, /usr/lib/debug), if installed (Debian's libc6-dbg), if any. */
+static int libc_debug_file(const struct run *r, char *path, size_t len)
+{
+	const char *p = strstr(r->maps, "/libc.so.6\n"), *start;
+	Elf *elf;
+	int fd, dfd = -1;
+
+	if (!p)
+		return -1;
+	for (start = p; start > r->maps && start[-1] != ' '; start--)
+		;
+	snprintf(path, len, "%.*s", (int)(p + strlen("/libc.so.6") - start), start);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf) {
+		dfd = ra_debugfile_open("", path, elf);
+		elf_end(elf);
+	}
+	close(fd);
+	return dfd;
+}
+
+/* A local function of libc, absent from its .dynsym, named by libc's separate debug file. */
+static void test_symbolize_libc_from_debug_file(void **state)
+{
+	char libc[PATH_MAX];
+	struct ra_frame f[8];
+	struct run r;
+	int n, dfd;
+
+	(void)state;
+	run_program(RA_SYM_C_NOG, &r);
+	dfd = libc_debug_file(&r, libc, sizeof(libc));
+	if (dfd < 0) {
+		run_free(&r);
+		RA_SKIP("no debug file for libc (Debian libc6-dbg; scripts/deps.sh installs it)%s",
+			ra_symbolizer_has_dwarf() ? "" : ", or built without libdw");
+	}
+	close(dfd);
+	n = lookup(&r, item_of(&r, "libcmain", NULL), f, 8);
+	assert_string_equal(f[n - 1].func, "__libc_start_call_main");
+	assert_string_equal(f[n - 1].module, "libc.so.6");
+	assert_true(f[n - 1].file[0] && f[n - 1].line > 0);
+	/* Aliases at one address: the exported name, not an internal one. */
+	n = lookup(&r, item_of(&r, "libc", NULL), f, 8);
+	assert_string_equal(f[n - 1].func, "getpid");
 	run_free(&r);
 }
 
@@ -395,6 +455,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_symbolize_c_with_g),
+	    cmocka_unit_test(test_symbolize_libc_from_debug_file),
 	    cmocka_unit_test(test_symbolize_c_without_g),
 	    cmocka_unit_test(test_symbolize_stripped_names_file_and_offset),
 	    cmocka_unit_test(test_symbolize_cxx_demangled_with_g),
