@@ -5,9 +5,9 @@
  * have the user's whole environment. So, before rank 0 reads anything, the
  * lowest rank on mpirun's node (if there is one and it is not rank 0) sends
  * its ROCP* and ROCATTACH_* variables to rank 0, which takes them as its
- * own; the plan then carries them to every rank (plan.h). Where a node's
- * own variables differ from what the run uses, its worker says so once,
- * one line per variable.
+ * own; the plan then carries them to every rank (plan.h). Where a node
+ * sets a variable to another value than the run's, its worker says so
+ * once, one line per variable.
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -23,7 +23,7 @@
 #define MAX_NOTES 16   /* lines per node; the rest are counted */
 #define SHOWN_VALUE 80 /* bytes of a value shown in a line */
 
-static int env_src;	 /* the rank whose variables the run uses */
+static int env_src; /* the rank whose variables the run uses */
 static char *notes[MAX_NOTES];
 static size_t n_notes, n_more;
 
@@ -99,8 +99,12 @@ static void note(const char *name, const char *here, const char *used, void *arg
 	int r;
 
 	(void)arg;
-	if ((!here && !used) || (here && used && !strcmp(here, used)))
-		return; /* this node gets what it has (an option gave it) */
+	/*
+	 * Unset here: the node takes the run's, the usual case where mpirun
+	 * passed it no variable (-x). The same: an option gave it.
+	 */
+	if (!here || (used && !strcmp(here, used)))
+		return;
 	if (n_notes == MAX_NOTES) {
 		n_more++;
 		return;
@@ -109,17 +113,14 @@ static void note(const char *name, const char *here, const char *used, void *arg
 		snprintf(src, sizeof(src), "rank %d on mpirun's node", env_src);
 	else
 		snprintf(src, sizeof(src), "rank 0");
-	shown(h, sizeof(h), here ? here : "");
+	shown(h, sizeof(h), here);
 	shown(u, sizeof(u), used ? used : "");
-	if (!here)
-		r = asprintf(&line, "%s is not set on this node; the run uses %s, as %s has it",
-			     name, u, src);
-	else if (!used)
+	if (!used)
 		r = asprintf(&line, "%s is %s on this node; the run unsets it, as %s has none",
 			     name, h, src);
 	else
-		r = asprintf(&line, "%s is %s on this node; the run uses %s, as %s has it", name,
-			     h, u, src);
+		r = asprintf(&line, "%s is %s on this node; the run uses %s, as %s has it", name, h,
+			     u, src);
 	if (r < 0)
 		rm_out_of_memory();
 	notes[n_notes++] = line;
@@ -181,14 +182,18 @@ static void take_env(struct ctx *c)
 	if (!buf[0]) {
 		env_src = 0; /* it said why */
 	} else if (rm_plan_env_decode(buf, RM_PLAN_ENV_MAX, &p, err, sizeof(err))) {
-		rm_rank_error(&c->self, "the variables of rank %d (on mpirun's node): %s: rank 0's "
-			      "are used", env_src, err);
+		rm_rank_error(&c->self,
+			      "the variables of rank %d (on mpirun's node): %s: rank 0's "
+			      "are used",
+			      env_src, err);
 		env_src = 0;
 	} else {
 		rm_user_env_note(&p);
 		if (rm_plan_apply_env(&p))
-			rm_rank_error(&c->self, "cannot set the variables of rank %d (on mpirun's "
-				      "node) here: the run may mix them with rank 0's", env_src);
+			rm_rank_error(&c->self,
+				      "cannot set the variables of rank %d (on mpirun's "
+				      "node) here: the run may mix them with rank 0's",
+				      env_src);
 	}
 	rm_plan_free(&p);
 	free(buf);

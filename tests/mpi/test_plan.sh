@@ -4,6 +4,9 @@
 # another tool library and output path, a variable only it has) acts on rank 0's plan.
 # Two launcher ranks on this machine, each in a PID namespace of its own with one
 # example target (--one-node-per-rank: each rank is a node that sees only its target).
+# Each variable a rank sets to another value than the run's is named once, by that rank.
+# Then the settings only on mpirun's node (rank 1 there, rank 0 made to look remote):
+# rank 1's variables are the run's, on rank 0 too.
 # Then a rank whose signalfd fails: every rank stops before touching a target, saying why.
 B=${1:?usage: test_plan.sh BUILD_DIR [NO_SIGNALFD_SHIM]}
 SHIM=${2:-}
@@ -64,7 +67,7 @@ check "rank 0 names nothing" bash -c "! grep -q ':0\] warning' '$W/out'"
 # a rank on another node (Open MPI's mpirun and local daemon differ there: without
 # the first, and in a PID namespace, it finds no mpirun above it); rank 1 alone has
 # the user's settings (as -x would be needed to send them to another node).
-mapfile -d '' -t r0b < <(rank -u OMPI_MCA_orte_hnp_uri)
+mapfile -d '' -t r0b < <(rank -u OMPI_MCA_orte_hnp_uri ROCPROF_OUTPUT_PATH="$W/wrong")
 mapfile -d '' -t r1b < <(rank ROCPROF_ATTACH_DURATION=300 ROCPROF_ATTACH_TOOL_LIBRARY="$TOOL" \
 	ROCPROF_OUTPUT_PATH="$W/t2")
 mkdir -p "$W/t2"
@@ -79,9 +82,12 @@ check "the window is rank 1's ROCPROF_ATTACH_DURATION (300 ms)" jq -e \
 	 ((.stop_ns - .start_ns - 300000000) | fabs) < 1000' "$W/r.json"
 check "both targets ran rank 1's tool, writing where rank 1 said" test \
 	"$(cat "$W"/t2/rocattach-tool.*.log 2>/dev/null | grep -c '^tool_detach ')" -eq 2
-check "rank 0 names rank 1's output path once, as the one used" test "$(grep -cF \
-	"[$(hostname):0] warning: ROCPROF_OUTPUT_PATH is not set on this node; the run uses '$W/t2', as rank 1 on mpirun's node has it" \
+check "rank 0 names its own output path once, and rank 1's as the one used" test "$(grep -cF \
+	"[$(hostname):0] warning: ROCPROF_OUTPUT_PATH is '$W/wrong' on this node; the run uses '$W/t2', as rank 1 on mpirun's node has it" \
 	"$W/out3")" -eq 1
+check "rank 0 names nothing else (it lacked the others: it takes them)" test \
+	"$(grep -c ':0\] warning' "$W/out3")" -eq 1
+check "nothing went where rank 0's own environment said" test -z "$(ls -A "$W/wrong")"
 check "rank 1 names nothing" bash -c "! grep -q ':1\] warning' '$W/out3'"
 
 if [ -n "$SHIM" ]; then
