@@ -84,13 +84,16 @@ static bool on_mpirun_node(void)
 	return false;
 }
 
-/* A value as a line shows it: quoted, cut at SHOWN_VALUE bytes. */
+/* A value as a line shows it: quoted, cut at SHOWN_VALUE bytes, no control bytes. */
 static void shown(char *out, size_t len, const char *v)
 {
 	if (strlen(v) > SHOWN_VALUE)
 		snprintf(out, len, "'%.*s...'", SHOWN_VALUE, v);
 	else
 		snprintf(out, len, "'%s'", v);
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 }
 
 static void note(const char *name, const char *here, const char *used, void *arg)
