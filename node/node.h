@@ -99,6 +99,7 @@ struct rn_target {
 	uid_t uid;
 	pid_t ppid;
 	char exe[64];  /* basename of the executable */
+	char job[64];  /* its MPI job's id, as --mpi-job takes it ("" if none) */
 	bool listener; /* has a rocp-bg-attach thread */
 	int side;      /* enum rocattach_target_side: whose listener (0: unknown) */
 	struct rn_topo topo;

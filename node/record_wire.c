@@ -7,7 +7,7 @@
  *   header: char magic[8] "RNREC1\0\0", uint32 version (REC_VERSION), uint32 count,
  *           char host[256]
  *   count entries, each field by field:
- *     int64 pid, nspid, rank, uid, ppid; char exe[64]; int32 listener, side;
+ *     int64 pid, nspid, rank, uid, ppid; char exe[64], job[64]; int32 listener, side;
  *     char cpus[64], numa[32], gpus[128]; int32 n_cpus;
  *     int32 state, status, agent_status, windows;
  *     uint64 attach_start_ns, attach_end_ns, detach_start_ns, detach_end_ns;
@@ -33,15 +33,16 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 6u
+#define REC_VERSION 7u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
 #define REC_ENTRY_SIZE                                                                             \
-	(5 * 8 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 512 + 4 + 8 + 4 + 1 +        \
+	(5 * 8 + 64 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 512 + 4 + 8 + 4 + 1 +   \
 	 RN_TOOLS_MAX + 8)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
+_Static_assert(sizeof(((struct rn_target *)0)->job) == 64, "job width is on the wire");
 _Static_assert(sizeof(((struct rn_topo *)0)->cpus) == 64, "cpus width is on the wire");
 _Static_assert(sizeof(((struct rn_topo *)0)->numa) == 32, "numa width is on the wire");
 _Static_assert(sizeof(((struct rn_topo *)0)->gpus) == 128, "gpus width is on the wire");
@@ -90,6 +91,7 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_i64(p, t->uid);
 	p = put_i64(p, t->ppid);
 	p = put_str(p, t->exe, sizeof(t->exe));
+	p = put_str(p, t->job, sizeof(t->job));
 	p = put_i32(p, t->listener);
 	p = put_i32(p, t->side);
 	p = put_str(p, t->topo.cpus, sizeof(t->topo.cpus));
@@ -174,6 +176,7 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 
 	p = unpack_ids(p, t);
 	p = get_str(p, t->exe, sizeof(t->exe));
+	p = get_str(p, t->job, sizeof(t->job));
 	p = get(p, &listener, sizeof(listener));
 	p = get(p, &side, sizeof(side));
 	p = get_str(p, t->topo.cpus, sizeof(t->topo.cpus));

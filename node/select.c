@@ -136,9 +136,15 @@ static int tree_of(struct sel_ctx *c, pid_t pid, const char *opt, pid_t **v, siz
 {
 	int r = ra_tree(c->procfs, pid, v, n);
 
+	/* An mpirun elsewhere (a head node) has no pid here: its job has an ID. */
 	if (r == -ESRCH)
-		return rn_sel_fail(c, "process %d does not exist: check %s (PIDs are this node's)",
-				   (int)pid, opt);
+		return rn_sel_fail(c,
+				   "process %d does not exist: check %s (PIDs are this node's%s)",
+				   (int)pid, opt,
+				   strcmp(opt, "--mpirun-pid") ? ""
+							       : "; for an mpirun on another node, "
+								 "such as a head node, select its "
+								 "job with --mpi-job=ID");
 	if (r < 0)
 		return rn_sel_fail(c, "listing the descendants of process %d: %s", (int)pid,
 				   strerror(-r));
@@ -425,6 +431,8 @@ static void fill_target(struct sel_ctx *c, struct sel_proc *p, struct rn_target 
 	t->nspid = p->st.nspid_n > 0 ? p->st.nspid[p->st.nspid_n - 1] : p->pid;
 	env = rn_sel_proc_env(c, p, &len);
 	t->rank = rn_environ_rank(env, len, c->sel->rank_var);
+	if (env)
+		rn_environ_job(env, len, t->job, sizeof(t->job));
 	t->uid = p->st.uid_real;
 	t->ppid = p->st.ppid;
 	snprintf(t->exe, sizeof(t->exe), "%s", p->exe);

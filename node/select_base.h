@@ -96,6 +96,8 @@ bool rn_sel_in_scope(const struct sel_ctx *c, uid_t uid);
 const char *rn_environ_get(const char *env, size_t len, const char *name, size_t *vlen);
 /* The job rank an environ blob gives, -1 if none (see select.c). */
 long rn_environ_rank(const char *env, size_t len, const char *rank_var);
+/* The MPI job id an environ blob gives, as --mpi-job takes it, into out ("" if none). */
+void rn_environ_job(const char *env, size_t len, char *out, size_t olen);
 /*
  * The Slurm job and step of a /proc/PID/cgroup text: 1 with *job and *step
  * (STEP_NONE when no step directory follows the job's), or 0 if no line names a job.

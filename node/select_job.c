@@ -331,6 +331,17 @@ int rn_sel_parse_slurm_step(struct sel_ctx *c, const char *arg)
 
 /* ---- MPI jobs ---- */
 
+void rn_environ_job(const char *env, size_t len, char *out, size_t olen)
+{
+	const char *val = NULL;
+	size_t i, vlen = 0;
+
+	for (i = 0; !val && i < RN_ARRAY_SIZE(mpi_job_vars); i++)
+		val = rn_environ_get(env, len, mpi_job_vars[i], &vlen);
+	/* Cut, not wrapped: an id longer than the field is shown as far as it goes. */
+	snprintf(out, olen, "%.*s", val ? (int)(vlen < olen ? vlen : olen - 1) : 0, val ? val : "");
+}
+
 /* Same job ids as the launcher: under the same mpirun or srun step. */
 static bool in_own_mpi_job(const struct sel_ctx *c, const char *env, size_t len)
 {

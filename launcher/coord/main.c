@@ -33,6 +33,7 @@
 #include "rocprofv3.h"
 #include "stacks_tree.h"
 #include "tree.h"
+#include "user_env.h"
 
 /* The library's messages, prefixed host:rank so thousands of ranks stay readable. */
 static void log_cb(int level, const char *msg, void *user)
@@ -60,7 +61,7 @@ static void log_cb(int level, const char *msg, void *user)
  * after MPI_Init: a rank that never joins (dead, or its node cut off)
  * ends the run rather than hanging it.
  */
-static void startup_wait(struct ctx *c, MPI_Request *req)
+void startup_wait(struct ctx *c, MPI_Request *req)
 {
 	uint64_t deadline = c->setup_at[1] + STARTUP_TIMEOUT_NS;
 	int done = 0;
@@ -92,9 +93,14 @@ static void bcast_plan(struct ctx *c, char **text)
 	uint64_t len = c->self.rank == 0 ? strlen(*text) + 1 : 0;
 
 	bcast(c, &len, 1, MPI_UINT64_T);
+	if (len > RM_PLAN_MAX) {
+		rm_rank_error(&c->self, "rank 0's plan takes %llu bytes, more than %d: ending",
+			      (unsigned long long)len, RM_PLAN_MAX);
+		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
+	}
 	if (c->self.rank != 0)
 		*text = malloc(len ? len : 1);
-	if (!*text || len > INT_MAX)
+	if (!*text)
 		MPI_Abort(MPI_COMM_WORLD, RM_EXIT_ERROR);
 	bcast(c, *text, (int)len, MPI_CHAR);
 }
@@ -119,7 +125,10 @@ static int configure(struct ctx *c, int argc, char **argv)
 	char err[512], *text = NULL;
 	int code = 0, bad = 0, any = 0;
 
+	rm_user_env_gather(c);
 	if (c->self.rank == 0) {
+		/* What the user set, before the options add theirs. */
+		rm_plan_keep_user_env();
 		c->argc = argc;
 		c->argv = argv;
 		if (c->self.sfd < 0) {
@@ -145,6 +154,12 @@ static int configure(struct ctx *c, int argc, char **argv)
 				&c->o, c->o.verbose ? (c->o.dry_run ? stdout : stderr) : NULL, err,
 				sizeof(err)))) {
 			rm_say_to(&c->self, stderr, "%s", err);
+		} else if (rm_plan_env_bytes() > RM_PLAN_ENV_MAX) {
+			code = RM_EXIT_USAGE;
+			rm_say_to(&c->self, stderr,
+				  "the ROCP* and ROCATTACH_* variables take more than %d bytes, "
+				  "too many to send to every node: unset some, or give options",
+				  RM_PLAN_ENV_MAX);
 		} else if (!(text = rm_plan_encode(&c->o))) {
 			rm_say_to(&c->self, stderr, "cannot encode the plan: out of memory");
 			code = RM_EXIT_ERROR;
@@ -162,6 +177,8 @@ static int configure(struct ctx *c, int argc, char **argv)
 				       "cannot read its signals (signalfd: %s): a "
 				       "stop by signal would be lost",
 				       strerror(c->self.sfd_errno)) > 0;
+		if (!bad)
+			rm_user_env_note(&c->plan);
 		if (!bad && rm_plan_apply_env(&c->plan))
 			bad =
 			    snprintf(err, sizeof(err), "cannot set rank 0's environment here") > 0;
@@ -507,6 +524,7 @@ int main(int argc, char **argv)
 	c.setup_at[2] = ra_monotonic_ns();
 	init_run(&c);
 	elect(&c);
+	rm_user_env_say(&c.self, c.part.worker);
 	c.setup_at[3] = ra_monotonic_ns();
 	wire_plan(&c);
 	select_targets(&c);

@@ -27,6 +27,8 @@ struct ctx {
 	uint64_t setup_at[4];
 };
 
+/* A start-up collective or message, waited for until STARTUP_TIMEOUT_NS after MPI_Init. */
+void startup_wait(struct ctx *c, MPI_Request *req);
 /* Rank 0: the end of the run to every live rank, with the exit code. */
 void rm_send_end(struct ctx *c, int code);
 /* Rank 0: the end order, the files, then the summary: it is the last thing printed. */

@@ -31,6 +31,7 @@ enum {
 	TAG_READY = 22,	  /* the sender's subtree's attaches are done (struct rm_ready, notes) */
 	TAG_RECORDS = 23, /* the sender's subtree's records (a bundle, flow_records.c) */
 	TAG_ADOPT = 24,	  /* the sender (an ancestor) is this rank's parent now (struct rm_adopt) */
+	TAG_USER_ENV = 30, /* start-up: mpirun's node's variables to rank 0 (user_env.c) */
 };
 
 /* STOP and GONE up the tree: the rank where it happened, and the signal (GONE: 1). */

@@ -11,7 +11,7 @@
 extern char **environ;
 
 /* The variables a plan carries: the tools' settings and the library's own. */
-static bool planned_var(const char *name)
+bool rm_plan_var(const char *name)
 {
 	return !strncmp(name, "ROCP", 4) || !strncmp(name, "ROCATTACH_", 10);
 }
@@ -52,6 +52,7 @@ static json_t *ranks_json(const struct rm_opts *o)
 static json_t *env_json(void)
 {
 	json_t *e = json_object();
+	size_t bytes = 0;
 
 	for (char **p = environ; e && p && *p; p++) {
 		const char *eq = strchr(*p, '=');
@@ -61,12 +62,144 @@ static json_t *env_json(void)
 			continue;
 		memcpy(name, *p, (size_t)(eq - *p));
 		name[eq - *p] = '\0';
-		if (planned_var(name) && json_object_set_new(e, name, json_string(eq + 1))) {
+		if (!rm_plan_var(name))
+			continue;
+		bytes += strlen(*p) + 8;
+		if (bytes > RM_PLAN_ENV_MAX || json_object_set_new(e, name, json_string(eq + 1))) {
 			json_decref(e);
 			return NULL;
 		}
 	}
 	return e;
+}
+
+/* Rank 0's variables as the user set them (rm_plan_keep_user_env), NULL: not kept. */
+static json_t *user_env;
+
+void rm_plan_keep_user_env(void)
+{
+	json_decref(user_env);
+	user_env = env_json();
+}
+
+size_t rm_plan_env_bytes(void)
+{
+	size_t bytes = 0;
+
+	for (char **p = environ; p && *p; p++)
+		if (rm_plan_var(*p) && strchr(*p, '='))
+			bytes += strlen(*p) + 8;
+	return bytes;
+}
+
+char *rm_plan_env_encode(void)
+{
+	json_t *e = env_json();
+	char *text;
+
+	if (!e)
+		return NULL;
+	text = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	return text;
+}
+
+/* A name a plan may set: ours, of sane length, no '=' (setenv would refuse it). */
+static bool env_name_ok(const char *name)
+{
+	return rm_plan_var(name) && strlen(name) < 256 && !strchr(name, '=');
+}
+
+/* An "env" object: every name one a plan may set, every value a string. */
+static bool env_obj_ok(json_t *env)
+{
+	const char *name;
+	json_t *v;
+
+	if (!json_is_object(env))
+		return false;
+	json_object_foreach (env, name, v)
+		if (!env_name_ok(name) || !json_is_string(v))
+			return false;
+	return true;
+}
+
+int rm_plan_env_decode(const char *text, size_t len, struct rm_plan *p, char *err, size_t elen)
+{
+	json_error_t je;
+	json_t *env;
+
+	p->json = NULL;
+	if (len > RM_PLAN_ENV_MAX || !memchr(text, '\0', len)) {
+		snprintf(err, elen, "more than %d bytes, or not a string", RM_PLAN_ENV_MAX);
+		return -1;
+	}
+	env = json_loads(text, 0, &je);
+	if (!env) {
+		snprintf(err, elen, "not JSON: %s", je.text);
+		return -1;
+	}
+	if (!env_obj_ok(env)) {
+		snprintf(err, elen, "not an object of ROCP* and ROCATTACH_* strings");
+		json_decref(env);
+		return -1;
+	}
+	p->json = json_pack("{s:o}", "env", env);
+	if (!p->json) {
+		snprintf(err, elen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* This process's value of name ("NAME=value" entries), or NULL. */
+static const char *own_value(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/* The value the run uses for name: the plan's, NULL if it unsets it. */
+static const char *used_value(const struct rm_plan *p, const char *name)
+{
+	return json_string_value(json_object_get(json_object_get(p->json, "env"), name));
+}
+
+size_t rm_plan_env_diff(const struct rm_plan *p, rm_plan_diff_fn fn, void *arg)
+{
+	json_t *env = json_object_get(p->json, "user_env"), *v;
+	const char *name, *here;
+	size_t n = 0;
+
+	if (!env)
+		env = json_object_get(p->json, "env");
+	/* Theirs: set there, and here unset or another value. */
+	json_object_foreach (env, name, v) {
+		here = own_value(name);
+		if (!here || strcmp(here, json_string_value(v))) {
+			fn(name, here, used_value(p, name), arg);
+			n++;
+		}
+	}
+	/* Ours alone: set here, unset there. */
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name_buf[256];
+
+		if (!eq || !rm_plan_var(*e) || (size_t)(eq - *e) >= sizeof(name_buf))
+			continue;
+		memcpy(name_buf, *e, (size_t)(eq - *e));
+		name_buf[eq - *e] = '\0';
+		if (!json_object_get(env, name_buf)) {
+			fn(name_buf, eq + 1, used_value(p, name_buf), arg);
+			n++;
+		}
+	}
+	return n;
 }
 
 char *rm_plan_encode(const struct rm_opts *o)
@@ -97,6 +230,10 @@ char *rm_plan_encode(const struct rm_opts *o)
 			  str_or_null(o->timeline), "trace", str_or_null(o->trace), "verbose",
 			  o->verbose, "help", o->help, "version", o->version, "env", env_json(),
 			  "call_timeout_ms", (json_int_t)o->call_timeout_ms))) {
+		json_decref(j);
+		return NULL;
+	}
+	if (user_env && json_object_set(j, "user_env", user_env)) {
 		json_decref(j);
 		return NULL;
 	}
@@ -200,7 +337,8 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	    get_str(j, "mpi_job", &o->sel.mpi_job) || get_str(j, "exe", &o->sel.exe) ||
 	    get_str(j, "rank_var", &o->sel.rank_var) || get_str(j, "tools", &o->tools) ||
 	    get_str(j, "report", &o->report) || get_str(j, "timeline", &o->timeline) ||
-	    get_str(j, "trace", &o->trace) || get_ranks(j, o) || !json_is_object(env)) {
+	    get_str(j, "trace", &o->trace) || get_ranks(j, o) || !env_obj_ok(env) ||
+	    (json_object_get(j, "user_env") && !env_obj_ok(json_object_get(j, "user_env")))) {
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");
 		return -1;
 	}
@@ -255,7 +393,7 @@ int rm_plan_apply_env(const struct rm_plan *p)
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 
-		if (!eq || !planned_var(*e))
+		if (!eq || !rm_plan_var(*e))
 			continue;
 		ours[n] = strndup(*e, (size_t)(eq - *e));
 		if (!ours[n])
@@ -270,7 +408,7 @@ int rm_plan_apply_env(const struct rm_plan *p)
 	}
 	free(ours);
 	json_object_foreach (env, name, v) {
-		if (!planned_var(name) || !json_is_string(v) ||
+		if (!rm_plan_var(name) || !json_is_string(v) ||
 		    setenv(name, json_string_value(v), 1))
 			ret = -1;
 	}

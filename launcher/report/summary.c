@@ -670,6 +670,8 @@ static void print_dry_target(FILE *f, const struct rn_target *t)
 		snprintf(rank, sizeof(rank), "-");
 	fprintf(f, "  %-15s %6s %6u  ", pid, rank, (unsigned)t->uid);
 	put_col(f, t->exe, sizeof(t->exe), 16);
+	fputc(' ', f);
+	put_col(f, t->job[0] ? t->job : "-", sizeof(t->job), 24);
 	fprintf(f, " %-8s  ",
 		!t->listener			  ? "no"
 		: t->side == ROCATTACH_SIDE_ROCM  ? "rocm"
@@ -706,8 +708,8 @@ void rm_print_dry_run(FILE *f, const struct rm_node *nodes, size_t n_nodes)
 				fputs("  (no matching processes)\n", f);
 			continue;
 		}
-		fprintf(f, "  %-15s %6s %6s  %-16s %-8s  %-13s %-5s %s\n", "pid (nspid)", "rank",
-			"uid", "exe", "listener", "cpus", "numa", "gpus");
+		fprintf(f, "  %-15s %6s %6s  %-16s %-24s %-8s  %-13s %-5s %s\n", "pid (nspid)",
+			"rank", "uid", "exe", "job", "listener", "cpus", "numa", "gpus");
 		t = rm_targets(&nodes[i], &h);
 		for (k = 0; t && k < nodes[i].n; k++)
 			print_dry_target(f, &t[k]);

@@ -4,7 +4,8 @@
 # does and is named; a signal that finds every target ended is the job's end;
 # a target that exits is not an error; the trace's attach calls agree with the
 # report; the default tool's fix is whole; the hint to end a window without -d;
-# --mpirun-pid refuses an mpirun spanning nodes; the timeline's bar is the
+# --mpirun-pid refuses an mpirun spanning nodes, and for a pid not on this node hints
+# at --mpi-job; the dry run shows each rank's job id; the timeline's bar is the
 # tools' window and no label sits on a window line.
 B=${1:?usage: test_messages.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
@@ -217,8 +218,17 @@ mpirun -np 1 "$LAUNCHER" --mpirun-pid "$FAKE" --dry-run </dev/null >"$W/l9b.out"
 rc=$?
 check "mpirun on one node: its rank listed, exit 0 (got $rc)" test "$rc" -eq 0
 check "mpirun on one node: found 1 target" grep -q "found 1 target" "$W/l9b.out"
+check "the dry run shows the rank's job id (what --mpi-job takes)" grep -Eq \
+	"^  [0-9]+ +0 +[0-9]+  sleep +fakejob +" "$W/l9b.out"
 pkill -P "$FAKE"
 wait "$FAKE"
+# 9c. --mpirun-pid of a process not on this node (an mpirun on a head node): the hint.
+mpirun -np 1 "$LAUNCHER" --mpirun-pid "$FAKE" --dry-run </dev/null >"$W/l9c.out" 2>&1
+rc=$?
+check "mpirun not on this node: exit 3 (got $rc)" test "$rc" -eq 3
+check "mpirun not on this node: the hint names --mpi-job=ID" grep -q \
+	"process $FAKE does not exist: check --mpirun-pid (PIDs are this node's; for an mpirun on another node, such as a head node, select its job with --mpi-job=ID)" \
+	"$W/l9c.out"
 
 # 10. An output in a missing directory: one line that reads as a sentence (it was
 #     "directory '/x' No such file or directory").

@@ -4,6 +4,9 @@
 # another tool library and output path, a variable only it has) acts on rank 0's plan.
 # Two launcher ranks on this machine, each in a PID namespace of its own with one
 # example target (--one-node-per-rank: each rank is a node that sees only its target).
+# Each variable a rank sets to another value than the run's is named once, by that rank.
+# Then the settings only on mpirun's node (rank 1 there, rank 0 made to look remote):
+# rank 1's variables are the run's, on rank 0 too.
 # Then a rank whose signalfd fails: every rank stops before touching a target, saying why.
 B=${1:?usage: test_plan.sh BUILD_DIR [NO_SIGNALFD_SHIM]}
 SHIM=${2:-}
@@ -50,6 +53,42 @@ check "the window is rank 0's ROCPROF_ATTACH_DURATION (300 ms): $(jq -c '.window
 check "both targets ran rank 0's tool, writing where rank 0 said" test \
 	"$(cat "$W"/t/rocattach-tool.*.log 2>/dev/null | grep -c '^tool_detach ')" -eq 2
 check "nothing went where rank 1's own environment said" test -z "$(ls -A "$W/wrong")"
+# Each variable that differs is named once, by its node, with the value used.
+# (Each rank here is the only one of its "node" and mpirun's ranks are all on this
+# node, so rank 0 is the lowest there: its variables are the run's.)
+for v in "ROCPROF_ATTACH_DURATION is 'junk' on this node; the run uses '300', as rank 0 has it" \
+	"ROCPROF_OUTPUT_PATH is '$W/wrong' on this node; the run uses '$W/t', as rank 0 has it" \
+	"ROCP_ONLY_ON_RANK1 is '1' on this node; the run unsets it, as rank 0 has none"; do
+	check "rank 1 names it once: $v" test "$(grep -cF "[$(hostname):1] warning: $v" "$W/out")" -eq 1
+done
+check "rank 0 names nothing" bash -c "! grep -q ':0\] warning' '$W/out'"
+
+# mpirun's node: the lowest rank there is the source. Rank 0 is made to look like
+# a rank on another node (Open MPI's mpirun and local daemon differ there: without
+# the first, and in a PID namespace, it finds no mpirun above it); rank 1 alone has
+# the user's settings (as -x would be needed to send them to another node).
+mapfile -d '' -t r0b < <(rank -u OMPI_MCA_orte_hnp_uri ROCPROF_OUTPUT_PATH="$W/wrong")
+mapfile -d '' -t r1b < <(rank ROCPROF_ATTACH_DURATION=300 ROCPROF_ATTACH_TOOL_LIBRARY="$TOOL" \
+	ROCPROF_OUTPUT_PATH="$W/t2")
+mkdir -p "$W/t2"
+rm -f "$W/r.json"
+timeout 120 mpirun --bind-to none --mca btl self,tcp "${r0b[@]}" : "${r1b[@]}" </dev/null \
+	>"$W/out3" 2>&1
+rc=$?
+check "settings only on mpirun's node (rank 1): exit 0 (got $rc)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$W/out3" >&2
+check "the window is rank 1's ROCPROF_ATTACH_DURATION (300 ms)" jq -e \
+	'.windows[0] | .stop_reason == "duration" and
+	 ((.stop_ns - .start_ns - 300000000) | fabs) < 1000' "$W/r.json"
+check "both targets ran rank 1's tool, writing where rank 1 said" test \
+	"$(cat "$W"/t2/rocattach-tool.*.log 2>/dev/null | grep -c '^tool_detach ')" -eq 2
+check "rank 0 names its own output path once, and rank 1's as the one used" test "$(grep -cF \
+	"[$(hostname):0] warning: ROCPROF_OUTPUT_PATH is '$W/wrong' on this node; the run uses '$W/t2', as rank 1 on mpirun's node has it" \
+	"$W/out3")" -eq 1
+check "rank 0 names nothing else (it lacked the others: it takes them)" test \
+	"$(grep -c ':0\] warning' "$W/out3")" -eq 1
+check "nothing went where rank 0's own environment said" test -z "$(ls -A "$W/wrong")"
+check "rank 1 names nothing" bash -c "! grep -q ':1\] warning' '$W/out3'"
 
 if [ -n "$SHIM" ]; then
 	# rank 1 cannot read its signals (signalfd fails): it would ignore scancel's SIGTERM.

@@ -61,12 +61,14 @@ void make_target(struct rn_target *t, size_t i, bool long_strings)
 		t->tools[k] = (uint8_t)((i + k) % (ROCATTACH_TOOL_FAILED + 1));
 	if (long_strings) {
 		fill_str(t->exe, sizeof(t->exe), "x\"\n\\\xc3\xa9", i);
+		fill_str(t->job, sizeof(t->job), "slurm.pmix.", i);
 		fill_str(t->topo.cpus, sizeof(t->topo.cpus), "0-3,", i);
 		fill_str(t->topo.numa, sizeof(t->topo.numa), "0,1", i);
 		fill_str(t->topo.gpus, sizeof(t->topo.gpus), "card0(0000:c1:00.0),", i);
 		fill_str(t->message, sizeof(t->message), "err \"q\"\t\x01\n\xe2\x82\xac ", i);
 	} else {
 		snprintf(t->exe, sizeof(t->exe), "app_%zu", i);
+		snprintf(t->job, sizeof(t->job), "%zu", 1000 + i);
 		snprintf(t->topo.cpus, sizeof(t->topo.cpus), "%zu", i % 2);
 		snprintf(t->topo.numa, sizeof(t->topo.numa), "0");
 		snprintf(t->message, sizeof(t->message), "%s", i % 2 ? "" : "ptrace: \"EPERM\"\n");

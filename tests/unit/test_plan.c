@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One plan on every rank (launcher/opts/plan.c): what rank 0 resolved, taken as it is. */
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -231,6 +232,74 @@ static void test_plan_refuses_damage(void **state)
 	}
 }
 
+/*
+ * The variables a rank on mpirun's node sends rank 0: taken only whole and
+ * well formed; what differs here is named with the value the run uses.
+ */
+struct diffs {
+	char line[4][256];
+	size_t n;
+};
+
+static void diff_cb(const char *name, const char *here, const char *used, void *arg)
+{
+	struct diffs *d = arg;
+
+	if (d->n < 4)
+		snprintf(d->line[d->n++], sizeof(d->line[0]), "%s %s %s", name,
+			 here ? here : "(unset)", used ? used : "(unset)");
+}
+
+static void test_plan_env_from_mpirun_node(void **state)
+{
+	static const char ok[] = "{\"ROCPROF_OUTPUT_PATH\":\"/w/o\",\"ROCP_NEW\":\"1\"}";
+	static const char *const bad[] = {
+	    "{\"PATH\":\"/bin\"}", "{\"ROCP_A\":1}", "[]", "not json", "{\"ROCP_A=B\":\"x\"}",
+	};
+	struct rm_plan p = {0};
+	struct diffs d = {0};
+	char *big;
+
+	(void)state;
+	/* None of ours to begin with (the test's environment may have some): "{}" applied. */
+	assert_int_equal(rm_plan_env_decode("{}", 3, &p, err, sizeof(err)), 0);
+	assert_int_equal(rm_plan_apply_env(&p), 0);
+	rm_plan_free(&p);
+	setenv("ROCPROF_OUTPUT_PATH", "/here", 1);
+	setenv("ROCP_ONLY_HERE", "x", 1);
+	unsetenv("ROCP_NEW");
+	assert_int_equal(rm_plan_env_decode(ok, sizeof(ok), &p, err, sizeof(err)), 0);
+	assert_int_equal(rm_plan_env_diff(&p, diff_cb, &d), 3);
+	assert_string_equal(d.line[0], "ROCPROF_OUTPUT_PATH /here /w/o");
+	assert_string_equal(d.line[1], "ROCP_NEW (unset) 1");
+	assert_string_equal(d.line[2], "ROCP_ONLY_HERE x (unset)");
+	assert_int_equal(rm_plan_apply_env(&p), 0);
+	assert_string_equal(getenv("ROCPROF_OUTPUT_PATH"), "/w/o");
+	assert_string_equal(getenv("ROCP_NEW"), "1");
+	assert_null(getenv("ROCP_ONLY_HERE"));
+	rm_plan_free(&p);
+	unsetenv("ROCPROF_OUTPUT_PATH");
+	unsetenv("ROCP_NEW");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(
+		    rm_plan_env_decode(bad[i], strlen(bad[i]) + 1, &p, err, sizeof(err)), -1);
+		assert_null(p.json);
+		assert_true(err[0] != '\0');
+	}
+	/* No NUL within the length: refused, nothing read past it. */
+	assert_int_equal(rm_plan_env_decode(ok, sizeof(ok) - 1, &p, err, sizeof(err)), -1);
+	/* Longer than the bound: refused. */
+	big = calloc(1, RM_PLAN_ENV_MAX + 2);
+	assert_non_null(big);
+	memset(big, ' ', RM_PLAN_ENV_MAX);
+	big[0] = '{';
+	big[RM_PLAN_ENV_MAX] = '}';
+	assert_int_equal(rm_plan_env_decode(big, RM_PLAN_ENV_MAX + 2, &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "more than 65536 bytes"));
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_carries_resolved_uid),
 	    cmocka_unit_test(test_plan_environment_is_rank0s),
 	    cmocka_unit_test(test_plan_refuses_damage),
+	    cmocka_unit_test(test_plan_env_from_mpirun_node),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

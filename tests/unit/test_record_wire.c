@@ -20,7 +20,7 @@
 #include "record_fixture.h"
 
 #define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 1017 /* see the wire layout in node/record_wire.c */
+#define ENTRY 1081 /* see the wire layout in node/record_wire.c */
 
 static void assert_target_equal(const struct rn_target *a, const struct rn_target *b)
 {
@@ -30,6 +30,7 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_int_equal(a->uid, b->uid);
 	assert_int_equal(a->ppid, b->ppid);
 	assert_string_equal(a->exe, b->exe);
+	assert_string_equal(a->job, b->job);
 	assert_int_equal(a->listener, b->listener);
 	assert_int_equal(a->side, b->side);
 	assert_int_equal(a->attach_tool_bound, b->attach_tool_bound);
@@ -204,7 +205,10 @@ static void test_rn_unpack_bad_header(void **state)
 	v = 5; /* the version before late_ns */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 7;
+	v = 6; /* the version before the job id */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 8;
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -251,7 +255,8 @@ static void test_rn_unpack_bad_enum(void **state)
 	size_t size;
 	unsigned char *buf = packed(1, &size);
 	/* listener, side, state, status, bounds offsets inside the entry. */
-	size_t listener = HDR + 40 + 64, side = listener + 4, st = side + 4 + 64 + 32 + 128 + 4;
+	size_t listener = HDR + 40 + 64 + 64, side = listener + 4,
+	       st = side + 4 + 64 + 32 + 128 + 4;
 	size_t bounds = st + 4 * 4 + 7 * 8;
 	int32_t bad[] = {-1, 2, 99, INT32_MIN};
 	int32_t badside[] = {-1, ROCATTACH_SIDE_ROCM + 1}, badbounds[] = {-1, 4};
@@ -301,12 +306,14 @@ static void test_rn_unpack_forces_nul(void **state)
 	(void)state;
 	memset(buf + 16, 'h', 256);
 	memset(buf + HDR + 40, 'e', 64);
-	memset(buf + HDR + 40 + 64 + 4 + 4, 'c', 64 + 32 + 128);
-	memset(buf + HDR + 416, 'm', 512); /* the message */
+	memset(buf + HDR + 40 + 64, 'j', 64);
+	memset(buf + HDR + 40 + 64 + 64 + 4 + 4, 'c', 64 + 32 + 128);
+	memset(buf + HDR + 480, 'm', 512); /* the message */
 	assert_int_equal(rn_unpack(buf, size, host, &t, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(strlen(host), 255);
 	assert_int_equal(strlen(t->exe), 63);
+	assert_int_equal(strlen(t->job), 63);
 	assert_int_equal(strlen(t->topo.cpus), 63);
 	assert_int_equal(strlen(t->topo.numa), 31);
 	assert_int_equal(strlen(t->topo.gpus), 127);
@@ -322,25 +329,26 @@ enum {
 	E_UID = 24,
 	E_PPID = 32,
 	E_EXE = 40,
-	E_LISTENER = 104,
-	E_SIDE = 108,
-	E_CPUS = 112,
-	E_NUMA = 176,
-	E_GPUS = 208,
-	E_NCPUS = 336,
-	E_STATE = 340,
-	E_STATUS = 344,
-	E_AGENT = 348,
-	E_WINDOWS = 352,
-	E_TIMES = 356,
-	E_BOUNDS = 412,
-	E_MESSAGE = 416,
-	E_SIGNAL = 928,
-	E_DIED = 932,
-	E_FLAGS = 940,
-	E_TOOL_N = 944,
-	E_TOOLS = 945,
-	E_LATE = 1009,
+	E_JOB = 104,
+	E_LISTENER = 168,
+	E_SIDE = 172,
+	E_CPUS = 176,
+	E_NUMA = 240,
+	E_GPUS = 272,
+	E_NCPUS = 400,
+	E_STATE = 404,
+	E_STATUS = 408,
+	E_AGENT = 412,
+	E_WINDOWS = 416,
+	E_TIMES = 420,
+	E_BOUNDS = 476,
+	E_MESSAGE = 480,
+	E_SIGNAL = 992,
+	E_DIED = 996,
+	E_FLAGS = 1004,
+	E_TOOL_N = 1008,
+	E_TOOLS = 1009,
+	E_LATE = 1073,
 };
 
 static int32_t i32_at(const unsigned char *p)
@@ -415,6 +423,7 @@ static void assert_entry(const struct rn_target *t, const unsigned char *e)
 	assert_int_equal(t->uid, (uid_t)i64_at(e + E_UID));
 	assert_int_equal(t->ppid, (pid_t)i64_at(e + E_PPID));
 	assert_wire_str(t->exe, e + E_EXE, sizeof(t->exe));
+	assert_wire_str(t->job, e + E_JOB, sizeof(t->job));
 	assert_int_equal(t->listener, i32_at(e + E_LISTENER));
 	assert_int_equal(t->side, i32_at(e + E_SIDE));
 	assert_wire_str(t->topo.cpus, e + E_CPUS, sizeof(t->topo.cpus));

@@ -220,12 +220,14 @@ static void test_rm_print_dry_run_lists_targets(void **state)
 
 	(void)state;
 	assert_non_null(strstr(buf, "node1: 2 processes\n"));
-	assert_non_null(strstr(buf, "  100                  0   1000  app              yes       "
-				    "0-3           0     card0(0000:c1:00.0)\n"));
+	assert_non_null(strstr(buf, "  100                  0   1000  app              "
+				    "-                        "
+				    "yes       0-3           0     card0(0000:c1:00.0)\n"));
 	assert_non_null(strstr(buf, "  101 (7)              1   1000  app"));
 	assert_non_null(strstr(buf, "card0(0000:c1:00.0),card1(0000:c2:00.0)\n"));
-	assert_non_null(strstr(buf, "  201                  -   1000  app              yes       "
-				    "-             -     -\n"));
+	assert_non_null(strstr(buf, "  201                  -   1000  app              "
+				    "-                        "
+				    "yes       -             -     -\n"));
 	assert_non_null(strstr(buf, "node3: 0 processes\n  (no matching processes)\n"));
 	assert_non_null(strstr(buf, "dry run: 4 processes on 3 nodes would be attached"));
 	free(buf);

@@ -62,7 +62,10 @@ static void test_rn_select_mpirun_pid(void **state)
 	assert_string_equal(find(t, n, 508)->exe, "python3");
 	free(t);
 	s.mpirun_pid = 9999;
-	run_fails(&s, "process 9999 does not exist");
+	/* Not here: perhaps an mpirun on a head node; its job has an ID. */
+	run_fails(&s, "process 9999 does not exist: check --mpirun-pid (PIDs are this node's; for "
+		      "an mpirun on another node, such as a head node, select its job with "
+		      "--mpi-job=ID)");
 	/* A rank is no mpirun: say what it is, and what to give. */
 	s.mpirun_pid = 504;
 	run_fails(&s, "--mpirun-pid 504: process 504 is 'lmp', not mpirun/mpiexec/orterun/prterun: "
