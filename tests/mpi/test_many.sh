@@ -2,11 +2,10 @@
 # Every attach in flight at once, past the old cap of 256 workers: one
 # rocattach-mpi rank over 300 targets on this node (small example targets,
 # attachable: ROCP_TOOL_ATTACH=1, the agent preloaded). Every target is attached
-# and detached once, the launcher had a worker per target at once, every tool
-# hand-over (the report's attach.tool_ns, our agent's measured time) is measured
-# and none is before the start. With SHIM (tests/mpi/few_threads.c), attach
-# threads past the 100th fail as at a thread limit: the launcher says so, and
-# still attaches every target.
+# and detached once, every tool hand-over (the report's attach.tool_ns, our
+# agent's measured time) is measured and none is before the start. With SHIM (tests/mpi/few_threads.c), attach
+# threads past the 100th fail as at a thread limit: the launcher says that 200 of
+# its 300 workers (one per target) could not start, and still attaches every target.
 # How early the calls began and how late the hand-overs came are speed, and are
 # the benchmark's (bench/many_targets.sh sets RA_MANY_FIGURES=1): figures for 300
 # workers beside a --jobs 256 baseline of the same run, printed, never checked.
@@ -18,12 +17,10 @@ N=${RA_MANY_TARGETS:-300}
 FIGURES=${RA_MANY_FIGURES:-0}
 # Under a sanitizer (scripts/sanitize.sh sets ROCATTACH_SANITIZED) the sanitizer's
 # runtime interposes pthread_create and the launcher runs several times slower: the
-# count of workers at once and the thread-limit shim are the plain build's.
-PLAIN=1
+# thread-limit shim is the plain build's.
 if [ -n "${ROCATTACH_SANITIZED:-}" ]; then
-	PLAIN=0
 	SHIM=
-	echo "under $ROCATTACH_SANITIZED: correctness at $N targets; the worker count runs in the plain build"
+	echo "under $ROCATTACH_SANITIZED: correctness at $N targets; the thread limit runs in the plain build"
 fi
 
 command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
@@ -95,8 +92,10 @@ echo "launcher: exit $rc in $took s; $threads threads at most, peak RSS $hwm kB,
 	"peak address space $peak kB"
 check "exit 0 (got $rc)" test "$rc" = 0
 [ "$rc" = 0 ] || tail -20 "$W/l.out"
-[ "$PLAIN" = 1 ] &&
-	check "the launcher had a worker per target at once ($threads threads)" test "$threads" -gt "$N"
+# How many of them were alive at once is speed (the first calls may return before
+# the last workers start on a loaded machine): a figure. That a worker was wanted
+# per target is checked below, where the thread limit refuses 200 of them.
+[ "$FIGURES" = 1 ] && echo "figure workers=all: $threads launcher threads at most (N=$N)"
 check "report: $N targets, all detached" test "$(jq '[.windows[0].nodes[].targets[] |
 	select(.state == "detached")] | length' "$W/r.json")" = "$N"
 check "each tool attached and detached once (their own records)" test \
