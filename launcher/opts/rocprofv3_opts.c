@@ -523,8 +523,11 @@ void rp3_collection_key(const struct rp3_opts *r, char *out, size_t len)
 			continue;
 		if (e->kind == OMPT && r->flag[e->index] >= 0)
 			n += (size_t)snprintf(out + n, len - n, "%s--%s%s%s", n ? " " : "", e->name,
-					      r->flag[e->index] ? " " : "=false",
-					      r->value[RP3_OMPT_OPERATIONS]);
+					      !r->flag[e->index]		 ? "=false"
+					      : r->value[RP3_OMPT_OPERATIONS][0] ? " "
+										 : "",
+					      r->flag[e->index] ? r->value[RP3_OMPT_OPERATIONS]
+								: "");
 		else if (e->kind == SWITCH && r->flag[e->index] >= 0)
 			n += (size_t)snprintf(out + n, len - n, "%s--%s%s", n ? " " : "", e->name,
 					      r->flag[e->index] ? "" : "=false");

@@ -444,6 +444,18 @@ static void test_rp3_collection_key(void **state)
 	assert_string_equal(ka, "--kernel-trace");
 	assert_string_equal(ka, kb);
 	assert_string_equal(kc, "--kernel-trace --pmc SQ_WAVES");
+	{
+		const char *d[] = {"--ompt-trace", "task", "--hip-event-trace", NULL};
+		const char *e[] = {"--ompt-trace", NULL};
+		char kd[512], ke[512];
+
+		assert_int_equal(parse(d, &o, err, sizeof(err)), 0);
+		rp3_collection_key(&o.rp3, kd, sizeof(kd));
+		assert_string_equal(kd, "--hip-event-trace --ompt-trace task");
+		assert_int_equal(parse(e, &o, err, sizeof(err)), 0);
+		rp3_collection_key(&o.rp3, ke, sizeof(ke));
+		assert_string_equal(ke, "--ompt-trace");
+	}
 }
 
 int main(void)
