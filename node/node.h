@@ -176,6 +176,12 @@ struct rn_pool_opts {
 	const char *const *(*env_of)(const struct rn_target *t, void *arg);
 	void *env_arg;
 	/*
+	 * Add ROCPROF_ATTACH_PID=<t's pid> to each target's extras: the variable
+	 * rocprofv3 --attach PID sends (rocprofv3.py, ROCm/rocm-systems 01610ac2),
+	 * which must name each target itself.
+	 */
+	bool attach_pid_env;
+	/*
 	 * CLOCK_REALTIME at which the tools are handed over (0 = at once):
 	 * start_ns for rn_attach_all, stop_ns for rn_detach_all. Every call is
 	 * made at once (one worker per target for a common start); the library

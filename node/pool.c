@@ -116,11 +116,34 @@ static void self_detached(struct rn_target *t, const rocattach_report_t *rep)
 	t->state = RN_DETACH_FAILED;
 }
 
+#define TARGET_ENV_MAX 16
+
+/* Target t's extras (env_of or env), and ROCPROF_ATTACH_PID with attach_pid_env. */
+static const char *const *target_env(const struct rn_target *t, const struct rn_pool_opts *o,
+				     const char **buf, char *pid_kv, size_t len)
+{
+	const char *const *base = o->env_of ? o->env_of(t, o->env_arg) : o->env;
+	size_t n = 0;
+
+	if (!o->attach_pid_env)
+		return base;
+	while (base && base[n] && n < TARGET_ENV_MAX - 2) {
+		buf[n] = base[n];
+		n++;
+	}
+	snprintf(pid_kv, len, "ROCPROF_ATTACH_PID=%d", (int)t->pid);
+	buf[n++] = pid_kv;
+	buf[n] = NULL;
+	return buf;
+}
+
 static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 {
+	const char *env_buf[TARGET_ENV_MAX];
+	char pid_kv[48];
 	rocattach_opts_t ro = {.size = sizeof(ro),
 			       .tool_libraries = o->tools,
-			       .env = o->env_of ? o->env_of(t, o->env_arg) : o->env,
+			       .env = target_env(t, o, env_buf, pid_kv, sizeof(pid_kv)),
 			       .start_ns = o->start_ns,
 			       .call_timeout_ms = o->call_timeout_ms,
 			       .planned_stop_ns = o->planned_stop_ns};

@@ -409,7 +409,11 @@ static int attach_hold_detach(const struct cli_opts *o)
  */
 static int rocprofv3_setup(struct cli_opts *o, char *tool, size_t tlen)
 {
-	struct rp3_setup s = {.tools = o->tools, .pid = o->pid, .duration_ms = o->duration_ms};
+	struct rp3_setup s = {.tools = o->tools,
+			      .pid = o->pid,
+			      .duration_ms = o->duration_ms,
+			      .children = o->children,
+			      .prog = "rocattach"};
 	struct rp3_env env;
 	char err[1024];
 	int ret = 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "rocprofv3_opts.h"
 #include "window.h"
 
 /*
@@ -77,6 +78,8 @@ static struct rn_pool_opts pool_opts(const struct rm_win *w)
 		p.env_of = rm_stacks_env_of; /* a folder per target user */
 		p.env_arg = (void *)&w->part->stacks;
 	}
+	/* rocprofv3's variables go (rank 0's plan): each target gets its own ROCPROF_ATTACH_PID. */
+	p.attach_pid_env = getenv(RP3_OPTIONS_ENV) != NULL;
 	/* For a common start, every attach must be in flight before T: one worker per target. */
 	p.jobs = w->o->jobs ? w->o->jobs : (int)(w->self->n ? w->self->n : 1);
 	return p;

@@ -21,7 +21,9 @@ int rm_rocprofv3_setup(struct rm_opts *o, FILE *list, char *err, size_t len)
 {
 	struct rp3_setup s = {.tools = o->tools,
 			      .per_process_layout = true,
-			      .duration_ms = o->windows > 1 ? -1 : o->duration_ms};
+			      .duration_ms = o->windows > 1 ? -1 : o->duration_ms,
+			      .children = o->sel.children,
+			      .prog = "rocattach-mpi"};
 	struct rp3_env env;
 	int ret = 0;
 

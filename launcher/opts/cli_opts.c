@@ -170,7 +170,8 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 		o->tools = optarg;
 		return 0;
 	case 'd':
-		if (rp3_d_is_path(optarg, "rocattach", err, len))
+		if (rp3_value_is_option("-d", optarg, err, len) ||
+		    rp3_d_is_path(optarg, "rocattach", err, len))
 			return -1;
 		return set_duration(o, optarg, "--attach-duration-msec", err, len);
 	case OPT_CHILDREN:

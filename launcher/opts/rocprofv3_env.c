@@ -23,9 +23,11 @@ int rp3_prepare(const struct rp3_opts *r, const struct rp3_setup *s, char *tool_
 	struct rp3_ctx ctx = {.getenv = real_getenv,
 			      .per_process_layout = s->per_process_layout,
 			      .pid = s->pid,
-			      .duration_ms = s->duration_ms};
+			      .duration_ms = s->duration_ms,
+			      .children = s->children};
 
 	memset(env, 0, sizeof(*env));
+	rp3_drop_tool_libraries(s->prog);
 	*tools_out = s->tools;
 	unsetenv(RP3_OPTIONS_ENV);
 	if (named && !r->any && !rp3_is_sdk_tool(named))
@@ -37,6 +39,8 @@ int rp3_prepare(const struct rp3_opts *r, const struct rp3_setup *s, char *tool_
 		*tools_out = tool_buf;
 	}
 	ctx.tool = named;
+	if (s->pid <= 0)
+		unsetenv("ROCPROF_ATTACH_PID"); /* each target gets its own (node/pool.c) */
 	ctx.cwd = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
 	rp3_collection_key(r, key, sizeof(key));
 	if (rp3_env_build(r, &ctx, env) || setenv(RP3_OPTIONS_ENV, key, 1)) {
@@ -44,6 +48,20 @@ int rp3_prepare(const struct rp3_opts *r, const struct rp3_setup *s, char *tool_
 		return -1;
 	}
 	return 0;
+}
+
+void rp3_drop_tool_libraries(const char *prog)
+{
+	const char *v = getenv("ROCP_TOOL_LIBRARIES");
+
+	if (!v)
+		return;
+	/* rocprof-attach.py (ROCm/rocm-systems 55ab7830), attach(): the same rule, said once. */
+	fprintf(stderr,
+		"%s: warning: ignoring ROCP_TOOL_LIBRARIES=%s in attach mode (as rocprof-attach "
+		"does): give the tools with -t or ROCPROF_ATTACH_TOOL_LIBRARY\n",
+		prog ? prog : "rocattach", v);
+	unsetenv("ROCP_TOOL_LIBRARIES");
 }
 
 int rp3_apply(const struct rp3_env *env)

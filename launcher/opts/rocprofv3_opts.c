@@ -1,42 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rocprofv3's options and the variables its tool reads for them.
+ * rocprofv3's options: the table, the parsing and what attach mode refuses.
+ * The variables each sends are in rocprofv3_vars.c.
  *
  * Read from ROCm/rocm-systems, projects/rocprofiler-sdk/source/bin/rocprofv3.py
- * at commit 210d1acecc9350243a715e99eeba0f31aa2ec4b4 (the newest stored), and
- * its attach guide source/docs/how-to/using-rocprofv3-process-attachment.rst.
- * Written from what that file does in attach mode (--pid), not copied:
- * - a switch is "--name[=BOOL]" or "--name BOOL" (y/yes/t/true/on/1, n/no/f/false/off/0);
- *   a true switch sets its variable to "1", a false or absent one sets nothing;
- * - --sys-trace, --runtime-trace, --hip-trace, --hsa-trace and --kfd-trace turn
- *   on, in that order, the switches they cover that were not given;
- * - always: ROCPROFILER_LIBRARY_CTOR=1, ROCP_TOOL_LIBRARIES gets the tool
- *   (appended with ':'), ROCPROF_OUTPUT_PATH (--output-directory, else its
- *   variable, else the working directory), ROCPROF_OUTPUT_FORMAT (the
- *   formats joined with ',', "rocpd" by default, appended to a value already
- *   set), ROCPROF_ATTACH_TOOL_LIBRARY (the tool), ROCPROF_ATTACH_PID and
- *   ROCPROF_ATTACH_DURATION (the attacher's; they cross with the rest);
- * - --pmc A B: ROCPROF_COUNTER_COLLECTION=1 and ROCPROF_COUNTERS="pmc: A B";
- *   several --pmc are multi-pass, refused with --pid; so is --collection-period;
- * - --summary without --summary-output-file sends ROCPROF_STATS_SUMMARY_OUTPUT=stderr;
- * - --log-level L (not env or config) sets ROCPROF_, ROCPROFILER_ and ROCTX_LOG_LEVEL;
+ * at commit 01610ac2 (the newest stored; the table followed 210d1ace before),
+ * function parse_arguments(), and its attach guide
+ * source/docs/how-to/using-rocprofv3-process-attachment.rst. Written from
+ * what that file does in attach mode (--pid), not copied:
+ * - argparse, allow_abbrev=False: a switch is "--name[=BOOL]" or "--name
+ *   BOOL" (y/yes/t/true/on/1, n/no/f/false/off/0, any case); an option
+ *   taking several words (nargs '+' or '*': --pmc, --output-format,
+ *   --summary-groups, --kernel-iteration-range, --ompt-trace) takes those
+ *   that follow it up to the next word that looks like an option; one whose
+ *   value looks like an option (-d --foo) is an error ("expected one
+ *   argument"), unless written --name=VALUE;
+ * - --pmc is action="append": several --pmc are multi-pass, refused with
+ *   --pid; so is --collection-period;
+ * - --ompt-trace [CATEGORY ...]: bare, or one BOOL, or categories from all
+ *   thread parallel task sync mutex target device error ("all": no filter);
+ *   a token holding ',' is an error;
+ * - --perfetto-buffer-size is 1 to 4194303 (KB);
  * - PC sampling needs its beta switch (or ROCPROFILER_PC_SAMPLING_BETA_ENABLED
  *   set) and all three of unit, method and a positive interval.
+ * Not taken (no effect in attach mode, or upstream sends nothing for them):
+ * --kokkos-trace (KOKKOS_TOOLS_LIBS is read at the application's start),
+ * --perfetto-buffer-fill-policy (run() reads perfetto_fill_policy, a name
+ * the option does not set), -i/--input, -E/--extra-counters, --preload,
+ * --profile-mpi-ranks, kernel replay, SPM and thread trace (ATT) options.
  * The upstream tool is $ROCM/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so,
  * else that name with ".1" (its SOVERSION) appended; $ROCM is the prefix
  * rocprofv3 is installed in, or --rocm-root. We have no install prefix of
  * ROCm's, so ROCM_PATH, else /opt/rocm, stand for it.
- * --attach-sync-output came after that commit: ROCm/rocm-systems pull request
- * #3179 (merged) moved the tool's output in tool_detach onto a thread, so that
- * tool_detach returns at once, and made synchronous output (written before
- * tool_detach returns) the choice of the flag --attach-sync-output or of the
- * tool's variable ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1 (internal, not in
- * the user docs); pull request #7406 (merged, rocprof-compute) sets that
- * variable to "1" for live attach with its SDK backend, and passes the flag
- * with its rocprofv3 backend. So the flag sends that variable as "1". The
- * rocprofv3.py that reads the flag was not read here.
- * Those texts show only the bare flag; it takes a BOOL as the other switches
- * do, and false sends nothing (the asynchronous default).
+ * --attach-sync-output: ROCm/rocm-systems pull request #3179 (merged) moved
+ * the tool's output in tool_detach onto a thread, and made synchronous
+ * output the choice of this flag, which sends
+ * ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC (01610ac2: "1" or "0" as given).
  */
 #include <errno.h>
 #include <limits.h>
@@ -48,7 +47,10 @@
 
 #include "rocprofv3_opts.h"
 
-enum kind { SWITCH, ONE, SEVERAL, REFUSE };
+/* (2^32 - 1) / 1024: Perfetto's size_kb times 1024 must fit 32 bits. */
+#define RP3_PERFETTO_KB_MAX 4194303
+
+enum kind { SWITCH, ONE, SEVERAL, REFUSE, OMPT };
 
 struct rp3_entry {
 	const char *name;
@@ -79,6 +81,11 @@ static const struct rp3_entry entries[] = {
     {"rccl-trace", 0, SWITCH, RP3_RCCL_TRACE, NULL, false},
     {"rocdecode-trace", 0, SWITCH, RP3_ROCDECODE_TRACE, NULL, false},
     {"rocjpeg-trace", 0, SWITCH, RP3_ROCJPEG_TRACE, NULL, false},
+    {"hip-graph-trace", 0, SWITCH, RP3_HIP_GRAPH_TRACE, NULL, false},
+    {"hip-event-trace", 0, SWITCH, RP3_HIP_EVENT_TRACE, NULL, false},
+    {"ompt-trace", 0, OMPT, RP3_OMPT_TRACE, NULL, false},
+    {"rocshmem-trace", 0, SWITCH, RP3_ROCSHMEM_TRACE, NULL, false},
+    {"hipfile-trace", 0, SWITCH, RP3_HIPFILE_TRACE, NULL, false},
     {"kfd-trace", 0, SWITCH, RP3_KFD_TRACE, NULL, false},
     {"kfd-page-migration-trace", 0, SWITCH, RP3_KFD_PAGE_MIGRATION_TRACE, NULL, false},
     {"kfd-page-mapping-trace", 0, SWITCH, RP3_KFD_PAGE_MAPPING_TRACE, NULL, false},
@@ -122,53 +129,6 @@ static const struct rp3_entry entries[] = {
 };
 #define N_ENTRIES (sizeof(entries) / sizeof(entries[0]))
 
-/* Switch -> the variable its tool reads (ROCPROF_ + this), in rocprofv3's order. */
-static const struct {
-	int flag;
-	const char *var;
-} trace_vars[] = {
-    {RP3_HIP_COMPILER_TRACE, "ROCPROF_HIP_COMPILER_API_TRACE"},
-    {RP3_HIP_RUNTIME_TRACE, "ROCPROF_HIP_RUNTIME_API_TRACE"},
-    {RP3_HSA_CORE_TRACE, "ROCPROF_HSA_CORE_API_TRACE"},
-    {RP3_HSA_AMD_TRACE, "ROCPROF_HSA_AMD_EXT_API_TRACE"},
-    {RP3_HSA_IMAGE_TRACE, "ROCPROF_HSA_IMAGE_EXT_API_TRACE"},
-    {RP3_HSA_FINALIZER_TRACE, "ROCPROF_HSA_FINALIZER_EXT_API_TRACE"},
-    {RP3_MARKER_TRACE, "ROCPROF_MARKER_API_TRACE"},
-    {RP3_RCCL_TRACE, "ROCPROF_RCCL_API_TRACE"},
-    {RP3_ROCDECODE_TRACE, "ROCPROF_ROCDECODE_API_TRACE"},
-    {RP3_ROCJPEG_TRACE, "ROCPROF_ROCJPEG_API_TRACE"},
-    {RP3_KERNEL_TRACE, "ROCPROF_KERNEL_TRACE"},
-    {RP3_MEMORY_COPY_TRACE, "ROCPROF_MEMORY_COPY_TRACE"},
-    {RP3_MEMORY_ALLOCATION_TRACE, "ROCPROF_MEMORY_ALLOCATION_TRACE"},
-    {RP3_KFD_PAGE_MIGRATION_TRACE, "ROCPROF_KFD_PAGE_MIGRATION_TRACE"},
-    {RP3_KFD_PAGE_MAPPING_TRACE, "ROCPROF_KFD_PAGE_MAPPING_TRACE"},
-    {RP3_KFD_QUEUE_TRACE, "ROCPROF_KFD_QUEUE_TRACE"},
-    {RP3_KFD_DROPPED_EVENTS_TRACE, "ROCPROF_KFD_DROPPED_EVENTS_TRACE"},
-    {RP3_SCRATCH_MEMORY_TRACE, "ROCPROF_SCRATCH_MEMORY_TRACE"},
-    {RP3_GROUP_BY_QUEUE, "ROCPROF_GROUP_BY_QUEUE"},
-};
-
-/* What each aggregate turns on when not given, applied in this order. */
-static const struct {
-	int agg;
-	int covers[12];
-} aggregates[] = {
-    {RP3_SYS_TRACE,
-     {RP3_HIP_TRACE, RP3_HSA_TRACE, RP3_MARKER_TRACE, RP3_KERNEL_TRACE, RP3_KFD_TRACE,
-      RP3_MEMORY_COPY_TRACE, RP3_MEMORY_ALLOCATION_TRACE, RP3_SCRATCH_MEMORY_TRACE, RP3_RCCL_TRACE,
-      RP3_ROCDECODE_TRACE, RP3_ROCJPEG_TRACE, -1}},
-    {RP3_RUNTIME_TRACE,
-     {RP3_HIP_RUNTIME_TRACE, RP3_MARKER_TRACE, RP3_KERNEL_TRACE, RP3_KFD_TRACE,
-      RP3_MEMORY_COPY_TRACE, RP3_MEMORY_ALLOCATION_TRACE, RP3_SCRATCH_MEMORY_TRACE, RP3_RCCL_TRACE,
-      RP3_ROCDECODE_TRACE, RP3_ROCJPEG_TRACE, -1}},
-    {RP3_HIP_TRACE, {RP3_HIP_COMPILER_TRACE, RP3_HIP_RUNTIME_TRACE, -1}},
-    {RP3_HSA_TRACE,
-     {RP3_HSA_CORE_TRACE, RP3_HSA_AMD_TRACE, RP3_HSA_IMAGE_TRACE, RP3_HSA_FINALIZER_TRACE, -1}},
-    {RP3_KFD_TRACE,
-     {RP3_KFD_PAGE_MIGRATION_TRACE, RP3_KFD_PAGE_MAPPING_TRACE, RP3_KFD_QUEUE_TRACE,
-      RP3_KFD_DROPPED_EVENTS_TRACE, -1}},
-};
-
 void rp3_init(struct rp3_opts *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -188,9 +148,8 @@ struct option *rp3_long_options(const struct option *own)
 	memcpy(all, own, n * sizeof(*own));
 	for (k = 0; k < N_ENTRIES; k++) {
 		all[n + k].name = entries[k].name;
-		all[n + k].has_arg = entries[k].kind == SWITCH	 ? optional_argument
-				     : entries[k].kind == REFUSE ? optional_argument
-								 : required_argument;
+		/* Several words: getopt takes only --name=WORD; rp3_parse takes the rest. */
+		all[n + k].has_arg = entries[k].kind == ONE ? required_argument : optional_argument;
 		all[n + k].val = RP3_OPT_BASE + (int)k;
 	}
 	return all;
@@ -271,35 +230,130 @@ static int add_word(const struct rp3_entry *e, struct rp3_opts *r, const char *w
 	return 0;
 }
 
-static bool is_word(const char *s)
+bool rp3_optlike(const char *s)
 {
-	return s && s[0] != '-';
+	char *end;
+
+	if (!s || s[0] != '-' || !s[1])
+		return false;
+	strtod(s, &end);
+	return *end != '\0';
 }
 
-static int parse_several(const struct rp3_entry *e, int argc, char **argv, struct rp3_opts *r,
+bool rp3_value_is_option(const char *opt, const char *v, char *err, size_t len)
+{
+	if (!rp3_optlike(v))
+		return false;
+	snprintf(err, len,
+		 "%s: '%s' is an option, not %s's value (as rocprofv3 reads it): give the "
+		 "value first, or write %s=%s if it is the value",
+		 opt, v, opt, opt, v);
+	return true;
+}
+
+/* Each --pmc is one group; the words of a group join with ' '; a second is multi-pass. */
+static void several_begin(const struct rp3_entry *e, struct rp3_opts *r)
+{
+	if (e->index == RP3_PMC && ++r->pmc_count == 2)
+		r->refused = "pmc";
+	/* argparse keeps the last one given (nargs '+' or '*' without append). */
+	if (e->index != RP3_PMC || r->pmc_count == 1)
+		r->value[e->index][0] = '\0';
+	r->has[e->index] |= e->index == RP3_PMC;
+}
+
+/* The words after the option (argv[optind...]) up to the next option. */
+static int several_words(const struct rp3_entry *e, int argc, char **argv, struct rp3_opts *r,
 			 char *err, size_t len)
 {
-	if (e->index == RP3_PMC) {
-		/* Each --pmc is one group; the words of a group join with ' '. */
-		if (r->pmc_count++ == 1)
-			r->refused = "pmc";
-		if (r->pmc_count > 1)
-			return 0;
-		r->has[RP3_PMC] = true;
-	} else if (e->index == RP3_OUTPUT_FORMAT || e->index == RP3_KERNEL_ITERATION_RANGE ||
-		   e->index == RP3_SUMMARY_GROUPS) {
-		/* argparse keeps the last one given (nargs='+' without append). */
-		r->value[e->index][0] = '\0';
-	}
-	if (optarg && *optarg && add_word(e, r, optarg, err, len))
+	bool keep = e->index != RP3_PMC || r->pmc_count == 1;
+	int first = optind;
+	char opt[64];
+
+	/* A short option (-f) has its first word from getopt. */
+	snprintf(opt, sizeof(opt), "-%c", e->shortopt);
+	if (optarg && optind > 0 && optarg == argv[optind - 1] &&
+	    rp3_value_is_option(opt, optarg, err, len))
 		return -1;
-	while (optind < argc && is_word(argv[optind]))
-		if (add_word(e, r, argv[optind++], err, len))
+
+	if (optarg && keep && add_word(e, r, optarg, err, len))
+		return -1;
+	while (optind < argc && !rp3_optlike(argv[optind]))
+		if (keep && add_word(e, r, argv[optind++], err, len))
 			return -1;
-	if (e->index != RP3_PMC && !r->value[e->index][0]) {
-		snprintf(err, len, "--%s needs a value", e->name);
+		else if (!keep)
+			optind++;
+	if (optarg || optind > first)
+		return 0;
+	if (optind < argc && strcmp(argv[optind], "--")) {
+		snprintf(err, len,
+			 "--%s: '%s' is an option, not a value: --%s takes the words after it, up "
+			 "to the next option (e.g. --%s %s %s)",
+			 e->name, argv[optind], e->name, e->name,
+			 e->index == RP3_PMC ? "SQ_WAVES" : "VALUE", argv[optind]);
 		return -1;
 	}
+	if (e->index == RP3_PMC)
+		return 0; /* rp3_check says a counter is needed */
+	snprintf(err, len, "--%s needs a value", e->name);
+	return -1;
+}
+
+static const char *const ompt_categories =
+    "all thread parallel task sync mutex target device error";
+
+/* One category of --ompt-trace, lowercased, added to ops; *all when "all". */
+static int ompt_word(const char *w, char *ops, bool *all, char *err, size_t len)
+{
+	char word[64];
+	size_t have = strlen(ops);
+
+	snprintf(word, sizeof(word), "%s", w);
+	for (char *p = word; *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+	if (strchr(w, ',')) {
+		snprintf(err, len,
+			 "--ompt-trace: categories are separated by spaces, not commas: e.g. "
+			 "--ompt-trace parallel task target (got '%s')",
+			 w);
+		return -1;
+	}
+	if (!in_choices(word, ompt_categories)) {
+		snprintf(err, len, "--ompt-trace: unknown category '%s': choose from %s", w,
+			 ompt_categories);
+		return -1;
+	}
+	*all |= !strcmp(word, "all");
+	snprintf(ops + have, RP3_TEXT_MAX - have, "%s%s", have ? "," : "", word);
+	return 0;
+}
+
+/*
+ * --ompt-trace [CATEGORY ...] (omptTraceArgAction, rocprofv3.py 01610ac2):
+ * bare is true; one word that is a BOOL is that; else categories ("all":
+ * every one, no filter).
+ */
+static int parse_ompt(int argc, char **argv, struct rp3_opts *r, char *err, size_t len)
+{
+	char *ops = r->value[RP3_OMPT_OPERATIONS];
+	int first = optind;
+	bool all = false;
+
+	ops[0] = '\0';
+	r->flag[RP3_OMPT_TRACE] = 1;
+	while (optind < argc && !rp3_optlike(argv[optind]))
+		optind++;
+	if (!!optarg + (optind - first) == 1 && rp3_bool(optarg ? optarg : argv[first]) >= 0) {
+		r->flag[RP3_OMPT_TRACE] = (signed char)rp3_bool(optarg ? optarg : argv[first]);
+		return 0;
+	}
+	if (optarg && ompt_word(optarg, ops, &all, err, len))
+		return -1;
+	for (int i = first; i < optind; i++)
+		if (ompt_word(argv[i], ops, &all, err, len))
+			return -1;
+	if (all)
+		ops[0] = '\0';
 	return 0;
 }
 
@@ -315,7 +369,7 @@ int rp3_parse(int c, int argc, char **argv, struct rp3_opts *r, char *err, size_
 	case REFUSE:
 		if (!r->refused)
 			r->refused = e->name;
-		while (optind < argc && is_word(argv[optind]))
+		while (optind < argc && !rp3_optlike(argv[optind]))
 			optind++;
 		return 0;
 	case SWITCH:
@@ -331,12 +385,23 @@ int rp3_parse(int c, int argc, char **argv, struct rp3_opts *r, char *err, size_
 		}
 		r->flag[e->index] = (signed char)b;
 		return 0;
+	case OMPT:
+		return parse_ompt(argc, argv, r, err, len);
 	case SEVERAL:
-		return parse_several(e, argc, argv, r, err, len);
+		several_begin(e, r);
+		return several_words(e, argc, argv, r, err, len);
 	case ONE:
-		return add_word(e, r, optarg, err, len);
+		break;
 	}
-	return 1;
+	/* A separate word that looks like an option is no value (argparse). */
+	if (optind > 0 && optarg == argv[optind - 1]) {
+		char opt[64];
+
+		snprintf(opt, sizeof(opt), "--%s", e->name);
+		if (rp3_value_is_option(opt, optarg, err, len))
+			return -1;
+	}
+	return add_word(e, r, optarg, err, len);
 }
 
 static bool positive(const char *s, long long *v)
@@ -357,8 +422,20 @@ static int check_numbers(const struct rp3_opts *r, char *err, size_t len)
 	long long v;
 
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++) {
-		if (!r->has[num[i]] || positive(r->value[num[i]], &v))
+		if (!r->has[num[i]])
 			continue;
+		if (positive(r->value[num[i]], &v) && num[i] != RP3_PERFETTO_BUFFER_SIZE)
+			continue;
+		/* rocprofv3.py 01610ac2: PERFETTO_BUFFER_SIZE_KB_MIN/_MAX. */
+		if (positive(r->value[num[i]], &v) && v >= 1 && v <= RP3_PERFETTO_KB_MAX)
+			continue;
+		if (num[i] == RP3_PERFETTO_BUFFER_SIZE) {
+			snprintf(err, len,
+				 "invalid --perfetto-buffer-size '%s': must be between 1 and %d KB "
+				 "(rocprofv3)",
+				 r->value[num[i]], RP3_PERFETTO_KB_MAX);
+			return -1;
+		}
 		for (size_t k = 0; k < N_ENTRIES; k++)
 			if (entries[k].kind == ONE && entries[k].index == num[i])
 				snprintf(err, len, "invalid --%s '%s': give a whole number",
@@ -423,234 +500,6 @@ int rp3_check(const struct rp3_opts *r, bool pc_beta_env, char *err, size_t len)
 	return check_pc_sampling(r, pc_beta_env, err, len);
 }
 
-static int put(struct rp3_env *e, const char *name, const char *value)
-{
-	size_t n = strlen(name) + strlen(value) + 2;
-
-	for (size_t i = 0; i < e->n; i++) {
-		/* A name set twice keeps its first place and takes the last value. */
-		if (!strncmp(e->kv[i], name, strlen(name)) && e->kv[i][strlen(name)] == '=') {
-			char *s = malloc(n);
-
-			if (!s)
-				return -1;
-			snprintf(s, n, "%s=%s", name, value);
-			free(e->kv[i]);
-			e->kv[i] = s;
-			return 0;
-		}
-	}
-	if (e->n >= RP3_ENV_MAX || !(e->kv[e->n] = malloc(n)))
-		return -1;
-	snprintf(e->kv[e->n++], n, "%s=%s", name, value);
-	return 0;
-}
-
-static const char *env_of(const struct rp3_ctx *ctx, const char *name)
-{
-	const char *v = ctx->getenv ? ctx->getenv(name, ctx->arg) : NULL;
-
-	return v && *v ? v : NULL;
-}
-
-/* A value appended to the one already set (ROCP_TOOL_LIBRARIES, ROCPROF_OUTPUT_FORMAT). */
-static int put_appended(struct rp3_env *e, const struct rp3_ctx *ctx, const char *name,
-			const char *value, char sep)
-{
-	const char *cur = env_of(ctx, name);
-	char buf[2 * RP3_TEXT_MAX];
-
-	if (!cur)
-		return put(e, name, value);
-	snprintf(buf, sizeof(buf), "%s%c%s", cur, sep, value);
-	return put(e, name, buf);
-}
-
-static void expand(const struct rp3_opts *r, signed char *f)
-{
-	memcpy(f, r->flag, RP3_NFLAGS);
-	for (size_t a = 0; a < sizeof(aggregates) / sizeof(aggregates[0]); a++) {
-		if (f[aggregates[a].agg] != 1)
-			continue;
-		for (const int *c = aggregates[a].covers; *c >= 0; c++)
-			if (f[*c] < 0)
-				f[*c] = 1;
-	}
-}
-
-static int put_output(const struct rp3_opts *r, const struct rp3_ctx *ctx, struct rp3_env *e)
-{
-	const char *file = r->has[RP3_OUTPUT_FILE] ? r->value[RP3_OUTPUT_FILE]
-						   : env_of(ctx, "ROCPROF_OUTPUT_FILE_NAME");
-	const char *dir = r->has[RP3_OUTPUT_DIRECTORY] ? r->value[RP3_OUTPUT_DIRECTORY]
-						       : env_of(ctx, "ROCPROF_OUTPUT_PATH");
-
-	if (!file && ctx->per_process_layout)
-		file = "%hostname%/%pid%";
-	if (file && put(e, "ROCPROF_OUTPUT_FILE_NAME", file))
-		return -1;
-	if (put(e, "ROCPROF_OUTPUT_PATH", dir ? dir : ctx->cwd ? ctx->cwd : "."))
-		return -1;
-	if (r->flag[RP3_OUTPUT_CONFIG] == 1 && put(e, "ROCPROF_OUTPUT_CONFIG_FILE", "1"))
-		return -1;
-	return put_appended(e, ctx, "ROCPROF_OUTPUT_FORMAT",
-			    r->has[RP3_OUTPUT_FORMAT] ? r->value[RP3_OUTPUT_FORMAT] : "rocpd", ',');
-}
-
-static int put_stats(const struct rp3_opts *r, struct rp3_env *e)
-{
-	const char *out =
-	    r->has[RP3_SUMMARY_OUTPUT_FILE] ? r->value[RP3_SUMMARY_OUTPUT_FILE] : NULL;
-	int bad = 0;
-
-	if (r->flag[RP3_SUMMARY] == 1 && !out)
-		out = "stderr";
-	else if (r->flag[RP3_SUMMARY] == 1 && !strcasecmp(out, "stdout"))
-		out = "stdout";
-	else if (r->flag[RP3_SUMMARY] == 1 && !strcasecmp(out, "stderr"))
-		out = "stderr";
-	if (r->flag[RP3_STATS] == 1)
-		bad |= put(e, "ROCPROF_STATS", "1");
-	if (r->flag[RP3_SUMMARY] == 1)
-		bad |= put(e, "ROCPROF_STATS_SUMMARY", "1");
-	if (r->has[RP3_SUMMARY_UNITS])
-		bad |= put(e, "ROCPROF_STATS_SUMMARY_UNITS", r->value[RP3_SUMMARY_UNITS]);
-	if (out)
-		bad |= put(e, "ROCPROF_STATS_SUMMARY_OUTPUT", out);
-	if (r->has[RP3_SUMMARY_GROUPS])
-		bad |= put(e, "ROCPROF_STATS_SUMMARY_GROUPS", r->value[RP3_SUMMARY_GROUPS]);
-	if (r->flag[RP3_SUMMARY_PER_DOMAIN] == 1)
-		bad |= put(e, "ROCPROF_STATS_SUMMARY_PER_DOMAIN", "1");
-	if (r->flag[RP3_MANGLED_KERNELS] == 1)
-		bad |= put(e, "ROCPROF_DEMANGLE_KERNELS", "0");
-	if (r->flag[RP3_TRUNCATE_KERNELS] == 1)
-		bad |= put(e, "ROCPROF_TRUNCATE_KERNELS", "1");
-	if (r->flag[RP3_SELECTED_REGIONS] == 1)
-		bad |= put(e, "ROCPROF_SELECTED_REGIONS", "1");
-	if (r->flag[RP3_SELECTED_REGIONS_REF_COUNT] == 1)
-		bad |= put(e, "ROCPROF_SELECTED_REGIONS_REF_COUNT", "1");
-	return bad;
-}
-
-static int put_attach(const struct rp3_opts *r, const struct rp3_ctx *ctx, struct rp3_env *e)
-{
-	static const char *const log_vars[] = {"ROCPROF_LOG_LEVEL", "ROCPROFILER_LOG_LEVEL",
-					       "ROCTX_LOG_LEVEL"};
-	const char *lvl = r->value[RP3_LOG_LEVEL];
-	char num[32];
-	int bad = 0;
-
-	if (ctx->tool)
-		bad |= put(e, "ROCPROF_ATTACH_TOOL_LIBRARY", ctx->tool);
-	for (int i = 0;
-	     r->has[RP3_LOG_LEVEL] && strcmp(lvl, "env") && strcmp(lvl, "config") && i < 3; i++)
-		bad |= put(e, log_vars[i], lvl);
-	if (r->flag[RP3_KERNEL_RENAME] == 1)
-		bad |= put(e, "ROCPROF_KERNEL_RENAME", "1");
-	if (r->has[RP3_PERFETTO_BUFFER_SIZE])
-		bad |=
-		    put(e, "ROCPROF_PERFETTO_BUFFER_SIZE_KB", r->value[RP3_PERFETTO_BUFFER_SIZE]);
-	if (r->has[RP3_PERFETTO_SHMEM_SIZE_HINT])
-		bad |= put(e, "ROCPROF_PERFETTO_SHMEM_SIZE_HINT_KB",
-			   r->value[RP3_PERFETTO_SHMEM_SIZE_HINT]);
-	if (r->has[RP3_PERFETTO_BACKEND])
-		bad |= put(e, "ROCPROF_PERFETTO_BACKEND", r->value[RP3_PERFETTO_BACKEND]);
-	if (ctx->pid > 0) {
-		snprintf(num, sizeof(num), "%d", ctx->pid);
-		bad |= put(e, "ROCPROF_ATTACH_PID", num);
-	}
-	if (ctx->duration_ms >= 0) {
-		snprintf(num, sizeof(num), "%lld", ctx->duration_ms);
-		bad |= put(e, "ROCPROF_ATTACH_DURATION", num);
-	}
-	return bad;
-}
-
-static int put_filters(const struct rp3_opts *r, struct rp3_env *e)
-{
-	int bad = 0;
-
-	if (r->value[RP3_KERNEL_INCLUDE_REGEX][0])
-		bad |= put(e, "ROCPROF_KERNEL_FILTER_INCLUDE_REGEX",
-			   r->value[RP3_KERNEL_INCLUDE_REGEX]);
-	if (r->value[RP3_KERNEL_EXCLUDE_REGEX][0])
-		bad |= put(e, "ROCPROF_KERNEL_FILTER_EXCLUDE_REGEX",
-			   r->value[RP3_KERNEL_EXCLUDE_REGEX]);
-	if (r->has[RP3_KERNEL_ITERATION_RANGE])
-		bad |= put(e, "ROCPROF_KERNEL_FILTER_RANGE", r->value[RP3_KERNEL_ITERATION_RANGE]);
-	if (r->has[RP3_AGENT_INDEX])
-		bad |= put(e, "ROCPROF_AGENT_INDEX", r->value[RP3_AGENT_INDEX]);
-	return bad;
-}
-
-static int put_pmc_pc(const struct rp3_opts *r, struct rp3_env *e)
-{
-	char counters[RP3_TEXT_MAX + 8], num[32];
-	long long v;
-	int bad = 0;
-
-	if (r->has[RP3_PMC] && r->value[RP3_PMC][0]) {
-		snprintf(counters, sizeof(counters), "pmc: %s", r->value[RP3_PMC]);
-		bad |= put(e, "ROCPROF_COUNTER_COLLECTION", "1");
-		bad |= put(e, "ROCPROF_COUNTERS", counters);
-	}
-	if (r->has[RP3_PC_SAMPLING_UNIT] || r->has[RP3_PC_SAMPLING_METHOD] ||
-	    r->has[RP3_PC_SAMPLING_INTERVAL]) {
-		if (r->flag[RP3_PC_SAMPLING_BETA_ENABLED] == 1)
-			bad |= put(e, "ROCPROFILER_PC_SAMPLING_BETA_ENABLED", "1");
-		bad |= put(e, "ROCPROF_PC_SAMPLING_UNIT", r->value[RP3_PC_SAMPLING_UNIT]);
-		bad |= put(e, "ROCPROF_PC_SAMPLING_METHOD", r->value[RP3_PC_SAMPLING_METHOD]);
-		positive(r->value[RP3_PC_SAMPLING_INTERVAL], &v);
-		snprintf(num, sizeof(num), "%lld", v);
-		bad |= put(e, "ROCPROF_PC_SAMPLING_INTERVAL", num);
-	}
-	if (r->flag[RP3_DISABLE_SIGNAL_HANDLERS] >= 0)
-		bad |= put(e, "ROCPROF_SIGNAL_HANDLERS",
-			   r->flag[RP3_DISABLE_SIGNAL_HANDLERS] ? "0" : "1");
-	if (r->flag[RP3_PROCESS_SYNC] >= 0)
-		bad |= put(e, "ROCPROF_PROCESS_SYNC", r->flag[RP3_PROCESS_SYNC] ? "1" : "0");
-	if (r->flag[RP3_ATTACH_SYNC_OUTPUT] == 1)
-		bad |= put(e, RP3_SYNC_OUTPUT_ENV, "1");
-	if (r->has[RP3_MINIMUM_OUTPUT_DATA] && positive(r->value[RP3_MINIMUM_OUTPUT_DATA], &v) &&
-	    v > 0) {
-		snprintf(num, sizeof(num), "%lld", v * 1024);
-		bad |= put(e, "ROCPROF_MINIMUM_OUTPUT_BYTES", num);
-	}
-	return bad;
-}
-
-int rp3_env_build(const struct rp3_opts *r, const struct rp3_ctx *ctx, struct rp3_env *e)
-{
-	signed char f[RP3_NFLAGS];
-	int bad = 0;
-
-	memset(e, 0, sizeof(*e));
-	expand(r, f);
-	bad |= put(e, "ROCPROFILER_LIBRARY_CTOR", "1");
-	if (ctx->tool)
-		bad |= put_appended(e, ctx, "ROCP_TOOL_LIBRARIES", ctx->tool, ':');
-	bad |= put_output(r, ctx, e);
-	for (size_t i = 0; i < sizeof(trace_vars) / sizeof(trace_vars[0]); i++)
-		if (f[trace_vars[i].flag] == 1)
-			bad |= put(e, trace_vars[i].var, "1");
-	bad |= put_stats(r, e);
-	bad |= put_attach(r, ctx, e);
-	bad |= put_filters(r, e);
-	bad |= put_pmc_pc(r, e);
-	if (bad) {
-		rp3_env_free(e);
-		return -1;
-	}
-	return 0;
-}
-
-void rp3_env_free(struct rp3_env *e)
-{
-	for (size_t i = 0; i < e->n; i++)
-		free(e->kv[i]);
-	e->n = 0;
-}
-
 /*
  * rocprofv3 compares, on reattach, every option ending in "trace", those
  * starting with pc_sampling or att, pmc, pmc_groups, output_config,
@@ -672,10 +521,17 @@ void rp3_collection_key(const struct rp3_opts *r, char *out, size_t len)
 
 		if (!kept)
 			continue;
-		if (e->kind == SWITCH && r->flag[e->index] >= 0)
+		if (e->kind == OMPT && r->flag[e->index] >= 0)
+			n += (size_t)snprintf(out + n, len - n, "%s--%s%s%s", n ? " " : "", e->name,
+					      !r->flag[e->index]		 ? "=false"
+					      : r->value[RP3_OMPT_OPERATIONS][0] ? " "
+										 : "",
+					      r->flag[e->index] ? r->value[RP3_OMPT_OPERATIONS]
+								: "");
+		else if (e->kind == SWITCH && r->flag[e->index] >= 0)
 			n += (size_t)snprintf(out + n, len - n, "%s--%s%s", n ? " " : "", e->name,
 					      r->flag[e->index] ? "" : "=false");
-		else if (e->kind != SWITCH && r->has[e->index])
+		else if (e->kind != SWITCH && e->kind != OMPT && r->has[e->index])
 			n += (size_t)snprintf(out + n, len - n, "%s--%s %s", n ? " " : "", e->name,
 					      r->value[e->index]);
 	}

@@ -41,7 +41,12 @@ enum rp3_flag {
 	RP3_KFD_DROPPED_EVENTS_TRACE,
 	RP3_SCRATCH_MEMORY_TRACE,
 	RP3_GROUP_BY_QUEUE,
-	/* Aggregates: no variable of their own. */
+	RP3_HIP_GRAPH_TRACE,
+	RP3_HIP_EVENT_TRACE,
+	RP3_OMPT_TRACE, /* its categories, if any, in RP3_OMPT_OPERATIONS */
+	RP3_ROCSHMEM_TRACE,
+	RP3_HIPFILE_TRACE,
+	/* Aggregates: no variable of their own (--hip-runtime-trace has one, and covers two). */
 	RP3_SYS_TRACE,
 	RP3_RUNTIME_TRACE,
 	RP3_HIP_TRACE,
@@ -85,7 +90,8 @@ enum rp3_value {
 	RP3_PERFETTO_BACKEND,
 	RP3_PERFETTO_BUFFER_SIZE,
 	RP3_PERFETTO_SHMEM_SIZE_HINT,
-	RP3_ROCM_ROOT, /* where its tool is looked for (not sent) */
+	RP3_ROCM_ROOT,	     /* where its tool is looked for (not sent) */
+	RP3_OMPT_OPERATIONS, /* --ompt-trace's categories, joined with ',' */
 	RP3_NVALUES
 };
 
@@ -105,8 +111,9 @@ struct rp3_ctx {
 	const char *cwd;	 /* rocprofv3's default output directory */
 	const char *tool;	 /* the resolved path of librocprofiler-sdk-tool.so */
 	bool per_process_layout; /* no -o: ask for %hostname%/%pid% (rocattach-mpi) */
-	int pid;		 /* > 0: ROCPROF_ATTACH_PID (rocattach) */
-	long long duration_ms;	 /* >= 0: ROCPROF_ATTACH_DURATION */
+	int pid;	       /* > 0: ROCPROF_ATTACH_PID (rocattach; rocattach-mpi: per target) */
+	long long duration_ms; /* >= 0: ROCPROF_ATTACH_DURATION */
+	int children;	       /* >= 0: ROCPROF_ATTACH_CHILDREN ("1" or "0") */
 };
 
 /* The variables to send, "NAME=VALUE", in rocprofv3's order (free with rp3_env_free). */
@@ -161,6 +168,20 @@ int rp3_find_tool(const struct rp3_opts *r, const char *rocm_path, char *path, s
 bool rp3_is_sdk_tool(const char *list);
 
 /*
+ * A word that argparse takes for an option, not a value: it starts with '-'
+ * and is neither "-" nor a negative number (rocprofv3 has no option that
+ * looks like one).
+ */
+bool rp3_optlike(const char *s);
+
+/*
+ * An option given, as a separate word, a value that looks like an option
+ * (--pmc -d 300, -d --foo): true and the line in err (exit 2). opt is the
+ * option as written ("--pmc", "-d").
+ */
+bool rp3_value_is_option(const char *opt, const char *v, char *err, size_t len);
+
+/*
  * -d given a value that is not whole milliseconds but looks like a path: the
  * line pointing to --output-directory. false when it does not look like one.
  */
@@ -200,9 +221,18 @@ struct rp3_setup {
 	bool per_process_layout; /* see struct rp3_ctx */
 	int pid;
 	long long duration_ms;
+	bool children; /* --attach-children */
+	const char *prog;
 };
 int rp3_prepare(const struct rp3_opts *r, const struct rp3_setup *s, char *tool_buf, size_t tlen,
 		const char **tools_out, struct rp3_env *env, char *err, size_t len);
+
+/*
+ * ROCP_TOOL_LIBRARIES never crosses in attach mode, as in AMD's rocprof-attach:
+ * if set here, prog says so once on stderr and it is unset (so neither the
+ * plan nor this process's ROCP* variables carry it).
+ */
+void rp3_drop_tool_libraries(const char *prog);
 
 /* setenv every variable of env here (the library sends this process's ROCP* ones). */
 int rp3_apply(const struct rp3_env *env);

@@ -53,5 +53,26 @@ for prog in rocattach rocattach-mpi rocattach-slurm; do
 	fi
 done
 
+# rocprofv3's options: --help points to them; every one the launchers take (the table
+# in launcher/opts/rocprofv3_opts.c) is in both man pages' ROCPROFV3 OPTIONS and in
+# docs/rocprofv3.md.
+rp3=$(sed -n '/^static const struct rp3_entry entries\[\] = {/,/^};/p' \
+	"$S/launcher/opts/rocprofv3_opts.c" | grep -oE '^ +\{"[a-z-]+"' | grep -oE '[a-z-]+' | sort -u)
+for prog in rocattach rocattach-mpi; do
+	sed -n '/^ROCPROFV3 OPTIONS/,/^[A-Z][A-Z]/p' "$W/$prog.txt" >"$W/$prog.rp3"
+	for where in "$W/$prog.rp3" "$S/docs/rocprofv3.md"; do
+		n=0 missing=
+		for o in $rp3; do
+			n=$((n + 1))
+			grep -qE -- "(^|[^a-zA-Z-])--$o([^a-zA-Z-]|$)" "$where" || missing="$missing --$o"
+		done
+		if [ "$n" -ge 50 ] && [ -z "$missing" ]; then
+			ok "$prog: $(basename "$where") names all $n of rocprofv3's options"
+		else
+			fail "$prog: $(basename "$where") lacks:${missing:- (only $n options in the table)}"
+		fi
+	done
+done
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -4,7 +4,8 @@
 # rocprofv3's variables, and a double of rocprofv3's tool (tests/rocm/, found under
 # ROCM_PATH as rocprofv3 finds it) records the ROCP* variables it sees in files where
 # the real tool writes them. The expected lists are written from rocprofv3.py
-# (ROCm/rocm-systems 210d1ace), not from our table. Also: rocprofv3's refusals leave
+# (ROCm/rocm-systems 01610ac2) and rocprof-attach.py (55ab7830: no ROCP_TOOL_LIBRARIES
+# in attach mode), not from our table. Also: rocprofv3's refusals leave
 # every target untouched, and the reattach trap refuses only the targets first
 # attached with other collection options. Last, --attach-sync-output on two launcher
 # ranks (section 5): with it a window ends only once a slow tool's output is written,
@@ -56,9 +57,10 @@ for p in "${AG[0]}" "${RO[0]}"; do
 		--output-directory "$W/o1" </dev/null >"$W/c1.$p.out" 2>&1
 	check "rocattach $(side "$p") side: exit 0" test $? -eq 0
 	check "rocattach $(side "$p") side: the tool saw rocprofv3's variables" same \
-		"$W/o1/$H/${p}_results.db" ROCPROFILER_LIBRARY_CTOR=1 "ROCP_TOOL_LIBRARIES=$T" \
+		"$W/o1/$H/${p}_results.db" ROCPROFILER_LIBRARY_CTOR=1 \
 		"ROCPROF_OUTPUT_PATH=$W/o1" ROCPROF_OUTPUT_FORMAT=rocpd ROCPROF_KERNEL_TRACE=1 \
 		"ROCPROF_ATTACH_TOOL_LIBRARY=$T" "ROCPROF_ATTACH_PID=$p" ROCPROF_ATTACH_DURATION=200 \
+		ROCPROF_ATTACH_CHILDREN=0 \
 		ROCPROF_COUNTER_COLLECTION=1 "ROCPROF_COUNTERS=pmc: SQ_WAVES"
 done
 
@@ -67,10 +69,11 @@ mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run -v --hip-trace --pmc 
 	-f csv json --output-directory "$W/o0" </dev/null >"$W/d0.out" 2>&1
 check "dry run: exit 0" test $? -eq 0
 check "dry run -v: the variables, as rocprofv3 sends them" diff <(sed -n 's/^rocprofv3 variable: //p' "$W/d0.out" | sort) \
-	<(printf '%s\n' ROCPROFILER_LIBRARY_CTOR=1 "ROCP_TOOL_LIBRARIES=$T" \
+	<(printf '%s\n' ROCPROFILER_LIBRARY_CTOR=1 \
 		"ROCPROF_OUTPUT_FILE_NAME=%hostname%/%pid%" "ROCPROF_OUTPUT_PATH=$W/o0" \
 		ROCPROF_OUTPUT_FORMAT=csv,json ROCPROF_HIP_COMPILER_API_TRACE=1 \
-		ROCPROF_HIP_RUNTIME_API_TRACE=1 "ROCPROF_ATTACH_TOOL_LIBRARY=$T" \
+		ROCPROF_HIP_RUNTIME_API_TRACE=1 ROCPROF_HIP_GRAPH_TRACE=1 ROCPROF_HIP_EVENT_TRACE=1 \
+		"ROCPROF_ATTACH_TOOL_LIBRARY=$T" ROCPROF_ATTACH_CHILDREN=1 \
 		ROCPROF_COUNTER_COLLECTION=1 "ROCPROF_COUNTERS=pmc: SQ_WAVES" | sort)
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --dry-run -v -t "$TOOL" </dev/null >"$W/d0b.out" 2>&1
 check "dry run -v, -t a tool of one's own: none of rocprofv3's variables" eval '! grep -q "^rocprofv3 variable" "$W/d0b.out"'
@@ -104,13 +107,26 @@ check "--collection-period: exit 2" test $? -eq 2
 check "--collection-period: rocprofv3's reason" grep -q "collection-period is not compatible with attach mode" "$W/l2b.out"
 "$CLI" -p "${RO[1]}" --pmc A --pmc B -d 100 </dev/null >"$W/c2.out" 2>&1
 check "rocattach several --pmc: exit 2" test $? -eq 2
+# A typo: the list stops at the next option, and -d gets no option for a value. Refused on
+# every rank (two launcher ranks) with one line naming the option and the value, exit 2.
+mpirun -np 2 "$LAUNCHER" --mpirun-pid "$JOB_PID" --kernel-trace --pmc -d 300 \
+	--output-directory "$W/o2" </dev/null >"$W/l2c.out" 2>&1
+rc=$?
+check "--pmc -d 300: exit 2 (got $rc)" test "$rc" -eq 2
+check "--pmc -d 300: the line names the option and the value" grep -q "^rocattach-mpi.*--pmc: '-d' is an option, not a value" "$W/l2c.out"
+mpirun -np 2 "$LAUNCHER" --mpirun-pid "$JOB_PID" --kernel-trace -d --foo </dev/null \
+	>"$W/l2d.out" 2>&1
+rc=$?
+check "-d --foo: exit 2 (got $rc)" test "$rc" -eq 2
+check "-d --foo: the line names the option and the value" grep -q "^rocattach-mpi.*-d: '--foo' is an option" "$W/l2d.out"
 check "refusals: nothing written" test ! -e "$W/o2"
 for p in "${R[@]}"; do check "refusals: $p untraced and alive" traced "$p"; done
 
 # 3. The reattach trap: the two targets rocattach attached first with --kernel-trace
 #    --pmc SQ_WAVES are refused a run with --kernel-trace alone; the others go on.
-mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --kernel-trace -d 300 \
-	--output-directory "$W/o3" --report "$W/r3.json" </dev/null >"$W/l3.out" 2>&1
+ROCP_TOOL_LIBRARIES=/opt/other/libother.so mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" \
+	--kernel-trace -d 300 --output-directory "$W/o3" --report "$W/r3.json" </dev/null \
+	>"$W/l3.out" 2>&1
 rc=$?
 check "reattach trap: exit 4 (got $rc)" test "$rc" -eq 4
 for p in "${AG[0]}" "${RO[0]}"; do
@@ -118,13 +134,15 @@ for p in "${AG[0]}" "${RO[0]}"; do
 	check "reattach trap: $p not sent" test ! -e "$W/o3/$H/${p}_results.db"
 done
 # rocprofv3 --attach PID --kernel-trace --attach-duration-msec 300 --output-directory DIR,
-# with rocattach-mpi's per-process file name.
+# with rocattach-mpi's per-process file name: each target its own ROCPROF_ATTACH_PID, and
+# not the user's ROCP_TOOL_LIBRARIES (said once).
+check "ROCP_TOOL_LIBRARIES ignored, said once" test "$(grep -c "ignoring ROCP_TOOL_LIBRARIES=/opt/other/libother.so in attach mode" "$W/l3.out")" -eq 1
 for p in "${AG[1]}" "${RO[1]}"; do
 	check "rocattach-mpi $(side "$p") side: the tool saw rocprofv3's variables" same \
-		"$W/o3/$H/${p}_results.db" ROCPROFILER_LIBRARY_CTOR=1 "ROCP_TOOL_LIBRARIES=$T" \
+		"$W/o3/$H/${p}_results.db" ROCPROFILER_LIBRARY_CTOR=1 \
 		"ROCPROF_OUTPUT_FILE_NAME=%hostname%/%pid%" "ROCPROF_OUTPUT_PATH=$W/o3" \
 		ROCPROF_OUTPUT_FORMAT=rocpd ROCPROF_KERNEL_TRACE=1 "ROCPROF_ATTACH_TOOL_LIBRARY=$T" \
-		ROCPROF_ATTACH_DURATION=300
+		ROCPROF_ATTACH_DURATION=300 "ROCPROF_ATTACH_PID=$p" ROCPROF_ATTACH_CHILDREN=1
 done
 
 check "report: each attached target names the directory and name its tool was given" jq -e \
@@ -149,10 +167,10 @@ for i in 1 2; do
 		--output-directory "$W/o4" </dev/null >"$W/c4.$i.out" 2>&1
 	check "same options again ($i): exit 0" test $? -eq 0
 	check "same options again ($i): the tool saw every variable" same \
-		"$W/o4/$H/${AG[1]}_results.csv" ROCPROFILER_LIBRARY_CTOR=1 "ROCP_TOOL_LIBRARIES=$T" \
+		"$W/o4/$H/${AG[1]}_results.csv" ROCPROFILER_LIBRARY_CTOR=1 \
 		"ROCPROF_OUTPUT_FILE_NAME=%hostname%/%pid%" "ROCPROF_OUTPUT_PATH=$W/o4" \
 		ROCPROF_OUTPUT_FORMAT=csv,json ROCPROF_KERNEL_TRACE=1 "ROCPROF_ATTACH_TOOL_LIBRARY=$T" \
-		"ROCPROF_ATTACH_PID=${AG[1]}" ROCPROF_ATTACH_DURATION=100
+		"ROCPROF_ATTACH_PID=${AG[1]}" ROCPROF_ATTACH_DURATION=100 ROCPROF_ATTACH_CHILDREN=0
 done
 "$CLI" -p "${RO[1]}" --attach-children=false --hip-trace -d 100 </dev/null >"$W/c5.out" 2>&1
 check "rocattach, other collection: exit 1" test $? -eq 1

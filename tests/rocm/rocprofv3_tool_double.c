@@ -2,7 +2,7 @@
 /*
  * A test double of rocprofv3's tool, ROCm's librocprofiler-sdk-tool.so, as
  * far as a launcher can tell: it reads the ROCP* variables rocprofv3 sends
- * (rocprofv3.py in ROCm/rocm-systems, commit 210d1ace) and writes its files
+ * (rocprofv3.py in ROCm/rocm-systems, commit 01610ac2) and writes its files
  * where they go: ROCPROF_OUTPUT_PATH joined with ROCPROF_OUTPUT_FILE_NAME
  * (default "%hostname%/%pid%", rocprofv3's documented default), with
  * %hostname%, %pid% and %q{VAR}% expanded by the tool, as rocprofv3 leaves

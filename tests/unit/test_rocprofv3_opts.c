@@ -2,8 +2,9 @@
 /*
  * rocprofv3's options -> the variables its tool sees. The expected lists are
  * written from rocprofv3.py (ROCm/rocm-systems, projects/rocprofiler-sdk/
- * source/bin/rocprofv3.py, commit 210d1acecc9350243a715e99eeba0f31aa2ec4b4)
- * as rocprofv3 --attach 42 would send them, not from our table.
+ * source/bin/rocprofv3.py, commit 01610ac2, function run()) as
+ * rocprofv3 --attach 42 would send them, not from our table. No
+ * ROCP_TOOL_LIBRARIES: rocprof-attach.py (55ab7830) removes it in attach mode.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,24 +26,28 @@
 
 /* What rocprofv3 --attach 42 sends with no option (tool T, run from /w). */
 #define BASE                                                                                       \
-	"ROCPROFILER_LIBRARY_CTOR=1", "ROCP_TOOL_LIBRARIES=" T, "ROCPROF_OUTPUT_PATH=/w",          \
-	    "ROCPROF_OUTPUT_FORMAT=rocpd", "ROCPROF_ATTACH_TOOL_LIBRARY=" T,                       \
-	    "ROCPROF_ATTACH_PID=42"
+	"ROCPROFILER_LIBRARY_CTOR=1", "ROCPROF_OUTPUT_PATH=/w", "ROCPROF_OUTPUT_FORMAT=rocpd",     \
+	    "ROCPROF_ATTACH_TOOL_LIBRARY=" T, "ROCPROF_ATTACH_PID=42", "ROCPROF_ATTACH_CHILDREN=1"
 #define NO_FORMAT                                                                                  \
-	"ROCPROFILER_LIBRARY_CTOR=1", "ROCP_TOOL_LIBRARIES=" T, "ROCPROF_OUTPUT_PATH=/w",          \
-	    "ROCPROF_ATTACH_TOOL_LIBRARY=" T, "ROCPROF_ATTACH_PID=42"
+	"ROCPROFILER_LIBRARY_CTOR=1", "ROCPROF_OUTPUT_PATH=/w", "ROCPROF_ATTACH_TOOL_LIBRARY=" T,  \
+	    "ROCPROF_ATTACH_PID=42", "ROCPROF_ATTACH_CHILDREN=1"
 #define KFD4                                                                                       \
 	"ROCPROF_KFD_PAGE_MIGRATION_TRACE=1", "ROCPROF_KFD_PAGE_MAPPING_TRACE=1",                  \
 	    "ROCPROF_KFD_QUEUE_TRACE=1", "ROCPROF_KFD_DROPPED_EVENTS_TRACE=1"
 #define HSA4                                                                                       \
 	"ROCPROF_HSA_CORE_API_TRACE=1", "ROCPROF_HSA_AMD_EXT_API_TRACE=1",                         \
 	    "ROCPROF_HSA_IMAGE_EXT_API_TRACE=1", "ROCPROF_HSA_FINALIZER_EXT_API_TRACE=1"
-/* Covered by both --sys-trace and --runtime-trace, besides the HIP and HSA APIs. */
+/* --hip-runtime-trace's own, and the two it turns on (01610ac2). */
+#define HIP_RUNTIME                                                                                \
+	"ROCPROF_HIP_RUNTIME_API_TRACE=1", "ROCPROF_HIP_GRAPH_TRACE=1", "ROCPROF_HIP_EVENT_TRACE=1"
+/* Covered by both --sys-trace and --runtime-trace, besides the HIP and HSA APIs (and HIP events).
+ */
 #define RUNTIME_COMMON                                                                             \
 	"ROCPROF_MARKER_API_TRACE=1", "ROCPROF_KERNEL_TRACE=1", KFD4,                              \
 	    "ROCPROF_MEMORY_COPY_TRACE=1", "ROCPROF_MEMORY_ALLOCATION_TRACE=1",                    \
-	    "ROCPROF_SCRATCH_MEMORY_TRACE=1", "ROCPROF_RCCL_API_TRACE=1",                          \
-	    "ROCPROF_ROCDECODE_API_TRACE=1", "ROCPROF_ROCJPEG_API_TRACE=1"
+	    "ROCPROF_SCRATCH_MEMORY_TRACE=1", "ROCPROF_RCCL_API_TRACE=1", "ROCPROF_OMPT_TRACE=1",  \
+	    "ROCPROF_ROCDECODE_API_TRACE=1", "ROCPROF_ROCJPEG_API_TRACE=1",                        \
+	    "ROCPROF_ROCSHMEM_API_TRACE=1", "ROCPROF_HIPFILE_API_TRACE=1"
 
 struct env_case {
 	const char *args[12];
@@ -56,10 +61,32 @@ static const struct env_case cases[] = {
     {{"--kernel-trace=yes"}, {BASE, "ROCPROF_KERNEL_TRACE=1"}, {NULL}},
     {{"--kernel-trace", "false"}, {BASE}, {NULL}},
     {{"--kernel-trace=off"}, {BASE}, {NULL}},
-    {{"--hip-trace"},
-     {BASE, "ROCPROF_HIP_COMPILER_API_TRACE=1", "ROCPROF_HIP_RUNTIME_API_TRACE=1"},
+    {{"--hip-trace"}, {BASE, "ROCPROF_HIP_COMPILER_API_TRACE=1", HIP_RUNTIME}, {NULL}},
+    {{"--hip-runtime-trace"}, {BASE, HIP_RUNTIME}, {NULL}},
+    {{"--hip-runtime-trace", "--hip-graph-trace=false"},
+     {BASE, "ROCPROF_HIP_RUNTIME_API_TRACE=1", "ROCPROF_HIP_EVENT_TRACE=1"},
      {NULL}},
-    {{"--hip-runtime-trace"}, {BASE, "ROCPROF_HIP_RUNTIME_API_TRACE=1"}, {NULL}},
+    {{"--hip-graph-trace"}, {BASE, "ROCPROF_HIP_GRAPH_TRACE=1"}, {NULL}},
+    {{"--hip-event-trace"}, {BASE, "ROCPROF_HIP_EVENT_TRACE=1"}, {NULL}},
+    {{"--rocshmem-trace"}, {BASE, "ROCPROF_ROCSHMEM_API_TRACE=1"}, {NULL}},
+    {{"--hipfile-trace"}, {BASE, "ROCPROF_HIPFILE_API_TRACE=1"}, {NULL}},
+    {{"--rocdecode-trace", "--rocjpeg-trace"},
+     {BASE, "ROCPROF_ROCDECODE_API_TRACE=1", "ROCPROF_ROCJPEG_API_TRACE=1"},
+     {NULL}},
+    {{"--group-by-queue"}, {BASE, "ROCPROF_GROUP_BY_QUEUE=1"}, {NULL}},
+    {{"--ompt-trace"}, {BASE, "ROCPROF_OMPT_TRACE=1"}, {NULL}},
+    {{"--ompt-trace", "true"}, {BASE, "ROCPROF_OMPT_TRACE=1"}, {NULL}},
+    {{"--ompt-trace=off"}, {BASE}, {NULL}},
+    {{"--ompt-trace", "parallel", "TASK", "target", "--kernel-trace"},
+     {BASE, "ROCPROF_OMPT_TRACE=1", "ROCPROF_KERNEL_TRACE=1",
+      "ROCPROF_OMPT_TRACE_OPERATIONS=parallel,task,target"},
+     {NULL}},
+    {{"--ompt-trace", "all", "thread"}, {BASE, "ROCPROF_OMPT_TRACE=1"}, {NULL}},
+    {{"--attach-children=false", "--kernel-trace"},
+     {"ROCPROFILER_LIBRARY_CTOR=1", "ROCPROF_OUTPUT_PATH=/w", "ROCPROF_OUTPUT_FORMAT=rocpd",
+      "ROCPROF_ATTACH_TOOL_LIBRARY=" T, "ROCPROF_ATTACH_PID=42", "ROCPROF_ATTACH_CHILDREN=0",
+      "ROCPROF_KERNEL_TRACE=1"},
+     {NULL}},
     {{"--hip-compiler-trace"}, {BASE, "ROCPROF_HIP_COMPILER_API_TRACE=1"}, {NULL}},
     {{"--hsa-trace"}, {BASE, HSA4}, {NULL}},
     {{"--hsa-core-trace"}, {BASE, "ROCPROF_HSA_CORE_API_TRACE=1"}, {NULL}},
@@ -77,20 +104,19 @@ static const struct env_case cases[] = {
     {{"--rccl-trace"}, {BASE, "ROCPROF_RCCL_API_TRACE=1"}, {NULL}},
     {{"--kfd-trace"}, {BASE, KFD4}, {NULL}},
     {{"--sys-trace"},
-     {BASE, "ROCPROF_HIP_COMPILER_API_TRACE=1", "ROCPROF_HIP_RUNTIME_API_TRACE=1", HSA4,
-      RUNTIME_COMMON},
+     {BASE, "ROCPROF_HIP_COMPILER_API_TRACE=1", HIP_RUNTIME, HSA4, RUNTIME_COMMON},
      {NULL}},
-    {{"-s"},
-     {BASE, "ROCPROF_HIP_COMPILER_API_TRACE=1", "ROCPROF_HIP_RUNTIME_API_TRACE=1", HSA4,
-      RUNTIME_COMMON},
-     {NULL}},
-    {{"--runtime-trace"}, {BASE, "ROCPROF_HIP_RUNTIME_API_TRACE=1", RUNTIME_COMMON}, {NULL}},
-    {{"--sys-trace", "--hip-trace=false", "--kfd-queue-trace=0"},
+    {{"-s"}, {BASE, "ROCPROF_HIP_COMPILER_API_TRACE=1", HIP_RUNTIME, HSA4, RUNTIME_COMMON}, {NULL}},
+    {{"--runtime-trace"}, {BASE, HIP_RUNTIME, RUNTIME_COMMON}, {NULL}},
+    {{"-r"}, {BASE, HIP_RUNTIME, RUNTIME_COMMON}, {NULL}},
+    /* --hip-trace=false: no HIP API, no graph; HIP events come from --sys-trace itself. */
+    {{"--sys-trace", "--hip-trace=false", "--kfd-queue-trace=0", "--ompt-trace=no"},
      {BASE, HSA4, "ROCPROF_MARKER_API_TRACE=1", "ROCPROF_KERNEL_TRACE=1",
       "ROCPROF_KFD_PAGE_MIGRATION_TRACE=1", "ROCPROF_KFD_PAGE_MAPPING_TRACE=1",
       "ROCPROF_KFD_DROPPED_EVENTS_TRACE=1", "ROCPROF_MEMORY_COPY_TRACE=1",
       "ROCPROF_MEMORY_ALLOCATION_TRACE=1", "ROCPROF_SCRATCH_MEMORY_TRACE=1",
-      "ROCPROF_RCCL_API_TRACE=1", "ROCPROF_ROCDECODE_API_TRACE=1", "ROCPROF_ROCJPEG_API_TRACE=1"},
+      "ROCPROF_RCCL_API_TRACE=1", "ROCPROF_ROCDECODE_API_TRACE=1", "ROCPROF_ROCJPEG_API_TRACE=1",
+      "ROCPROF_ROCSHMEM_API_TRACE=1", "ROCPROF_HIPFILE_API_TRACE=1", "ROCPROF_HIP_EVENT_TRACE=1"},
      {NULL}},
     {{"--pmc", "SQ_WAVES"},
      {BASE, "ROCPROF_COUNTER_COLLECTION=1", "ROCPROF_COUNTERS=pmc: SQ_WAVES"},
@@ -138,17 +164,18 @@ static const struct env_case cases[] = {
      {NULL}},
     {{"-f", "json"}, {NO_FORMAT, "ROCPROF_OUTPUT_FORMAT=csv,json"}, {"ROCPROF_OUTPUT_FORMAT=csv"}},
     {{"--output-directory", "/out/%hostname%", "-o", "run_%pid%"},
-     {"ROCPROFILER_LIBRARY_CTOR=1", "ROCP_TOOL_LIBRARIES=" T, "ROCPROF_OUTPUT_FILE_NAME=run_%pid%",
+     {"ROCPROFILER_LIBRARY_CTOR=1", "ROCPROF_OUTPUT_FILE_NAME=run_%pid%",
       "ROCPROF_OUTPUT_PATH=/out/%hostname%", "ROCPROF_OUTPUT_FORMAT=rocpd",
-      "ROCPROF_ATTACH_TOOL_LIBRARY=" T, "ROCPROF_ATTACH_PID=42"},
+      "ROCPROF_ATTACH_TOOL_LIBRARY=" T, "ROCPROF_ATTACH_PID=42", "ROCPROF_ATTACH_CHILDREN=1"},
      {NULL}},
     {{"--output-file", "%q{SLURM_PROCID}%"},
      {BASE, "ROCPROF_OUTPUT_FILE_NAME=%q{SLURM_PROCID}%"},
      {NULL}},
     {{NULL}, {BASE, "ROCPROF_OUTPUT_FILE_NAME=mine"}, {"ROCPROF_OUTPUT_FILE_NAME=mine"}},
+    /* The user's ROCP_TOOL_LIBRARIES is not extended, nor sent (rocprof-attach drops it). */
     {{NULL},
-     {"ROCPROFILER_LIBRARY_CTOR=1", "ROCP_TOOL_LIBRARIES=/a.so:" T, "ROCPROF_OUTPUT_PATH=/o",
-      "ROCPROF_OUTPUT_FORMAT=rocpd", "ROCPROF_ATTACH_TOOL_LIBRARY=" T, "ROCPROF_ATTACH_PID=42"},
+     {"ROCPROFILER_LIBRARY_CTOR=1", "ROCPROF_OUTPUT_PATH=/o", "ROCPROF_OUTPUT_FORMAT=rocpd",
+      "ROCPROF_ATTACH_TOOL_LIBRARY=" T, "ROCPROF_ATTACH_PID=42", "ROCPROF_ATTACH_CHILDREN=1"},
      {"ROCP_TOOL_LIBRARIES=/a.so", "ROCPROF_OUTPUT_PATH=/o"}},
     {{"--output-config"}, {BASE, "ROCPROF_OUTPUT_CONFIG_FILE=1"}, {NULL}},
     {{"--log-level", "INFO"},
@@ -166,14 +193,18 @@ static const struct env_case cases[] = {
     {{"--disable-signal-handlers", "--process-sync=false"},
      {BASE, "ROCPROF_SIGNAL_HANDLERS=0", "ROCPROF_PROCESS_SYNC=0"},
      {NULL}},
-    /*
-     * Newer than 210d1ace: ROCm/rocm-systems pull request #3179 (merged) gives
-     * synchronous output with "--attach-sync-output" or the tool's variable
-     * "ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1"; pull request #7406 (merged)
-     * sets ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC="1" where it would pass the flag.
-     */
+    /* 01610ac2: update_env(..., args.attach_sync_output): a bool sends "1" or "0". */
     {{"--attach-sync-output"}, {BASE, "ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=1"}, {NULL}},
-    {{"--attach-sync-output=false", "--kernel-trace"}, {BASE, "ROCPROF_KERNEL_TRACE=1"}, {NULL}},
+    {{"--attach-sync-output=false", "--kernel-trace"},
+     {BASE, "ROCPROF_KERNEL_TRACE=1", "ROCPROF_ATTACH_OUTPUT_GENERATION_SYNC=0"},
+     {NULL}},
+    {{"--perfetto-buffer-size=4194303"}, {BASE, "ROCPROF_PERFETTO_BUFFER_SIZE_KB=4194303"}, {NULL}},
+    /* A list stops at the next option; "=" gives a value that looks like one. */
+    {{"--pmc", "SQ_WAVES", "-d", "300"},
+     {BASE, "ROCPROF_ATTACH_DURATION=300", "ROCPROF_COUNTER_COLLECTION=1",
+      "ROCPROF_COUNTERS=pmc: SQ_WAVES"},
+     {NULL}},
+    {{"--kernel-include-regex=-x"}, {BASE, "ROCPROF_KERNEL_FILTER_INCLUDE_REGEX=-x"}, {NULL}},
     {{"--perfetto-backend", "system", "--perfetto-buffer-size", "2048",
       "--perfetto-shmem-size-hint", "128"},
      {BASE, "ROCPROF_PERFETTO_BUFFER_SIZE_KB=2048", "ROCPROF_PERFETTO_SHMEM_SIZE_HINT_KB=128",
@@ -181,7 +212,7 @@ static const struct env_case cases[] = {
      {NULL}},
     {{"--sys-trace", "--pmc", "SQ_WAVES", "-f", "json", "pftrace", "rocpd", "-d", "10000"},
      {NO_FORMAT, "ROCPROF_OUTPUT_FORMAT=json,pftrace,rocpd", "ROCPROF_HIP_COMPILER_API_TRACE=1",
-      "ROCPROF_HIP_RUNTIME_API_TRACE=1", HSA4, RUNTIME_COMMON, "ROCPROF_ATTACH_DURATION=10000",
+      HIP_RUNTIME, HSA4, RUNTIME_COMMON, "ROCPROF_ATTACH_DURATION=10000",
       "ROCPROF_COUNTER_COLLECTION=1", "ROCPROF_COUNTERS=pmc: SQ_WAVES"},
      {NULL}},
 };
@@ -224,6 +255,7 @@ static void run_case(const struct env_case *c)
 	unsetenv("ROCPROFILER_PC_SAMPLING_BETA_ENABLED");
 	ctx.pid = o.pid;
 	ctx.duration_ms = o.duration_ms;
+	ctx.children = o.children;
 	assert_int_equal(rp3_env_build(&o.rp3, &ctx, &env), 0);
 	while (want < MAXV && c->env[want])
 		want++;
@@ -278,7 +310,17 @@ static const struct refusal refusals[] = {
     {{"--output-format", "xml"}, "invalid --output-format 'xml'"},
     {{"--log-level", "loud"}, "invalid --log-level"},
     {{"--kernel-trace=maybe"}, "invalid --kernel-trace value"},
-    {{"--pmc"}, "missing value for option '--pmc'"},
+    {{"--pmc"}, "--pmc needs at least one counter"},
+    {{"--pmc", "-d", "300"}, "--pmc: '-d' is an option, not a value"},
+    {{"-d", "--foo"}, "-d: '--foo' is an option"},
+    {{"--output-directory", "--kernel-trace"}, "--output-directory: '--kernel-trace' is an option"},
+    {{"-o", "-s"}, "--output-file: '-s' is an option"},
+    {{"-f", "-d", "300"}, "-f: '-d' is an option"},
+    {{"--output-format", "--kernel-trace"}, "--output-format: '--kernel-trace' is an option"},
+    {{"--ompt-trace", "parallel,task"}, "separated by spaces, not commas"},
+    {{"--ompt-trace", "parallel", "bogus"}, "unknown category 'bogus'"},
+    {{"--perfetto-buffer-size", "4194304"}, "must be between 1 and 4194303 KB"},
+    {{"--perfetto-buffer-size", "0"}, "must be between 1 and 4194303 KB"},
 };
 
 static void test_rp3_check_refusals(void **state)
@@ -330,7 +372,15 @@ static void test_rp3_prepare_custom_tool_alone(void **state)
 	r.flag[RP3_KERNEL_TRACE] = 1;
 	assert_int_equal(rp3_prepare(&r, &s, buf, sizeof(buf), &tools, &env, err, sizeof(err)), 0);
 	assert_true(env.n > 0);
-	assert_string_equal(env.kv[1], "ROCP_TOOL_LIBRARIES=/x/libmine.so");
+	{
+		bool named = false;
+
+		for (size_t k = 0; k < env.n; k++) {
+			named |= !strcmp(env.kv[k], "ROCPROF_ATTACH_TOOL_LIBRARY=/x/libmine.so");
+			assert_null(strstr(env.kv[k], "ROCP_TOOL_LIBRARIES"));
+		}
+		assert_true(named);
+	}
 	rp3_env_free(&env);
 	/* Its own tool named with -t: its defaults go. */
 	rp3_init(&r);
@@ -394,6 +444,18 @@ static void test_rp3_collection_key(void **state)
 	assert_string_equal(ka, "--kernel-trace");
 	assert_string_equal(ka, kb);
 	assert_string_equal(kc, "--kernel-trace --pmc SQ_WAVES");
+	{
+		const char *d[] = {"--ompt-trace", "task", "--hip-event-trace", NULL};
+		const char *e[] = {"--ompt-trace", NULL};
+		char kd[512], ke[512];
+
+		assert_int_equal(parse(d, &o, err, sizeof(err)), 0);
+		rp3_collection_key(&o.rp3, kd, sizeof(kd));
+		assert_string_equal(kd, "--hip-event-trace --ompt-trace task");
+		assert_int_equal(parse(e, &o, err, sizeof(err)), 0);
+		rp3_collection_key(&o.rp3, ke, sizeof(ke));
+		assert_string_equal(ke, "--ompt-trace");
+	}
 }
 
 int main(void)

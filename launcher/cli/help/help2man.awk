@@ -162,7 +162,7 @@ file == 1 {
 }
 
 # The man-only sections.
-/^[A-Z][A-Z ]+$/ {
+/^[A-Z][A-Z0-9 ]+$/ {
 	start_section($0)
 	next
 }
