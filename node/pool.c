@@ -95,18 +95,24 @@ static void copy_message(struct rn_target *t, const char *msg)
 }
 
 /*
- * A reattach gives no news of the tools (the first attach's outcomes stand)
- * and no message: where a library failed at the first attach, the record
- * still names it, so that every failure line has its cause.
+ * An attach that succeeded with a library of the list failed, and no
+ * message: a reattach (the first attach's outcomes stand, and it says
+ * nothing), or ROCm's side, where a library not mapped after the call is
+ * all that can be seen. The record names the library, so that every failure
+ * line has its cause.
  */
 static void reattach_note(struct rn_target *t, const char *tools)
 {
 	size_t k = 0, len = sizeof(t->message);
 	const char *p = tools;
 
-	k += (size_t)snprintf(t->message, len,
-			      "reattached; not in this process since its first attach (which "
-			      "failed to load it; a reattach loads no library):");
+	if (t->windows)
+		k += (size_t)snprintf(t->message, len,
+				      "reattached; not in this process since its first attach "
+				      "(which failed to load it; a reattach loads no library):");
+	else
+		k += (size_t)snprintf(t->message, len,
+				      "attached; not in this process after the attach:");
 	for (size_t i = 0; i < t->tool_n && i < RN_TOOLS_MAX && k < len; i++) {
 		size_t n = p ? strcspn(p, ":") : 0;
 
@@ -189,8 +195,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 		memcpy(t->tools, rep.tool_outcome, rep.tool_count);
 	}
 	copy_message(t, rep.message);
-	if (st == ROCATTACH_STATUS_SUCCESS && !rep.tool_count && !t->message[0] &&
-	    rn_some_tool_failed(t))
+	if (st == ROCATTACH_STATUS_SUCCESS && !t->message[0] && rn_some_tool_failed(t))
 		reattach_note(t, o->tools);
 	t->watchdog = st == ROCATTACH_STATUS_SUCCESS && (rep.flags & ROCATTACH_REPORT_WATCHDOG);
 	harm(t, &rep);

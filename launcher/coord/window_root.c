@@ -52,7 +52,7 @@ static void say_empty(struct rm_win *w, int wi, const struct rm_ready *s)
 			k += (size_t)snprintf(why + k, sizeof(why) - k, "%s%lld %s", k ? ", " : "",
 					      (long long)c[i].n, c[i].what);
 	rm_say(w->self, "window %d: nothing attached (%s): the window ends now%s", wi,
-	       k ? why : "no target was tried",
+	       k ? why : "no target left to try: each failed or ended in an earlier window",
 	       wi < w->o->windows && !w->tool_stop && !w->listener_stop
 		   ? "; the next one starts as planned"
 		   : "");
