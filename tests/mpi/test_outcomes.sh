@@ -161,6 +161,15 @@ check "report: node attached 2 = detached records, failed 2" jq -e \
 check "report: the detach skew is over the detached targets only" jq -e \
 	'.windows[1] | .skew.targets == ([.nodes[].targets[] | select(.state == "detached")]
 	 | length)' "$W/r6.json"
+# rocattach's reattach: its line ends with the cause, not "attached: " and nothing.
+P0=$(job_ranks "$JOB_PID" | head -n 1)
+"$B/bin/rocattach" -p "$P0" -t "$SDK_C:libnotthere-rocattach.so" -d 100 \
+	--attach-children=false </dev/null >"$W/c6.out" 2>&1
+rc=$?
+check "rocattach reattach with a failed library: exit 4 (got $rc)" test "$rc" -eq 4
+check "rocattach reattach: the line names the library" grep -q \
+	"the others attached: not in this process after the attach (a reattach loads no library): libnotthere-rocattach.so$" \
+	"$W/c6.out"
 stop_job
 
 echo "passed $PASSED, failed $FAILED"
