@@ -170,6 +170,9 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	/* No hand-over times at all: the tools' windows are unknown, so not shown. */
 	assert_null(strstr(buf, "tools' window"));
 	assert_non_null(strstr(buf, "window 2: start 2026-11-21T07:30:02.623Z"));
+	/* 200 exited during window 2, not detached: each skew names the count it is over. */
+	assert_non_null(
+	    strstr(buf, "attach skew 0.450 ms (3 targets), detach skew 0.020 ms (2 detached) ("));
 	/* Each failure once, on one line, in the window where it happened. */
 	assert_non_null(strstr(buf, "failures:\n  node2 pid 201 (app), window 1: attach-failed: "
 				    "PTRACE_SEIZE(201): \"denied\" <&> 'x'\n"));
