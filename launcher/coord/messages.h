@@ -143,9 +143,10 @@ struct rm_ready {
 	 * declined: every tool's rocprofiler_configure returned NULL (our
 	 * agent); held: another attacher holds the target; differ: the tool or
 	 * rocprofv3's options differ from the first attach's; other: any
-	 * other failure (tool_failed and no_listener are in it too).
+	 * other failure (tool_failed and no_listener are in it too); gone: it
+	 * ended before or during its attach.
 	 */
-	int64_t declined, held, differ, other;
+	int64_t declined, held, differ, other, gone;
 };
 
 /*

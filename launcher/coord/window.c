@@ -153,8 +153,12 @@ static bool *tried_now(const struct rm_win *w)
  */
 static void count_refusal(const struct rm_win *w, const struct rn_target *t, struct rm_ready *r)
 {
-	if (t->state == RN_ATTACHED || t->state == RN_EXITED)
+	if (t->state == RN_ATTACHED)
 		return;
+	if (t->state == RN_EXITED) {
+		r->gone++;
+		return;
+	}
 	if (t->state == RN_DECLINED) {
 		r->declined++;
 		return;

@@ -44,7 +44,8 @@ static void say_empty(struct rm_win *w, int wi, const struct rm_ready *s)
 	} c[] = {{s->held, "held by another attacher"},
 		 {s->differ, "the tool or rocprofv3's options differ from the first attach's"},
 		 {s->declined, "every tool declined"},
-		 {s->other, "failed (see the failures)"}};
+		 {s->other, "failed (see the failures)"},
+		 {s->gone, "ended before or during the attach"}};
 
 	why[0] = '\0';
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
@@ -77,6 +78,7 @@ static void attach_outcome(struct rm_win *w, int wi, uint64_t since, bool partia
 		s.held += p->ready.held;
 		s.differ += p->ready.differ;
 		s.other += p->ready.other;
+		s.gone += p->ready.gone;
 		pending += p->ready.pending;
 		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
 	}
