@@ -15,8 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rocattach/tool.h>
-
 #include "common/clock.h"
 #include "common/protocol.h"
 #include "log.h"
@@ -92,26 +90,9 @@ static rocattach_status_t op_finish_at(struct op *op, rocattach_report_t *out, i
 	return op->e.status;
 }
 
-/*
- * Every tool of the list declined (its rocprofiler_configure returned NULL:
- * our agent's NO_TOOLS with each outcome declined): the tool chose not to
- * profile this process, which is news, not an error.
- */
-static bool all_declined(const rocattach_report_t *r)
-{
-	if (r->agent_status != ROCATTACH_REGISTER_NO_TOOLS || !r->tool_count ||
-	    r->tool_count > ROCATTACH_TOOLS_MAX)
-		return false;
-	for (uint32_t i = 0; i < r->tool_count; i++)
-		if (r->tool_outcome[i] != ROCATTACH_TOOL_DECLINED)
-			return false;
-	return true;
-}
-
 static rocattach_status_t op_finish(struct op *op, rocattach_report_t *out)
 {
-	return op_finish_at(op, out,
-			    all_declined(&op->rep) ? ROCATTACH_LOG_INFO : ROCATTACH_LOG_ERROR);
+	return op_finish_at(op, out, ROCATTACH_LOG_ERROR);
 }
 
 static struct session *find_locked(pid_t pid)
