@@ -87,6 +87,13 @@ enum rn_state {
 	RN_EXITED,	  /* gone before its attach, or between windows */
 	RN_STOPPED,	  /* stopped (State T): not attached, or still attached and stopped */
 	RN_DIED_ATTACHED, /* ceased to exist with its tools in it (died_ns says when seen) */
+	/*
+	 * Not attached: every tool of the list declined (its
+	 * rocprofiler_configure returned NULL, our agent's NO_TOOLS). No
+	 * failure: the tool chose not to profile this process. ROCm's side
+	 * cannot tell it from a failure (docs/report.md).
+	 */
+	RN_DECLINED,
 };
 
 /* Tool outcomes kept per target (enum rocattach_tool_outcome), one per library of the list. */
@@ -313,6 +320,8 @@ const char *rn_state_name(enum rn_state s);
  * object for this machine, replaceable by others, an empty list).
  */
 bool rn_tool_failed(const struct rn_target *t);
+/* An attach that failed because every tool of the list declined (our agent says so). */
+bool rn_all_declined(const struct rn_target *t);
 /* Did a library of the tool list fail in this target (its tools[]), whatever its state? */
 bool rn_some_tool_failed(const struct rn_target *t);
 /*

@@ -94,6 +94,37 @@ static void copy_message(struct rn_target *t, const char *msg)
 	snprintf(t->message, sizeof(t->message), "%.*s", (int)sizeof(t->message) - 1, msg);
 }
 
+/*
+ * An attach that succeeded with a library of the list failed, and no
+ * message: a reattach (the first attach's outcomes stand, and it says
+ * nothing), or ROCm's side, where a library not mapped after the call is
+ * all that can be seen. The record names the library, so that every failure
+ * line has its cause.
+ */
+static void reattach_note(struct rn_target *t, const char *tools)
+{
+	size_t k = 0, len = sizeof(t->message);
+	const char *p = tools;
+
+	if (t->windows)
+		k += (size_t)snprintf(t->message, len,
+				      "reattached; not in this process since its first attach "
+				      "(which failed to load it; a reattach loads no library):");
+	else
+		k += (size_t)snprintf(t->message, len,
+				      "attached; not in this process after the attach:");
+	for (size_t i = 0; i < t->tool_n && i < RN_TOOLS_MAX && k < len; i++) {
+		size_t n = p ? strcspn(p, ":") : 0;
+
+		if (t->tools[i] == ROCATTACH_TOOL_FAILED && n)
+			k += (size_t)snprintf(t->message + k, len - k, " %.*s", (int)n, p);
+		else if (t->tools[i] == ROCATTACH_TOOL_FAILED)
+			k += (size_t)snprintf(t->message + k, len - k,
+					      " library %zu of the tool list", i + 1);
+		p = p && p[n] ? p + n + 1 : NULL;
+	}
+}
+
 /* What the report says of harm: killed by a signal (never an exit), a call that stuck. */
 static void harm(struct rn_target *t, const rocattach_report_t *rep)
 {
@@ -187,6 +218,8 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 		memcpy(t->tools, rep.tool_outcome, rep.tool_count);
 	}
 	copy_message(t, rep.message);
+	if (st == ROCATTACH_STATUS_SUCCESS && !t->message[0] && rn_some_tool_failed(t))
+		reattach_note(t, o->tools);
 	t->watchdog = st == ROCATTACH_STATUS_SUCCESS && (rep.flags & ROCATTACH_REPORT_WATCHDOG);
 	harm(t, &rep);
 	if (st == ROCATTACH_STATUS_SUCCESS) {
@@ -195,9 +228,11 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 		rn_rp3_remember(t->pid);
 	} else if (rep.flags & ROCATTACH_REPORT_STOPPED) {
 		t->state = RN_STOPPED;
+	} else if (st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND) {
+		t->state = RN_EXITED;
 	} else {
-		t->state = st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND ? RN_EXITED
-										 : RN_ATTACH_FAILED;
+		/* Every tool declined (our agent tells it): not attached, and no failure. */
+		t->state = rn_all_declined(t) ? RN_DECLINED : RN_ATTACH_FAILED;
 	}
 }
 

@@ -24,6 +24,7 @@ static const char *const state_names[] = {
     [RN_EXITED] = "exited",
     [RN_STOPPED] = "stopped",
     [RN_DIED_ATTACHED] = "died_attached",
+    [RN_DECLINED] = "declined",
 };
 
 const char *rn_state_name(enum rn_state s)
@@ -40,6 +41,16 @@ const char *rn_state_name(enum rn_state s)
  */
 static const char *const tool_check_prefixes[] = {"library ", "refusing library ",
 						  "tool library list "};
+
+bool rn_all_declined(const struct rn_target *t)
+{
+	if (t->agent_status != ROCATTACH_REGISTER_NO_TOOLS || !t->tool_n)
+		return false;
+	for (size_t i = 0; i < t->tool_n && i < RN_TOOLS_MAX; i++)
+		if (t->tools[i] != ROCATTACH_TOOL_DECLINED)
+			return false;
+	return true;
+}
 
 bool rn_tool_failed(const struct rn_target *t)
 {

@@ -202,7 +202,7 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &t->tool_n, 1);
 	p = get(p, t->tools, sizeof(t->tools));
 	get(p, &t->late_ns, sizeof(uint64_t));
-	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_DIED_ATTACHED ||
+	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_DECLINED ||
 	    status < 0 || status >= ROCATTACH_STATUS_LAST || side < ROCATTACH_SIDE_UNKNOWN ||
 	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3 || sig < 0 || sig >= 65 ||
 	    flags < 0 || flags > 7 || t->tool_n > RN_TOOLS_MAX)

@@ -261,16 +261,33 @@ static int call_answering(struct call_job *j, int *sig)
  */
 static bool tool_failed(const struct cli_opts *o, const rocattach_report_t *rep)
 {
+	const char *p = o->tools;
 	bool failed = false;
 
 	for (uint32_t i = 0; i < rep->tool_count && i < ROCATTACH_TOOLS_MAX; i++)
 		failed |= rep->tool_outcome[i] == ROCATTACH_TOOL_FAILED;
-	if (failed)
-		fprintf(stderr,
-			"rocattach: error: process %d: a tool of the list failed, the others "
-			"attached: %s\n",
-			o->pid, rep->message);
-	return failed;
+	if (!failed)
+		return false;
+	fprintf(stderr,
+		"rocattach: error: process %d: a tool of the list failed, the others attached: ",
+		o->pid);
+	if (rep->message[0]) {
+		fprintf(stderr, "%s\n", rep->message);
+		return true;
+	}
+	/* A reattach says nothing of the tools: the first attach's outcomes stand. */
+	fputs("not in this process after the attach (a reattach loads no library):", stderr);
+	for (uint32_t i = 0; i < rep->tool_count && i < ROCATTACH_TOOLS_MAX; i++) {
+		size_t n = p ? strcspn(p, ":") : 0;
+
+		if (rep->tool_outcome[i] == ROCATTACH_TOOL_FAILED && n)
+			fprintf(stderr, " %.*s", (int)n, p);
+		else if (rep->tool_outcome[i] == ROCATTACH_TOOL_FAILED)
+			fprintf(stderr, " library %u of the tool list", i + 1);
+		p = p && p[n] ? p + n + 1 : NULL;
+	}
+	fputc('\n', stderr);
+	return true;
 }
 
 /*

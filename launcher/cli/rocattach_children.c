@@ -166,6 +166,11 @@ static int outcome(const struct rn_target *t)
 		return CLI_EXIT_PARTIAL;
 	case RN_DETACH_FAILED:
 		return CLI_EXIT_DETACH;
+	case RN_DECLINED:
+		/* Every tool chose not to profile it (our agent tells): no failure. */
+		fprintf(stderr, "rocattach: process %d: every tool declined it: not attached\n",
+			(int)t->pid);
+		return CLI_EXIT_OK;
 	case RN_DIED_ATTACHED:
 		/* The library logs a target gone at its detach as news only: said here. */
 		fprintf(stderr, "rocattach: error: %s\n", t->message);

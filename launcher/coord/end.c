@@ -18,6 +18,17 @@ static bool no_listener(const struct rn_target *t)
 	return t->state == RN_ATTACH_FAILED && !t->listener;
 }
 
+static bool declined(const struct rn_target *t)
+{
+	return t->state == RN_DECLINED;
+}
+
+/* The tool failed, or every tool declined, there. */
+static bool tool_out(const struct rn_target *t)
+{
+	return rn_tool_failed(t) || declined(t);
+}
+
 /*
  * Targets of the last window for which fails holds; *all: every target;
  * *unsure: those left out on their nodes that may fail it too (--detail none).
@@ -94,7 +105,14 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 		return RM_EXIT_INTERRUPTED;
 	}
 	if (c->win.run_stop && !strcmp(c->win.run_stop, "tool failed")) {
-		snprintf(reason, len, "the tool failed: nothing attached");
+		size_t all, unsure, none = count_last(&c->roster.run, declined, &all, &unsure);
+
+		/* Declining is no failure, but with every target declined nothing ran. */
+		if (none && none == all && !unsure)
+			snprintf(reason, len,
+				 "the tool declined on every target: nothing attached");
+		else
+			snprintf(reason, len, "the tool failed: nothing attached");
 		return RM_EXIT_FAILED;
 	}
 	if (c->win.run_stop && !strcmp(c->win.run_stop, "nothing attachable")) {
@@ -227,7 +245,7 @@ static void say_run_stop(struct ctx *c)
 	struct rn_target t;
 	size_t all, none, unsure;
 
-	if (!strcmp(stop, "tool failed") && first_failure(&c->roster.run, rn_tool_failed, &t))
+	if (!strcmp(stop, "tool failed") && first_failure(&c->roster.run, tool_out, &t))
 		rm_say(&c->self,
 		       "error: the tool (%s) could not be attached to any target, so no "
 		       "window can profile: stopped at the first attach: %.*s",

@@ -16,6 +16,11 @@ static void add_ready(struct rm_ready *sum, const struct rm_ready *m)
 	sum->attached += m->attached;
 	sum->tool_failed += m->tool_failed;
 	sum->no_listener += m->no_listener;
+	sum->declined += m->declined;
+	sum->held += m->held;
+	sum->differ += m->differ;
+	sum->other += m->other;
+	sum->gone += m->gone;
 	if (m->ready_ns > sum->ready_ns)
 		sum->ready_ns = m->ready_ns;
 	if (m->rtt_sub_ns > sum->rtt_sub_ns)

@@ -138,6 +138,16 @@ struct rm_ready {
 	uint64_t rtt_sub_ns; /* the worst round trip measured in the sender's subtree */
 	int32_t owed;	     /* ranks below whose READY was still owed at the stop (left out) */
 	int32_t pending;     /* targets whose attach call had not returned (window_calls.c) */
+	/*
+	 * This window's attaches that were refused or failed, by cause (a
+	 * window where nothing attached ends at once, and says why):
+	 * declined: every tool's rocprofiler_configure returned NULL (our
+	 * agent); held: another attacher holds the target; differ: the tool or
+	 * rocprofv3's options differ from the first attach's; other: any
+	 * other failure (tool_failed and no_listener are in it too); gone: it
+	 * ended before or during its attach.
+	 */
+	int64_t declined, held, differ, other, gone;
 };
 
 /*

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rocattach/tool.h>
+
 #include "common/clock.h"
 #include "rocprofv3_opts.h"
 #include "window.h"
@@ -92,7 +94,7 @@ static struct rn_pool_opts pool_opts(const struct rm_win *w)
  */
 static struct rm_ready stacks_unattached(struct rm_win *w)
 {
-	struct rm_ready r = {0, 0, 0, 0};
+	struct rm_ready r = {0};
 
 	for (size_t i = 0; i < w->self->n; i++) {
 		struct rn_target *t = &w->self->t[i];
@@ -135,12 +137,57 @@ __attribute__((noreturn)) static void too_late(struct rm_win *w)
 		 w->flow->window, RM_EXIT_LOST);
 }
 
+/* The targets this window's attaches go to (node/pool.c: found, or detached before). */
+static bool *tried_now(const struct rm_win *w)
+{
+	bool *v = calloc(w->self->n, sizeof(*v));
+
+	for (size_t i = 0; v && i < w->self->n; i++)
+		v[i] = w->self->t[i].state == RN_FOUND || w->self->t[i].state == RN_DETACHED;
+	return v;
+}
+
+/*
+ * A target this window tried that did not attach, by cause. Held: another
+ * attacher has it (our agent's EXCESS_API_INSTANCES, or a tracer on ROCm's
+ * listener: both PTRACE_OPERATION_NOT_PERMITTED). Differ: the tool list
+ * (agent and ROCm: INVALID_ARGUMENT, 8) or rocprofv3's options
+ * (node/rp3_state.c) are not the first attach's.
+ */
+static void count_refusal(const struct rm_win *w, const struct rn_target *t, struct rm_ready *r)
+{
+	if (t->state == RN_ATTACHED)
+		return;
+	if (t->state == RN_EXITED) {
+		r->gone++;
+		return;
+	}
+	if (t->state == RN_DECLINED) {
+		r->declined++;
+		return;
+	}
+	if (t->status == ROCATTACH_STATUS_ERROR_PTRACE_OPERATION_NOT_PERMITTED) {
+		r->held++;
+		return;
+	}
+	if (t->agent_status == ROCATTACH_REGISTER_INVALID_ARGUMENT ||
+	    strstr(t->message, " was first attached with ")) {
+		r->differ++;
+		return;
+	}
+	r->other++;
+	r->tool_failed += rn_tool_failed(t);
+	/* Without --inject a target without a listener can never attach. */
+	r->no_listener += t->state == RN_ATTACH_FAILED && !t->listener && !w->o->inject;
+}
+
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */
 struct rm_ready rm_win_attach(struct rm_win *w, const uint64_t when[2])
 {
-	struct rm_ready r = {0, 0, 0, 0};
+	struct rm_ready r = {0};
 	struct rn_pool_opts p;
 	uint64_t stop;
+	bool *tried;
 	int short_by;
 
 	if (rm_stacks_on(w->o) && w->part->worker && w->self->n && !w->part->stacks.dir[0] &&
@@ -157,6 +204,7 @@ struct rm_ready rm_win_attach(struct rm_win *w, const uint64_t when[2])
 		return stacks_unattached(w);
 	/* Who went since the last look is not attached again (and its GONE is due). */
 	rn_watch_mark(w->part->watch, w->self->t, w->self->n);
+	tried = tried_now(w);
 	p = pool_opts(w);
 	p.start_ns = when[0];
 	stop = rm_win_planned_end(w, w->frame_mono);
@@ -179,11 +227,10 @@ struct rm_ready rm_win_attach(struct rm_win *w, const uint64_t when[2])
 		if (t->attach_ready_ns > when[1] && t->attach_ready_ns - when[1] > r.ready_ns)
 			r.ready_ns = t->attach_ready_ns - when[1];
 		r.attached += t->state == RN_ATTACHED;
-		r.tool_failed += t->attach_start_ns >= when[1] && rn_tool_failed(t);
-		/* Without --inject a target without a listener can never attach. */
-		r.no_listener += t->attach_start_ns >= when[1] && t->state == RN_ATTACH_FAILED &&
-				 !t->listener && !w->o->inject;
+		if (tried && tried[i])
+			count_refusal(w, t, &r);
 	}
+	free(tried);
 	return r;
 }
 

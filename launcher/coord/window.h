@@ -65,6 +65,7 @@ struct rm_win {
 	bool last;		/* no window after this one (job ended, tool failed) */
 	bool tool_stop;		/* rank 0: nothing attached, the tool failed */
 	bool listener_stop;	/* rank 0: nothing attached, no target has a listener */
+	bool empty_stop;	/* rank 0: nothing attached in this window: it ends at once */
 	bool gone_told;		/* rank 0 knows this node's targets are all gone */
 	const char *run_stop;	/* rank 0: why the run stopped early, NULL if it did not */
 	/*

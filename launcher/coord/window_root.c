@@ -30,9 +30,39 @@ static void pick_start(struct rm_win *w, uint64_t earliest, uint64_t when[2])
 }
 
 /* The attaches of the window: counts, the tool's verdict, the next lead. */
-static void attach_outcome(struct rm_win *w, int wi, uint64_t since)
+/*
+ * Nothing attached in window wi, and no call runs on: the window ends at
+ * once, and says why, a count per cause (its sum is the targets tried).
+ */
+static void say_empty(struct rm_win *w, int wi, const struct rm_ready *s)
 {
-	long long attached = 0, tool_failed = 0, no_listener = 0, pending = 0;
+	char why[256];
+	size_t k = 0;
+	const struct {
+		int64_t n;
+		const char *what;
+	} c[] = {{s->held, "held by another attacher"},
+		 {s->differ, "the tool or rocprofv3's options differ from the first attach's"},
+		 {s->declined, "every tool declined"},
+		 {s->other, "failed (see the failures)"},
+		 {s->gone, "ended before or during the attach"}};
+
+	why[0] = '\0';
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (c[i].n && k < sizeof(why))
+			k += (size_t)snprintf(why + k, sizeof(why) - k, "%s%lld %s", k ? ", " : "",
+					      (long long)c[i].n, c[i].what);
+	rm_say(w->self, "window %d: nothing attached (%s): the window ends now%s", wi,
+	       k ? why : "no target left to try: each failed or ended in an earlier window",
+	       wi < w->o->windows && !w->tool_stop && !w->listener_stop
+		   ? "; the next one starts as planned"
+		   : "");
+}
+
+static void attach_outcome(struct rm_win *w, int wi, uint64_t since, bool partial)
+{
+	struct rm_ready s = {0};
+	long long pending = 0;
 	uint64_t worst = 0;
 	char line[128];
 
@@ -41,18 +71,32 @@ static void attach_outcome(struct rm_win *w, int wi, uint64_t since)
 
 		if (p->lost || !p->got_ready)
 			continue;
-		attached += p->ready.attached;
-		tool_failed += p->ready.tool_failed;
-		no_listener += p->ready.no_listener;
+		s.attached += p->ready.attached;
+		s.tool_failed += p->ready.tool_failed;
+		s.no_listener += p->ready.no_listener;
+		s.declined += p->ready.declined;
+		s.held += p->ready.held;
+		s.differ += p->ready.differ;
+		s.other += p->ready.other;
+		s.gone += p->ready.gone;
 		pending += p->ready.pending;
 		worst = p->ready.ready_ns > worst ? p->ready.ready_ns : worst;
 	}
-	/* A call still running may yet attach: no verdict on the tool then. */
-	w->tool_stop = !attached && !pending && tool_failed;
-	w->listener_stop = !attached && !pending && !tool_failed && no_listener;
-	rm_progress_attached(line, sizeof(line), wi, attached, w->total_targets,
+	/*
+	 * A call still running may yet attach: no verdict then. The tool
+	 * failed (or declined) on every target tried: the run ends.
+	 */
+	w->tool_stop = !s.attached && !pending &&
+		       (s.tool_failed || (s.declined && !s.held && !s.differ && !s.other));
+	w->listener_stop = !s.attached && !pending && !w->tool_stop && s.no_listener;
+	w->empty_stop = !s.attached && !pending && !partial;
+	if (partial)
+		w->tool_stop = w->listener_stop = false;
+	rm_progress_attached(line, sizeof(line), wi, s.attached, w->total_targets,
 			     rm_win_mono(w, since), ra_monotonic_ns());
 	rm_say(w->self, "%s", line);
+	if (w->empty_stop)
+		say_empty(w, wi, &s);
 	if (pending)
 		rm_say(w->self,
 		       "window %d: %lld attach %s still running at the start (each ends by "
@@ -126,6 +170,17 @@ static bool root_decides(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 
 	if (run_over(w, m))
 		return true;
+	if (w->empty_stop) {
+		/* Nothing attached: no tool runs anywhere, so the stop is now (window.h). */
+		w->empty_stop = false;
+		snprintf(m->reason, sizeof(m->reason), "nothing attached");
+		/* Not before the start: the window's length stays known. */
+		m->stop_ns =
+		    rm_win_rt(w, now + STOP_MARGIN_NS > start ? now + STOP_MARGIN_NS : start);
+		if (planned && m->stop_ns + STOP_MARGIN_NS > planned)
+			m->stop_ns = planned;
+		return true;
+	}
 	if (planned && now + STOP_MARGIN_NS >= planned_mono) {
 		m->stop_ns = planned;
 		snprintf(m->reason, sizeof(m->reason), "duration");
@@ -255,9 +310,7 @@ static void ready_outcome(struct rm_win *w, int wi, uint64_t since, bool partial
 	/* Deadlines scale with the worst round trip measured anywhere in the tree. */
 	if (w->flow->ready_sum.rtt_sub_ns > w->link->rtt_worst_ns)
 		w->link->rtt_worst_ns = w->flow->ready_sum.rtt_sub_ns;
-	attach_outcome(w, wi, since);
-	if (partial)
-		w->tool_stop = w->listener_stop = false;
+	attach_outcome(w, wi, since, partial);
 }
 
 static void hold_root(struct rm_win *w, int wi, const uint64_t when[2], struct rm_halt *m)
@@ -396,7 +449,7 @@ void rm_run_windows(struct rm_win *w)
 		w->roster->peers[0].ready = rm_win_attach(w, when);
 		w->roster->peers[0].got_ready = true;
 		/* The children's READY is waited for inside the hold: none delays the stop. */
-		w->tool_stop = w->listener_stop = false;
+		w->tool_stop = w->listener_stop = w->empty_stop = false;
 		rm_ready_begin(w->flow, wi, rm_win_mono(w, when[0]), &w->roster->peers[0].ready);
 		hold_root(w, wi, when, &m);
 		rm_win_detach(w, m.stop_ns);

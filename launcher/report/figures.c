@@ -111,11 +111,6 @@ static uint64_t over_of(const struct rn_target *t)
 	return t->attach_tool_ns ? t->attach_tool_ns : t->attach_end_ns;
 }
 
-static uint64_t back_of(const struct rn_target *t)
-{
-	return t->detach_tool_ns ? t->detach_tool_ns : t->detach_start_ns;
-}
-
 static void hist_fill(struct rm_node_fig *f, const struct rn_target *t, uint64_t since)
 {
 	uint64_t from = t->attach_start_ns > since ? t->attach_start_ns : since;
@@ -182,8 +177,8 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint6
 		v[2][m[2]++] = over_of(t);
 		if (t->detach_start_ns && t->detach_end_ns >= t->detach_start_ns)
 			v[1][m[1]++] = t->detach_end_ns - t->detach_start_ns;
-		if (back_of(t))
-			v[3][m[3]++] = back_of(t);
+		if (rm_hand_back(t))
+			v[3][m[3]++] = rm_hand_back(t);
 		if (!f->calls_lo || (t->attach_start_ns && t->attach_start_ns < f->calls_lo))
 			f->calls_lo = t->attach_start_ns;
 		if (t->detach_end_ns > f->calls_hi)
@@ -243,6 +238,8 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->exited_after = c.exited_after;
 	sum->stopped = c.stopped;
 	sum->late = c.late;
+	sum->declined = c.declined;
+	sum->partial = c.partial;
 	sum->attach = sum_of_fig3(&f.attach);
 	sum->detach = sum_of_fig3(&f.detach);
 	sum->over = sum_of_fig3(&f.over);
@@ -287,10 +284,10 @@ static int head_fault(const struct rm_node_sum *s, const struct rm_node *n, char
 /* The block's own counts: each within found, the states apart, the outcome they give. */
 static int counts_fault(const struct rm_node_sum *s, char *why, size_t len)
 {
-	const uint64_t c[] = {s->attached, s->failed,  s->exited,	s->detached,
-			      s->died,	   s->stopped, s->exited_after, s->late};
-	static const char *const name[] = {"attached", "failed",  "exited",	  "detached",
-					   "died",     "stopped", "exited after", "late"};
+	const uint64_t c[] = {s->attached, s->failed,	    s->exited, s->detached, s->died,
+			      s->stopped,  s->exited_after, s->late,   s->declined};
+	static const char *const name[] = {"attached", "failed",       "exited", "detached", "died",
+					   "stopped",  "exited after", "late",	 "declined"};
 	uint64_t f = s->found, states = s->detached + s->exited + s->died + s->stopped;
 	int want = !f		     ? RM_OUT_EMPTY
 		   : s->failed	     ? RM_OUT_FAILED

@@ -74,6 +74,7 @@ static json_t *counts_json(json_t *o, const struct rm_counts *c, const char *fou
 	rc |= json_object_set_new(o, "died_attached", json_integer((json_int_t)c->died));
 	rc |= json_object_set_new(o, "stopped", json_integer((json_int_t)c->stopped));
 	rc |= json_object_set_new(o, "late", json_integer((json_int_t)c->late));
+	rc |= json_object_set_new(o, "declined", json_integer((json_int_t)c->declined));
 	if (rc) {
 		json_decref(o);
 		return NULL;

@@ -65,7 +65,7 @@ size_t rm_left_out(const struct rm_node *n)
  */
 bool rm_attached(const struct rn_target *t)
 {
-	if (t->attach_end_ns == 0 || t->state == RN_ATTACH_FAILED)
+	if (t->attach_end_ns == 0 || t->state == RN_ATTACH_FAILED || t->state == RN_DECLINED)
 		return false;
 	return !(t->state == RN_EXITED && t->detach_start_ns == 0);
 }
@@ -114,8 +114,14 @@ static uint64_t hand_over(const struct rn_target *t)
 	return t->attach_tool_ns ? t->attach_tool_ns : t->attach_end_ns;
 }
 
-static uint64_t hand_back(const struct rn_target *t)
+/*
+ * The hand-back of a target this window detached (0 for any other: a detach
+ * that failed, or never came, hands back nothing at the stop).
+ */
+uint64_t rm_hand_back(const struct rn_target *t)
 {
+	if (t->state != RN_DETACHED)
+		return 0;
 	return t->detach_tool_ns ? t->detach_tool_ns : t->detach_start_ns;
 }
 
@@ -157,9 +163,9 @@ static void node_spreads(const struct rm_node *n, const struct rn_target *v, uin
 			continue;
 		rm_spread_add(a, hand_over(t));
 		*bounds += t->attach_tool_bound || t->detach_tool_bound || !t->attach_tool_ns;
-		if (!hand_back(t))
+		if (!rm_hand_back(t))
 			continue;
-		rm_spread_add(d, hand_back(t));
+		rm_spread_add(d, rm_hand_back(t));
 		if (rn_window_ns(t, &bound))
 			rm_spread_add(len, rn_window_ns(t, &bound));
 	}
@@ -314,6 +320,8 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->died += (size_t)n->sum->died;
 		c->stopped += (size_t)n->sum->stopped;
 		c->late += (size_t)n->sum->late;
+		c->declined += (size_t)n->sum->declined;
+		c->partial += (size_t)n->sum->partial;
 		return;
 	}
 	if (!all && n->n) {
@@ -323,8 +331,13 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 	}
 	for (k = 0; all && k < n->n; k++) {
 		t = &all[k];
-		if (t->windows > 0 || t->state == RN_ATTACHED || t->state == RN_DETACHED ||
-		    t->state == RN_DETACH_FAILED || t->state == RN_DIED_ATTACHED)
+		/*
+		 * Attached in this window (a reattach that failed is not), or
+		 * completed one and exited after: as the headline counts them.
+		 */
+		if (t->state == RN_ATTACHED || t->state == RN_DETACHED ||
+		    t->state == RN_DETACH_FAILED || t->state == RN_DIED_ATTACHED ||
+		    (t->state == RN_EXITED && t->windows > 0))
 			c->attached++;
 		c->failed += rm_failed(t);
 		/* A target where a library of the list failed is in failed only: they partition. */
@@ -334,6 +347,8 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->died += t->state == RN_DIED_ATTACHED;
 		c->stopped += t->state == RN_STOPPED;
 		c->late += t->late_ns != 0;
+		c->declined += t->state == RN_DECLINED;
+		c->partial += t->state == RN_DETACHED && rn_some_tool_failed(t);
 	}
 }
 

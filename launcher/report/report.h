@@ -39,6 +39,7 @@ struct rm_node_sum {
 	uint64_t left_out;
 	/* rm_count_node's counts of all its targets */
 	uint64_t attached, failed, exited, detached, died, exited_after, stopped, late;
+	uint64_t declined, partial;
 	/* The window's figures (rm_node_figures from the window's start). */
 	struct rm_sum_fig3 attach, detach, over, back;
 	uint64_t calls_lo, calls_hi, early;

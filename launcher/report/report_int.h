@@ -39,6 +39,8 @@
 bool rm_attached(const struct rn_target *t);
 /* Attached in the window that started at since (0: any); see launcher/report/model.c. */
 bool rm_attached_since(const struct rn_target *t, uint64_t since);
+/* When a target detached this window handed back (0: not detached). */
+uint64_t rm_hand_back(const struct rn_target *t);
 /*
  * Its attach or detach failed (killed by a signal during a call, a call that
  * did not return in time included), or it is stopped; an exit is no failure
@@ -78,7 +80,10 @@ struct rm_counts {
 	size_t died;  /* died with their tools attached (RN_DIED_ATTACHED) */
 	size_t exited_after; /* in exited: completed a window first, nothing failed */
 	size_t stopped;	     /* RN_STOPPED (also in failed) */
-	size_t late; /* attach returned after the stop, detached at once (rn_target.late_ns) */
+	size_t late;	 /* attach returned after the stop, detached at once (rn_target.late_ns) */
+	size_t declined; /* every tool declined (RN_DECLINED): not attached, not failed */
+	/* In failed: attached and detached, but a library of the tool list failed there. */
+	size_t partial;
 	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
 	/* Nodes whose records could not be read back, and their targets (in found only). */
 	size_t unreadable_nodes, unreadable;

@@ -112,7 +112,8 @@ static void print_headline(FILE *f, const struct rm_run *r)
 {
 	const struct rm_window *w = rm_last_window(r);
 	struct rm_counts c = rm_count_window(w);
-	size_t other = c.found - c.detached - c.failed - c.exited - c.died - c.lost - c.unreadable;
+	size_t other = c.found - c.detached - c.failed - c.exited - c.died - c.lost - c.unreadable -
+		       c.declined;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -128,6 +129,15 @@ static void print_headline(FILE *f, const struct rm_run *r)
 		fprintf(f, " (%zu exited after)", c.exited_after);
 	if (c.found)
 		fprintf(f, ", %zu failed", c.failed);
+	/* The node rows count these as attached: the headline says where they are. */
+	if (c.partial)
+		fprintf(f,
+			" (%zu of them attached and detached, with a library of the tool list "
+			"failed)",
+			c.partial);
+	/* Every tool declined there: no failure, and not attached. */
+	if (c.declined)
+		fprintf(f, ", declined on %zu", c.declined);
 	if (c.exited > c.exited_after)
 		fprintf(f, ", %zu exited", c.exited - c.exited_after);
 	if (c.died)
@@ -282,17 +292,28 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	}
 	fputs("attach skew ", f);
 	put_ms(f, s.attach_ns, 3);
+	/* Each skew is over its own targets: the attached, and of them the detached. */
+	if (s.n_detach != s.n)
+		fprintf(f, " (%zu target%s)", s.n, s.n == 1 ? "" : "s");
 	fputs(", detach skew ", f);
 	if (s.n_detach)
 		put_ms(f, s.detach_ns, 3);
 	else
 		fputs("-", f);
-	fprintf(f, " (%zu target%s", s.n, s.n == 1 ? "" : "s");
+	if (s.n_detach != s.n)
+		fprintf(f, " (%zu detached)", s.n_detach);
+	else
+		fprintf(f, " (%zu target%s", s.n, s.n == 1 ? "" : "s");
+	if (s.n_detach != s.n && (s.bounds || lost))
+		fputs(" (", f);
 	if (s.bounds)
-		fprintf(f, ", %zu from call bounds", s.bounds);
+		fprintf(f, "%s%zu from call bounds", s.n_detach != s.n ? "" : ", ", s.bounds);
 	if (lost)
-		fprintf(f, ", %zu node%s lost", lost, lost == 1 ? "" : "s");
-	fputs(")\n", f);
+		fprintf(f, "%s%zu node%s lost", s.n_detach != s.n && !s.bounds ? "" : ", ", lost,
+			lost == 1 ? "" : "s");
+	if (s.n_detach == s.n || s.bounds || lost)
+		fputc(')', f);
+	fputc('\n', f);
 	if (c.late)
 		fprintf(f,
 			"  %zu target%s late: attach returned after the stop, detached at once\n",

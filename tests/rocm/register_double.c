@@ -24,7 +24,16 @@
  *    and rocprofiler_configure_attach is not asked); version 1.3.5, the
  *    newest release in projects/rocprofiler-sdk/CHANGELOG.md (commit
  *    0029a62d9e7ccac1224c103807d7b22a64acf421); with no tool left to
- *    attach the attach fails (6);
+ *    attach the attach fails (6): a declined tool gets no
+ *    configure_attach, so no tool_attach, and the SDK's
+ *    invoke_client_attaches returns ERROR_NOT_IMPLEMENTED when no client
+ *    has one (registration.cpp, commit
+ *    0028ad56a4c9542c4d93c85e88ea552679b347c1), which
+ *    rocprofiler_register_attach turns into ROCPROFILER_ERROR
+ *    (projects/rocprofiler-register/source/lib/rocprofiler-register/
+ *    rocprofiler_register.cpp, commit
+ *    04e1fbc5338585ecd4d2db5b4ebd89da34a0f78e): every tool declined cannot
+ *    be told from a failure on this side;
  *  - rocprofiler_register_detach() runs tool_detach inside the call;
  *  - no watchdog: a tool stays attached when the attacher dies.
  *

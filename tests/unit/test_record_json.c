@@ -33,7 +33,8 @@ static void test_rn_state_name_every_state(void **state)
 	assert_string_equal(rn_state_name(RN_EXITED), "exited");
 	assert_string_equal(rn_state_name(RN_STOPPED), "stopped");
 	assert_string_equal(rn_state_name(RN_DIED_ATTACHED), "died_attached");
-	assert_string_equal(rn_state_name((enum rn_state)(RN_DIED_ATTACHED + 1)), "unknown");
+	assert_string_equal(rn_state_name(RN_DECLINED), "declined");
+	assert_string_equal(rn_state_name((enum rn_state)(RN_DECLINED + 1)), "unknown");
 	assert_string_equal(rn_state_name((enum rn_state) - 1), "unknown");
 }
 

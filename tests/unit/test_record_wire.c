@@ -260,7 +260,7 @@ static void test_rn_unpack_bad_enum(void **state)
 	size_t bounds = st + 4 * 4 + 7 * 8;
 	int32_t bad[] = {-1, 2, 99, INT32_MIN};
 	int32_t badside[] = {-1, ROCATTACH_SIDE_ROCM + 1}, badbounds[] = {-1, 4};
-	int32_t badstate[] = {-1, RN_DIED_ATTACHED + 1, INT32_MAX};
+	int32_t badstate[] = {-1, RN_DECLINED + 1, INT32_MAX};
 	int32_t badstatus[] = {-1, ROCATTACH_STATUS_LAST};
 	unsigned char save[12];
 	size_t i;
