@@ -95,6 +95,7 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	target_times(&t[0], T1 - 150 * MS, T1 + 300000, T1 + 400 * MS, T1 + 500 * MS + 200000);
 	t[0].side = ROCATTACH_SIDE_ROCM;
 	t[0].attach_tool_ns = T1 + 300000;
+	t[0].attach_call_ns = T1 + 100000;
 	t[0].detach_call_ns = T1 + 500 * MS;
 	t[0].detach_tool_ns = T1 + 500 * MS + 10000;
 	t[0].attach_tool_bound = t[0].detach_tool_bound = true;
@@ -106,16 +107,20 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.bounds, 1);
 	assert_int_equal(s.attach_ns, 280000);
-	assert_int_equal(s.detach_ns, 30000);
+	/* A bound: from t[0]'s detach call's start (T1 + 500 ms) to t[1]'s measured + 40 us. */
+	assert_int_equal(s.detach_ns, 40000);
+	assert_int_equal(s.estimate, 0);
+	assert_string_equal(rm_skew_kind(&s), "bound");
 	assert_int_equal(s.len_min_ns, 500 * MS - 300000);
 	assert_int_equal(s.len_max_ns, 500 * MS + 20000);
 	assert_false(s.len_off);
 	/* 650 ms for a 500 ms plan: the window started at the attach call, long before. */
 	t[0].attach_tool_ns = T1 - 150 * MS;
+	t[0].attach_call_ns = T1 - 151 * MS;
 	s = rm_window_skew(&w);
 	assert_true(s.len_off);
 	buf = summary_of(&r);
-	assert_non_null(strstr(buf, "(2 targets, 1 from call bounds)"));
+	assert_non_null(strstr(buf, "(2 targets, a bound: 1 from their calls' start and end)"));
 	assert_non_null(strstr(buf, "OFF the planned length by more than 1% + 5 ms"));
 	assert_non_null(strstr(buf, "note: 1 target runs ROCm's target side without a "
 				    "watchdog"));
@@ -162,7 +167,7 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	assert_non_null(strstr(buf, "\nnode3               0  no targets found\n"));
 	assert_non_null(strstr(buf, "window 1: start 2026-11-21T07:30:01.123Z, 1000.0 ms, stop "
 				    "reason duration, attach skew 0.670 ms, detach skew 0.350 ms "
-				    "(3 targets, 3 from call bounds)\n"));
+				    "(3 targets, an estimate: 3 call starts unknown)\n"));
 	/* No hand-over times at all: the tools' windows are unknown, so not shown. */
 	assert_null(strstr(buf, "tools' window"));
 	assert_non_null(strstr(buf, "window 2: start 2026-11-21T07:30:02.623Z"));
