@@ -278,7 +278,7 @@ static json_t *late_json(const struct rm_window *w)
 /* The start lead the window was scheduled with, and why that one. */
 static json_t *lead_json(const struct rm_window *w)
 {
-	if (!w->lead_ns)
+	if (!w->lead_why[0])
 		return json_null();
 	return json_pack("{s:I, s:s}", "ns", (json_int_t)w->lead_ns, "why", w->lead_why);
 }

@@ -135,7 +135,7 @@ struct rm_window {
 	struct rm_node *nodes;
 	size_t n_nodes;
 	struct rm_coord coord;
-	/* The start lead it was scheduled with (0: unknown) and in words why that one. */
+	/* The start lead it was scheduled with, and in words why that one ("": unknown). */
 	uint64_t lead_ns;
 	char lead_why[160];
 };
