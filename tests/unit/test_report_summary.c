@@ -128,6 +128,55 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	free(buf);
 }
 
+/*
+ * Late starts: only targets attached in the window count; late means more
+ * than 1% + 5 ms (10 ms for 500 ms) after the start; p50 and max of the late
+ * ones; ROCm's side (the call's end) makes them a bound; the window is off.
+ */
+static void test_rm_window_late_counts_and_figures(void **state)
+{
+	struct rn_target t[4] = {target(1, 0, "x", RN_DETACHED), target(2, 1, "x", RN_DETACHED),
+				 target(3, 2, "x", RN_DETACHED),
+				 target(4, 3, "x", RN_ATTACH_FAILED)};
+	struct rm_node n = {.host = "n1", .t = t, .n = 4};
+	struct rm_window w = {1, T1, T1 + 500 * MS, "duration", &n, 1};
+	struct rm_late l;
+	char *buf;
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "1 window late"};
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		target_times(&t[i], T1 - 100 * MS, T1 + 1 * MS, T1 + 500 * MS, T1 + 501 * MS);
+	t[0].attach_tool_ns = T1 + 2 * MS; /* on time */
+	t[1].attach_tool_ns = T1 + 30 * MS;
+	t[2].attach_tool_ns = T1 + 10 * MS + 1; /* just past 10 ms */
+	t[3].attach_tool_ns = T1 + 300 * MS;	/* failed: not counted */
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.of, 3);
+	assert_int_equal(l.tolerance_ns, 10 * MS);
+	assert_int_equal(l.p50_ns, (10 * MS + 1 + 30 * MS) / 2);
+	assert_int_equal(l.max_ns, 30 * MS);
+	assert_false(l.bound);
+	assert_true(l.p50_known);
+	assert_true(rm_window_off(&w));
+	snprintf(w.lead_why, sizeof(w.lead_why), "--start-lead 0");
+	buf = summary_of(&r);
+	assert_non_null(strstr(buf,
+			       "  LATE: 2 of 3 targets' tools started after the start + "
+			       "10.0 ms: late by p50 20.0 ms, max 30.0 ms; lead was 0.0 ms\n"));
+	free(buf);
+	/* ROCm's side: the hand-over is the call's end, an upper bound. */
+	t[1].attach_tool_bound = true;
+	l = rm_window_late(&w);
+	assert_true(l.bound);
+	/* None late: nothing said, not off. */
+	t[1].attach_tool_ns = t[2].attach_tool_ns = T1 + 3 * MS;
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 0);
+	assert_false(rm_window_off(&w));
+}
+
 static void test_rm_node_attach_times_median(void **state)
 {
 	uint64_t p50, max;
@@ -337,6 +386,7 @@ int main(void)
 	    cmocka_unit_test(test_rm_window_skew_attached_targets),
 	    cmocka_unit_test(test_rm_window_skew_exited_during_attach),
 	    cmocka_unit_test(test_rm_window_skew_ignores_earlier_windows),
+	    cmocka_unit_test(test_rm_window_late_counts_and_figures),
 	    cmocka_unit_test(test_rm_window_skew_bounds_and_length),
 	    cmocka_unit_test(test_rm_node_attach_times_median),
 	    cmocka_unit_test(test_rm_print_summary_rows_and_failures),
