@@ -271,7 +271,8 @@ static json_t *late_json(const struct rm_window *w)
 			 "of", (json_int_t)l.of, "unknown", (json_int_t)l.unknown, "p50_ns",
 			 jint_or_null(l.p50_ns, l.n && l.p50_known), "max_ns",
 			 jint_or_null(l.max_ns, any), "tolerance_ns", (json_int_t)l.tolerance_ns,
-			 "kind", !any ? json_null() : json_string(l.bound ? "bound" : "measured"),
+			 "kind",
+			 !any ? json_null() : json_string(l.bound ? "lower-bound" : "measured"),
 			 "off", json_boolean(rm_window_off(w)));
 }
 

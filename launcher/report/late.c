@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A window's late starts and its verdict (report.h: rm_late,
- * rm_window_off), and the kind of its skew figures.
+ * rm_window_off), and the kind of its skew figures. Late means shown late:
+ * on ROCm's side from the call's start (the tools ran no earlier).
  */
 #include <stdlib.h>
 
@@ -23,10 +24,15 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The hand-over as the skew takes it: measured, else the call's end (an upper bound). */
-static uint64_t hand_over(const struct rn_target *t)
+/*
+ * The earliest the tools can have been handed the window: measured by our
+ * agent, else (ROCm's side) the call's start; 0: unknown, never shown late.
+ */
+static uint64_t earliest_over(const struct rn_target *t)
 {
-	return t->attach_tool_ns ? t->attach_tool_ns : t->attach_end_ns;
+	if (t->attach_tool_ns && !t->attach_tool_bound)
+		return t->attach_tool_ns;
+	return t->attach_call_ns;
 }
 
 /* A cut node: only its latest hand-over is known; all its targets may be late. */
@@ -50,12 +56,12 @@ static size_t node_late(const struct rm_node *n, const struct rn_target *t, uint
 	size_t m = 0;
 
 	for (size_t k = 0; t && k < n->n; k++) {
-		uint64_t over = hand_over(&t[k]);
+		uint64_t over = earliest_over(&t[k]);
 
 		if (!rm_attached_since(&t[k], since))
 			continue;
 		l->of++;
-		if (over <= since + l->tolerance_ns)
+		if (!over || over <= since + l->tolerance_ns)
 			continue;
 		v[m++] = over - since;
 		l->bound |= t[k].attach_tool_bound || !t[k].attach_tool_ns;
@@ -110,9 +116,20 @@ struct rm_late rm_window_late(const struct rm_window *w)
 	return l;
 }
 
+/*
+ * Off: a target shown late, or a tools' window shown off the planned length
+ * (on bounds only one longer than the plan is shown: the others are lower
+ * bounds).
+ */
 bool rm_window_off(const struct rm_window *w)
 {
 	struct rm_late l = rm_window_late(w);
+	struct rm_skew s = rm_window_skew(w);
+	uint64_t planned = planned_of(w), tol = rm_length_tolerance_ns(planned);
 
-	return l.n || l.unknown || rm_window_skew(w).len_off;
+	if (l.n || l.unknown)
+		return true;
+	if (!s.len_off)
+		return false;
+	return !s.bounds || s.len_max_ns > planned + tol;
 }

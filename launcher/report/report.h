@@ -311,8 +311,8 @@ const char *rm_skew_kind(const struct rm_skew *s);
  * Late starts: targets attached in the window whose tools got it more than
  * the tolerance (rm_length_tolerance_ns of the planned length; 5 ms without
  * one) after the window's start (hand-over - start: measured by our agent,
- * on ROCm's side from the call's end, an upper bound: `bound`). p50 and max
- * of those late. A cut node sent no per-target times: `unknown` counts its
+ * on ROCm's side from the call's start, so at least that late: `bound`).
+ * p50 and max of those late. A cut node sent no per-target times: `unknown` counts its
  * targets whose hand-over may be late (its latest was), and p50 is then
  * not known (p50_known false).
  */
@@ -323,7 +323,7 @@ struct rm_late {
 	bool bound, p50_known;
 };
 struct rm_late rm_window_late(const struct rm_window *w);
-/* A window that ended off its plan: a late start, or a tools' window off the tolerance. */
+/* A window shown off its plan: a late start, or a tools' window off the tolerance. */
 bool rm_window_off(const struct rm_window *w);
 
 /*

@@ -271,7 +271,7 @@ static void print_late(FILE *f, const struct rm_window *w)
 	else
 		fputs("unknown", f);
 	fprintf(f, ", max %.1f ms%s", (double)l.max_ns / NS_PER_MS,
-		l.bound ? " (at most: ROCm's calls' ends)" : "");
+		l.bound ? " (at least: from ROCm's calls' starts)" : "");
 	if (w->lead_why[0])
 		fprintf(f, "; lead was %.1f ms", (double)w->lead_ns / NS_PER_MS);
 	fputc('\n', f);

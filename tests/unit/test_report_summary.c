@@ -166,10 +166,19 @@ static void test_rm_window_late_counts_and_figures(void **state)
 			       "  LATE: 2 of 3 targets' tools started after the start + "
 			       "10.0 ms: late by p50 20.0 ms, max 30.0 ms; lead was 0.0 ms\n"));
 	free(buf);
-	/* ROCm's side: the hand-over is the call's end, an upper bound. */
+	/* ROCm's side: late only as shown by the call's start (the tools ran no earlier). */
 	t[1].attach_tool_bound = true;
 	l = rm_window_late(&w);
+	assert_int_equal(l.n, 1); /* its call's start unknown: not shown late */
+	t[1].attach_call_ns = T1 + 20 * MS;
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.max_ns, 20 * MS);
 	assert_true(l.bound);
+	t[1].attach_call_ns = T1 + 4 * MS; /* ended late, began in time: not shown late */
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 1);
+	t[1].attach_tool_bound = false;
 	/* None late: nothing said, not off. */
 	t[1].attach_tool_ns = t[2].attach_tool_ns = T1 + 3 * MS;
 	l = rm_window_late(&w);
