@@ -144,9 +144,12 @@ if [ -n "$SHIM" ]; then
 	echo "== attach threads past the 100th cannot be created (a thread limit)"
 	mpirun -np 1 -x LD_PRELOAD="$SHIM" -x RA_TEST_THREADS=100 "$LAUNCHER" --pid "$list" \
 		-t "$TOOL" -d 200 --report "$W/rlim.json" </dev/null >"$W/llim.out" 2>&1
-	check "thread limit: exit 0, every target still attached and detached" test \
-		"$? $(jq '[.windows[0].nodes[].targets[] | select(.state == "detached")] | length' \
-		"$W/rlim.json")" = "0 $N"
+	rclim=$?
+	# 100 workers for N targets: the last calls go in after the start, a late window (exit 7).
+	check "thread limit: exit 0 or 7 as the window says, every target still attached and detached" \
+		jq -e --argjson rc "$rclim" --argjson n "$N" '.windows[0] |
+		(.late.off and $rc == 7 or (.late.off | not) and $rc == 0) and
+		([.nodes[].targets[] | select(.state == "detached")] | length == $n)' "$W/rlim.json"
 	grep 'attach workers' "$W/llim.out"
 	check "thread limit: said, with the count and the limits to look at" grep -q \
 		"warning: $((N - 100)) of the $N attach workers could not be started (thread limits: ulimit -u" \
