@@ -126,6 +126,11 @@ struct rn_target {
 	 */
 	uint64_t attach_tool_ns, detach_tool_ns, detach_call_ns;
 	bool attach_tool_bound, detach_tool_bound;
+	/*
+	 * When the attach's entry point call began (0: unknown). On ROCm's side
+	 * the tools ran between it and attach_tool_ns: the lower edge.
+	 */
+	uint64_t attach_call_ns;
 	/* When the attach call was ready to go in: the steps before the call done (not sent). */
 	uint64_t attach_ready_ns;
 	char message[ROCATTACH_MESSAGE_MAX]; /* the error, "" if none: the library's whole */

@@ -199,6 +199,7 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 	t->attach_end_ns = rep.end_ns;
 	t->attach_tool_ns = rep.tool_ns;
 	t->attach_tool_bound = rep.tool_ns_bound;
+	t->attach_call_ns = rep.call_start_ns;
 	t->attach_ready_ns = 0;
 	if (rep.step_ns[ROCATTACH_STEP_CALL]) {
 		static const int before_call[] = {ROCATTACH_STEP_PREPARE, ROCATTACH_STEP_INJECT,

@@ -134,8 +134,9 @@ static json_t *topo_json(const struct rn_topo *topo)
  * tool: when the target handed over to the tools (0: unknown, null), with
  * tool_ns_kind "measured" (our agent's clock) or "bound" (ROCm's side: the
  * entry point's call's end, an upper bound: the tools ran inside the call).
+ * call_start_ns: when the entry point's call began (null: unknown).
  */
-static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool, bool bound)
+static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool, bool bound, uint64_t call)
 {
 	bool ended = end >= start;
 	json_t *o;
@@ -154,6 +155,8 @@ static json_t *step_json(uint64_t start, uint64_t end, uint64_t tool, bool bound
 	    json_object_set_new(o, "tool_ns", tool ? json_integer((json_int_t)tool) : json_null());
 	rc |= json_object_set_new(o, "tool_ns_kind",
 				  !tool ? json_null() : json_string(bound ? "bound" : "measured"));
+	rc |= json_object_set_new(o, "call_start_ns",
+				  call ? json_integer((json_int_t)call) : json_null());
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -258,10 +261,10 @@ static int set_results(json_t *o, const struct rn_target *t)
 	rc |= json_object_set_new(o, "windows", json_integer(t->windows));
 	rc |= json_object_set_new(o, "attach",
 				  step_json(t->attach_start_ns, t->attach_end_ns, t->attach_tool_ns,
-					    t->attach_tool_bound));
+					    t->attach_tool_bound, t->attach_call_ns));
 	rc |= json_object_set_new(o, "detach",
 				  step_json(t->detach_start_ns, t->detach_end_ns, t->detach_tool_ns,
-					    t->detach_tool_bound));
+					    t->detach_tool_bound, t->detach_call_ns));
 	rc |= json_object_set_new(o, "window", window_json(t));
 	rc |= json_object_set_new(o, "message",
 				  t->message[0] ? rn_json_str(t->message, sizeof(t->message))

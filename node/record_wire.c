@@ -16,7 +16,7 @@
  *     char message[512];
  *     int32 signal; uint64 died_ns;
  *     int32 flags (bit 0 watchdog, 1 timed_out, 2 self_detached);
- *     uint8 tool_n; uint8 tools[64]; uint64 late_ns
+ *     uint8 tool_n; uint8 tools[64]; uint64 late_ns; uint64 attach_call_ns
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
  */
@@ -33,12 +33,12 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 7u
+#define REC_VERSION 8u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
 #define REC_ENTRY_SIZE                                                                             \
 	(5 * 8 + 64 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 512 + 4 + 8 + 4 + 1 +   \
-	 RN_TOOLS_MAX + 8)
+	 RN_TOOLS_MAX + 8 + 8)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
@@ -116,7 +116,8 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put_i32(p, t->watchdog | t->timed_out << 1 | t->self_detached << 2);
 	p = put(p, &t->tool_n, 1);
 	p = put(p, t->tools, sizeof(t->tools));
-	return put_u64(p, t->late_ns);
+	p = put_u64(p, t->late_ns);
+	return put_u64(p, t->attach_call_ns);
 }
 
 /* Returns 0 when n cannot be represented (count is 32 bits). */
@@ -201,7 +202,8 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &flags, sizeof(flags));
 	p = get(p, &t->tool_n, 1);
 	p = get(p, t->tools, sizeof(t->tools));
-	get(p, &t->late_ns, sizeof(uint64_t));
+	p = get(p, &t->late_ns, sizeof(uint64_t));
+	get(p, &t->attach_call_ns, sizeof(uint64_t));
 	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_DECLINED ||
 	    status < 0 || status >= ROCATTACH_STATUS_LAST || side < ROCATTACH_SIDE_UNKNOWN ||
 	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3 || sig < 0 || sig >= 65 ||

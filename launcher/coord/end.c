@@ -74,6 +74,40 @@ static bool first_failure(const struct rm_run *r, bool (*fails)(const struct rn_
 	return found;
 }
 
+/*
+ * Windows off their plan (rm_window_off): a late start, or a tools' window
+ * off the planned length by more than its tolerance. Never ok: the reason
+ * names how many and the first.
+ */
+static bool late_windows(const struct rm_run *r, char *reason, size_t len)
+{
+	size_t off = 0, first = 0;
+	struct rm_late l = {0};
+
+	for (size_t i = 0; i < r->n_w; i++) {
+		if (!rm_window_off(&r->w[i]))
+			continue;
+		if (!off++) {
+			first = i;
+			l = rm_window_late(&r->w[i]);
+		}
+	}
+	if (!off)
+		return false;
+	if (l.n || l.unknown)
+		snprintf(reason, len,
+			 "%zu window%s late (window %d: %zu of %zu targets' tools "
+			 "started up to %.1f ms late)",
+			 off, off == 1 ? "" : "s", r->w[first].index, l.n + l.unknown, l.of,
+			 (double)l.max_ns / 1e6);
+	else
+		snprintf(reason, len,
+			 "%zu window%s off (window %d: a tools' window off the "
+			 "planned length)",
+			 off, off == 1 ? "" : "s", r->w[first].index);
+	return true;
+}
+
 static int exit_code(struct ctx *c, char *reason, size_t len)
 {
 	size_t failed = rm_count_failures(&c->roster.run), lived;
@@ -145,6 +179,8 @@ static int exit_code(struct ctx *c, char *reason, size_t len)
 			 died == 1 ? "" : "s", died == 1 ? "its" : "their");
 		return RM_EXIT_FAILED;
 	}
+	if (late_windows(&c->roster.run, reason, len))
+		return RM_EXIT_LATE;
 	snprintf(reason, len, "%s", c->win.run_stop ? c->win.run_stop : "ok");
 	return RM_EXIT_OK;
 }

@@ -310,6 +310,7 @@ static int survey(struct ctx *c)
 	rm_win_take_cut(&c->win);
 	say_setup(c);
 	c->win.total_targets = count_targets(nodes, n_nodes, &c->win.max_targets);
+	c->win.survey_probe_ns = c->roster.worst_node_ns[2];
 	/* Decided once, before window 1: each node cuts every window's records at it. */
 	c->roster.run.cut.survey_targets = c->win.total_targets;
 	c->roster.run.cut.level =

@@ -17,17 +17,22 @@
 #include "window.h"
 
 /*
- * The automatic start lead: the first window's is a base plus a cost per
- * target on the busiest node (nothing is measured yet); later windows take
- * the time the last one's attaches needed to be ready in every target
- * (measured), with room: LEAD_ROOM times it plus LEAD_MARGIN_NS, never less
- * than LEAD_MIN_NS nor more than the first window's.
+ * The automatic start lead. The first window's: nothing of an attach is
+ * measured yet, so the larger of a base plus a cost per target on the
+ * busiest node, and LEAD_ROOM times the start-up survey's slowest node's
+ * probe of its targets (each target's objects read, one after another:
+ * the lookup an attach needs, and a measure of how busy the node is), plus
+ * LEAD_MARGIN_NS. Later windows take the time the last one's attaches
+ * needed to be ready in every target (measured), with room: LEAD_ROOM
+ * times it plus LEAD_MARGIN_NS. Never less than LEAD_MIN_NS nor more than
+ * LEAD_MAX_NS.
  */
 #define LEAD_BASE_NS 150000000ull
 #define LEAD_PER_TARGET_NS 3000000ull
 #define LEAD_ROOM 3
 #define LEAD_MARGIN_NS 30000000ull
 #define LEAD_MIN_NS 50000000ull
+#define LEAD_MAX_NS 3000000000ull
 
 /* A time of rank 0's clock in this rank's. */
 uint64_t rm_win_local_ns(const struct rm_win *w, uint64_t root_ns)
@@ -58,16 +63,38 @@ void rm_win_set_frame(struct rm_win *w, uint64_t rt_ns)
 }
 
 /* How long before the start the attaches are sent (the start lead). */
-uint64_t rm_win_start_lead(const struct rm_win *w)
+uint64_t rm_win_start_lead(const struct rm_win *w, char *why, size_t len)
 {
 	uint64_t first = LEAD_BASE_NS + LEAD_PER_TARGET_NS * w->max_targets, lead;
+	uint64_t probe = LEAD_ROOM * w->survey_probe_ns + LEAD_MARGIN_NS;
+	char none[1];
 
-	if (w->o->start_lead_ms >= 0)
+	if (!why) {
+		why = none;
+		len = sizeof(none);
+	}
+	if (w->o->start_lead_ms >= 0) {
+		snprintf(why, len, "--start-lead %lld", w->o->start_lead_ms);
 		return (uint64_t)w->o->start_lead_ms * RA_NS_PER_MS;
-	if (!w->ready_ns)
-		return first;
-	lead = LEAD_ROOM * w->ready_ns + LEAD_MARGIN_NS;
-	return lead < LEAD_MIN_NS ? LEAD_MIN_NS : lead > first ? first : lead;
+	}
+	if (w->ready_ns) {
+		lead = LEAD_ROOM * w->ready_ns + LEAD_MARGIN_NS;
+		snprintf(why, len, "3 x the last window's attaches ready in %.1f ms, + 30 ms",
+			 (double)w->ready_ns / 1e6);
+	} else if (probe > first) {
+		lead = probe;
+		snprintf(why, len,
+			 "3 x the start-up's slowest probe of a node's targets (%.1f ms), + 30 ms",
+			 (double)w->survey_probe_ns / 1e6);
+	} else {
+		lead = first;
+		snprintf(why, len, "150 ms + 3 ms x %zu targets on the busiest node",
+			 w->max_targets);
+	}
+	if (lead > LEAD_MAX_NS)
+		snprintf(why + strlen(why), len - strlen(why), ", capped at %.0f ms",
+			 (double)LEAD_MAX_NS / 1e6);
+	return lead < LEAD_MIN_NS ? LEAD_MIN_NS : lead > LEAD_MAX_NS ? LEAD_MAX_NS : lead;
 }
 
 static struct rn_pool_opts pool_opts(const struct rm_win *w)

@@ -54,10 +54,15 @@ struct rm_win {
 	 * targets read.
 	 */
 	uint64_t frame_rt, frame_mono;
-	size_t max_targets;	/* rank 0: on the busiest node */
-	size_t total_targets;	/* rank 0: on all nodes */
-	uint64_t ready_ns;	/* rank 0: the last window's attaches were ready this long after
-				 * they were sent, on the slowest node (0: not measured) */
+	size_t max_targets;   /* rank 0: on the busiest node */
+	size_t total_targets; /* rank 0: on all nodes */
+	uint64_t ready_ns;    /* rank 0: the last window's attaches were ready this long after
+			       * they were sent, on the slowest node (0: not measured) */
+	/* rank 0: the start-up survey's slowest node's side probes of its targets (ns) */
+	uint64_t survey_probe_ns;
+	/* rank 0: the lead of the window being run, and in words why that one */
+	uint64_t lead_ns;
+	char lead_why[160];
 	uint64_t next_deadline; /* other ranks: the next order is due by then (monotonic) */
 	int nodes_alive;	/* rank 0: nodes with a target not known gone, not lost */
 	int interrupted;	/* signal that cut a window short, 0 if none */
@@ -94,7 +99,8 @@ uint64_t rm_win_local_ns(const struct rm_win *w, uint64_t root_ns);
 uint64_t rm_win_mono(const struct rm_win *w, uint64_t rt_ns);
 uint64_t rm_win_rt(const struct rm_win *w, uint64_t mono_ns);
 void rm_win_set_frame(struct rm_win *w, uint64_t rt_ns);
-uint64_t rm_win_start_lead(const struct rm_win *w);
+/* The start lead (rank 0), and into why (may be NULL) what it is made of. */
+uint64_t rm_win_start_lead(const struct rm_win *w, char *why, size_t len);
 /* The window's planned end: its start + the duration; 0 without one (until a stop). */
 uint64_t rm_win_planned_end(const struct rm_win *w, uint64_t start_ns);
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */

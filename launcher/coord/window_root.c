@@ -22,7 +22,12 @@
  */
 static void pick_start(struct rm_win *w, uint64_t earliest, uint64_t when[2])
 {
-	uint64_t lead = rm_win_start_lead(w), t = ra_realtime_ns() + lead;
+	uint64_t lead = rm_win_start_lead(w, w->lead_why, sizeof(w->lead_why));
+	uint64_t t = ra_realtime_ns() + lead;
+
+	w->lead_ns = lead;
+	if (w->o->verbose)
+		rm_say(w->self, "start lead %.1f ms: %s", (double)lead / 1e6, w->lead_why);
 
 	when[0] = t > earliest ? t : earliest;
 	when[1] = when[0] - lead;
@@ -109,7 +114,7 @@ static void attach_outcome(struct rm_win *w, int wi, uint64_t since, bool partia
 		rm_say(w->self,
 		       "window %d: attaches ready %.1f ms after they were sent; next start "
 		       "lead %.1f ms",
-		       wi, (double)worst / 1e6, (double)rm_win_start_lead(w) / 1e6);
+		       wi, (double)worst / 1e6, (double)rm_win_start_lead(w, NULL, 0) / 1e6);
 }
 
 /* GONE messages in; each is a node whose targets are all gone. */
@@ -395,6 +400,8 @@ static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct r
 	win->start_ns = start;
 	win->stop_ns = m->stop_ns;
 	win->stop_reason = strdup(m->reason);
+	win->lead_ns = w->lead_ns;
+	snprintf(win->lead_why, sizeof(win->lead_why), "%s", w->lead_why);
 	rm_window_calls_end(w);
 	rm_win_stacks_fold(w);
 	rm_collect_records(w->flow, (int32_t)w->roster->run.n_w, &win->nodes, &win->n_nodes,

@@ -20,6 +20,8 @@ enum rm_exit {
 	RM_EXIT_INTERRUPTED = 5, /* a signal cut a window short (targets were detached) */
 	RM_EXIT_LOST = 6,	 /* a node was lost; its targets were detached by their agents
 				  * or at the window's end */
+	RM_EXIT_LATE = 7,	 /* a window was off: tools started late, or a tools' window
+				  * off the planned length by more than its tolerance */
 };
 
 #define RM_MAX_PIDS 4096

@@ -206,7 +206,8 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	struct rm_counts c = {0};
 	struct rm_spread len = {0};
 	struct rm_node_fig f;
-	size_t bounds = 0;
+	size_t bounds = 0, est;
+	uint64_t lo[2];
 
 	memset(sum, 0, sizeof(*sum));
 	if (d != RM_DETAIL_FAILURES && d != RM_DETAIL_NONE)
@@ -253,6 +254,10 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->len_hi = len.hi;
 	sum->len_n = len.n;
 	sum->bounds = bounds;
+	rm_node_skew_lo(&node, t, since, lo, &est);
+	sum->over_lo = lo[0];
+	sum->back_lo = lo[1];
+	sum->est = est;
 	return 0;
 }
 
@@ -453,6 +458,10 @@ int rm_take_sum(const struct rm_node_sum *sum, int64_t applied_ns, struct rm_nod
 		return -1;
 	sum_to_root_clock(&s.over, applied_ns);
 	sum_to_root_clock(&s.back, applied_ns);
+	if (s.over_lo)
+		s.over_lo = (uint64_t)((int64_t)s.over_lo - applied_ns);
+	if (s.back_lo)
+		s.back_lo = (uint64_t)((int64_t)s.back_lo - applied_ns);
 	if (s.calls_lo)
 		s.calls_lo = (uint64_t)((int64_t)s.calls_lo - applied_ns);
 	if (s.calls_hi)

@@ -247,6 +247,44 @@ static json_t *basis_json(const struct rm_skew *s)
 	return json_string(!s->bounds ? "measured" : s->bounds == s->n ? "bounds" : "mixed");
 }
 
+/* What the skew figures are made of, in words. */
+static const char *skew_parts(const struct rm_skew *s)
+{
+	if (!s->n)
+		return NULL;
+	if (s->estimate)
+		return "the calls' ends where their starts are unknown (ROCm's side): "
+		       "an estimate, the true skew may be larger";
+	if (s->bounds)
+		return "each target's tools time, or on ROCm's side the entry point's call "
+		       "from its start to its end (the tools ran inside it): latest end "
+		       "minus earliest start, an upper bound";
+	return "the tools' hand-over times as our agent measured them";
+}
+
+/* The late starts (rm_late): null figures where none was late or nothing attached. */
+static json_t *late_json(const struct rm_window *w)
+{
+	struct rm_late l = rm_window_late(w);
+	bool any = l.n || l.unknown;
+
+	return json_pack("{s:I, s:I, s:I, s:o, s:o, s:I, s:o, s:o}", "targets", (json_int_t)l.n,
+			 "of", (json_int_t)l.of, "unknown", (json_int_t)l.unknown, "p50_ns",
+			 jint_or_null(l.p50_ns, l.n && l.p50_known), "max_ns",
+			 jint_or_null(l.max_ns, any), "tolerance_ns", (json_int_t)l.tolerance_ns,
+			 "kind",
+			 !any ? json_null() : json_string(l.bound ? "lower-bound" : "measured"),
+			 "off", json_boolean(rm_window_off(w)));
+}
+
+/* The start lead the window was scheduled with, and why that one. */
+static json_t *lead_json(const struct rm_window *w)
+{
+	if (!w->lead_why[0])
+		return json_null();
+	return json_pack("{s:I, s:s}", "ns", (json_int_t)w->lead_ns, "why", w->lead_why);
+}
+
 /* Null (never 0) where no target was attached. */
 static json_t *skew_json(const struct rm_skew s)
 {
@@ -258,7 +296,10 @@ static json_t *skew_json(const struct rm_skew s)
 	rc |= json_object_set_new(o, "attach_ns", jint_or_null(s.attach_ns, s.n));
 	rc |= json_object_set_new(o, "detach_ns", jint_or_null(s.detach_ns, s.n_detach));
 	rc |= json_object_set_new(o, "targets", json_integer((json_int_t)s.n));
+	rc |= json_object_set_new(o, "detach_targets", json_integer((json_int_t)s.n_detach));
 	rc |= json_object_set_new(o, "basis", basis_json(&s));
+	rc |= json_object_set_new(o, "skew_kind", rm_jstr_or_null(rm_skew_kind(&s)));
+	rc |= json_object_set_new(o, "made_of", rm_jstr_or_null(skew_parts(&s)));
 	if (rc) {
 		json_decref(o);
 		return NULL;
@@ -399,6 +440,8 @@ static void put_window(struct json_out *o, const struct rm_window *w, enum rm_de
 	put(o, "stop_reason", rm_jstr_or_null(w->stop_reason), false);
 	put(o, "skew", skew_json(s), false);
 	put(o, "length", length_json(w, s), false);
+	put(o, "late", late_json(w), false);
+	put(o, "lead", lead_json(w), false);
 	put(o, "coordination", coord_json(&w->coord), false);
 	fputs(",\n\"nodes\": [\n", o->f);
 	for (size_t i = 0; i < w->n_nodes && !o->err; i++) {

@@ -125,6 +125,41 @@ uint64_t rm_hand_back(const struct rn_target *t)
 	return t->detach_tool_ns ? t->detach_tool_ns : t->detach_start_ns;
 }
 
+/*
+ * The earliest the hand-over (or back) can have been: the measured time, or
+ * on ROCm's side the entry point's call's start (the tools ran inside the
+ * call). 0 where it is unknown (records without call times, a target that
+ * detached its tools itself on ROCm's side): the skew is then an estimate.
+ */
+static uint64_t over_lo(const struct rn_target *t)
+{
+	if (t->attach_tool_bound || !t->attach_tool_ns)
+		return t->attach_call_ns;
+	return t->attach_tool_ns;
+}
+
+static uint64_t back_lo(const struct rn_target *t)
+{
+	if (t->detach_tool_bound || !t->detach_tool_ns)
+		return t->detach_call_ns;
+	return t->detach_tool_ns;
+}
+
+/* A target's interval [lo, hi] into a spread; a missing lo (0) counts as hi: true. */
+static bool spread_range(struct rm_spread *s, uint64_t lo, uint64_t hi)
+{
+	bool est = !lo || lo > hi;
+
+	if (est)
+		lo = hi;
+	if (!s->n || lo < s->lo)
+		s->lo = lo;
+	if (!s->n || hi > s->hi)
+		s->hi = hi;
+	s->n++;
+	return est;
+}
+
 /* Two spreads as one: lo of both, hi of both, n the sum. */
 static void spread_join(struct rm_spread *s, uint64_t lo, uint64_t hi, size_t n)
 {
@@ -142,32 +177,51 @@ static void spread_join(struct rm_spread *s, uint64_t lo, uint64_t hi, size_t n)
  * window: none count. A node that cut its records sent these figures of
  * all its targets (rm_node_sum).
  */
+/*
+ * A target's skew interval: [over_lo, hand_over] (one point where measured).
+ * est counts those whose lower edge is unknown. A cut node sent only its
+ * hand-over times' min and max: where some are bounds, those count as
+ * unknown lower edges (est).
+ */
+struct spreads {
+	struct rm_spread a, d, len;
+	size_t bounds, est;
+};
+
 static void node_spreads(const struct rm_node *n, const struct rn_target *v, uint64_t since,
-			 struct rm_spread *a, struct rm_spread *d, struct rm_spread *len,
-			 size_t *bounds)
+			 struct spreads *s)
 {
 	const struct rn_target *t;
 	bool bound;
 	size_t k;
 
 	if (n->cut && !n->lost) {
-		spread_join(a, n->sum->over.min, n->sum->over.max, (size_t)n->sum->over.n);
-		spread_join(d, n->sum->back.min, n->sum->back.max, (size_t)n->sum->back.n);
-		spread_join(len, n->sum->len_lo, n->sum->len_hi, (size_t)n->sum->len_n);
-		*bounds += (size_t)n->sum->bounds;
+		const struct rm_node_sum *m = n->sum;
+
+		spread_join(&s->a, m->over_lo ? m->over_lo : m->over.min, m->over.max,
+			    (size_t)m->over.n);
+		spread_join(&s->d, m->back_lo ? m->back_lo : m->back.min, m->back.max,
+			    (size_t)m->back.n);
+		spread_join(&s->len, m->len_lo, m->len_hi, (size_t)m->len_n);
+		s->bounds += (size_t)m->bounds;
+		s->est += (size_t)m->est;
 		return;
 	}
 	for (k = 0; v && !n->lost && k < n->n; k++) {
+		bool est;
+
 		t = &v[k];
 		if (!rm_attached_since(t, since))
 			continue;
-		rm_spread_add(a, hand_over(t));
-		*bounds += t->attach_tool_bound || t->detach_tool_bound || !t->attach_tool_ns;
-		if (!rm_hand_back(t))
-			continue;
-		rm_spread_add(d, rm_hand_back(t));
-		if (rn_window_ns(t, &bound))
-			rm_spread_add(len, rn_window_ns(t, &bound));
+		est = spread_range(&s->a, over_lo(t), hand_over(t));
+		s->bounds += t->attach_tool_bound || t->detach_tool_bound || !t->attach_tool_ns;
+		/* Only targets detached in this window: one never detached has no hand-back. */
+		if (rm_hand_back(t) && rm_hand_back(t) >= hand_over(t)) {
+			est |= spread_range(&s->d, back_lo(t), rm_hand_back(t));
+			if (rn_window_ns(t, &bound))
+				rm_spread_add(&s->len, rn_window_ns(t, &bound));
+		}
+		s->est += est;
 	}
 }
 
@@ -196,29 +250,30 @@ uint64_t rm_length_tolerance_ns(uint64_t planned_ns)
 
 struct rm_skew rm_window_skew(const struct rm_window *w)
 {
-	struct rm_spread a = {0}, d = {0}, len = {0};
 	int64_t length = rm_window_length_ns(w);
 	uint64_t planned = ra_ns_known(length) ? (uint64_t)length : 0;
+	struct spreads sp = {0};
 	struct rm_skew s = {0};
 	struct rm_hold h = {0};
 	size_t i;
 
 	for (i = 0; i < w->n_nodes; i++)
 		if (!w->nodes[i].lost)
-			node_spreads(&w->nodes[i], rm_targets(&w->nodes[i], &h), w->start_ns, &a,
-				     &d, &len, &s.bounds);
+			node_spreads(&w->nodes[i], rm_targets(&w->nodes[i], &h), w->start_ns, &sp);
 	rm_hold_free(&h);
-	s.attach_ns = rm_spread_ns(&a);
-	s.detach_ns = rm_spread_ns(&d);
-	s.n = a.n;
-	s.n_detach = d.n;
-	s.len_min_ns = len.lo;
-	s.len_max_ns = len.hi;
-	s.n_len = len.n;
-	if (len.n && planned) {
+	s.attach_ns = rm_spread_ns(&sp.a);
+	s.detach_ns = rm_spread_ns(&sp.d);
+	s.n = sp.a.n;
+	s.n_detach = sp.d.n;
+	s.bounds = sp.bounds;
+	s.estimate = sp.est;
+	s.len_min_ns = sp.len.lo;
+	s.len_max_ns = sp.len.hi;
+	s.n_len = sp.len.n;
+	if (sp.len.n && planned) {
 		uint64_t tol = rm_length_tolerance_ns(planned);
 
-		s.len_off = len.lo + tol < planned || len.hi > planned + tol;
+		s.len_off = sp.len.lo + tol < planned || sp.len.hi > planned + tol;
 	}
 	return s;
 }
@@ -227,19 +282,31 @@ struct rm_skew rm_window_skew(const struct rm_window *w)
 struct rm_spread rm_node_attach_spread(const struct rm_node *n, const struct rn_target *t,
 				       uint64_t since)
 {
-	struct rm_spread a = {0}, d = {0}, len = {0};
-	size_t bounds = 0;
+	struct spreads s = {0};
 
-	node_spreads(n, t, since, &a, &d, &len, &bounds);
-	return a;
+	node_spreads(n, t, since, &s);
+	return s.a;
 }
 
 void rm_node_len_spread(const struct rm_node *n, const struct rn_target *t, uint64_t since,
 			struct rm_spread *len, size_t *bounds)
 {
-	struct rm_spread a = {0}, d = {0};
+	struct spreads s = {0};
 
-	node_spreads(n, t, since, &a, &d, len, bounds);
+	node_spreads(n, t, since, &s);
+	*len = s.len;
+	*bounds += s.bounds;
+}
+
+void rm_node_skew_lo(const struct rm_node *n, const struct rn_target *t, uint64_t since,
+		     uint64_t lo[2], size_t *est)
+{
+	struct spreads s = {0};
+
+	node_spreads(n, t, since, &s);
+	lo[0] = s.a.n ? s.a.lo : 0;
+	lo[1] = s.d.n ? s.d.lo : 0;
+	*est = s.est;
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -46,6 +46,8 @@ struct rm_node_sum {
 	uint32_t attach_hist[RM_SUM_HIST_BINS], skew_hist[RM_SUM_HIST_BINS];
 	/* For the window's skew: the tools' windows (rn_window_ns), and those on bounds. */
 	uint64_t len_lo, len_hi, len_n, bounds;
+	/* The skew's lower edges (rm_node_skew_lo): attach, detach (0: none), and the unknown. */
+	uint64_t over_lo, back_lo, est;
 	/*
 	 * Of the records left out: each library's outcomes by list position
 	 * (rn_target.tools; a list longer than RM_SUM_TOOLS: nothing cut), and
@@ -134,6 +136,9 @@ struct rm_window {
 	struct rm_node *nodes;
 	size_t n_nodes;
 	struct rm_coord coord;
+	/* The start lead it was scheduled with, and in words why that one ("": unknown). */
+	uint64_t lead_ns;
+	char lead_why[160];
 };
 
 /* "all", "failures", "none" into *d; 0, or -1 for anything else. */
@@ -284,14 +289,43 @@ void rm_hold_free(struct rm_hold *h);
  */
 struct rm_skew {
 	uint64_t attach_ns, detach_ns;
-	size_t n;			 /* targets counted (attached in this window) */
-	size_t n_detach;		 /* of which with a hand-back time */
-	size_t bounds;			 /* of which with a bound rather than a measured time */
+	size_t n;	 /* targets counted (attached in this window) */
+	size_t n_detach; /* of which with a hand-back time */
+	size_t bounds;	 /* of which with a bound rather than a measured time */
+	/*
+	 * On bounds, each target counts as the interval its tools ran in (the
+	 * entry point's call: start to end), so attach_ns / detach_ns bound the
+	 * true skew from above. estimate: targets (or a cut node's bounds)
+	 * whose call start is unknown, counted at the call's end only: then the
+	 * figure is an estimate, not a bound.
+	 */
+	size_t estimate;
 	uint64_t len_min_ns, len_max_ns; /* the targets' windows, n_len of them */
 	size_t n_len;
 	bool len_off; /* a target's window is off the planned one by > 1% + 5 ms */
 };
 struct rm_skew rm_window_skew(const struct rm_window *w);
+/* "measured", "bound" or "estimate" (see rm_skew); NULL with nothing attached. */
+const char *rm_skew_kind(const struct rm_skew *s);
+
+/*
+ * Late starts: targets attached in the window whose tools got it more than
+ * the tolerance (rm_length_tolerance_ns of the planned length; 5 ms without
+ * one) after the window's start (hand-over - start: measured by our agent,
+ * on ROCm's side from the call's start, so at least that late: `bound`).
+ * p50 and max of those late. A cut node sent no per-target times: `unknown` counts its
+ * targets whose hand-over may be late (its latest was), and p50 is then
+ * not known (p50_known false).
+ */
+struct rm_late {
+	size_t n, of; /* late, of the targets attached in the window */
+	uint64_t p50_ns, max_ns, tolerance_ns;
+	size_t unknown; /* cut nodes' targets that may be late */
+	bool bound, p50_known;
+};
+struct rm_late rm_window_late(const struct rm_window *w);
+/* A window shown off its plan: a late start, or a tools' window off the tolerance. */
+bool rm_window_off(const struct rm_window *w);
 
 /*
  * A window's planned length, start to stop, in ns (signed, checked:

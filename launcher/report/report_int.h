@@ -69,6 +69,12 @@ struct rm_spread rm_node_attach_spread(const struct rm_node *n, const struct rn_
 /* The spread of the tools' windows (rn_window_ns) there, and how many were on bounds. */
 void rm_node_len_spread(const struct rm_node *n, const struct rn_target *t, uint64_t since,
 			struct rm_spread *len, size_t *bounds);
+/*
+ * The earliest lower edges of a node's skew intervals (attach, detach: 0
+ * where none) and how many targets' lower edges are unknown (rm_skew).
+ */
+void rm_node_skew_lo(const struct rm_node *n, const struct rn_target *t, uint64_t since,
+		     uint64_t lo[2], size_t *est);
 /* Median and maximum attach time of a window (from its start, since); 0 when none. */
 void rm_node_times(const struct rm_node *n, const struct rn_target *t, uint64_t since,
 		   uint64_t *p50, uint64_t *max);

@@ -105,7 +105,7 @@ static void to_root_clock(struct rn_target *t, int64_t applied_ns)
 {
 	uint64_t *v[] = {&t->attach_start_ns, &t->attach_end_ns, &t->attach_tool_ns,
 			 &t->detach_start_ns, &t->detach_end_ns, &t->detach_tool_ns,
-			 &t->detach_call_ns};
+			 &t->detach_call_ns,  &t->attach_call_ns};
 
 	for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
 		if (*v[j])

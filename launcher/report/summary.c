@@ -264,6 +264,29 @@ static void put_length(FILE *f, const struct rm_window *w)
 		fprintf(f, "length %s", rm_window_length_why(w));
 }
 
+/* How many targets' tools started late, and by how much (rm_late). */
+static void print_late(FILE *f, const struct rm_window *w)
+{
+	struct rm_late l = rm_window_late(w);
+
+	if (!l.n && !l.unknown)
+		return;
+	fprintf(f, "  LATE: %zu of %zu target%s' tools started after the start + %.1f ms", l.n,
+		l.of, l.of == 1 ? "" : "s", (double)l.tolerance_ns / NS_PER_MS);
+	if (l.unknown)
+		fprintf(f, " (%zu more may have: records cut)", l.unknown);
+	fputs(": late by p50 ", f);
+	if (l.n && l.p50_known)
+		fprintf(f, "%.1f ms", (double)l.p50_ns / NS_PER_MS);
+	else
+		fputs("unknown", f);
+	fprintf(f, ", max %.1f ms%s", (double)l.max_ns / NS_PER_MS,
+		l.bound ? " (at least: from ROCm's calls' starts)" : "");
+	if (w->lead_why[0])
+		fprintf(f, "; lead was %.1f ms", (double)w->lead_ns / NS_PER_MS);
+	fputc('\n', f);
+}
+
 static void print_window_line(FILE *f, const struct rm_window *w)
 {
 	struct rm_skew s = rm_window_skew(w);
@@ -301,23 +324,22 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 	else
 		fputs("-", f);
 	if (s.n_detach != s.n)
-		fprintf(f, " (%zu detached)", s.n_detach);
+		fprintf(f, " (%zu detached", s.n_detach);
 	else
 		fprintf(f, " (%zu target%s", s.n, s.n == 1 ? "" : "s");
-	if (s.n_detach != s.n && (s.bounds || lost))
-		fputs(" (", f);
-	if (s.bounds)
-		fprintf(f, "%s%zu from call bounds", s.n_detach != s.n ? "" : ", ", s.bounds);
+	if (s.estimate)
+		fprintf(f, ", an estimate: %zu call start%s unknown", s.estimate,
+			s.estimate == 1 ? "" : "s");
+	else if (s.bounds)
+		fprintf(f, ", a bound: %zu from their calls' start and end", s.bounds);
 	if (lost)
-		fprintf(f, "%s%zu node%s lost", s.n_detach != s.n && !s.bounds ? "" : ", ", lost,
-			lost == 1 ? "" : "s");
-	if (s.n_detach == s.n || s.bounds || lost)
-		fputc(')', f);
-	fputc('\n', f);
+		fprintf(f, ", %zu node%s lost", lost, lost == 1 ? "" : "s");
+	fputs(")\n", f);
 	if (c.late)
 		fprintf(f,
 			"  %zu target%s late: attach returned after the stop, detached at once\n",
 			c.late, c.late == 1 ? "" : "s");
+	print_late(f, w);
 	if (!s.n_len)
 		return;
 	if (s.len_max_ns > RM_LONGEST_WINDOW_NS)

@@ -77,6 +77,9 @@ EXPORT char rocattach_watchdog_tool_path[RA_WATCHDOG_TOOL_PATH_MAX];
 
 static void keep_tool_path(const char *path)
 {
+	/* A call without a path (ROCm's side takes the variables' tools) keeps nothing. */
+	if (!path)
+		return;
 	if (!rocattach_watchdog_tool_path[0] && strlen(path) < sizeof(rocattach_watchdog_tool_path))
 		strcpy(rocattach_watchdog_tool_path, path);
 }

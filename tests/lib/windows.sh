@@ -8,7 +8,9 @@
 #    order the report's kind promises: a "measured" time is our agent's stamp,
 #    taken just before it calls the tool (<= the tool's record); a "bound" is
 #    the end of ROCm's call, inside which the tool ran (>= the tool's record);
-#  - the report's skew is the spread of its own per-target times.
+#  - the report's skew is the spread of its own per-target times (on bounds, each
+#    target's call from its start to its end), and on ROCm's side alone at least
+#    the tools' own spread: a bound.
 # Within 1 us (jq, which reads the report, holds numbers as doubles, and
 # CLOCK_REALTIME's nanoseconds need 61 bits), plus, for a node other than
 # rank 0's, the error bound of its clock offset (half the round trip over which
@@ -74,6 +76,14 @@ times_in_order() {
 		END { exit !(n > 0 && !bad) }'
 }
 
+# step_edges REPORT W attach|detach: the times of that step's skew, one a line: each
+# target's tool_ns, and on bounds also its call's start.
+step_edges() {
+	jq -r --argjson w "$2" --arg k "$3" '.windows[$w].nodes[].targets[] | .[$k] |
+		select(. != null and .tool_ns != null) | .tool_ns,
+		(select(.tool_ns_kind == "bound") | .call_start_ns // empty)' "$1"
+}
+
 # max - min of the integers on stdin, one a line (bash: 64-bit exact; awk and jq
 # hold numbers as doubles, 256 ns apart at today's CLOCK_REALTIME).
 spread_of() {
@@ -102,13 +112,23 @@ window_checks() {
 		"$early" < <(printf '%s\n--\n%s\n' "$reps" "$recs")
 	$check "per target, the report's times are in their kind's order with the tools'" \
 		times_in_order < <(printf '%s\n--\n%s\n' "$recs" "$reps")
-	ra=$(awk '$3 != "null" { print $3 }' <<<"$reps" | spread_of)
-	rd=$(awk '$5 != "null" { print $5 }' <<<"$reps" | spread_of)
-	$check "the report's skew is the spread of its targets' times" awk -v a="$ra" -v d="$rd" \
+	# Each target's interval: its measured time, or on bounds its call from start to end.
+	ra=$(step_edges "$r" "$w" attach | spread_of)
+	rd=$(step_edges "$r" "$w" detach | spread_of)
+	$check "the report's skew is the spread of its targets' times (calls' edges on bounds)" \
+		awk -v a="$ra" -v d="$rd" \
 		-v s="$(jq -r ".windows[$w].skew | \"\\(.attach_ns) \\(.detach_ns)\"" "$r")" \
 		'BEGIN { split(s, k, " "); exit !((k[1] - a) ^ 2 <= 1e6 && (k[2] - d) ^ 2 <= 1e6) }'
 	ta=$(awk '$3 == "tool_attach" { print $4 }' <<<"$recs" | spread_of)
 	td=$(awk '$3 == "tool_detach" { print $4 }' <<<"$recs" | spread_of)
+	# On ROCm's side alone the skew is a bound: never below the tools' own spread.
+	if [ "$(jq -r ".windows[$w].skew.basis" "$r")" = bounds ]; then
+		$check "the skew, a bound, is at least the tools' own spread" jq -e \
+			--argjson a "$ta" --argjson d "$td" ".windows[$w] |
+			([.nodes[].clock_bound_ns // 0] | 1000 + 2 * max) as \$t |
+			.skew | .skew_kind == \"bound\" and .attach_ns + \$t >= \$a and
+			.detach_ns + \$t >= \$d" "$r"
+	fi
 	echo "window $w: tool_attach spread $((ta / 1000)) us (report $((ra / 1000)) us)," \
 		"tool_detach spread $((td / 1000)) us (report $((rd / 1000)) us)"
 	local sane=$check

@@ -90,8 +90,11 @@ rc=$?
 took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
 echo "launcher: exit $rc in $took s; $threads threads at most, peak RSS $hwm kB," \
 	"peak address space $peak kB"
-check "exit 0 (got $rc)" test "$rc" = 0
-[ "$rc" = 0 ] || tail -20 "$W/l.out"
+# Late hand-overs (300 targets waking at once on few cores) are a figure and exit 7
+# (test_late.sh); here: 0, or 7 exactly when the report says the window was off.
+check "exit 0, or 7 with the window off (got $rc)" jq -e --argjson rc "$rc" \
+	'.windows[0].late.off as $off | ($off and $rc == 7) or (($off | not) and $rc == 0)' "$W/r.json"
+[ "$rc" = 0 ] || [ "$rc" = 7 ] || tail -20 "$W/l.out"
 # How many of them were alive at once is speed (the first calls may return before
 # the last workers start on a loaded machine): a figure. That a worker was wanted
 # per target is checked below, where the thread limit refuses 200 of them.
@@ -117,7 +120,8 @@ check "every hand-over measured, none before the start" \
 if [ "$FIGURES" = 1 ] && [ "$N" -gt 256 ]; then
 	mpirun -np 1 "$LAUNCHER" --pid "$list" -t "$TOOL" -d 200 --jobs 256 --report "$W/r256.json" \
 		</dev/null >"$W/l256.out" 2>&1
-	check "baseline, --jobs 256: exit 0" test "$?" = 0
+	rc256=$?
+	check "baseline, --jobs 256: exit 0 or 7 (got $rc256)" test "$rc256" = 0 -o "$rc256" = 7
 	jq -r --argjson s "$(jq '.windows[0].start_ns' "$W/r256.json")" '.windows[0].nodes[].targets[] |
 		[.pid, ($s - .attach.start_ns) / 1e6, (.attach.tool_ns - $s) / 1e6] | @tsv' \
 		"$W/r256.json" >"$W/times256.tsv"
@@ -131,9 +135,12 @@ if [ -n "$SHIM" ]; then
 	echo "== attach threads past the 100th cannot be created (a thread limit)"
 	mpirun -np 1 -x LD_PRELOAD="$SHIM" -x RA_TEST_THREADS=100 "$LAUNCHER" --pid "$list" \
 		-t "$TOOL" -d 200 --report "$W/rlim.json" </dev/null >"$W/llim.out" 2>&1
-	check "thread limit: exit 0, every target still attached and detached" test \
-		"$? $(jq '[.windows[0].nodes[].targets[] | select(.state == "detached")] | length' \
-		"$W/rlim.json")" = "0 $N"
+	rclim=$?
+	# 100 workers for N targets: the last calls go in after the start, a late window (exit 7).
+	check "thread limit: exit 0 or 7 as the window says, every target still attached and detached" \
+		jq -e --argjson rc "$rclim" --argjson n "$N" '.windows[0] |
+		(.late.off and $rc == 7 or (.late.off | not) and $rc == 0) and
+		([.nodes[].targets[] | select(.state == "detached")] | length == $n)' "$W/rlim.json"
 	grep 'attach workers' "$W/llim.out"
 	check "thread limit: said, with the count and the limits to look at" grep -q \
 		"warning: $((N - 100)) of the $N attach workers could not be started (thread limits: ulimit -u" \

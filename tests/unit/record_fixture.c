@@ -56,6 +56,7 @@ void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->timed_out = i % 5 == 2;
 	t->self_detached = i % 7 == 3;
 	t->late_ns = i % 3 == 2 ? 1000000000ull + i : 0;
+	t->attach_call_ns = t->attach_end_ns - 9;
 	t->tool_n = (uint8_t)(i % (RN_TOOLS_MAX + 1));
 	for (size_t k = 0; k < t->tool_n; k++)
 		t->tools[k] = (uint8_t)((i + k) % (ROCATTACH_TOOL_FAILED + 1));

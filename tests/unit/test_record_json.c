@@ -20,7 +20,7 @@
 #include "record_fixture.h"
 
 #define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 1017 /* see the wire layout in node/record_wire.c */
+#define ENTRY 1025 /* see the wire layout in node/record_wire.c */
 
 static void test_rn_state_name_every_state(void **state)
 {

@@ -20,7 +20,7 @@
 #include "record_fixture.h"
 
 #define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 1081 /* see the wire layout in node/record_wire.c */
+#define ENTRY 1089 /* see the wire layout in node/record_wire.c */
 
 static void assert_target_equal(const struct rn_target *a, const struct rn_target *b)
 {
@@ -59,6 +59,7 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_int_equal(a->tool_n, b->tool_n);
 	assert_memory_equal(a->tools, b->tools, sizeof(a->tools));
 	assert_true(a->late_ns == b->late_ns);
+	assert_true(a->attach_call_ns == b->attach_call_ns);
 }
 
 static void round_trip(size_t n, bool long_strings)
@@ -208,7 +209,10 @@ static void test_rn_unpack_bad_header(void **state)
 	v = 6; /* the version before the job id */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 8;
+	v = 7; /* the version before attach_call_ns */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 9; /* a version from the future */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -349,6 +353,7 @@ enum {
 	E_TOOL_N = 1008,
 	E_TOOLS = 1009,
 	E_LATE = 1073,
+	E_CALL = 1081,
 };
 
 static int32_t i32_at(const unsigned char *p)
@@ -450,6 +455,7 @@ static void assert_entry(const struct rn_target *t, const unsigned char *e)
 	assert_int_equal(t->tool_n, e[E_TOOL_N]);
 	assert_memory_equal(t->tools, e + E_TOOLS, RN_TOOLS_MAX);
 	assert_true(t->late_ns == (uint64_t)i64_at(e + E_LATE));
+	assert_true(t->attach_call_ns == (uint64_t)i64_at(e + E_CALL));
 }
 
 /*

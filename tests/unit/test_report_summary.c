@@ -99,6 +99,7 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	target_times(&t[0], T1 - 150 * MS, T1 + 300000, T1 + 400 * MS, T1 + 500 * MS + 200000);
 	t[0].side = ROCATTACH_SIDE_ROCM;
 	t[0].attach_tool_ns = T1 + 300000;
+	t[0].attach_call_ns = T1 + 100000;
 	t[0].detach_call_ns = T1 + 500 * MS;
 	t[0].detach_tool_ns = T1 + 500 * MS + 10000;
 	t[0].attach_tool_bound = t[0].detach_tool_bound = true;
@@ -110,21 +111,83 @@ static void test_rm_window_skew_bounds_and_length(void **state)
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.bounds, 1);
 	assert_int_equal(s.attach_ns, 280000);
-	assert_int_equal(s.detach_ns, 30000);
+	/* A bound: from t[0]'s detach call's start (T1 + 500 ms) to t[1]'s measured + 40 us. */
+	assert_int_equal(s.detach_ns, 40000);
+	assert_int_equal(s.estimate, 0);
+	assert_string_equal(rm_skew_kind(&s), "bound");
 	assert_int_equal(s.len_min_ns, 500 * MS - 300000);
 	assert_int_equal(s.len_max_ns, 500 * MS + 20000);
 	assert_false(s.len_off);
 	/* 650 ms for a 500 ms plan: the window started at the attach call, long before. */
 	t[0].attach_tool_ns = T1 - 150 * MS;
+	t[0].attach_call_ns = T1 - 151 * MS;
 	s = rm_window_skew(&w);
 	assert_true(s.len_off);
 	buf = summary_of(&r);
-	assert_non_null(strstr(buf, "(2 targets, 1 from call bounds)"));
+	assert_non_null(strstr(buf, "(2 targets, a bound: 1 from their calls' start and end)"));
 	assert_non_null(strstr(buf, "OFF the planned length by more than 1% + 5 ms"));
 	assert_non_null(strstr(buf, "note: 1 target runs ROCm's target side without a "
 				    "watchdog"));
 	assert_non_null(strstr(buf, " n1:1\n"));
 	free(buf);
+}
+
+/*
+ * Late starts: only targets attached in the window count; late means more
+ * than 1% + 5 ms (10 ms for 500 ms) after the start; p50 and max of the late
+ * ones; ROCm's side (the call's end) makes them a bound; the window is off.
+ */
+static void test_rm_window_late_counts_and_figures(void **state)
+{
+	struct rn_target t[4] = {target(1, 0, "x", RN_DETACHED), target(2, 1, "x", RN_DETACHED),
+				 target(3, 2, "x", RN_DETACHED),
+				 target(4, 3, "x", RN_ATTACH_FAILED)};
+	struct rm_node n = {.host = "n1", .t = t, .n = 4};
+	struct rm_window w = {1, T1, T1 + 500 * MS, "duration", &n, 1};
+	struct rm_late l;
+	char *buf;
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_reason = "1 window late"};
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		target_times(&t[i], T1 - 100 * MS, T1 + 1 * MS, T1 + 500 * MS, T1 + 501 * MS);
+	t[0].attach_tool_ns = T1 + 2 * MS; /* on time */
+	t[1].attach_tool_ns = T1 + 30 * MS;
+	t[2].attach_tool_ns = T1 + 10 * MS + 1; /* just past 10 ms */
+	t[3].attach_tool_ns = T1 + 300 * MS;	/* failed: not counted */
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.of, 3);
+	assert_int_equal(l.tolerance_ns, 10 * MS);
+	assert_int_equal(l.p50_ns, (10 * MS + 1 + 30 * MS) / 2);
+	assert_int_equal(l.max_ns, 30 * MS);
+	assert_false(l.bound);
+	assert_true(l.p50_known);
+	assert_true(rm_window_off(&w));
+	snprintf(w.lead_why, sizeof(w.lead_why), "--start-lead 0");
+	buf = summary_of(&r);
+	assert_non_null(strstr(buf,
+			       "  LATE: 2 of 3 targets' tools started after the start + "
+			       "10.0 ms: late by p50 20.0 ms, max 30.0 ms; lead was 0.0 ms\n"));
+	free(buf);
+	/* ROCm's side: late only as shown by the call's start (the tools ran no earlier). */
+	t[1].attach_tool_bound = true;
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 1); /* its call's start unknown: not shown late */
+	t[1].attach_call_ns = T1 + 20 * MS;
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.max_ns, 20 * MS);
+	assert_true(l.bound);
+	t[1].attach_call_ns = T1 + 4 * MS; /* ended late, began in time: not shown late */
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 1);
+	t[1].attach_tool_bound = false;
+	/* None late: nothing said, not off. */
+	t[1].attach_tool_ns = t[2].attach_tool_ns = T1 + 3 * MS;
+	l = rm_window_late(&w);
+	assert_int_equal(l.n, 0);
+	assert_false(rm_window_off(&w));
 }
 
 static void test_rm_node_attach_times_median(void **state)
@@ -166,13 +229,13 @@ static void test_rm_print_summary_rows_and_failures(void **state)
 	assert_non_null(strstr(buf, "\nnode3               0  no targets found\n"));
 	assert_non_null(strstr(buf, "window 1: start 2026-11-21T07:30:01.123Z, 1000.0 ms, stop "
 				    "reason duration, attach skew 0.670 ms, detach skew 0.350 ms "
-				    "(3 targets, 3 from call bounds)\n"));
+				    "(3 targets, an estimate: 3 call starts unknown)\n"));
 	/* No hand-over times at all: the tools' windows are unknown, so not shown. */
 	assert_null(strstr(buf, "tools' window"));
 	assert_non_null(strstr(buf, "window 2: start 2026-11-21T07:30:02.623Z"));
 	/* 200 exited during window 2, not detached: each skew names the count it is over. */
 	assert_non_null(
-	    strstr(buf, "attach skew 0.450 ms (3 targets), detach skew 0.020 ms (2 detached) ("));
+	    strstr(buf, "attach skew 0.450 ms (3 targets), detach skew 0.020 ms (2 detached, "));
 	/* Each failure once, on one line, in the window where it happened. */
 	assert_non_null(strstr(buf, "failures:\n  node2 pid 201 (app), window 1: attach-failed: "
 				    "PTRACE_SEIZE(201): \"denied\" <&> 'x'\n"));
@@ -343,6 +406,7 @@ int main(void)
 	    cmocka_unit_test(test_rm_window_skew_attached_targets),
 	    cmocka_unit_test(test_rm_window_skew_exited_during_attach),
 	    cmocka_unit_test(test_rm_window_skew_ignores_earlier_windows),
+	    cmocka_unit_test(test_rm_window_late_counts_and_figures),
 	    cmocka_unit_test(test_rm_window_skew_bounds_and_length),
 	    cmocka_unit_test(test_rm_node_attach_times_median),
 	    cmocka_unit_test(test_rm_print_summary_rows_and_failures),
