@@ -197,8 +197,10 @@ static void count_refusal(const struct rm_win *w, const struct rn_target *t, str
 		r->held++;
 		return;
 	}
+	/* ROCm's 8, our agent's words, or librocattach's refusal before any ptrace. */
 	if (t->agent_status == ROCATTACH_REGISTER_INVALID_ARGUMENT ||
-	    strstr(t->message, " was first attached with ")) {
+	    strstr(t->message, " was first attached with ") ||
+	    strstr(t->message, "keeps the tool path of its first attach")) {
 		r->differ++;
 		return;
 	}
