@@ -126,7 +126,14 @@ bool rm_window_off(const struct rm_window *w)
 	struct rm_late l = rm_window_late(w);
 	struct rm_skew s = rm_window_skew(w);
 	uint64_t planned = planned_of(w), tol = rm_length_tolerance_ns(planned);
+	int64_t length = rm_window_length_ns(w);
 
+	/*
+	 * A snapshot (--stacks: start and stop one instant) has no window to be
+	 * off: when each target's stacks were taken is its late figures and skew.
+	 */
+	if (ra_ns_known(length) && length == 0)
+		return false;
 	if (l.n || l.unknown)
 		return true;
 	if (!s.len_off)
