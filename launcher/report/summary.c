@@ -271,8 +271,8 @@ static void print_late(FILE *f, const struct rm_window *w)
 
 	if (!l.n && !l.unknown)
 		return;
-	fprintf(f, "  LATE: %zu of %zu target%s' tools started after the start + %.1f ms", l.n,
-		l.of, l.of == 1 ? "" : "s", (double)l.tolerance_ns / NS_PER_MS);
+	fprintf(f, "  LATE: %zu of %zu %s tools started after the start + %.1f ms", l.n, l.of,
+		l.of == 1 ? "target's" : "targets'", (double)l.tolerance_ns / NS_PER_MS);
 	if (l.unknown)
 		fprintf(f, " (%zu more may have: records cut)", l.unknown);
 	fputs(": late by p50 ", f);
