@@ -86,12 +86,14 @@ took=$(($(vc_ms) - t0))
 stop_hogs
 echo "busy run: $took ms"
 # CPU hogs may make a window's tools start late: then the run says so (exit 7).
-off1=$(jq '[.windows[] | select(.length.off == true or .late.off == true)] | length' "$W/r1.json")
+off1=$(jq '[.windows[] | select(.late.off == true)] | length' "$W/r1.json")
 want1=0
 [ "${off1:-0}" -gt 0 ] && want1=7
 echo "busy run: $off1 of $WINDOWS windows off their plan"
-vc_t_eq "busy run: exit code ($off1 windows off)" "$rc" "$want1"
-[ "$rc" = "$want1" ] || sed 's/^/  | /' "$W/l1.out" | tail -30
+# mpirun --enable-recovery (Open MPI 4.1) exits 0 whatever the ranks return: the
+# run's code is the report's (and the summary's).
+vc_t_eq "busy run: mpirun's exit code" "$rc" 0
+[ "$(jq .exit_code "$W/r1.json")" = "$want1" ] || sed 's/^/  | /' "$W/l1.out" | tail -30
 vc_t_cmd "busy run: no node lost (launcher output)" bash -c "! grep ' lost: ' '$W/l1.out'"
 vc_t_eq "busy run: $WINDOWS windows in the report" "$(jq '.windows | length' "$W/r1.json")" \
 	"$WINDOWS"
@@ -99,7 +101,7 @@ vc_t_eq "busy run: every window's 3 nodes ok" "$(jq -c '[.windows[] | [.nodes[] 
 	select(.state == "ok")] | length] | unique' "$W/r1.json")" "[3]"
 vc_t_eq "busy run: every window detached all 6 targets" "$(jq -c '[.windows[] | [.nodes[].targets[] |
 	select(.state == "detached")] | length] | unique' "$W/r1.json")" "[6]"
-vc_t_eq "busy run: the report's exit code" "$(jq .exit_code "$W/r1.json")" "$want1"
+vc_t_eq "busy run: the report's exit code ($off1 windows off)" "$(jq .exit_code "$W/r1.json")" "$want1"
 vc_t_eq "busy run: each tool attached and detached $WINDOWS times (its own records)" \
 	"$(cat "$W"/t1/*.log | grep -c '^tool_attach ') $(cat "$W"/t1/*.log | grep -c '^tool_detach ')" \
 	"$((6 * WINDOWS)) $((6 * WINDOWS))"
@@ -139,13 +141,14 @@ if mkdir "$FZ" 2>/dev/null; then
 	vc_t_cmd "frozen rank: frozen at least twice ($freezes)" [ "$freezes" -ge 2 ]
 	# A rank frozen at a window's stop detaches its targets late: their tools' windows
 	# are off the planned length, and the run says so (exit 7); none off: exit 0.
-	off=$(jq '[.windows[] | select(.length.off == true or .late.off == true)] | length' \
+	off=$(jq '[.windows[] | select(.late.off == true)] | length' \
 		"$W/r1b.json")
 	want=0
 	[ "${off:-0}" -gt 0 ] && want=7
 	echo "frozen rank: $off of 10 windows off their plan"
-	vc_t_eq "frozen rank: exit code ($off windows off)" "$rc" "$want"
-	vc_t_eq "frozen rank: the report's exit code" "$(jq .exit_code "$W/r1b.json")" "$want"
+	vc_t_eq "frozen rank: mpirun's exit code (0 under --enable-recovery)" "$rc" 0
+	vc_t_eq "frozen rank: the report's exit code ($off windows off)" \
+		"$(jq .exit_code "$W/r1b.json")" "$want"
 	[ "$(jq .exit_code "$W/r1b.json")" = "$want" ] || sed 's/^/  | /' "$W/l1b.out" | tail -30
 	vc_t_cmd "frozen rank: no node lost" bash -c "! grep ' lost: ' '$W/l1b.out'"
 	vc_t_eq "frozen rank: 10 windows, each with its 6 targets detached" "$(jq -c '[.windows[] |
