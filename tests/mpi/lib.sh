@@ -73,6 +73,13 @@ loose() {
 		echo "note: did not hold: $what (under $ROCATTACH_SANITIZED not checked)"
 	fi
 }
+# exit_ok RC REPORT: the run's exit is 0; under a sanitizer (several times slower) also
+# 7 where its report says a window was off its plan (late starts are the plain build's).
+exit_ok() {
+	[ "$1" = 0 ] && return 0
+	[ -n "${ROCATTACH_SANITIZED:-}" ] && [ "$1" = 7 ] &&
+		jq -e '[.windows[].late.off] | any' "$2" >/dev/null 2>&1
+}
 # within T0 S "what": a bound of time since T0, checked in the plain build. Under a
 # sanitizer (scripts/sanitize.sh sets ROCATTACH_SANITIZED) the launcher runs several
 # times slower and CI runs the two sanitizer suites at once: the time is said, not

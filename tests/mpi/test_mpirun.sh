@@ -143,7 +143,7 @@ kill "$MYPROC"
 export ROCPROF_OUTPUT_PATH=$W/w3
 mpirun -np 1 "$LAUNCHER" --mpi-job="$JOB" -t "$TOOL" --windows 100:200:2 --report "$W/r3.json" \
 	</dev/null >"$W/l3.out" 2>&1
-check "two windows exit 0" test $? -eq 0
+check "two windows exit 0" exit_ok $? "$W/r3.json"
 for p in "${RANKS[@]}"; do
 	check "pid $p attached twice" test "$(events "$W/w3" tool_attach "$p")" -eq 2
 done
