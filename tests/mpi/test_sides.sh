@@ -40,7 +40,7 @@ export ROCPROF_OUTPUT_PATH=$W/w1
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 500 --report "$W/r1.json" \
 	</dev/null >"$W/l1.out" 2>&1
 rc=$?
-check "ROCm side: exit 0 (got $rc)" test "$rc" -eq 0
+check "ROCm side: exit 0 (got $rc)" exit_ok "$rc" "$W/r1.json"
 check_window "$W/w1" "$W/r1.json" 6 500
 check "report: every target is ROCm's side, times are bounds" jq -e \
 	'[.windows[0].nodes[].targets[]] | length == 6 and all(.target_side == "rocm"
@@ -117,7 +117,7 @@ export ROCPROF_OUTPUT_PATH=$W/w4
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 500 --report "$W/r4.json" \
 	</dev/null >"$W/l4.out" 2>&1
 rc=$?
-check "mixed job: exit 0 (got $rc)" test "$rc" -eq 0
+check "mixed job: exit 0 (got $rc)" exit_ok "$rc" "$W/r4.json"
 check_window "$W/w4" "$W/r4.json" 6 500
 check "report: 3 targets of each side" jq -e \
 	'[.windows[0].nodes[].targets[].target_side] | sort == ["agent","agent","agent","rocm","rocm","rocm"]' \
@@ -140,7 +140,7 @@ export ROCPROF_OUTPUT_PATH=$W/w5
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$SDK_C:$SDK_CXX" -d 300 \
 	--report "$W/r5.json" </dev/null >"$W/l5.out" 2>&1
 rc=$?
-check "SDK-style tools, both sides: exit 0 (got $rc)" test "$rc" -eq 0
+check "SDK-style tools, both sides: exit 0 (got $rc)" exit_ok "$rc" "$W/r5.json"
 check "SDK-style tools: each tool attached and detached in all 6 ranks" test \
 	"$(cat "$W"/w5/sdk-tool.sdk-c.*.log "$W"/w5/sdk-tool.sdk-cxx.*.log |
 		grep -c '^tool_detach data_ok=1')" -eq 12
@@ -179,7 +179,7 @@ export ROCPROF_OUTPUT_PATH=$W/w7
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --inject -t "$SDK_C:$SDK_CXX" -d 300 \
 	--report "$W/r7.json" </dev/null >"$W/l7.out" 2>&1
 rc=$?
-check "SDK-style tools with --inject: exit 0 (got $rc)" test "$rc" -eq 0
+check "SDK-style tools with --inject: exit 0 (got $rc)" exit_ok "$rc" "$W/r7.json"
 check "--inject: each tool attached and detached in all 3 ranks" test \
 	"$(cat "$W"/w7/sdk-tool.*.log | grep -c '^tool_detach data_ok=1')" -eq 6
 check "the injected job survived" test "$(job_ranks "$JOB_PID" | wc -l)" -eq 3
