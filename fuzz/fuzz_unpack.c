@@ -54,7 +54,7 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	take(r, t->topo.cpus, 8);
 	take(r, t->topo.gpus, 24);
 	t->topo.n_cpus = (int)take_u64(r);
-	t->state = (enum rn_state)(take_u64(r) % (RN_DIED_ATTACHED + 3));
+	t->state = (enum rn_state)(take_u64(r) % (RN_DECLINED + 3));
 	t->status = (rocattach_status_t)(take_u64(r) % (ROCATTACH_STATUS_LAST + 2));
 	t->agent_status = (int)take_u64(r);
 	t->windows = (int)take_u64(r);
@@ -134,7 +134,7 @@ static bool valid(const struct rn_target *t)
 
 	for (size_t i = 0; tools_ok && i < t->tool_n; i++)
 		tools_ok = t->tools[i] <= ROCATTACH_TOOL_FAILED;
-	return t->state <= RN_DIED_ATTACHED && t->status < ROCATTACH_STATUS_LAST &&
+	return t->state <= RN_DECLINED && t->status < ROCATTACH_STATUS_LAST &&
 	       t->signal >= 0 && t->signal < 65 && tools_ok;
 }
 

@@ -58,7 +58,8 @@ check "dry-run shows the side" test "$(grep -cw rocm "$W/d1.out")" -eq 6
 export ROCPROF_OUTPUT_PATH=$W/w2
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" --windows 1500:200:2 \
 	--report "$W/r2.json" </dev/null >"$W/l2.out" 2>&1
-check "two windows: exit 0" test $? -eq 0
+rc=$?
+check "two windows: exit 0 (got $rc)" exit_ok "$rc" "$W/r2.json"
 check "window 2: 6 attach calls" jq -e \
 	'[.windows[1].nodes[].targets[].attach.duration_ns] | length == 6' "$W/r2.json"
 echo "window 2's longest attach call: $(jq '[.windows[1].nodes[].targets[].attach.duration_ns] | max / 1e6' \
