@@ -134,8 +134,8 @@ static bool valid(const struct rn_target *t)
 
 	for (size_t i = 0; tools_ok && i < t->tool_n; i++)
 		tools_ok = t->tools[i] <= ROCATTACH_TOOL_FAILED;
-	return t->state <= RN_DECLINED && t->status < ROCATTACH_STATUS_LAST &&
-	       t->signal >= 0 && t->signal < 65 && tools_ok;
+	return t->state <= RN_DECLINED && t->status < ROCATTACH_STATUS_LAST && t->signal >= 0 &&
+	       t->signal < 65 && tools_ok;
 }
 
 static void recipe(const uint8_t *data, size_t size)
