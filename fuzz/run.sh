@@ -38,6 +38,8 @@ if ! { cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_FUZZ" -DROCATTACH_FUZZ=ON 
 	echo "fuzz: build failed (log: $log)" >&2
 	exit 1
 fi
+# FUZZ_BUILD_ONLY=1: build, run nothing (scripts/test.sh builds early, in the background).
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 if [ $# -eq 0 ]; then
 	set -- $(cd fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//')
