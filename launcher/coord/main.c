@@ -32,6 +32,7 @@
 #include "main.h"
 #include "rocprofv3.h"
 #include "stacks_tree.h"
+#include "startup.h"
 #include "tree.h"
 #include "user_env.h"
 
@@ -61,23 +62,16 @@ static void log_cb(int level, const char *msg, void *user)
  * after MPI_Init: a rank that never joins (dead, or its node cut off)
  * ends the run rather than hanging it.
  */
+static struct rm_startup startup_of(struct ctx *c)
+{
+	return (struct rm_startup){&c->self, &c->link, c->setup_at[1] + STARTUP_TIMEOUT_NS};
+}
+
 void startup_wait(struct ctx *c, MPI_Request *req)
 {
-	uint64_t deadline = c->setup_at[1] + STARTUP_TIMEOUT_NS;
-	int done = 0;
+	struct rm_startup s = startup_of(c);
 
-	/* A failure ends every rank (RM_ALL): RM_MPI does not return then. */
-	while (!RM_MPI(&c->link, RM_ALL, "", MPI_Test, req, &done, MPI_STATUS_IGNORE) && !done) {
-		if (ra_monotonic_ns() > deadline) {
-			rm_rank_error(&c->self,
-				      "not every rank took part in the start-up within %.0f s: "
-				      "ending (exit %d)",
-				      (double)STARTUP_TIMEOUT_NS / 1e9, RM_EXIT_LOST);
-			fflush(NULL);
-			_exit(RM_EXIT_LOST);
-		}
-		usleep(100);
-	}
+	rm_startup_wait(&s, req);
 }
 
 static void bcast(struct ctx *c, void *buf, int count, MPI_Datatype type)
@@ -124,8 +118,9 @@ static int configure(struct ctx *c, int argc, char **argv)
 {
 	char err[512], *text = NULL;
 	int code = 0, bad = 0, any = 0;
+	struct rm_startup su = startup_of(c);
 
-	rm_user_env_gather(c);
+	rm_user_env_gather(&su);
 	if (c->self.rank == 0) {
 		/* What the user set, before the options add theirs. */
 		rm_plan_keep_user_env();

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "main.h"
 #include "messages.h"
+#include "startup.h"
 #include "user_env.h"
 
 #define MAX_NOTES 16   /* lines per node; the rest are counted */
@@ -149,13 +149,13 @@ void rm_user_env_say(const struct rm_self *s, bool say)
 }
 
 /* The source rank: its variables, or "" when it has too many to send (it says so). */
-static void send_env(struct ctx *c)
+static void send_env(const struct rm_startup *su)
 {
 	char *text = rm_plan_env_encode();
 	MPI_Request req;
 
 	if (!text || strlen(text) + 1 > RM_PLAN_ENV_MAX) {
-		rm_rank_error(&c->self,
+		rm_rank_error(su->self,
 			      "this rank is on mpirun's node, but its ROCP* and ROCATTACH_* "
 			      "variables take more than %d bytes: rank 0's are used",
 			      RM_PLAN_ENV_MAX);
@@ -164,14 +164,14 @@ static void send_env(struct ctx *c)
 		if (!text)
 			rm_out_of_memory();
 	}
-	RM_MPI(&c->link, RM_ALL, "", MPI_Isend, text, (int)strlen(text) + 1, MPI_CHAR, 0,
+	RM_MPI(su->link, RM_ALL, "", MPI_Isend, text, (int)strlen(text) + 1, MPI_CHAR, 0,
 	       TAG_USER_ENV, MPI_COMM_WORLD, &req);
-	startup_wait(c, &req);
+	rm_startup_wait(su, &req);
 	free(text);
 }
 
 /* Rank 0: the source's variables, checked, made its own (differences noted). */
-static void take_env(struct ctx *c)
+static void take_env(const struct rm_startup *su)
 {
 	char *buf = calloc(1, RM_PLAN_ENV_MAX), err[256];
 	struct rm_plan p = {0};
@@ -179,13 +179,13 @@ static void take_env(struct ctx *c)
 
 	if (!buf)
 		rm_out_of_memory();
-	RM_MPI(&c->link, RM_ALL, "", MPI_Irecv, buf, RM_PLAN_ENV_MAX, MPI_CHAR, env_src,
+	RM_MPI(su->link, RM_ALL, "", MPI_Irecv, buf, RM_PLAN_ENV_MAX, MPI_CHAR, env_src,
 	       TAG_USER_ENV, MPI_COMM_WORLD, &req);
-	startup_wait(c, &req);
+	rm_startup_wait(su, &req);
 	if (!buf[0]) {
 		env_src = 0; /* it said why */
 	} else if (rm_plan_env_decode(buf, RM_PLAN_ENV_MAX, &p, err, sizeof(err))) {
-		rm_rank_error(&c->self,
+		rm_rank_error(su->self,
 			      "the variables of rank %d (on mpirun's node): %s: rank 0's "
 			      "are used",
 			      env_src, err);
@@ -193,7 +193,7 @@ static void take_env(struct ctx *c)
 	} else {
 		rm_user_env_note(&p);
 		if (rm_plan_apply_env(&p))
-			rm_rank_error(&c->self,
+			rm_rank_error(su->self,
 				      "cannot set the variables of rank %d (on mpirun's "
 				      "node) here: the run may mix them with rank 0's",
 				      env_src);
@@ -202,20 +202,20 @@ static void take_env(struct ctx *c)
 	free(buf);
 }
 
-void rm_user_env_gather(struct ctx *c)
+void rm_user_env_gather(const struct rm_startup *su)
 {
-	int mine = on_mpirun_node() ? c->self.rank : INT_MAX, src = INT_MAX;
+	int mine = on_mpirun_node() ? su->self->rank : INT_MAX, src = INT_MAX;
 	MPI_Request req;
 
 	/* A failure ends every rank (RM_ALL): no target is touched yet. */
-	RM_MPI(&c->link, RM_ALL, "", MPI_Iallreduce, &mine, &src, 1, MPI_INT, MPI_MIN,
+	RM_MPI(su->link, RM_ALL, "", MPI_Iallreduce, &mine, &src, 1, MPI_INT, MPI_MIN,
 	       MPI_COMM_WORLD, &req);
-	startup_wait(c, &req);
+	rm_startup_wait(su, &req);
 	env_src = src == INT_MAX ? 0 : src;
 	if (!env_src)
 		return;
-	if (c->self.rank == env_src)
-		send_env(c);
-	else if (c->self.rank == 0)
-		take_env(c);
+	if (su->self->rank == env_src)
+		send_env(su);
+	else if (su->self->rank == 0)
+		take_env(su);
 }

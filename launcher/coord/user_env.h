@@ -9,7 +9,9 @@
 
 #include <stdbool.h>
 
-#include "main.h"
+#include "plan.h"
+#include "say.h"
+#include "startup.h"
 
 /*
  * Every rank, before rank 0 reads its options: the lowest rank on mpirun's
@@ -17,7 +19,7 @@
  * own and notes where its node's differed. Without such a rank (Slurm, or
  * no rank where mpirun runs), rank 0's own are used.
  */
-void rm_user_env_gather(struct ctx *c);
+void rm_user_env_gather(const struct rm_startup *su);
 /* Other ranks, before rm_plan_apply_env: note where this node's variables differ from p's. */
 void rm_user_env_note(const struct rm_plan *p);
 /*
