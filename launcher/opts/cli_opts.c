@@ -96,6 +96,19 @@ int cli_check_tools(const char *list, char *err, size_t len)
 	return -1;
 }
 
+int cli_take_tools(const char *list, const char **tools, char *err, size_t len)
+{
+	if (cli_check_tools(list, err, len))
+		return -1;
+	*tools = list;
+	return 0;
+}
+
+int cli_check_d_value(const char *v, const char *prog, char *err, size_t len)
+{
+	return rp3_value_is_option("-d", v, err, len) || rp3_d_is_path(v, prog, err, len) ? -1 : 0;
+}
+
 static int set_pid(struct cli_opts *o, const char *v, const char *from, char *err, size_t len)
 {
 	long long pid;
@@ -165,13 +178,9 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 	case 'p':
 		return set_pid(o, optarg, "--pid", err, len);
 	case 't':
-		if (cli_check_tools(optarg, err, len))
-			return -1;
-		o->tools = optarg;
-		return 0;
+		return cli_take_tools(optarg, &o->tools, err, len);
 	case 'd':
-		if (rp3_value_is_option("-d", optarg, err, len) ||
-		    rp3_d_is_path(optarg, "rocattach", err, len))
+		if (cli_check_d_value(optarg, "rocattach", err, len))
 			return -1;
 		return set_duration(o, optarg, "--attach-duration-msec", err, len);
 	case OPT_CHILDREN:

@@ -75,6 +75,13 @@ void cli_bad_option(const char *prog, int c, char **argv, const struct option *o
 
 /* A -t list names at least one library; else -1 with the one-line reason. */
 int cli_check_tools(const char *list, char *err, size_t len);
+/* -t LIST: checked (cli_check_tools), then *tools points at it. 0, or -1 with the reason. */
+int cli_take_tools(const char *list, const char **tools, char *err, size_t len);
+/*
+ * -d's value before it is read as milliseconds: an option (a missing value) or a
+ * path (rocprofv3's -d is a directory) is refused for prog. 0, or -1 with the reason.
+ */
+int cli_check_d_value(const char *v, const char *prog, char *err, size_t len);
 
 extern const char cli_usage[];
 

@@ -245,13 +245,9 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 		return ret;
 	switch (c) {
 	case 't':
-		if (cli_check_tools(optarg, err, len))
-			return -1;
-		o->tools = optarg;
-		return 0;
+		return cli_take_tools(optarg, &o->tools, err, len);
 	case 'd':
-		if (rp3_value_is_option("-d", optarg, err, len) ||
-		    rp3_d_is_path(optarg, "rocattach-mpi", err, len))
+		if (cli_check_d_value(optarg, "rocattach-mpi", err, len))
 			return -1;
 		return cli_parse_ms(optarg, 0, CLI_MAX_DURATION_MS, "--attach-duration-msec",
 				    &o->duration_ms, err, len);
