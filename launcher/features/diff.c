@@ -20,16 +20,18 @@
 static char *slurp(const char *path, size_t *len, char *err, size_t elen)
 {
 	FILE *f = fopen(path, "re");
+	const char *why = NULL;
 	struct stat st;
 	char *buf = NULL;
 
-	if (!f || fstat(fileno(f), &st) || !S_ISREG(st.st_mode) ||
-	    (unsigned long long)st.st_size > DIFF_MAX_BYTES) {
-		snprintf(err, elen, "--diff: cannot read %s: %s: %s", path,
-			 !f || errno ? strerror(errno)
-			 : !S_ISREG(st.st_mode) ? "not a regular file"
-						: "larger than 1 GiB",
-			 DIFF_FIX);
+	if (!f || fstat(fileno(f), &st))
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if ((unsigned long long)st.st_size > DIFF_MAX_BYTES)
+		why = "larger than 1 GiB";
+	if (why) {
+		snprintf(err, elen, "--diff: cannot read %s: %s: %s", path, why, DIFF_FIX);
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -58,8 +60,8 @@ static const char *not_folded(const char *text, size_t len)
 	if (text[i] == '{' || text[i] == '[')
 		return "is JSON (a report?), not folded lines: a report does not hold the "
 		       "samples";
-	if (memchr(text, '\0', len) || ((unsigned char)text[0] == 0x1f && len > 1 &&
-					(unsigned char)text[1] == 0x8b))
+	if (memchr(text, '\0', len) ||
+	    ((unsigned char)text[0] == 0x1f && len > 1 && (unsigned char)text[1] == 0x8b))
 		return "is binary (gzip or pprof?), not folded lines";
 	return NULL;
 }

@@ -74,8 +74,8 @@ void rm_strtab_free(struct rm_strtab *t)
 }
 
 /* One sample into p (host and stack copied). */
-static int add(struct rm_prof *p, const char *host, size_t host_len, long rank, long pid,
-	       long tid, const char *stack, size_t stack_len, unsigned long long count)
+static int add(struct rm_prof *p, const char *host, size_t host_len, long rank, long pid, long tid,
+	       const char *stack, size_t stack_len, unsigned long long count)
 {
 	struct rm_prof_sample *s;
 
@@ -142,8 +142,10 @@ static int folded_line(struct rm_prof *p, const char *l, size_t len)
 	}
 	if (stack == sp)
 		return 1;
-	return add(p, l, host_len, rank < 0 ? -1 : (long)rank, -1, -1, stack,
-		   (size_t)(sp - stack), (unsigned long long)count) ? -1 : 0;
+	if (add(p, l, host_len, (long)rank, -1, -1, stack, (size_t)(sp - stack),
+		(unsigned long long)count))
+		return -1;
+	return 0;
 }
 
 /* One timed line: host, rank, pid, tid, ns, then the stack, by tabs. 1: not one. */

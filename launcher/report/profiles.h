@@ -19,8 +19,8 @@ struct rm_run;
 struct rm_prof_sample {
 	char *host;
 	long rank;
-	long pid;   /* -1: not known (folded lines) */
-	long tid;   /* -1: not known (folded lines) */
+	long pid;    /* -1: not known (folded lines) */
+	long tid;    /* -1: not known (folded lines) */
 	char *stack; /* outermost frame first, frames split by ';' */
 	unsigned long long count;
 };
@@ -64,8 +64,7 @@ int rm_prof_of_run(const struct rm_run *r, struct rm_prof *p);
 /* p as a gzipped pprof profile into f (profile.proto); 0, or -1 with the reason in err. */
 int rm_pprof_write(FILE *f, const struct rm_prof *p, const char *comment, char *err, size_t len);
 /* p as speedscope JSON, one sampled profile per rank, into f; 0 or -1. */
-int rm_speedscope_write(FILE *f, const struct rm_prof *p, const char *name, char *err,
-			size_t len);
+int rm_speedscope_write(FILE *f, const struct rm_prof *p, const char *name, char *err, size_t len);
 
 /* --pprof FILE and --speedscope FILE of rocattach-mpi --sample (rank 0, at the end). */
 int rm_write_pprof(const char *path, const struct rm_run *r, char *err, size_t len);

@@ -69,7 +69,8 @@ static json_t *frames_json(const struct rm_strtab *frames)
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < frames->n; i++)
-		if (json_array_append_new(a, json_pack("{s:o}", "name", rm_jstr(frames->s[i], (size_t)-1)))) {
+		if (json_array_append_new(
+			a, json_pack("{s:o}", "name", rm_jstr(frames->s[i], (size_t)-1)))) {
 			json_decref(a);
 			a = NULL;
 		}
@@ -100,8 +101,7 @@ out:
 	return file;
 }
 
-int rm_speedscope_write(FILE *f, const struct rm_prof *p, const char *name, char *err,
-			size_t len)
+int rm_speedscope_write(FILE *f, const struct rm_prof *p, const char *name, char *err, size_t len)
 {
 	json_t *j = file_json(p, name);
 	int ret = j ? json_dumpf(j, f, JSON_COMPACT) : -1;
