@@ -319,14 +319,17 @@ int rm_write_pprof(const char *path, const struct rm_run *r, char *err, size_t l
 {
 	struct rm_prof p;
 	struct rm_out out;
-	char why[128], comment[96];
+	char why[128], comment[160];
 
 	if (rm_prof_of_run(r, &p)) {
 		rm_prof_free(&p);
 		snprintf(err, len, "cannot write the pprof profile %s: out of memory", path);
 		return -1;
 	}
-	snprintf(comment, sizeof(comment), "rocattach-mpi --sample %d", r->sample_hz);
+	snprintf(comment, sizeof(comment),
+		 "rocattach-mpi --sample %d: cpu nanoseconds = samples x 1/%d s, an estimate from "
+		 "the sampling rate",
+		 r->sample_hz, r->sample_hz);
 	if (rm_out_open(&out, path, "pprof profile", err, len)) {
 		rm_prof_free(&p);
 		return -1;

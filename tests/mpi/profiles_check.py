@@ -77,6 +77,9 @@ def pprof(decoded, folded, host, hz, pids):
     pt = p["period_type"][0]
     check((strings[one(pt, "type")], strings[one(pt, "unit")]) == ("cpu", "nanoseconds"),
           "period type")
+    comments = [strings[c] for c in p.get("comment", [])]
+    check(any("an estimate from the sampling rate" in c for c in comments),
+          "no comment says the cpu values are an estimate: %s" % comments)
     funcs = {one(f, "id"): strings[one(f, "name")] for f in p["function"]}
     names = list(funcs.values())
     check(len(names) == len(set(names)), "functions are not deduplicated")

@@ -233,10 +233,10 @@ static void test_speedscope(void **state)
 		json_t *s = json_array_get(json_object_get(prof, "samples"), 1);
 		json_t *leaf = json_array_get(s, json_array_size(s) - 1);
 
-		assert_string_equal(json_string_value(json_object_get(
-					json_array_get(frames, (size_t)json_integer_value(leaf)),
-					"name")),
-				    "g (x.py:9)");
+		assert_string_equal(
+		    json_string_value(json_object_get(
+			json_array_get(frames, (size_t)json_integer_value(leaf)), "name")),
+		    "g (x.py:9)");
 	}
 	json_decref(j);
 	free(buf);
@@ -348,8 +348,8 @@ static void test_diff_bad_input(void **state)
 
 		if (cases[i].text)
 			write_file(path, cases[i].text);
-		assert_int_equal(rm_diff_load(cases[i].text ? path : "/tmp/ra-diff-none/x", &p,
-					      err, sizeof(err)),
+		assert_int_equal(rm_diff_load(cases[i].text ? path : "/tmp/ra-diff-none/x", &p, err,
+					      sizeof(err)),
 				 -1);
 		assert_non_null(strstr(err, cases[i].says));
 		assert_null(strchr(err, '\n'));
@@ -361,10 +361,14 @@ static void test_diff_bad_input(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_folded_in),	 cmocka_unit_test(test_folded_bad_line),
-	    cmocka_unit_test(test_timed_in),	 cmocka_unit_test(test_pprof),
-	    cmocka_unit_test(test_pprof_folded_no_rate), cmocka_unit_test(test_speedscope),
-	    cmocka_unit_test(test_diff_known),	 cmocka_unit_test(test_diff_bad_input),
+	    cmocka_unit_test(test_folded_in),
+	    cmocka_unit_test(test_folded_bad_line),
+	    cmocka_unit_test(test_timed_in),
+	    cmocka_unit_test(test_pprof),
+	    cmocka_unit_test(test_pprof_folded_no_rate),
+	    cmocka_unit_test(test_speedscope),
+	    cmocka_unit_test(test_diff_known),
+	    cmocka_unit_test(test_diff_bad_input),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
