@@ -63,7 +63,10 @@ after_attach "$W/l1.out" 0.2
 echo "spawn 300" >&"${TFD[a0]}"
 wait "$L"
 rc=$?
-check "sides: exit 0 (got $rc)" exit_ok "$rc" "$W/r1.json"
+# The subject here is the files, not the window's timing (mpi.late's): on a loaded machine
+# a late start (exit 7) is accepted where the report says the window was off its plan.
+check "sides: exit 0, or 7 with the report saying why (got $rc)" eval \
+	'[ "$rc" = 0 ] || { [ "$rc" = 7 ] && jq -e "[.windows[].late.off] | any" "$W/r1.json"; }'
 check "sides: the pprof is gzip" eval 'gzip -t "$W/p1.pb.gz"'
 check "sides: protoc decodes the pprof" decode "$W/p1.pb.gz" "$W/p1.txt"
 if python3 "$CHECK" pprof "$W/p1.txt" "$W/f1.txt" "$HOST" 99 "$P0,$P1" \
