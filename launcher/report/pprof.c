@@ -189,7 +189,7 @@ static int value_type(struct build *b, ValueType *v, const char *type, const cha
 }
 
 /* The profile's header: value types, period, comment. */
-static int header(struct build *b, const struct rm_prof *p, int64_t period, const char *comment)
+static int header(struct build *b, int64_t period, const char *comment)
 {
 	Profile *pr = &b->prof;
 
@@ -213,7 +213,6 @@ static int header(struct build *b, const struct rm_prof *p, int64_t period, cons
 		pr->comment = &b->comment;
 		pr->n_comment = 1;
 	}
-	(void)p;
 	return 0;
 }
 
@@ -222,7 +221,7 @@ static int build(struct build *b, const struct rm_prof *p, const char *comment)
 	int64_t period = p->hz > 0 ? (1000000000 + p->hz / 2) / p->hz : 0;
 	size_t at = 0;
 
-	if (header(b, p, period, comment) || alloc_samples(b, p))
+	if (header(b, period, comment) || alloc_samples(b, p))
 		return -1;
 	for (size_t i = 0; i < p->n; i++) {
 		if (one_sample(b, p, i, &at, period))
