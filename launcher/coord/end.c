@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "main.h"
+#include "profiles.h"
 
 /* A target whose attach failed for want of a listener (no --inject). */
 static bool no_listener(const struct rn_target *t)
@@ -241,6 +242,8 @@ static int write_outputs(struct ctx *c, int code, const char *reason)
 	    {c->o.stacks_svg, "stacks' SVG", rm_write_stacks_svg, false, ""},
 	    {c->o.folded, "folded samples", rm_write_folded, false, ""},
 	    {c->o.flamegraph, "flame graph", rm_write_flamegraph, false, ""},
+	    {c->o.pprof, "pprof profile", rm_write_pprof, false, ""},
+	    {c->o.speedscope, "speedscope file", rm_write_speedscope, false, ""},
 	    {c->o.report, "report", rm_write_report, false, ""},
 	};
 	size_t n = sizeof(out) / sizeof(out[0]), failed = 0, before;

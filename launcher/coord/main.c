@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "diff.h"
 #include "main.h"
 #include "rocprofv3.h"
 #include "stacks_tree.h"
@@ -489,6 +490,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "--check-options"))
 		return check_options(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "--diff"))
+		return rm_diff_main(argc, argv);
 	wire(&c);
 	c.setup_at[0] = ra_monotonic_ns();
 	/* Before MPI_Init: the threads it starts inherit the mask. */

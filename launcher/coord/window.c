@@ -270,7 +270,7 @@ void rm_win_stacks_fold(struct rm_win *w)
 		return;
 	rm_stacks_fold(&w->part->stacks, w->self->host, w->self->t, w->self->n,
 		       w->part->stacks_error, w->o->stacks, w->o->sample_hz > 0,
-		       w->o->sample_hz > 0 && w->o->trace);
+		       w->o->sample_hz > 0 && (w->o->trace || w->o->pprof || w->o->speedscope));
 	rm_stacks_cleanup(&w->part->stacks);
 }
 

@@ -51,6 +51,8 @@ enum {
 	OPT_FOLDED,
 	OPT_FLAMEGRAPH,
 	OPT_FLAME_PER_RANK,
+	OPT_PPROF,
+	OPT_SPEEDSCOPE,
 	OPT_DETAIL,
 };
 
@@ -87,6 +89,8 @@ static const struct option long_opts[] = {
     {"folded", required_argument, NULL, OPT_FOLDED},
     {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
     {"flamegraph-per-rank", no_argument, NULL, OPT_FLAME_PER_RANK},
+    {"pprof", required_argument, NULL, OPT_PPROF},
+    {"speedscope", required_argument, NULL, OPT_SPEEDSCOPE},
     {"one-node-per-rank", no_argument, NULL, OPT_ONE_NODE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -332,6 +336,12 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 	case OPT_FLAME_PER_RANK:
 		o->flame_per_rank = true;
 		return 0;
+	case OPT_PPROF:
+		o->pprof = optarg;
+		return 0;
+	case OPT_SPEEDSCOPE:
+		o->speedscope = optarg;
+		return 0;
 	case OPT_ONE_NODE:
 		o->one_node_per_rank = true;
 		return 0;
@@ -429,10 +439,12 @@ static int check_stacks(struct rm_opts *o, bool d_given, bool windows_given, cha
 
 	if (o->stacks_svg && !o->stacks)
 		return bad(err, len, "--stacks-svg draws the tree of --stacks: add --stacks");
-	if ((o->folded || o->flamegraph || o->flame_per_rank) && !o->sample_hz)
-		return bad(err, len,
-			   "--folded, --flamegraph and --flamegraph-per-rank show the samples "
-			   "of --sample: add --sample HZ");
+	if ((o->folded || o->flamegraph || o->flame_per_rank || o->pprof || o->speedscope) &&
+	    !o->sample_hz)
+		return bad(
+		    err, len,
+		    "--folded, --flamegraph, --flamegraph-per-rank, --pprof and --speedscope "
+		    "show the samples of --sample: add --sample HZ");
 	if (o->flame_per_rank && !o->flamegraph)
 		return bad(err, len,
 			   "--flamegraph-per-rank names its files after --flamegraph FILE.svg: add "
@@ -465,7 +477,9 @@ int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len)
 	    ra_outpath_check(o->trace, "--trace", err, len) ||
 	    ra_outpath_check(o->stacks_svg, "--stacks-svg", err, len) ||
 	    ra_outpath_check(o->folded, "--folded", err, len) ||
-	    ra_outpath_check(o->flamegraph, "--flamegraph", err, len))
+	    ra_outpath_check(o->flamegraph, "--flamegraph", err, len) ||
+	    ra_outpath_check(o->pprof, "--pprof", err, len) ||
+	    ra_outpath_check(o->speedscope, "--speedscope", err, len))
 		return -1;
 	return 0;
 }

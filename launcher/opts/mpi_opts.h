@@ -71,6 +71,8 @@ struct rm_opts {
 	const char *folded;	/* --folded: the samples as folded lines (rank 0) */
 	const char *flamegraph; /* --flamegraph: the samples merged, as SVG (rank 0) */
 	bool flame_per_rank;	/* --flamegraph-per-rank: and one SVG per rank */
+	const char *pprof;	/* --pprof: the samples as a gzipped pprof profile (rank 0) */
+	const char *speedscope; /* --speedscope: the samples as speedscope JSON (rank 0) */
 	int verbose;
 	bool help, version;
 	struct rp3_opts rp3; /* rocprofv3's options, by its names (rank 0 only) */

@@ -239,6 +239,8 @@ char *rm_plan_encode(const struct rm_opts *o)
 	}
 	if (json_object_set_new(j, "stacks", json_boolean(o->stacks)) ||
 	    json_object_set_new(j, "sample_hz", json_integer(o->sample_hz)) ||
+	    json_object_set_new(j, "pprof", str_or_null(o->pprof)) ||
+	    json_object_set_new(j, "speedscope", str_or_null(o->speedscope)) ||
 	    json_object_set_new(j, "detail", json_integer(o->detail))) {
 		json_decref(j);
 		return NULL;
@@ -337,7 +339,8 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	    get_str(j, "mpi_job", &o->sel.mpi_job) || get_str(j, "exe", &o->sel.exe) ||
 	    get_str(j, "rank_var", &o->sel.rank_var) || get_str(j, "tools", &o->tools) ||
 	    get_str(j, "report", &o->report) || get_str(j, "timeline", &o->timeline) ||
-	    get_str(j, "trace", &o->trace) || get_ranks(j, o) || !env_obj_ok(env) ||
+	    get_str(j, "trace", &o->trace) || get_str(j, "pprof", &o->pprof) ||
+	    get_str(j, "speedscope", &o->speedscope) || get_ranks(j, o) || !env_obj_ok(env) ||
 	    (json_object_get(j, "user_env") && !env_obj_ok(json_object_get(j, "user_env")))) {
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");
 		return -1;

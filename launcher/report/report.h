@@ -201,7 +201,10 @@ struct rm_run {
 	size_t samples_missing; /* targets whose samples are missing (no file) */
 	int sample_hz;
 	bool flame_per_rank;
-	/* With --trace: "host\trank\tpid\ttid\tns\tframes" a sample, ns in rank 0's clock. */
+	/*
+	 * With --trace, --pprof or --speedscope: "host\trank\tpid\ttid\tns\tframes"
+	 * a sample, ns in rank 0's clock.
+	 */
 	char *timed_text;
 	size_t timed_len, timed_cap;
 };

@@ -319,6 +319,31 @@ static void test_rm_opts_parse_sample(void **state)
 	assert_true(o.stacks && o.sample_hz == 99 && o.duration_ms == 500);
 }
 
+/* --pprof and --speedscope: the samples of --sample, their paths checked before any attach. */
+static void test_rm_opts_parse_profiles(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("--exe", "x", "--sample", "99", "-d", "1000", "--pprof", "p.pb.gz",
+			       "--speedscope", "s.json"),
+			 0);
+	assert_string_equal(o.pprof, "p.pb.gz");
+	assert_string_equal(o.speedscope, "s.json");
+	assert_int_equal(PARSE("--exe", "x", "--pprof", "p.pb.gz"), -1);
+	assert_non_null(strstr(err, "add --sample HZ"));
+	assert_int_equal(PARSE("--exe", "x", "--speedscope", "s.json"), -1);
+	assert_non_null(strstr(err, "add --sample HZ"));
+	assert_int_equal(
+	    PARSE("--exe", "x", "--sample", "9", "-d", "9", "--pprof", "/nonexistent-dir/p.pb.gz"),
+	    0);
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--pprof"));
+	assert_int_equal(PARSE("--exe", "x", "--sample", "9", "-d", "9", "--speedscope",
+			       "/nonexistent-dir/s.json"),
+			 0);
+	assert_int_equal(rm_opts_check_outputs(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--speedscope"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +352,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_rm_opts_parse_detail, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_stacks, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_sample, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_profiles, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_uid_by_name, clear_env),

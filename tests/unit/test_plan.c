@@ -112,11 +112,12 @@ static void test_plan_round_trip(void **state)
 	rm_opts_free(&b);
 }
 
-/* --stacks crosses to every rank: each node folds its targets' stacks. */
+/* --stacks, --sample, --pprof and --speedscope cross to every rank: each node folds its stacks. */
 static void test_plan_carries_stacks(void **state)
 {
-	const char *argv[] = {"rocattach-mpi", "--exe", "app", "--stacks", "--sample",
-			      "250",	       "-d",	"40",  "--detail", "none"};
+	const char *argv[] = {"rocattach-mpi", "--exe",	  "app",	  "--stacks", "--sample",
+			      "250",	       "-d",	  "40",		  "--detail", "none",
+			      "--pprof",       "p.pb.gz", "--speedscope", "s.json"};
 	struct rm_opts a, b;
 	struct rm_plan p = {0};
 	char *text;
@@ -130,6 +131,9 @@ static void test_plan_carries_stacks(void **state)
 	assert_int_equal(b.sample_hz, 250);
 	assert_int_equal(b.duration_ms, 40);
 	assert_int_equal(b.detail, RM_DETAIL_NONE);
+	/* Each node sends its timed samples for them. */
+	assert_string_equal(b.pprof, "p.pb.gz");
+	assert_string_equal(b.speedscope, "s.json");
 	free(text);
 	rm_plan_free(&p);
 	rm_opts_free(&a);
