@@ -347,3 +347,14 @@ EXPORT int rocprofiler_register_detach(void)
 {
 	return LATE_REG_ATTACHMENT_NOT_AVAILABLE;
 }
+
+/* The store's arrays go with the library, as upstream's static vectors do. */
+__attribute__((destructor)) static void drop_store(void)
+{
+	for (unsigned int i = 0; i < MAX_KEPT; i++)
+		if (atomic_load(&kept[i].used)) {
+			atomic_store(&kept[i].used, false);
+			free(kept[i].tables);
+			kept[i].tables = NULL;
+		}
+}
