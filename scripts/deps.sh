@@ -8,7 +8,7 @@ PACKAGES=(gcc g++ make cmake pkg-config libelf-dev libdw-dev libunwind-dev libhw
 	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime strace
 	man-db lammps lammps-examples libc6-dbg
 	libprotobuf-c-dev protobuf-c-compiler zlib1g-dev protobuf-compiler python3-jsonschema
-	clang libclang-rt-dev llvm clang-format)
+	clang libclang-rt-dev llvm clang-format shellcheck)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
