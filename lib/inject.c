@@ -210,8 +210,8 @@ static int find_entry(pid_t pid, const struct ra_inject_call *c, uint64_t *fn, s
 	ra_maps_free(&maps);
 	/* Another error than "not found" is in e already. */
 	if (ret == -ENOENT)
-		ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: the loaded %s exports no %s", pid,
-			   c->lib, c->fn);
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: the loaded %s exports no %s",
+			   pid, c->lib, c->fn);
 	return ret;
 }
 
@@ -272,8 +272,7 @@ static int remote_dlopen(struct ra_remote *r, const struct libc_fns *f, const ch
 	return ret;
 }
 
-static int entry_failed(pid_t pid, const struct ra_inject_call *c, uint64_t ret,
-			struct ra_err *e)
+static int entry_failed(pid_t pid, const struct ra_inject_call *c, uint64_t ret, struct ra_err *e)
 {
 	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d failed: %s", c->fn, pid,
 		   strerror((int)-(int32_t)ret));
@@ -436,8 +435,7 @@ static int inject_prepare(pid_t pid, struct libc_fns *f, uint64_t *tramp, struct
 	return 0;
 }
 
-int ra_inject_call(pid_t pid, const struct ra_inject_call *c, uint64_t *pause_ns,
-		   struct ra_err *e)
+int ra_inject_call(pid_t pid, const struct ra_inject_call *c, uint64_t *pause_ns, struct ra_err *e)
 {
 	struct libc_fns f;
 	uint64_t tramp;
@@ -450,8 +448,8 @@ int ra_inject_call(pid_t pid, const struct ra_inject_call *c, uint64_t *pause_ns
 
 int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e)
 {
-	const struct ra_inject_call c = {.lib = agent, .fn = RA_AGENT_ENABLE,
-					 .object = RA_AGENT_PREFIX};
+	const struct ra_inject_call c = {
+	    .lib = agent, .fn = RA_AGENT_ENABLE, .object = RA_AGENT_PREFIX};
 	struct libc_fns f;
 	uint64_t tramp;
 	pid_t tid;

@@ -55,8 +55,8 @@ static void put(struct blob *b, char kind, const char *a, const char *c)
 /* ROCP* of ours that must not cross: the listener's switch, and the two we pin. */
 static bool crosses(const char *kv)
 {
-	static const char *const ours[] = {"ROCP_TOOL_ATTACH=", "ROCP_TOOL_LIBRARIES=",
-					   "ROCPROFILER_REGISTER_LIBRARY="};
+	static const char *const ours[] = {
+	    "ROCP_TOOL_ATTACH=", "ROCP_TOOL_LIBRARIES=", "ROCPROFILER_REGISTER_LIBRARY="};
 
 	if (strncmp(kv, "ROCP", 4) || ra_env_is_private(kv, strlen(kv)))
 		return false;

@@ -27,6 +27,19 @@ static bool starts(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+/*
+ * A copy of rocprofiler-register: librocprofiler-register.so*, or as a
+ * Python wheel bundles it, renamed by auditwheel (librocprofiler-register-HASH.so*).
+ */
+static bool is_register(const char *base)
+{
+	static const char name[] = "librocprofiler-register";
+	const char *rest = base + sizeof(name) - 1;
+
+	return starts(base, name) &&
+	       (starts(rest, ".so") || (rest[0] == '-' && strstr(rest, ".so")));
+}
+
 /* Does the file behind m export the entry point? */
 static bool exports_invoke(const char *procfs, pid_t pid, const struct ra_map *m)
 {
@@ -62,12 +75,13 @@ static int look(const char *procfs, pid_t pid, const struct ra_map *m, struct ra
 		return RA_LATE_NORMAL;
 	}
 	if (starts(b, RA_LATE_SDK_PREFIX))
-		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
-				 "process %d already runs a rocprofiler-sdk (%s): a late start "
-				 "would load a second one; nothing was touched (profile it with the "
-				 "tool it runs)",
-				 pid, m->path);
-	if (!starts(b, RA_ROCM_REGISTER_PREFIX) || known(p, m->path))
+		return RA_REFUSE(
+		    e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
+		    "process %d already runs a rocprofiler-sdk (%s): a late start "
+		    "would load a second one; nothing was touched (profile it with the "
+		    "tool it runs)",
+		    pid, m->path);
+	if (!is_register(b) || known(p, m->path))
 		return RA_LATE_GO;
 	if (!exports_invoke(procfs, pid, m))
 		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
@@ -98,11 +112,12 @@ static int look_maps(const char *procfs, pid_t pid, struct ra_late_plan *p, stru
 			ret = look(procfs, pid, &maps.v[i], p, e);
 	ra_maps_free(&maps);
 	if (!ret && !p->ncopies)
-		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
-				 "process %d maps no " RA_ROCM_REGISTER_PREFIX
-				 ": it has not loaded a ROCm runtime, so there is nothing to start; "
-				 "nothing was touched",
-				 pid);
+		return RA_REFUSE(
+		    e, ROCATTACH_STATUS_ERROR_NOT_SUPPORTED,
+		    "process %d maps no " RA_ROCM_REGISTER_PREFIX
+		    ": it has not loaded a ROCm runtime, so there is nothing to start; "
+		    "nothing was touched",
+		    pid);
 	return ret;
 }
 
@@ -116,10 +131,11 @@ static int look_process(const char *procfs, pid_t pid, struct ra_err *e)
 		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
 				 "process %d does not exist", pid);
 	if (st.state == 'T' || st.state == 't')
-		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR,
-				 "process %d is stopped: nothing was touched; resume it (kill -CONT "
-				 "%d) and start again",
-				 pid, pid);
+		return RA_REFUSE(
+		    e, ROCATTACH_STATUS_ERROR,
+		    "process %d is stopped: nothing was touched; resume it (kill -CONT "
+		    "%d) and start again",
+		    pid, pid);
 	if (st.state == 'Z' || st.state == 'X')
 		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
 				 "process %d is exiting", pid);
@@ -187,7 +203,7 @@ bool ra_late_maps_register(const char *procfs, pid_t pid)
 	if (ra_maps_read(procfs, pid, &maps))
 		return false;
 	for (size_t i = 0; !found && i < maps.n; i++)
-		found = starts(base_of(maps.v[i].path), RA_ROCM_REGISTER_PREFIX);
+		found = is_register(base_of(maps.v[i].path));
 	ra_maps_free(&maps);
 	return found;
 }

@@ -20,8 +20,8 @@
 #include "symbols.h"
 
 struct dyn_info {
-	char needed[256];  /* the first DT_NEEDED librocprofiler-sdk.so* */
-	char soname[256];  /* DT_SONAME */
+	char needed[256];    /* the first DT_NEEDED librocprofiler-sdk.so* */
+	char soname[256];    /* DT_SONAME */
 	char path[PATH_MAX]; /* DT_RUNPATH, else DT_RPATH */
 };
 
@@ -92,7 +92,7 @@ static void expand(const char *dir, size_t n, const char *origin, char *out, siz
 	for (size_t i = 0; i < n && k + 1 < len;) {
 		size_t skip = !strncmp(dir + i, "${ORIGIN}", 9) ? 9
 			      : !strncmp(dir + i, "$ORIGIN", 7) ? 7
-								 : 0;
+								: 0;
 
 		if (skip) {
 			k += (size_t)snprintf(out + k, len - k, "%s", origin);
@@ -114,8 +114,7 @@ static bool is_file(const char *path)
 }
 
 /* The first dir of the search path (then origin) that holds name: 0, else -ENOENT. */
-static int search(const char *paths, const char *origin, const char *name, char *out,
-		  size_t len)
+static int search(const char *paths, const char *origin, const char *name, char *out, size_t len)
 {
 	char dir[PATH_MAX];
 
@@ -142,9 +141,9 @@ static int check_sdk(const char *tool, const char *needed, const char *sdk, stru
 
 	if (read_dyn_path(sdk, &di) || strcmp(di.soname, needed))
 		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-				  "the SDK %s found for tool %s is not the %s it links (its soname "
-				  "is '%s'): install the rocprofiler-sdk the tool was built with",
-				  sdk, tool, needed, di.soname);
+				 "the SDK %s found for tool %s is not the %s it links (its soname "
+				 "is '%s'): install the rocprofiler-sdk the tool was built with",
+				 sdk, tool, needed, di.soname);
 	fd = open(sdk, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd >= 0) {
 		n = ra_elf_lookup_fd(fd, names, 2, v, &base, &off);
@@ -152,10 +151,10 @@ static int check_sdk(const char *tool, const char *needed, const char *sdk, stru
 	}
 	if (n != 2)
 		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-				  "the SDK %s of tool %s exports no " RA_LATE_SET_API_TABLE
-				  " or " RA_LATE_IS_INITIALIZED
-				  ": not a rocprofiler-sdk; install the one the tool was built with",
-				  sdk, tool);
+				 "the SDK %s of tool %s exports no " RA_LATE_SET_API_TABLE
+				 " or " RA_LATE_IS_INITIALIZED
+				 ": not a rocprofiler-sdk; install the one the tool was built with",
+				 sdk, tool);
 	return 0;
 }
 
@@ -166,18 +165,18 @@ int ra_late_tool_sdk(const char *tool, char *sdk, size_t len, struct ra_err *e)
 
 	if (!realpath(tool, origin) || read_dyn_path(origin, &di))
 		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-				  "tool %s cannot be read as a shared library: give the tool's "
-				  "absolute path (-t)",
-				  tool);
+				 "tool %s cannot be read as a shared library: give the tool's "
+				 "absolute path (-t)",
+				 tool);
 	if (!di.needed[0])
 		return 1;
 	slash = strrchr(origin, '/');
 	*slash = '\0';
 	if (search(di.path, origin, di.needed, sdk, len))
 		return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
-				  "tool %s links %s, which is neither in its RUNPATH '%s' nor "
-				  "beside it: nothing was started (rocprofiler-register would abort "
-				  "the process); install rocprofiler-sdk beside the tool",
-				  tool, di.needed, di.path);
+				 "tool %s links %s, which is neither in its RUNPATH '%s' nor "
+				 "beside it: nothing was started (rocprofiler-register would abort "
+				 "the process); install rocprofiler-sdk beside the tool",
+				 tool, di.needed, di.path);
 	return check_sdk(tool, di.needed, sdk, e) ? -1 : 0;
 }

@@ -67,8 +67,8 @@ json_t *rn_late_json(const rocattach_late_report_t *r)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "outcome", json_string(rn_late_outcome(r)));
-	json_object_set_new(o, "sdk", r->sdk[0] ? rn_json_str(r->sdk, sizeof(r->sdk))
-						: json_null());
+	json_object_set_new(o, "sdk",
+			    r->sdk[0] ? rn_json_str(r->sdk, sizeof(r->sdk)) : json_null());
 	json_object_set_new(o, "sdk_version", sdk_version(r->sdk));
 	json_object_set_new(o, "register_copies", json_integer(r->register_copies));
 	json_object_set_new(o, "register_started",
@@ -79,8 +79,8 @@ json_t *rn_late_json(const rocattach_late_report_t *r)
 	json_object_set_new(o, "not_covered",
 			    list(not_covered, sizeof(not_covered) / sizeof(not_covered[0])));
 	json_object_set_new(o, "stays_until_exit", json_boolean(ran));
-	json_object_set_new(o, "pause_ns", ran ? json_integer((json_int_t)r->pause_ns)
-					       : json_null());
+	json_object_set_new(o, "pause_ns",
+			    ran ? json_integer((json_int_t)r->pause_ns) : json_null());
 	json_object_set_new(o, "message", rn_json_str(r->message, sizeof(r->message)));
 	return o;
 }

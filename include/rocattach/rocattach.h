@@ -314,14 +314,14 @@ enum rocattach_late_route {
 typedef struct rocattach_late_report {
 	size_t size; /* sizeof(rocattach_late_report_t), set by the caller */
 	rocattach_status_t status;
-	int route;	     /* enum rocattach_late_route */
-	int initialized;     /* the SDK's rocprofiler_is_initialized: 1, 0, -1; -2 not known */
+	int route;		  /* enum rocattach_late_route */
+	int initialized;	  /* the SDK's rocprofiler_is_initialized: 1, 0, -1; -2 not known */
 	uint32_t register_copies; /* copies of rocprofiler-register mapped (pre-check) */
-	uint32_t register_started; /* copies whose entry point was called */
-	uint64_t start_ns, end_ns; /* CLOCK_REALTIME around the whole call */
-	uint64_t begin_ns, done_ns; /* the target's start thread: its start and end, 0 unknown */
-	uint64_t pause_ns;	    /* how long one application thread was stopped */
-	char sdk[ROCATTACH_PATH_MAX];	     /* the SDK pinned (ROCPROFILER_REGISTER_LIBRARY) */
+	uint32_t register_started;    /* copies whose entry point was called */
+	uint64_t start_ns, end_ns;    /* CLOCK_REALTIME around the whole call */
+	uint64_t begin_ns, done_ns;   /* the target's start thread: its start and end, 0 unknown */
+	uint64_t pause_ns;	      /* how long one application thread was stopped */
+	char sdk[ROCATTACH_PATH_MAX]; /* the SDK pinned (ROCPROFILER_REGISTER_LIBRARY) */
 	char message[ROCATTACH_MESSAGE_MAX]; /* "" on success */
 } rocattach_late_report_t;
 

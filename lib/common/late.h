@@ -56,22 +56,22 @@ enum ra_late_state {
 /* Where the start failed (rocattach_late_status.stage), 0: it did not. */
 enum ra_late_stage {
 	RA_LATE_OK = 0,
-	RA_LATE_STAGE_SDK = 1,	 /* dlopen of the SDK */
-	RA_LATE_STAGE_TOOL = 2,	 /* dlopen of a tool */
-	RA_LATE_STAGE_COPY = 3,	 /* a register copy not found or without the entry point */
+	RA_LATE_STAGE_SDK = 1,	  /* dlopen of the SDK */
+	RA_LATE_STAGE_TOOL = 2,	  /* dlopen of a tool */
+	RA_LATE_STAGE_COPY = 3,	  /* a register copy not found or without the entry point */
 	RA_LATE_STAGE_INVOKE = 4, /* the entry point returned an error */
-	RA_LATE_STAGE_QUERY = 5, /* no rocprofiler_is_initialized in the SDK */
+	RA_LATE_STAGE_QUERY = 5,  /* no rocprofiler_is_initialized in the SDK */
 };
 
 struct ra_late_status {
 	uint32_t magic;
-	volatile int32_t state;	 /* enum ra_late_state, written last */
-	int32_t stage;		 /* enum ra_late_stage */
-	int32_t initialized;	 /* rocprofiler_is_initialized's *status; -2: not asked */
-	uint32_t copies;	 /* register copies whose entry point was called */
+	volatile int32_t state; /* enum ra_late_state, written last */
+	int32_t stage;		/* enum ra_late_stage */
+	int32_t initialized;	/* rocprofiler_is_initialized's *status; -2: not asked */
+	uint32_t copies;	/* register copies whose entry point was called */
 	int32_t invoke_rc[RA_LATE_COPIES_MAX];
 	uint64_t begin_ns, end_ns; /* CLOCK_REALTIME: the thread's start and end */
-	char message[256];	 /* dlerror() or what was missing */
+	char message[256];	   /* dlerror() or what was missing */
 };
 
 #endif

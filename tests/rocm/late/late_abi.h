@@ -86,9 +86,9 @@ typedef struct {
 } late_sdk_configure_result;
 
 typedef late_sdk_configure_result *(*late_sdk_configure_fn)(uint32_t version,
-							      const char *runtime_version,
-							      uint32_t priority,
-							      late_sdk_client_id *id);
+							    const char *runtime_version,
+							    uint32_t priority,
+							    late_sdk_client_id *id);
 
 typedef int (*late_sdk_set_api_table_fn)(const char *name, uint64_t lib_version,
 					 uint64_t lib_instance, void **tables, uint64_t num_tables);

@@ -88,7 +88,7 @@ static void tool_fini(void *data)
 }
 
 EXPORT late_sdk_configure_result *rocprofiler_configure(uint32_t version, const char *runtime,
-							 uint32_t priority, late_sdk_client_id *id)
+							uint32_t priority, late_sdk_client_id *id)
 {
 	static late_sdk_configure_result result = {sizeof(result), tool_init, tool_fini, NULL};
 

@@ -108,10 +108,11 @@ static void fatal(const char *what, const char *lib)
 	n = snprintf(line, sizeof(line),
 		     "F%02d%02d %02d:%02d:%02d.%06ld %d rocprofiler_register.cpp] %s%s\n"
 		     "*** Check failure stack trace: ***\n",
-		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		     (long)tv.tv_usec, (int)getpid(), what, lib);
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec,
+		     (int)getpid(), what, lib);
 	if (n > 0)
-		(void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
+		(void)!write(STDERR_FILENO, line,
+			     (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
 	abort();
 }
 
@@ -172,9 +173,9 @@ static void *open_sdk(const char *lib)
 /* The SDK's rocprofiler_set_api_table when a tool is asked for, else NULL. */
 static late_sdk_set_api_table_fn scan_for_tools(void)
 {
-	bool force = env_bool("ROCPROFILER_REGISTER_FORCE_LOAD",
-			      env_set("ROCPROFILER_REGISTER_LIBRARY") ||
-				  env_set("ROCP_TOOL_LIBRARIES"));
+	bool force =
+	    env_bool("ROCPROFILER_REGISTER_FORCE_LOAD",
+		     env_set("ROCPROFILER_REGISTER_LIBRARY") || env_set("ROCP_TOOL_LIBRARIES"));
 	const char *lib = getenv("ROCPROFILER_REGISTER_LIBRARY");
 	late_sdk_set_api_table_fn fn;
 	void *h;
@@ -258,8 +259,8 @@ out:
 	return ret;
 }
 
-static int do_register(const char *name, late_reg_import_fn import, uint32_t version,
-		       void **tables, uint64_t count, late_reg_id *id)
+static int do_register(const char *name, late_reg_import_fn import, uint32_t version, void **tables,
+		       uint64_t count, late_reg_id *id)
 {
 	late_sdk_set_api_table_fn fn = scan_for_tools();
 	int idx = name_index(name);

@@ -255,9 +255,9 @@ static void initialize(void)
 
 static bool known_runtime(const char *name)
 {
-	static const char *const others[] = {"hip_compiler", "hsa",  "roctx",    "rccl",
-					     "rocdecode",    "rocjpeg", "rocshmem", "hipFile",
-					     "rocattach"};
+	static const char *const others[] = {"hip_compiler", "hsa",	  "roctx",
+					     "rccl",	     "rocdecode", "rocjpeg",
+					     "rocshmem",     "hipFile",	  "rocattach"};
 
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
 		if (!strcmp(name, others[i]))

@@ -150,7 +150,8 @@ void victim_self_start(void *const *copies, int n_copies)
 	for (int c = 0; c < n_copies; c++) {
 		int (*invoke)(void);
 
-		*(void **)&invoke = dlsym(copies[c], "rocprofiler_register_invoke_all_registrations");
+		*(void **)&invoke =
+		    dlsym(copies[c], "rocprofiler_register_invoke_all_registrations");
 		printf("self-start copy=%d rc=%d\n", c, invoke ? invoke() : -1);
 	}
 	*(void **)&initialized = dlsym(RTLD_DEFAULT, "rocprofiler_is_initialized");
