@@ -262,11 +262,11 @@ static void process_without_rocm(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(names_pinned),	    cmocka_unit_test(tool_sdk_found),
-	    cmocka_unit_test(tool_sdk_missing),	    cmocka_unit_test(tool_sdk_mismatched),
-	    cmocka_unit_test(tool_without_sdk),	    cmocka_unit_test(process_go),
-	    cmocka_unit_test(process_two_copies),   cmocka_unit_test(process_runs_sdk),
-	    cmocka_unit_test(process_stopped),	    cmocka_unit_test(process_without_rocm),
+	    cmocka_unit_test(names_pinned),	  cmocka_unit_test(tool_sdk_found),
+	    cmocka_unit_test(tool_sdk_missing),	  cmocka_unit_test(tool_sdk_mismatched),
+	    cmocka_unit_test(tool_without_sdk),	  cmocka_unit_test(process_go),
+	    cmocka_unit_test(process_two_copies), cmocka_unit_test(process_runs_sdk),
+	    cmocka_unit_test(process_stopped),	  cmocka_unit_test(process_without_rocm),
 	};
 
 	return ra_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
