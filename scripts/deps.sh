@@ -7,7 +7,7 @@ PACKAGES=(gcc g++ make cmake pkg-config libelf-dev libdw-dev libunwind-dev libhw
 	openmpi-bin libopenmpi-dev jq python3
 	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime strace
 	man-db lammps lammps-examples libc6-dbg
-	clang libclang-rt-dev llvm clang-format)
+	clang libclang-rt-dev llvm clang-format shellcheck)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
