@@ -19,6 +19,7 @@
 #include "late_check.h"
 #include "log.h"
 #include "session.h"
+#include "symbols.h"
 #include "target_memory.h"
 
 extern char **environ;
