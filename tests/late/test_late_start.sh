@@ -187,6 +187,25 @@ if victim hint --threads 2; then
 	fi
 fi
 
+# 7. A tool whose rocprofiler_configure hangs 3 s, --call-timeout 500: the start is failed
+# by the deadline (exit 4, JSON "failed"), its thread goes on in the target; the victim
+# keeps running right, untraced, and its tables are wrapped once the tool returns.
+if victim hang --threads 2; then
+	p=$VP
+	t0=$SECONDS
+	LATE_HANG_MS=3000 "$CLI" --late-start --call-timeout 500 -p "$p" \
+		-t "$B/tests/late/libra_late_hang_tool.so" >"$W/json" 2>"$W/err"
+	rc=$?
+	took=$((SECONDS - t0))
+	if [ "$rc" -eq 4 ] && [ "$took" -le 2 ] && grep -q "did not end within 500 ms" "$W/err" &&
+		[ "$(json 'o["outcome"], o["stays_until_exit"]')" = "('failed', True)" ] &&
+		untraced "$p" && wrapped hang && end "$p" hang; then
+		ok "a start stuck in the tool's configure: failed by --call-timeout; the victim runs on right"
+	else
+		fail "hang: rc $rc in $took s: $(cat "$W/err" "$W/json"; tail -1 "$W/hang.out")"
+	fi
+fi
+
 # 6. N starts on fresh victims, in batches of 10 alive at once (busy threads in each).
 batch() { # FIRST LAST: start them all, late-start each, then check and end each
 	local i p vp=() bad_here=0
