@@ -260,23 +260,6 @@ static void report_init(rocattach_late_report_t *r)
 	r->start_ns = ra_realtime_ns();
 }
 
-rocattach_status_t rocattach_late_check(int pid, const rocattach_opts_t *opts,
-					rocattach_late_report_t *r)
-{
-	struct ra_err e = {0};
-	struct ra_late_plan p;
-	const char *tools;
-	int ret;
-
-	if (!r || r->size < sizeof(*r))
-		return ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT;
-	report_init(r);
-	ret = check(pid, opts, r, &p, &tools, &e);
-	if (ret == RA_LATE_NORMAL)
-		e.status = ROCATTACH_STATUS_ERROR_NOT_SUPPORTED;
-	return finish(r, &e, ret);
-}
-
 rocattach_status_t rocattach_late_start(int pid, const rocattach_opts_t *opts,
 					rocattach_late_report_t *r)
 {

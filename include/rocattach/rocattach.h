@@ -326,12 +326,6 @@ typedef struct rocattach_late_report {
 } rocattach_late_report_t;
 
 /*
- * The pre-checks alone (read-only): SUCCESS and route LATE_STARTED's
- * precondition met (route stays REFUSED), or the refusal's status.
- */
-rocattach_status_t rocattach_late_check(int pid, const rocattach_opts_t *opts,
-					rocattach_late_report_t *report) ROCATTACH_API;
-/*
  * The pre-checks, then the start, waited for up to opts->call_timeout_ms.
  * SUCCESS only when the SDK says it initialized. opts: tool_libraries, env
  * (added to the caller's ROCP* variables), call_timeout_ms.

@@ -11,9 +11,8 @@
 
 int rocprofiler_is_initialized(int *status);
 
-__attribute__((visibility("default"))) void *rocprofiler_configure(uint32_t version,
-								   const char *runtime,
-								   uint32_t priority, void *id)
+__attribute__((visibility("default"))) void *
+rocprofiler_configure(uint32_t version, const char *runtime, uint32_t priority, void *id)
 {
 	const char *v = getenv("LATE_HANG_MS");
 	long ms = v ? atol(v) : 3000;
