@@ -193,10 +193,10 @@ static int find_dlopen(pid_t pid, struct libc_fns *f, struct ra_err *e)
 	return ret;
 }
 
-static int find_enable(pid_t pid, uint64_t *fn, struct ra_err *e)
+static int find_entry(pid_t pid, const struct ra_inject_call *c, uint64_t *fn, struct ra_err *e)
 {
-	static const char *const name[] = {RA_AGENT_ENABLE};
-	static const char *const prefer[] = {RA_AGENT_PREFIX, NULL};
+	const char *const name[] = {c->fn};
+	const char *const prefer[] = {c->object, NULL};
 	struct ra_maps maps = {0};
 	int ret;
 
@@ -210,9 +210,25 @@ static int find_enable(pid_t pid, uint64_t *fn, struct ra_err *e)
 	ra_maps_free(&maps);
 	/* Another error than "not found" is in e already. */
 	if (ret == -ENOENT)
-		ra_err_set(e, ROCATTACH_STATUS_ERROR,
-			   "process %d: the loaded agent exports no " RA_AGENT_ENABLE, pid);
+		ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: the loaded %s exports no %s",
+			   pid, c->lib, c->fn);
 	return ret;
+}
+
+/*
+ * fn(arg, arglen) on the thread r holds, arg copied onto its stack (or
+ * fn() when there is none); *ret its int result.
+ */
+static int call_entry(struct ra_remote *r, const struct ra_inject_call *c, uint64_t fn,
+		      uint64_t *ret, struct ra_err *e)
+{
+	uint64_t a[2] = {0, c->arglen};
+
+	if (c->arg && ra_remote_stack_push(r, c->arg, c->arglen, &a[0]))
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
+				  "process %d: no room on the stack for %s's %zu bytes", r->pid,
+				  c->fn, c->arglen);
+	return ra_remote_call(r, fn, a, c->arg ? 2 : 0, ret);
 }
 
 /* Copy dlerror()'s text out of the target for the message. */
@@ -256,16 +272,16 @@ static int remote_dlopen(struct ra_remote *r, const struct libc_fns *f, const ch
 	return ret;
 }
 
-static int enable_failed(pid_t pid, uint64_t ret, struct ra_err *e)
+static int entry_failed(pid_t pid, const struct ra_inject_call *c, uint64_t ret, struct ra_err *e)
 {
-	ra_err_set(e, ROCATTACH_STATUS_ERROR, RA_AGENT_ENABLE " in process %d failed: %s", pid,
+	ra_err_set(e, ROCATTACH_STATUS_ERROR, "%s in process %d failed: %s", c->fn, pid,
 		   strerror((int)-(int32_t)ret));
 	return -1;
 }
 
 /* Before glibc 2.34: the borrowed thread loads the agent and starts the listener. */
 static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct libc_fns *f,
-			   const char *agent, uint64_t *pause_ns, struct ra_err *e)
+			   const struct ra_inject_call *c, uint64_t *pause_ns, struct ra_err *e)
 {
 	uint64_t enable, ret = 0, t0 = ra_monotonic_ns();
 	struct ra_remote r;
@@ -273,13 +289,13 @@ static int inject_borrowed(pid_t pid, pid_t tid, uint64_t tramp, const struct li
 
 	if (ra_remote_begin(&r, pid, tid, tramp, e))
 		return -1;
-	err = remote_dlopen(&r, f, agent, e);
+	err = remote_dlopen(&r, f, c->lib, e);
 	if (!err)
-		err = find_enable(pid, &enable, e);
+		err = find_entry(pid, c, &enable, e);
 	if (!err)
-		err = ra_remote_call(&r, enable, NULL, 0, &ret);
+		err = call_entry(&r, c, enable, &ret, e);
 	if (!err && (int32_t)ret != 0)
-		err = enable_failed(pid, ret, e);
+		err = entry_failed(pid, c, ret, e);
 	if (ra_remote_end(&r))
 		err = -1;
 	*pause_ns = ra_monotonic_ns() - t0;
@@ -350,8 +366,8 @@ static int dlopen_on(struct ra_remote *r, const struct libc_fns *f, const char *
  * On the loader, stopped before its first instruction: detach it (it exits
  * on its own once released), dlopen the agent, start the listener.
  */
-static int loader_work(struct ra_remote *n, const struct libc_fns *f, const char *agent,
-		       struct ra_err *e)
+static int loader_work(struct ra_remote *n, const struct libc_fns *f,
+		       const struct ra_inject_call *c, struct ra_err *e)
 {
 	uint64_t self = 0, enable, ret = 0;
 	int err;
@@ -361,13 +377,13 @@ static int loader_work(struct ra_remote *n, const struct libc_fns *f, const char
 		err = ra_remote_call(n, f->pthread_detach, &self, 1, &ret);
 	if (err)
 		return err;
-	err = dlopen_on(n, f, agent, e);
+	err = dlopen_on(n, f, c->lib, e);
 	if (!err)
-		err = find_enable(n->pid, &enable, e);
+		err = find_entry(n->pid, c, &enable, e);
 	if (!err)
-		err = ra_remote_call(n, enable, NULL, 0, &ret);
+		err = call_entry(n, c, enable, &ret, e);
 	if (!err && (int32_t)ret != 0)
-		return enable_failed(n->pid, ret, e);
+		return entry_failed(n->pid, c, ret, e);
 	return err;
 }
 
@@ -388,33 +404,64 @@ static bool listener_up(pid_t pid, int ms)
 	}
 }
 
-int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e)
+/* The loader's part of ra_inject_call; *tid: the borrowed thread. */
+static int inject_run(pid_t pid, const struct ra_inject_call *c, const struct libc_fns *f,
+		      uint64_t tramp, pid_t tid, uint64_t *pause_ns, struct ra_err *e)
 {
 	struct ra_remote loader;
-	struct libc_fns f;
-	uint64_t tramp;
-	pid_t tid;
 	int err;
 
-	*pause_ns = 0;
-	if (find_dlopen(pid, &f, e))
-		return -1;
-	if (ra_auxv_read(RA_PROCFS, pid, AT_ENTRY, &tramp)) {
-		ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: no AT_ENTRY in its auxv", pid);
-		return -1;
-	}
-	tid = borrow_thread(pid);
-	if (!f.loader || f.libc_mode)
-		return inject_borrowed(pid, tid, tramp, &f, agent, pause_ns, e);
-	err = start_loader(pid, tid, tramp, &f, &loader, pause_ns, e);
+	if (!f->loader || f->libc_mode)
+		return inject_borrowed(pid, tid, tramp, f, c, pause_ns, e);
+	err = start_loader(pid, tid, tramp, f, &loader, pause_ns, e);
 	if (!loader.seized)
 		return -1;
 	if (ra_remote_adopted(&loader))
 		return -1;
 	if (!err)
-		err = loader_work(&loader, &f, agent, e);
+		err = loader_work(&loader, f, c, e);
 	if (ra_remote_end(&loader) || err)
 		return -1;
+	return 0;
+}
+
+static int inject_prepare(pid_t pid, struct libc_fns *f, uint64_t *tramp, struct ra_err *e)
+{
+	if (find_dlopen(pid, f, e))
+		return -1;
+	if (ra_auxv_read(RA_PROCFS, pid, AT_ENTRY, tramp))
+		return ra_err_set(e, ROCATTACH_STATUS_ERROR, "process %d: no AT_ENTRY in its auxv",
+				  pid);
+	return 0;
+}
+
+int ra_inject_call(pid_t pid, const struct ra_inject_call *c, uint64_t *pause_ns, struct ra_err *e)
+{
+	struct libc_fns f;
+	uint64_t tramp;
+
+	*pause_ns = 0;
+	if (inject_prepare(pid, &f, &tramp, e))
+		return -1;
+	return inject_run(pid, c, &f, tramp, borrow_thread(pid), pause_ns, e);
+}
+
+int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e)
+{
+	const struct ra_inject_call c = {
+	    .lib = agent, .fn = RA_AGENT_ENABLE, .object = RA_AGENT_PREFIX};
+	struct libc_fns f;
+	uint64_t tramp;
+	pid_t tid;
+
+	*pause_ns = 0;
+	if (inject_prepare(pid, &f, &tramp, e))
+		return -1;
+	tid = borrow_thread(pid);
+	if (inject_run(pid, &c, &f, tramp, tid, pause_ns, e))
+		return -1;
+	if (!f.loader || f.libc_mode)
+		return 0;
 	/*
 	 * The loader's enable returns once the listener is parked, so it is
 	 * there now. Once in a while in the suite's runs it was not (not
@@ -427,7 +474,7 @@ int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e
 	ra_warn("process %d: no listener after the loader thread's enable: enabling it on "
 		"thread %d instead",
 		pid, tid);
-	return inject_borrowed(pid, tid, tramp, &f, agent, pause_ns, e);
+	return inject_borrowed(pid, tid, tramp, &f, &c, pause_ns, e);
 }
 
 int ra_preload(struct ra_remote *r, const char *const *libs, size_t n)

@@ -24,6 +24,25 @@ int ra_inject_agent_path(const char *explicit_path, char *path, size_t len, stru
  */
 int ra_inject(pid_t pid, const char *agent, uint64_t *pause_ns, struct ra_err *e) RA_MUST_CHECK;
 
+/* A library to load into a process and one function of it to call. */
+struct ra_inject_call {
+	const char *lib;    /* its path, as the target sees it */
+	const char *fn;	    /* int fn(const void *arg, uint64_t arglen), or int fn(void) */
+	const char *object; /* the loaded object's basename prefix, searched first for fn */
+	const void *arg;    /* NULL: fn() */
+	size_t arglen;
+};
+
+/*
+ * As ra_inject, for any library: dlopen(c->lib) on a loader thread (one
+ * application thread, a sleeping one if any, is stopped only to create it;
+ * *pause_ns says how long), then c->fn with c->arg copied onto the loader's
+ * stack; fn must copy what it keeps and return at once. 0 (fn returned 0),
+ * or -1 with e set.
+ */
+int ra_inject_call(pid_t pid, const struct ra_inject_call *c, uint64_t *pause_ns,
+		   struct ra_err *e) RA_MUST_CHECK;
+
 struct ra_remote;
 /*
  * dlopen(libs[i], RTLD_NOW) for each i on the thread r holds (a listener,

@@ -145,6 +145,9 @@ void ra_op_step(struct op *op, enum rocattach_step step);
 /* session_prepare.c */
 /* The default tool list, one object: p->tool_path == ra_default_tool when nobody named one. */
 extern const char ra_default_tool[];
+/* The caller's tool list: o's, else ROCPROF_ATTACH_TOOL_LIBRARY (unless secure), else the default.
+ */
+const char *ra_tool_list_for(const rocattach_opts_t *o);
 /* A start or stop time: 0 (none) or not too far ahead. 0, or non-zero with e set. */
 int ra_check_ahead(pid_t pid, const char *what, uint64_t at, struct ra_err *e) RA_MUST_CHECK;
 /* Checks, the target's lookup and the payload of an attach to s: 0, or non-zero, op->e set. */

@@ -14,6 +14,7 @@
 
 #include "common/protocol.h"
 #include "common/procfs.h"
+#include "late_check.h"
 #include "session.h"
 #include "symbols.h"
 
@@ -36,6 +37,14 @@ static int find_listener(pid_t pid, pid_t *tid, struct ra_err *e)
 {
 	int ret = ra_find_thread_by_comm(RA_PROCFS, pid, RA_LISTENER_COMM, tid);
 
+	if (ret == -ENOENT && ra_late_maps_register(RA_PROCFS, pid))
+		return ra_err_set(
+		    e, ROCATTACH_STATUS_ERROR,
+		    "process %d runs ROCm but was not started with ROCP_TOOL_ATTACH=1 "
+		    "(no listener): --late-start can load the tool into it for the "
+		    "rest of its life (API tracing from the next call, dispatches on "
+		    "queues created from then on; no detach), or --inject",
+		    pid);
 	if (ret == -ENOENT)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR,
 				  "process %d has no attach listener (no thread named '%s'): start "

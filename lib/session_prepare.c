@@ -39,7 +39,7 @@ extern char **environ;
 /* One object, so that its use can be told from a list naming the same file. */
 const char ra_default_tool[] = RA_DEFAULT_TOOL;
 
-static const char *tool_list_for(const rocattach_opts_t *o)
+const char *ra_tool_list_for(const rocattach_opts_t *o)
 {
 	const char *v;
 
@@ -580,7 +580,7 @@ int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p,
 	    check_access(s->pid, &tr, e))
 		return -1;
 	s->starttime = st.starttime;
-	p->tool_path = tool_list_for(o);
+	p->tool_path = ra_tool_list_for(o);
 	ret = ra_toollist_parse(p->tool_path, &p->tools);
 	if (ret)
 		return ra_err_set(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,

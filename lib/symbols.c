@@ -607,3 +607,10 @@ int ra_symbols_find_only(const char *procfs, pid_t pid, const struct ra_maps *ma
 {
 	return find(procfs, pid, maps, names, n, nfn, only, true, addrs, NULL, 0, e);
 }
+
+int ra_map_open(const char *procfs, pid_t pid, const struct ra_map *m)
+{
+	struct find_ctx c = {.procfs = procfs, .pid = pid};
+
+	return open_object(&c, m);
+}

@@ -64,4 +64,10 @@ int ra_symbols_find_only(const char *procfs, pid_t pid, const struct ra_maps *ma
 			 const char *const *names, size_t n, size_t nfn, const char *const *only,
 			 uint64_t *addrs, struct ra_err *e) RA_MUST_CHECK;
 
+/*
+ * Open the file behind mapping m of pid read-only (map_files, else the
+ * path in its root checked against the mapping's dev/inode): fd or -errno.
+ */
+int ra_map_open(const char *procfs, pid_t pid, const struct ra_map *m) RA_MUST_CHECK;
+
 #endif

@@ -292,6 +292,48 @@ rocattach_attach_ex(int pid, const rocattach_opts_t *opts,
 rocattach_status_t
 rocattach_attach_tree_ex(int pid, const rocattach_opts_t *opts,
 			 rocattach_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
+/*
+ * --late-start: a process that was not started with ROCP_TOOL_ATTACH=1 but
+ * has loaded a ROCm runtime gets the tools for the rest of its life.
+ * rocprofiler-register keeps every runtime's API tables; a start library
+ * (librocattach-late.so, $ROCATTACH_LATE, else beside this library) loaded
+ * by a remote dlopen starts a thread of its own in the target, which sets
+ * the variables, loads the SDK the tool links and the tools, and calls
+ * rocprofiler_register_invoke_all_registrations in each copy of
+ * rocprofiler-register. There is no detach.
+ */
+enum rocattach_late_route {
+	ROCATTACH_LATE_REFUSED = 0,    /* a pre-check refused: nothing was touched */
+	ROCATTACH_LATE_ATTACHABLE = 1, /* it has a listener: attach it (rocattach_attach_ex) */
+	ROCATTACH_LATE_STARTED = 2,    /* the start ran and the SDK says it initialized */
+	ROCATTACH_LATE_FAILED = 3,     /* the start library was loaded; the start failed */
+};
+
+#define ROCATTACH_PATH_MAX 4096
+
+typedef struct rocattach_late_report {
+	size_t size; /* sizeof(rocattach_late_report_t), set by the caller */
+	rocattach_status_t status;
+	int route;		  /* enum rocattach_late_route */
+	int initialized;	  /* the SDK's rocprofiler_is_initialized: 1, 0, -1; -2 not known */
+	uint32_t register_copies; /* copies of rocprofiler-register mapped (pre-check) */
+	uint32_t register_started;    /* copies whose entry point was called */
+	uint64_t start_ns, end_ns;    /* CLOCK_REALTIME around the whole call */
+	uint64_t begin_ns, done_ns;   /* the target's start thread: its start and end, 0 unknown */
+	uint64_t pause_ns;	      /* how long one application thread was stopped */
+	char sdk[ROCATTACH_PATH_MAX]; /* the SDK pinned (ROCPROFILER_REGISTER_LIBRARY) */
+	char message[ROCATTACH_MESSAGE_MAX]; /* "" on success */
+} rocattach_late_report_t;
+
+/*
+ * The pre-checks, then the start, waited for up to opts->call_timeout_ms.
+ * SUCCESS only when the SDK says it initialized. opts: tool_libraries, env
+ * (added to the caller's ROCP* variables), call_timeout_ms.
+ */
+rocattach_status_t
+rocattach_late_start(int pid, const rocattach_opts_t *opts,
+		     rocattach_late_report_t *report) ROCATTACH_API ROCATTACH_MUST_CHECK;
+
 /* rocattach_detach() of one pid (> 0) with options (stop_ns; the rest is ignored) and a report. */
 rocattach_status_t
 rocattach_detach_ex(int pid, const rocattach_opts_t *opts,

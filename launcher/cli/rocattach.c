@@ -19,9 +19,12 @@
 
 #include <rocattach/rocattach.h>
 
+#include <jansson.h>
+
 #include "cli_opts.h"
 #include "common/clock.h"
 #include "common/procfs.h"
+#include "late_json.h"
 #include "rocattach_children.h"
 #include "rp3_state.h"
 
@@ -420,6 +423,40 @@ static int attach_hold_detach(const struct cli_opts *o)
 }
 
 /*
+ * --late-start: the pre-checks, then the start; one JSON line on standard
+ * output ({"pid", "late_start": {...}}, node/late_json.c). A process with a
+ * listener takes the normal attach instead. 0 started (the SDK says it
+ * initialized), 4 refused (nothing touched) or failed.
+ */
+static int late_start(const struct cli_opts *o)
+{
+	rocattach_opts_t ro = {.size = sizeof(ro),
+			       .tool_libraries = o->tools,
+			       .call_timeout_ms = (uint32_t)o->call_timeout_ms};
+	rocattach_late_report_t rep = {.size = sizeof(rep)};
+	json_t *j;
+
+	if (rocattach_late_start(o->pid, &ro, &rep) && rep.route == ROCATTACH_LATE_ATTACHABLE) {
+		fprintf(stderr, "rocattach: %s\n", rep.message);
+		return attach_hold_detach(o);
+	}
+	j = json_pack("{s:i, s:o*}", "pid", o->pid, "late_start", rn_late_json(&rep));
+	if (j && json_dumpf(j, stdout, JSON_COMPACT) == 0)
+		fputc('\n', stdout);
+	fflush(stdout);
+	json_decref(j);
+	if (!strcmp(rn_late_outcome(&rep), "ok")) {
+		fprintf(stderr,
+			"rocattach: late-started process %d with %s (SDK %s, %u copies of "
+			"rocprofiler-register): the tool stays until the process exits\n",
+			o->pid, o->tools ? o->tools : "the default tool", rep.sdk,
+			rep.register_started);
+		return CLI_EXIT_OK;
+	}
+	return CLI_EXIT_PARTIAL;
+}
+
+/*
  * rocprofv3's variables, set here so that they cross with this process's
  * other ROCP* ones. Its tool missing: nothing is touched, exit 1 (the tool
  * cannot attach).
@@ -475,5 +512,7 @@ int main(int argc, char **argv)
 	rocattach_set_log_level(o.verbose >= 2 ? ROCATTACH_LOG_DEBUG
 				: o.verbose    ? ROCATTACH_LOG_INFO
 					       : ROCATTACH_LOG_WARNING);
+	if (o.late_start)
+		return late_start(&o);
 	return attach_hold_detach(&o);
 }

@@ -150,13 +150,36 @@ static int env_defaults(struct cli_opts *o, char *err, size_t len)
 	v = getenv("ROCPROF_ATTACH_DURATION");
 	if (v && *v && set_duration(o, v, "ROCPROF_ATTACH_DURATION", err, len))
 		return -1;
+	o->duration_env = v && *v;
 	v = getenv("ROCPROF_ATTACH_CHILDREN");
 	if (v && *v && set_children(o, v, "ROCPROF_ATTACH_CHILDREN", err, len))
 		return -1;
 	return 0;
 }
 
-enum { OPT_CHILDREN = 256, OPT_VERSION, OPT_INJECT, OPT_CALL_TIMEOUT };
+/*
+ * --late-start has no window: no -d, no descendants (they inherit the
+ * variables and would start by themselves), no --inject.
+ */
+static int late_start_check(struct cli_opts *o, char *err, size_t len)
+{
+	if (!o->late_start)
+		return 0;
+	if (o->inject) {
+		snprintf(err, len, "--late-start and --inject exclude each other: give one");
+		return -1;
+	}
+	if (o->duration_ms >= 0 && !o->duration_env) {
+		snprintf(err, len,
+			 "--late-start has no window to end (the tool stays until the process "
+			 "exits): drop -d");
+		return -1;
+	}
+	o->children = false;
+	return 0;
+}
+
+enum { OPT_CHILDREN = 256, OPT_VERSION, OPT_INJECT, OPT_CALL_TIMEOUT, OPT_LATE_START };
 
 static const struct option long_opts[] = {
     {"pid", required_argument, NULL, 'p'},
@@ -165,6 +188,7 @@ static const struct option long_opts[] = {
     {"attach-duration-msec", required_argument, NULL, 'd'},
     {"attach-children", required_argument, NULL, OPT_CHILDREN},
     {"inject", no_argument, NULL, OPT_INJECT},
+    {"late-start", no_argument, NULL, OPT_LATE_START},
     {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -182,6 +206,7 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 	case 'd':
 		if (cli_check_d_value(optarg, "rocattach", err, len))
 			return -1;
+		o->duration_env = false;
 		return set_duration(o, optarg, "--attach-duration-msec", err, len);
 	case OPT_CHILDREN:
 		return set_children(o, optarg, "--attach-children", err, len);
@@ -196,6 +221,9 @@ static int one_opt(int c, struct cli_opts *o, char *err, size_t len)
 		return 0;
 	case OPT_INJECT:
 		o->inject = true;
+		return 0;
+	case OPT_LATE_START:
+		o->late_start = true;
 		return 0;
 	case OPT_CALL_TIMEOUT:
 		return cli_parse_ms(optarg, 1, CLI_MAX_CALL_TIMEOUT_MS, "--call-timeout",
@@ -243,6 +271,8 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t 
 		snprintf(err, len, "no process given: use -p PID (or ROCPROF_ATTACH_PID)");
 		return -1;
 	}
+	if (!o->help && !o->version && late_start_check(o, err, len))
+		return -1;
 	if (!o->help && !o->version &&
 	    rp3_check(&o->rp3, getenv("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") != NULL, err, len))
 		return -1;

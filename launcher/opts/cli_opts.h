@@ -30,6 +30,8 @@ struct cli_opts {
 	long long duration_ms; /* -1: until Enter (on a terminal) or a signal */
 	bool children;
 	bool inject;		   /* --inject: load the agent into targets without a listener */
+	bool late_start;	   /* --late-start: load the tool for the process's life */
+	bool duration_env;	   /* duration_ms came from ROCPROF_ATTACH_DURATION */
 	long long call_timeout_ms; /* --call-timeout: the longest one remote call may take */
 	int verbose;
 	bool help, version;

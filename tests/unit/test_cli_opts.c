@@ -137,6 +137,27 @@ static void test_cli_opts_parse_inject(void **state)
 	assert_false(o.children);
 }
 
+/* --late-start: no window (-d refused, the variable ignored), no descendants, no --inject. */
+static void test_cli_opts_parse_late_start(void **state)
+{
+	const char *ok[] = {"rocattach", "-p", "3", "--late-start"};
+	const char *with_d[] = {"rocattach", "-p", "3", "--late-start", "-d", "100"};
+	const char *with_inject[] = {"rocattach", "-p", "3", "--late-start", "--inject"};
+	struct cli_opts o;
+
+	(void)state;
+	setenv("ROCPROF_ATTACH_DURATION", "500", 1);
+	assert_int_equal(parse(&o, 4, ok), 0);
+	assert_true(o.late_start);
+	assert_false(o.children);
+	assert_int_equal(parse(&o, 6, with_d), -1);
+	assert_non_null(strstr(err, "drop -d"));
+	unsetenv("ROCPROF_ATTACH_DURATION");
+	assert_int_equal(parse(&o, 6, with_d), -1);
+	assert_int_equal(parse(&o, 5, with_inject), -1);
+	assert_non_null(strstr(err, "--late-start and --inject"));
+}
+
 /* The one line names the option and where to look. */
 static void test_cli_opts_parse_names_bad_option(void **state)
 {
@@ -241,6 +262,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_cli_opts_parse_env_defaults_and_override, clear_env),
 	    cmocka_unit_test_setup(test_cli_opts_parse_rejects_bad_input, clear_env),
 	    cmocka_unit_test_setup(test_cli_opts_parse_inject, clear_env),
+	    cmocka_unit_test_setup(test_cli_opts_parse_late_start, clear_env),
 	    cmocka_unit_test_setup(test_cli_opts_parse_names_bad_option, clear_env),
 	    cmocka_unit_test_setup(test_cli_opts_parse_duration_limit, clear_env),
 	    cmocka_unit_test(test_cli_parse_bool_values),

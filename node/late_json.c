@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a late start covers, as the upstream text says it (ROCm/rocm-systems
+ * 492f029de653cc82db31522b4ae8f6342a87c751: rocprofiler-sdk
+ * registration/late.cpp, the SDK asks rocprofiler-register to hand over
+ * the stored tables again, so each runtime's API calls are wrapped from the
+ * next call; hsa/queue_interposition.cpp: dispatches are seen on queues
+ * created through the wrapped table, so from the start on; queues created
+ * before are reached only by the newest SDK's inline queue interposition,
+ * experimental, which a late start does not switch on; code objects loaded
+ * before the start were never reported to it, so they have no names).
+ */
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "late_json.h"
+#include "node.h"
+
+static const char *const covers[] = {
+    "HIP, HSA, ROCTx and RCCL API tracing, from each thread's next call",
+    "kernel dispatches on queues created after the start",
+};
+
+static const char *const not_covered[] = {
+    "calls already in flight when a table was swapped",
+    "kernel dispatches on queues created before the start (inline queue interposition, "
+    "experimental, is not switched on)",
+    "names of code objects loaded before the start",
+    "a detach: the tool stays until the process exits",
+};
+
+static json_t *list(const char *const *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+const char *rn_late_outcome(const rocattach_late_report_t *r)
+{
+	if (r->route == ROCATTACH_LATE_STARTED && r->initialized == 1 && !r->status)
+		return "ok";
+	return r->route == ROCATTACH_LATE_REFUSED ? "refused" : "failed";
+}
+
+/* The version in the SDK's real file name (librocprofiler-sdk.so.1.3.5), else null. */
+static json_t *sdk_version(const char *sdk)
+{
+	char real[PATH_MAX];
+	const char *v;
+
+	if (!sdk[0] || !realpath(sdk, real))
+		return json_null();
+	v = strstr(real, ".so.");
+	return v && strchr(v + 4, '.') ? json_string(v + 4) : json_null();
+}
+
+json_t *rn_late_json(const rocattach_late_report_t *r)
+{
+	bool ran = r->route == ROCATTACH_LATE_STARTED || r->route == ROCATTACH_LATE_FAILED;
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "outcome", json_string(rn_late_outcome(r)));
+	json_object_set_new(o, "sdk",
+			    r->sdk[0] ? rn_json_str(r->sdk, sizeof(r->sdk)) : json_null());
+	json_object_set_new(o, "sdk_version", sdk_version(r->sdk));
+	json_object_set_new(o, "register_copies", json_integer(r->register_copies));
+	json_object_set_new(o, "register_started",
+			    ran ? json_integer(r->register_started) : json_null());
+	json_object_set_new(o, "initialized",
+			    r->initialized >= 0 ? json_boolean(r->initialized == 1) : json_null());
+	json_object_set_new(o, "covers", list(covers, sizeof(covers) / sizeof(covers[0])));
+	json_object_set_new(o, "not_covered",
+			    list(not_covered, sizeof(not_covered) / sizeof(not_covered[0])));
+	json_object_set_new(o, "stays_until_exit", json_boolean(ran));
+	json_object_set_new(o, "pause_ns",
+			    ran ? json_integer((json_int_t)r->pause_ns) : json_null());
+	json_object_set_new(o, "message", rn_json_str(r->message, sizeof(r->message)));
+	return o;
+}

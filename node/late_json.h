@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* --late-start's object in a report: per target, "late_start": {...} (node/late_json.c). */
+#ifndef RN_LATE_JSON_H
+#define RN_LATE_JSON_H
+
+#include <rocattach/rocattach.h>
+
+struct json_t;
+
+/*
+ * {"outcome", "sdk", "sdk_version", "register_copies", "register_started",
+ *  "initialized", "covers", "not_covered", "stays_until_exit", "message"}:
+ * outcome "ok" only when the SDK said it initialized; unknowns are null.
+ */
+struct json_t *rn_late_json(const rocattach_late_report_t *r);
+
+/* "ok", "failed" or "refused" (nothing touched). */
+const char *rn_late_outcome(const rocattach_late_report_t *r);
+
+#endif
