@@ -20,7 +20,7 @@ def sleeper():
 
 def spin_a(n):
     x = 0
-    for i in range(n):
+    for i in range(n):  # LINE:spin_for
         x += i  # LINE:spin_a
     return x
 
@@ -40,7 +40,7 @@ def numpy_work():
 
 def stuck_here():
     x = 0
-    while True:
+    while True:  # LINE:stuck_while
         x += 1  # LINE:stuck_here
 
 

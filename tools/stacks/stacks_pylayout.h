@@ -34,19 +34,19 @@ struct py_layout {
 	uint16_t frame_is_entry;      /* _PyInterpreterFrame.is_entry (a bool) */
 	uint16_t frame_size;	      /* bytes read per frame: up to and with the last used */
 	/* On the node: a code object's name, file and line. */
-	uint16_t ob_type;	    /* PyObject.ob_type */
-	uint16_t code_firstlineno;  /* PyCodeObject.co_firstlineno (int) */
-	uint16_t code_filename;	    /* PyCodeObject.co_filename */
-	uint16_t code_name;	    /* PyCodeObject.co_name */
-	uint16_t code_qualname;	    /* PyCodeObject.co_qualname */
-	uint16_t code_linetable;    /* PyCodeObject.co_linetable (bytes) */
-	uint16_t code_adaptive;	    /* PyCodeObject.co_code_adaptive: instruction 0 */
-	uint16_t bytes_size;	    /* PyVarObject.ob_size of a bytes object */
-	uint16_t bytes_data;	    /* PyBytesObject.ob_sval */
-	uint16_t str_length;	    /* PyASCIIObject.length */
-	uint16_t str_state;	    /* PyASCIIObject.state (bits: kind 2-4, compact 5, ascii 6) */
-	uint16_t str_ascii_data;    /* sizeof(PyASCIIObject): a compact ASCII string's text */
-	uint16_t str_compact_data;  /* sizeof(PyCompactUnicodeObject): a compact string's text */
+	uint16_t ob_type;	   /* PyObject.ob_type */
+	uint16_t code_firstlineno; /* PyCodeObject.co_firstlineno (int) */
+	uint16_t code_filename;	   /* PyCodeObject.co_filename */
+	uint16_t code_name;	   /* PyCodeObject.co_name */
+	uint16_t code_qualname;	   /* PyCodeObject.co_qualname */
+	uint16_t code_linetable;   /* PyCodeObject.co_linetable (bytes) */
+	uint16_t code_adaptive;	   /* PyCodeObject.co_code_adaptive: instruction 0 */
+	uint16_t bytes_size;	   /* PyVarObject.ob_size of a bytes object */
+	uint16_t bytes_data;	   /* PyBytesObject.ob_sval */
+	uint16_t str_length;	   /* PyASCIIObject.length */
+	uint16_t str_state;	   /* PyASCIIObject.state (bits: kind 2-4, compact 5, ascii 6) */
+	uint16_t str_ascii_data;   /* sizeof(PyASCIIObject): a compact ASCII string's text */
+	uint16_t str_compact_data; /* sizeof(PyCompactUnicodeObject): a compact string's text */
 };
 
 /*

@@ -22,8 +22,8 @@ static bool read_mem(uint64_t addr, void *buf, size_t n)
 {
 	struct iovec local = {buf, n}, remote = {(void *)(uintptr_t)addr, n};
 
-	return addr && syscall(SYS_process_vm_readv, st.pid, &local, 1UL, &remote, 1UL, 0UL) ==
-			   (long)n;
+	return addr &&
+	       syscall(SYS_process_vm_readv, st.pid, &local, 1UL, &remote, 1UL, 0UL) == (long)n;
 }
 
 static uint64_t read_word(uint64_t addr)
@@ -45,9 +45,9 @@ static uint64_t word_at(const unsigned char *buf, unsigned off)
 static uint64_t find_tstate(const struct py_layout *l, pid_t tid, uint64_t *cache)
 {
 	unsigned char ts[256];
-	size_t need = (size_t)(l->tstate_native_id > l->tstate_next ? l->tstate_native_id
-								      : l->tstate_next) +
-		      8;
+	size_t need =
+	    (size_t)(l->tstate_native_id > l->tstate_next ? l->tstate_native_id : l->tstate_next) +
+	    8;
 	uint64_t interp, t;
 
 	if (*cache && read_mem(*cache, ts, need) &&
@@ -158,8 +158,8 @@ void py_attach(void)
 	char v[32];
 
 	memset(&st.py, 0, sizeof(st.py));
-	st.py.max = (unsigned)env_long("ROCPROF_STACKS_PY_FRAMES", DEFAULT_PY_FRAMES, 0,
-				       MAX_PY_FRAMES);
+	st.py.max =
+	    (unsigned)env_long("ROCPROF_STACKS_PY_FRAMES", DEFAULT_PY_FRAMES, 0, MAX_PY_FRAMES);
 	if (!ver) {
 		if (old_version(v, sizeof(v)))
 			snprintf(st.py.why, sizeof(st.py.why), "python %s: layout not known", v);
