@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* Python frames named from the target's memory (pyframes.h). */
-#define _GNU_SOURCE
 #include "pyframes.h"
 
 #include <stdbool.h>
@@ -156,7 +155,7 @@ int ra_py_open(struct ra_stackfile *f, pid_t pid)
 		return -1;
 	py->pid = pid;
 	py->code_type = f->py_code_type;
-	py->lay = strcmp(f->py_layout, py_layout_311.name) ? NULL : &py_layout_311;
+	py->lay = py_layout_named(f->py_layout);
 	if (!py->lay) {
 		free(py);
 		snprintf(f->py_off, sizeof(f->py_off), "python %s: layout %s not known here",

@@ -2,7 +2,7 @@
 # `ra_stacks_print --py-layout`) checked against the interpreter that runs this:
 # ctypes reads the interpreter's own runtime, thread state, frames, code objects,
 # bytes and str objects at those offsets and compares with what Python says.
-# usage: python3 py_layout_check.py LAYOUT_FILE; exit 0 all match, 1 a mismatch,
+# usage: python3 py_layout_check.py LAYOUT_FILE (`ra_stacks_print --py-layout 3.11`); exit 0 all match, 1 a mismatch,
 # 77 the interpreter is not the layout's version (tests/skip.h's contract).
 import ctypes
 import sys
@@ -65,16 +65,27 @@ def inner():
     ip = U(f + O["frame_instr"]).value; here = sys._getframe().f_lineno  # noqa: E702
     check("frame: f_code", word(f + O["frame_code"]), id(sys._getframe().f_code))
     check("frame: its line, from prev_instr", line_of(inner.__code__, ip), here)
-    check("frame: not an entry", ctypes.c_bool.from_address(f + O["frame_is_entry"]).value,
-          False)
+    if O["owner_cstack"]:  # 3.12: runs of the eval loop marked by C-stack frames
+        check("frame: not a C-stack frame", ctypes.c_char.from_address(f + O["frame_owner"]).value,
+              b"\x00")
+    else:
+        check("frame: not an entry",
+              ctypes.c_bool.from_address(f + O["frame_is_entry"]).value, False)
     prev = word(f + O["frame_previous"])
     check("frame: previous is the caller's", word(prev + O["frame_code"]), id(outer.__code__))
-    last = prev
-    while word(last + O["frame_previous"]):
-        last = word(last + O["frame_previous"])
-    check("frame: the outermost is the module's, an entry frame",
-          (word(last + O["frame_code"]) == id(MODULE_CODE),
-           ctypes.c_bool.from_address(last + O["frame_is_entry"]).value), (True, True))
+    chain = [prev]
+    while word(chain[-1] + O["frame_previous"]):
+        chain.append(word(chain[-1] + O["frame_previous"]))
+    if O["owner_cstack"]:
+        owners = [ord(ctypes.c_char.from_address(x + O["frame_owner"]).value) for x in chain]
+        check("frame: the outermost is the module's run's C-stack frame, the module's next",
+              (owners[-1], word(chain[-2] + O["frame_code"]) == id(MODULE_CODE)),
+              (O["owner_cstack"], True))
+    else:
+        last = chain[-1]
+        check("frame: the outermost is the module's, an entry frame",
+              (word(last + O["frame_code"]) == id(MODULE_CODE),
+               ctypes.c_bool.from_address(last + O["frame_is_entry"]).value), (True, True))
 
 
 def outer():
@@ -98,4 +109,10 @@ state = ctypes.c_uint32.from_address(id(s) + O["str_state"]).value
 check("str: length", word(id(s) + O["str_length"]), len(s))
 check("str: compact, ASCII, kind 1", (state >> 5 & 1, state >> 6 & 1, state >> 2 & 7), (1, 1, 1))
 check("str: text", ctypes.string_at(id(s) + O["str_ascii_data"], len(s)), s.encode())
+u = "stuck_h\xe9re_" + str(len(b))  # a fresh compact Latin-1 string
+state = ctypes.c_uint32.from_address(id(u) + O["str_state"]).value
+check("str: Latin-1: compact, not ASCII, kind 1", (state >> 5 & 1, state >> 6 & 1, state >> 2 & 7),
+      (1, 0, 1))
+check("str: Latin-1 text", ctypes.string_at(id(u) + O["str_compact_data"], len(u)),
+      u.encode("latin-1"))
 sys.exit(1 if bad else 0)

@@ -126,11 +126,15 @@ static int fold(const char *host, long rank, bool samples, const char *path)
 	return n < 0;
 }
 
-/* The pinned 3.11 layout, "field offset" a line, for py_layout_check.py. */
-static int py_layout(void)
+/* A pinned layout ("3.11"), "field offset" a line, for py_layout_check.py. */
+static int py_layout(const char *name)
 {
-	const struct py_layout *l = &py_layout_311;
+	const struct py_layout *l = py_layout_named(name);
 
+	if (!l) {
+		fprintf(stderr, "stacks_print: no layout %s\n", name);
+		return 1;
+	}
 	printf("version %s\nruntime_interp_head %u\ninterp_threads_head %u\n", l->name,
 	       l->runtime_interp_head, l->interp_threads_head);
 	printf("tstate_next %u\ntstate_cframe %u\ntstate_native_id %u\ncframe_current %u\n",
@@ -143,6 +147,8 @@ static int py_layout(void)
 	       l->code_linetable, l->code_adaptive, l->bytes_size, l->bytes_data);
 	printf("str_length %u\nstr_state %u\nstr_ascii_data %u\nob_type %u\n", l->str_length,
 	       l->str_state, l->str_ascii_data, l->ob_type);
+	printf("frame_owner %u\nowner_cstack %u\nstr_compact_data %u\n", l->frame_owner,
+	       l->owner_cstack, l->str_compact_data);
 	return 0;
 }
 
@@ -172,8 +178,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--tree"))
 		return tree();
-	if (argc == 2 && !strcmp(argv[1], "--py-layout"))
-		return py_layout();
+	if (argc == 3 && !strcmp(argv[1], "--py-layout"))
+		return py_layout(argv[2]);
 	if (argc >= 5 && !strcmp(argv[1], "--fold"))
 		return fold(argv[2], atol(argv[3]), argc == 6 && !strcmp(argv[4], "--samples"),
 			    argv[argc - 1]);

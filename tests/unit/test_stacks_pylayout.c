@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Python frames (docs/stacks.md): the 3.11 layout pinned (the numbers
- * worked out from CPython v3.11.2's headers, tools/stacks/stacks_pylayout.h;
+ * Python frames (docs/stacks.md): the 3.11 and 3.12 layouts pinned (the
+ * numbers worked out from CPython v3.11.2's and v3.12.1's headers,
+ * tools/stacks/stacks_pylayout.h;
  * tests/python/py_layout_check.py checks them against a running
  * interpreter), the location table decoded as CPython's
  * InternalDocs/code_objects.md ("Format of the locations table") describes
@@ -31,7 +32,6 @@ static void test_layout_311_pinned(void **state)
 	assert_non_null(l);
 	assert_ptr_equal(l, py_layout_of(0x030b07f0)); /* any 3.11.x */
 	assert_null(py_layout_of(0x030a04f0));	       /* 3.10 */
-	assert_null(py_layout_of(0x030c01f0));	       /* 3.12: not done */
 	assert_null(py_layout_of(0x030d00f0));	       /* 3.13: not done */
 	assert_string_equal(l->name, "3.11");
 	assert_int_equal(l->runtime_interp_head, 40);
@@ -45,6 +45,7 @@ static void test_layout_311_pinned(void **state)
 	assert_int_equal(l->frame_previous, 48);
 	assert_int_equal(l->frame_instr, 56);
 	assert_int_equal(l->frame_is_entry, 68);
+	assert_int_equal(l->owner_cstack, 0); /* runs marked by is_entry */
 	assert_true(l->frame_size > l->frame_is_entry && l->frame_size <= 128);
 	assert_int_equal(l->ob_type, 8);
 	assert_int_equal(l->code_firstlineno, 72);
@@ -59,6 +60,46 @@ static void test_layout_311_pinned(void **state)
 	assert_int_equal(l->str_state, 32);
 	assert_int_equal(l->str_ascii_data, 48);
 	assert_int_equal(l->str_compact_data, 72);
+	assert_ptr_equal(py_layout_named("3.11"), l);
+}
+
+static void test_layout_312_pinned(void **state)
+{
+	const struct py_layout *l = py_layout_of(0x030c01f0);
+
+	(void)state;
+	assert_non_null(l);
+	assert_ptr_equal(l, py_layout_of(0x030c08f0)); /* any 3.12.x */
+	assert_ptr_equal(py_layout_named("3.12"), l);
+	assert_null(py_layout_named("3.1"));
+	assert_null(py_layout_named("3.120"));
+	assert_string_equal(l->name, "3.12");
+	assert_int_equal(l->runtime_interp_head, 40);
+	assert_int_equal(l->interp_next, 0);
+	assert_int_equal(l->interp_threads_head, 72);
+	assert_int_equal(l->tstate_next, 8);
+	assert_int_equal(l->tstate_cframe, 56);
+	assert_int_equal(l->tstate_native_id, 144);
+	assert_int_equal(l->cframe_current, 0);
+	assert_int_equal(l->frame_code, 0);
+	assert_int_equal(l->frame_previous, 8);
+	assert_int_equal(l->frame_instr, 56);
+	assert_int_equal(l->frame_owner, 70);
+	assert_int_equal(l->owner_cstack, 3); /* FRAME_OWNED_BY_CSTACK */
+	assert_true(l->frame_size > l->frame_owner && l->frame_size <= 128);
+	assert_int_equal(l->ob_type, 8);
+	assert_int_equal(l->code_firstlineno, 68);
+	assert_int_equal(l->code_filename, 112);
+	assert_int_equal(l->code_name, 120);
+	assert_int_equal(l->code_qualname, 128);
+	assert_int_equal(l->code_linetable, 136);
+	assert_int_equal(l->code_adaptive, 192);
+	assert_int_equal(l->bytes_size, 16);
+	assert_int_equal(l->bytes_data, 32);
+	assert_int_equal(l->str_length, 16);
+	assert_int_equal(l->str_state, 32);
+	assert_int_equal(l->str_ascii_data, 40);
+	assert_int_equal(l->str_compact_data, 56);
 }
 
 /*
@@ -134,11 +175,11 @@ static void test_stackfile_python_lines(void **state)
 	assert_int_equal(f.stacks[1].n_py, 0);
 	ra_stackfile_free(&f);
 
-	write_text(path, HEAD "python_off python 3.12.1: layout not known\n"
+	write_text(path, HEAD "python_off python 3.13.0: layout not known\n"
 			      "snapshot 7 ok 5 4f94ee\nmaps\nend\n");
 	assert_int_equal(ra_stackfile_read(path, &f, err, sizeof(err)), 0);
 	unlink(path);
-	assert_string_equal(f.py_off, "python 3.12.1: layout not known");
+	assert_string_equal(f.py_off, "python 3.13.0: layout not known");
 	assert_int_equal(ra_py_open(&f, getpid()), -1); /* nothing to name */
 	ra_stackfile_free(&f);
 
@@ -157,6 +198,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_layout_311_pinned),
+	    cmocka_unit_test(test_layout_312_pinned),
 	    cmocka_unit_test(test_location_table),
 	    cmocka_unit_test(test_stackfile_python_lines),
 	};

@@ -8,9 +8,9 @@
  * tests/stacks/py_layout_check.py checks them against a running interpreter
  * (ctypes reads its own thread state, frames and code objects).
  *
- * Only 3.11 is known. 3.12 (its own pinned layout) and 3.13+ (offsets read
- * from _Py_DebugOffsets at attach) are not done: such interpreters get native
- * frames only, and the file says why (docs/stacks.md).
+ * 3.11 and 3.12 are known. 3.13+ (offsets read from _Py_DebugOffsets at
+ * attach) is not done: such interpreters, and older ones, get native frames
+ * only, and the file says why (docs/stacks.md).
  */
 #ifndef ROCATTACH_STACKS_PYLAYOUT_H
 #define ROCATTACH_STACKS_PYLAYOUT_H
@@ -31,7 +31,9 @@ struct py_layout {
 	uint16_t frame_code;	      /* _PyInterpreterFrame.f_code */
 	uint16_t frame_previous;      /* _PyInterpreterFrame.previous */
 	uint16_t frame_instr;	      /* _PyInterpreterFrame.prev_instr */
-	uint16_t frame_is_entry;      /* _PyInterpreterFrame.is_entry (a bool) */
+	uint16_t frame_is_entry;      /* 3.11: _PyInterpreterFrame.is_entry (a bool) */
+	uint16_t frame_owner;	      /* 3.12: _PyInterpreterFrame.owner (a char) */
+	uint8_t owner_cstack;	      /* 3.12: FRAME_OWNED_BY_CSTACK; 0: is_entry marks a run */
 	uint16_t frame_size;	      /* bytes read per frame: up to and with the last used */
 	/* On the node: a code object's name, file and line. */
 	uint16_t ob_type;	   /* PyObject.ob_type */
@@ -97,11 +99,80 @@ static const struct py_layout py_layout_311 = {
     .str_compact_data = 72,
 };
 
+/*
+ * CPython v3.12.1 (its include/python3.12 as installed):
+ *   Include/internal/pycore_runtime.h  struct pyruntimestate: as 3.11, interpreters.head 40
+ *   Include/internal/pycore_interp.h   struct _is: next 0, id 8, id_refcount 16,
+ *       requires_idref 24, id_mutex 32, _initialized 40, finalizing 44,
+ *       monitoring_version 48, last_restart_version 56, threads {next_unique_id 64, head 72}
+ *   Include/cpython/pystate.h          struct _ts: next 8, _status (4 bytes) 24, five ints
+ *       and what_event 48: cframe 56; then four pointers, current_exception 96, exc_info,
+ *       dict, gilstate_counter 120, async_exc 128, thread_id 136, native_thread_id 144;
+ *       _PyCFrame: current_frame at 0 (use_tracing is gone)
+ *   Include/internal/pycore_frame.h    _PyInterpreterFrame: f_code 0, previous 8, five
+ *       pointers, prev_instr 56, stacktop 64, return_offset 68 (uint16_t), owner 70;
+ *       no is_entry: each run of the eval loop pushes an entry frame whose owner is
+ *       FRAME_OWNED_BY_CSTACK (3)
+ *   Include/cpython/code.h             _PyCode_DEF: co_flags 48, then ten ints and
+ *       co_version: co_firstlineno 68; co_filename 112, co_name 120, co_qualname 128,
+ *       co_linetable 136, ..., _co_firsttraceable 176, co_extra 184, co_code_adaptive 192
+ *   Include/cpython/unicodeobject.h    PyASCIIObject has no wstr: 40 bytes;
+ *       PyCompactUnicodeObject adds utf8_length and utf8: 56
+ */
+static const struct py_layout py_layout_312 = {
+    .name = "3.12",
+    .hex = 0x030c,
+    .runtime_interp_head = 40,
+    .interp_next = 0,
+    .interp_threads_head = 72,
+    .tstate_next = 8,
+    .tstate_cframe = 56,
+    .tstate_native_id = 144,
+    .cframe_current = 0,
+    .frame_code = 0,
+    .frame_previous = 8,
+    .frame_instr = 56,
+    .frame_owner = 70,
+    .owner_cstack = 3,
+    .frame_size = 72,
+    .ob_type = 8,
+    .code_firstlineno = 68,
+    .code_filename = 112,
+    .code_name = 120,
+    .code_qualname = 128,
+    .code_linetable = 136,
+    .code_adaptive = 192,
+    .bytes_size = 16,
+    .bytes_data = 32,
+    .str_length = 16,
+    .str_state = 32,
+    .str_ascii_data = 40,
+    .str_compact_data = 56,
+};
+
 /* The layout of a version (Py_Version's major.minor), or NULL: not known. */
 static inline const struct py_layout *py_layout_of(uint32_t py_version)
 {
 	if ((py_version >> 16) == py_layout_311.hex)
 		return &py_layout_311;
+	if ((py_version >> 16) == py_layout_312.hex)
+		return &py_layout_312;
+	return 0;
+}
+
+/* The layout named name ("3.11", as the file says), or NULL. */
+static inline const struct py_layout *py_layout_named(const char *name)
+{
+	const struct py_layout *all[] = {&py_layout_311, &py_layout_312};
+
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		const char *a = all[i]->name, *b = name;
+
+		while (*a && *a == *b)
+			a++, b++;
+		if (!*a && !*b)
+			return all[i];
+	}
 	return 0;
 }
 

@@ -81,16 +81,19 @@ static uint32_t next_eval(const struct record *r, uint32_t from)
 }
 
 /*
- * The chain from the thread's current frame outwards. Each run of the eval
- * loop starts its chain with an entry frame (is_entry): the frames up to
- * and with it belong to that run's native frame, the next ones to the next.
+ * The chain from the thread's current frame outwards. In 3.11 each run of
+ * the eval loop starts its chain with an entry frame (is_entry): the frames
+ * up to and with it belong to that run's native frame, the next ones to the
+ * next. In 3.12 each run pushes a frame of its own first (owned by the C
+ * stack): the frames before it are the run's. Bounded: st.py.max frames kept,
+ * twice that many looked at.
  */
 void py_copy(struct record *r, pid_t tid, uint64_t *cache)
 {
 	const struct py_layout *l = st.py.lay;
 	struct py_raw *py = record_py(r);
 	unsigned char fr[128];
-	uint32_t native;
+	uint32_t native, steps = 0;
 	uint64_t ts, frame;
 
 	r->npy = r->py_truncated = 0;
@@ -100,6 +103,17 @@ void py_copy(struct record *r, pid_t tid, uint64_t *cache)
 	frame = ts ? read_word(ts + l->tstate_cframe) : 0;
 	frame = frame ? read_word(frame + l->cframe_current) : 0;
 	while (frame && read_mem(frame, fr, l->frame_size)) {
+		if (++steps > 2 * st.py.max) { /* a loop of C-stack frames: not a real chain */
+			r->py_truncated = 1;
+			break;
+		}
+		/* 3.12: the run's own entry frame ends its frames, and is not one to show. */
+		if (l->owner_cstack && fr[l->frame_owner] == l->owner_cstack) {
+			if (native != PY_NO_NATIVE)
+				native = next_eval(r, native + 1);
+			frame = word_at(fr, l->frame_previous);
+			continue;
+		}
 		if (r->npy == st.py.max) {
 			r->py_truncated = 1;
 			break;
@@ -109,7 +123,7 @@ void py_copy(struct record *r, pid_t tid, uint64_t *cache)
 		py[r->npy].native = native;
 		py[r->npy].pad = 0;
 		r->npy++;
-		if (fr[l->frame_is_entry] && native != PY_NO_NATIVE)
+		if (!l->owner_cstack && fr[l->frame_is_entry] && native != PY_NO_NATIVE)
 			native = next_eval(r, native + 1);
 		frame = word_at(fr, l->frame_previous);
 	}
