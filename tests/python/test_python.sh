@@ -154,9 +154,9 @@ target_checks() {
 	check "$name: sleeper in time.sleep, the GIL released (line $(line sleeper))" \
 		has "$all" "sleeper \(py_target.py:$(line sleeper)\);.*(clock_nanosleep|select|pthread_cond_timedwait)"
 	check "$name: spinner > spin_a at its lines" \
-		has "$all" "$eval;spinner \(py_target.py:[0-9]+\);$spin(;| )"
+		has "$all" ";spinner \(py_target.py:[0-9]+\);$spin(;| )"
 	check "$name: a pure-Python thread waiting on the GIL (pthread_cond_timedwait)" \
-		has "$all" "($spin|$stuck);[^;]*;pthread_cond_timedwait"
+		has "$all" "($spin|$stuck);([^;]*;){1,4}pthread_cond_timedwait"
 	if "$PY" -c 'import numpy' 2>/dev/null; then
 		check "$name: numpy_work at line $(line numpy_work), in numpy's C code" \
 			has "$all" "numpy_work \(py_target.py:$(line numpy_work)\);[^ ]*(_multiarray_umath|blas|gemm)"
