@@ -23,6 +23,7 @@ struct code {
 struct py {
 	pid_t pid;
 	const struct py_layout *lay;
+	struct py_layout debug; /* 3.13: from the target's _Py_DebugOffsets */
 	uint64_t code_type;
 	struct code *codes;
 	size_t n, cap;
@@ -144,6 +145,22 @@ static void py_free(void *p)
 	free(py);
 }
 
+int ra_py_debug_layout(pid_t pid, uint64_t runtime, struct py_layout *out)
+{
+	struct py py = {.pid = pid};
+	uint64_t w[PY_DO_WORDS];
+
+	if (!peek(&py, runtime, w, sizeof(w)))
+		return -1;
+	return py_layout_from_debug(w, out);
+}
+
+/* 3.13: read the target's _Py_DebugOffsets, as the tool did at attach. */
+static const struct py_layout *debug_layout(struct py *py, uint64_t runtime)
+{
+	return ra_py_debug_layout(py->pid, runtime, &py->debug) ? NULL : &py->debug;
+}
+
 int ra_py_open(struct ra_stackfile *f, pid_t pid)
 {
 	struct py *py;
@@ -156,6 +173,8 @@ int ra_py_open(struct ra_stackfile *f, pid_t pid)
 	py->pid = pid;
 	py->code_type = f->py_code_type;
 	py->lay = py_layout_named(f->py_layout);
+	if (!py->lay && !strcmp(f->py_layout, "3.13"))
+		py->lay = debug_layout(py, f->py_runtime);
 	if (!py->lay) {
 		free(py);
 		snprintf(f->py_off, sizeof(f->py_off), "python %s: layout %s not known here",

@@ -19,6 +19,15 @@
 /* Ready f's Python frames for naming from process pid. 0, or -1: none to name (or no memory). */
 int ra_py_open(struct ra_stackfile *f, pid_t pid);
 
+struct py_layout;
+
+/*
+ * 3.13: the layout of process pid from its _Py_DebugOffsets at runtime (the
+ * address of its _PyRuntime). 0, or what py_layout_from_debug says (-1 also:
+ * not readable).
+ */
+int ra_py_debug_layout(pid_t pid, uint64_t runtime, struct py_layout *out);
+
 /* One frame's name "function (file:line)" into buf (never ';' or a newline). */
 void ra_py_name(const struct ra_stackfile *f, const struct ra_pyframe *p, char *buf, size_t len);
 

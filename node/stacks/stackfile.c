@@ -143,7 +143,7 @@ static int add_thread(struct reader *r, struct ra_stackfile *f, const char *line
 
 static int header_line(struct ra_stackfile *f, const char *line)
 {
-	unsigned long long v;
+	unsigned long long v, w = 0;
 	int i;
 
 	if (sscanf(line, "pid %d", &i) == 1)
@@ -162,9 +162,9 @@ static int header_line(struct ra_stackfile *f, const char *line)
 		f->attach_ns = v;
 	else if (sscanf(line, "detach_ns %llu", &v) == 1)
 		f->detach_ns = v;
-	else if (sscanf(line, "python_version %31s %15s %llx", f->py_version, f->py_layout, &v) ==
-		 3)
-		f->py_code_type = v;
+	else if (sscanf(line, "python_version %31s %15s %llx %llx", f->py_version, f->py_layout, &v,
+			&w) >= 3)
+		f->py_code_type = v, f->py_runtime = w;
 	else if (!strncmp(line, "python_off ", 11))
 		snprintf(f->py_off, sizeof(f->py_off), "%.*s", (int)strcspn(line + 11, "\n"),
 			 line + 11);

@@ -53,7 +53,7 @@ struct ra_stackfile {
 	char *maps; /* the /proc/PID/maps copy, for ra_symbolizer_add_maps */
 	/* CPython: its version and layout ("3.11"), PyCode_Type's address, or why not. */
 	char py_version[32], py_layout[16], py_off[192];
-	uint64_t py_code_type;
+	uint64_t py_code_type, py_runtime;
 	/* The names of the Python frames, while open (pyframes.h); freed with f. */
 	void *py;
 	void (*py_free)(void *py);

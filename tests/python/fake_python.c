@@ -3,7 +3,7 @@
  * A program that looks like a CPython whose layout the stack tool does not
  * know (tests/python/test_python.sh): it exports the symbols the tool reads
  * at attach, with a version it has no layout for. Built twice:
- *   - Py_Version 3.13.0 (PY_VERSION_HEX 0x030d00f0), as 3.11 and later export it;
+ *   - Py_Version 3.14.0 (PY_VERSION_HEX 0x030e00f0), as 3.11 and later export it;
  *   - FAKE_OLD: no Py_Version, Py_GetVersion() "3.9.2 (fake)", as before 3.11.
  * Its main thread waits in _PyEval_EvalFrameDefault (a read of stdin) so that
  * the reason shows above it. Prints "ready"; stops on stdin's end.
@@ -19,7 +19,7 @@ EXPORT const char *Py_GetVersion(void)
 	return "3.9.2 (fake)";
 }
 #else
-EXPORT const unsigned long Py_Version = 0x030d00f0;
+EXPORT const unsigned long Py_Version = 0x030e00f0;
 #endif
 
 EXPORT char _PyRuntime[4096];

@@ -2,14 +2,27 @@
 # `ra_stacks_print --py-layout`) checked against the interpreter that runs this:
 # ctypes reads the interpreter's own runtime, thread state, frames, code objects,
 # bytes and str objects at those offsets and compares with what Python says.
-# usage: python3 py_layout_check.py LAYOUT_FILE (`ra_stacks_print --py-layout 3.11`); exit 0 all match, 1 a mismatch,
+# usage: python3 py_layout_check.py LAYOUT_FILE (`ra_stacks_print --py-layout 3.11`), or
+# --print RA_STACKS_PRINT (3.13: the layout as the node reads it from this process); exit 0 all match, 1 a mismatch,
 # 77 the interpreter is not the layout's version (tests/skip.h's contract).
 import ctypes
 import sys
 import threading
 import types
 
-L = dict(line.split() for line in open(sys.argv[1]))
+if sys.argv[1] == "--print":  # 3.13: the node's reading of this process's _Py_DebugOffsets
+    import os
+    import subprocess
+
+    rt = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime"))
+    out = subprocess.run([sys.argv[2], "--py-layout", "%d.%d" % sys.version_info[:2],
+                          str(os.getpid()), "%x" % rt], capture_output=True, text=True)
+    if out.returncode:
+        print("FAIL: %s --py-layout: %s" % (sys.argv[2], out.stderr.strip()))
+        sys.exit(1)
+    L = dict(line.split() for line in out.stdout.splitlines())
+else:
+    L = dict(line.split() for line in open(sys.argv[1]))
 if "%d.%d" % sys.version_info[:2] != L.pop("version"):
     print("skip: this interpreter is %d.%d, the layout is another" % sys.version_info[:2])
     sys.exit(77)
@@ -61,7 +74,8 @@ def line_of(code, instr):
 
 
 def inner():
-    f = U(U(me + O["tstate_cframe"]).value + O["cframe_current"]).value
+    cf = U(me + O["tstate_cframe"]).value if O["tstate_cframe"] else me
+    f = U(cf + O["cframe_current"]).value
     ip = U(f + O["frame_instr"]).value; here = sys._getframe().f_lineno  # noqa: E702
     check("frame: f_code", word(f + O["frame_code"]), id(sys._getframe().f_code))
     check("frame: its line, from prev_instr", line_of(inner.__code__, ip), here)

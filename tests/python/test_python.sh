@@ -7,18 +7,20 @@
 #   - py_target.py's threads, each at its known line ("# LINE:" marks), above the eval
 #     loop's native frame: the main thread in stuck_here, pure-Python threads waiting on
 #     the GIL, one in time.sleep with the GIL released, one in numpy's C code;
-#   - an interpreter whose layout is not known (fake_python.c: a real Py_Version 3.13.0
+#   - an interpreter whose layout is not known (fake_python.c: a real Py_Version 3.14.0
 #     symbol, or only Py_GetVersion "3.9.2"): native frames, and the reason above the
 #     eval loop;
 #   - each target lives on, untraced, not stopped, and answers.
 # With "windows N" as the second argument instead: py_target.py with 100 threads (pure
 # Python, numpy, sleeping, waiting) through N windows (snapshots, every other one also
 # sampled at 99 Hz), the target checked after each, the time said.
-# With "python312": the same checks on a CPython 3.12 ($RA_PYTHON312, else pyenv's
-# ~/.pyenv/versions/3.12.*/bin/python3.12), our agent's side; exit 77 if there is none.
-B=$(cd "${1:?usage: test_python.sh BUILD_DIR [windows N]}" && pwd)
+# With "other 3.12" (or 3.13): the same checks on that CPython ($RA_PYTHON312 or
+# $RA_PYTHON313, else pyenv's ~/.pyenv/versions/3.1X.*/bin/python3.1X), our agent's side;
+# exit 77 if there is none. 3.13's layout is the one the node reads from the
+# interpreter's _Py_DebugOffsets.
+B=$(cd "${1:?usage: test_python.sh BUILD_DIR [windows N | other 3.12|3.13]}" && pwd)
 MODE=${2:-snapshots}
-WINDOWS=${3:-200}
+WINDOWS=${3:-200} # windows N
 ROCATTACH=$B/bin/rocattach
 TOOL=$B/lib/librocattach-stacks.so
 AGENT=$B/lib/librocattach-agent.so.0
@@ -57,11 +59,12 @@ check() { # check NAME COMMAND...
 }
 
 WANT=3.11
-if [ "$MODE" = python312 ]; then
-	WANT=3.12
-	PY=${RA_PYTHON312:-$(ls -d "$HOME"/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | tail -1)}
+if [ "$MODE" = other ]; then
+	WANT=${3:?usage: test_python.sh BUILD_DIR other 3.12|3.13}
+	var=RA_PYTHON${WANT/./}
+	PY=${!var:-$(ls -d "$HOME"/.pyenv/versions/"$WANT".*/bin/python"$WANT" 2>/dev/null | tail -1)}
 	if [ -z "$PY" ] || [ ! -x "$PY" ]; then
-		echo "SKIP: no CPython 3.12 here (set RA_PYTHON312, or install one with pyenv)"
+		echo "SKIP: no CPython $WANT here (set $var, or install one with pyenv)"
 		exit 77
 	fi
 fi
@@ -134,8 +137,12 @@ unharmed() {
 has() { grep -qE -- "$2" "$1"; }
 
 layout_check() {
-	"$PRINT" --py-layout "$WANT" >"$W/layout.txt"
-	"$PY" "$HERE/py_layout_check.py" "$W/layout.txt" >"$W/layout.out" 2>&1
+	if [ "$WANT" = 3.13 ]; then # the layout as the node reads it from the interpreter
+		"$PY" "$HERE/py_layout_check.py" --print "$PRINT" >"$W/layout.out" 2>&1
+	else
+		"$PRINT" --py-layout "$WANT" >"$W/layout.txt"
+		"$PY" "$HERE/py_layout_check.py" "$W/layout.txt" >"$W/layout.out" 2>&1
+	fi
 	local rc=$?
 	sed 's/^/  /' "$W/layout.out"
 	check "the $WANT layout matches the running interpreter $PY (rc $rc)" test "$rc" -eq 0
@@ -164,7 +171,7 @@ target_checks() {
 		bad "$name: numpy is missing (python3-numpy; scripts/deps.sh)"
 	fi
 	check "$name: the file says python $WANT and has Python frames" \
-		has "$W/$name.0.txt" "^python_version ${WANT/./\\.}\\.[0-9]+ ${WANT/./\\.} [0-9a-f]+\$"
+		has "$W/$name.0.txt" "^python_version ${WANT/./\\.}\\.[0-9]+ ${WANT/./\\.} [0-9a-f]+ [0-9a-f]+\$"
 	check "$name: ... in pyframes lines" has "$W/$name.0.txt" '^pyframes [0-9]+ [0-9]+:'
 	check "$name: no frame unnamed" bash -c "! grep -q '\[python ?\]' '$all'"
 }
@@ -203,7 +210,7 @@ unknown() {
 			continue
 		}
 		attach "$name" "$TPID" 100
-		local want="python 3.13.0: layout not known"
+		local want="python 3.14.0: layout not known"
 		[ $kind = old ] && want="python 3.9.2: layout not known"
 		check "$name: the file says why: $want" has "$W/$name.txt" "^python_off $want\$"
 		check "$name: ... and has no Python frames" bash -c "! grep -q '^pyframes' '$W/$name.txt'"
@@ -252,9 +259,9 @@ windows() {
 case $MODE in
 snapshots) snapshots ;;
 windows) windows ;;
-python312) snapshots agent ;;
+other) snapshots agent ;;
 *)
-	echo "usage: test_python.sh BUILD_DIR [windows N | python312]"
+	echo "usage: test_python.sh BUILD_DIR [windows N | other 3.12|3.13]"
 	exit 2
 	;;
 esac

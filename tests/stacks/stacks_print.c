@@ -126,11 +126,18 @@ static int fold(const char *host, long rank, bool samples, const char *path)
 	return n < 0;
 }
 
-/* A pinned layout ("3.11"), "field offset" a line, for py_layout_check.py. */
-static int py_layout(const char *name)
+/*
+ * A pinned layout ("3.11"), "field offset" a line, for py_layout_check.py;
+ * 3.13: as read from the _Py_DebugOffsets of process pid (runtime: its _PyRuntime).
+ */
+static int py_layout(const char *name, const char *pid, const char *runtime)
 {
 	const struct py_layout *l = py_layout_named(name);
+	struct py_layout debug;
 
+	if (!l && pid && runtime &&
+	    !ra_py_debug_layout((pid_t)atol(pid), strtoull(runtime, NULL, 16), &debug))
+		l = &debug;
 	if (!l) {
 		fprintf(stderr, "stacks_print: no layout %s\n", name);
 		return 1;
@@ -178,8 +185,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--tree"))
 		return tree();
-	if (argc == 3 && !strcmp(argv[1], "--py-layout"))
-		return py_layout(argv[2]);
+	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "--py-layout"))
+		return py_layout(argv[2], argc == 5 ? argv[3] : NULL, argc == 5 ? argv[4] : NULL);
 	if (argc >= 5 && !strcmp(argv[1], "--fold"))
 		return fold(argv[2], atol(argv[3]), argc == 6 && !strcmp(argv[4], "--samples"),
 			    argv[argc - 1]);

@@ -32,7 +32,7 @@ static void test_layout_311_pinned(void **state)
 	assert_non_null(l);
 	assert_ptr_equal(l, py_layout_of(0x030b07f0)); /* any 3.11.x */
 	assert_null(py_layout_of(0x030a04f0));	       /* 3.10 */
-	assert_null(py_layout_of(0x030d00f0));	       /* 3.13: not done */
+	assert_null(py_layout_of(0x030d00f0));	       /* 3.13: from its _Py_DebugOffsets */
 	assert_string_equal(l->name, "3.11");
 	assert_int_equal(l->runtime_interp_head, 40);
 	assert_int_equal(l->interp_next, 0);
@@ -100,6 +100,95 @@ static void test_layout_312_pinned(void **state)
 	assert_int_equal(l->str_state, 32);
 	assert_int_equal(l->str_ascii_data, 40);
 	assert_int_equal(l->str_compact_data, 56);
+}
+
+/*
+ * A 3.13 _Py_DebugOffsets built from its documented order (v3.13.0,
+ * Include/internal/pycore_runtime.h), each field numbered by its place: word
+ * k holds 1000 + k, so a field read from the wrong place shows. The cookie
+ * is word 0. Sizes (frame, ASCII string) are set apart.
+ */
+static void debug_image(uint64_t *w)
+{
+	memcpy(&w[0], "xdebugpy", 8);
+	for (unsigned k = 1; k < PY_DO_WORDS; k++)
+		w[k] = 1000 + k;
+	w[PY_DO_VERSION] = 0x030d00f0;
+	w[PY_DO_FREE_THREADED] = 0;
+	/* What the handler reads must fit its buffers: small, as a real 3.13's are. */
+	w[PY_DO_TSTATE_NEXT] = 8;
+	w[PY_DO_TSTATE_NATIVE_ID] = 160;
+	w[PY_DO_FRAME_SIZE] = 80;
+	w[PY_DO_FRAME_PREVIOUS] = 8;
+	w[PY_DO_FRAME_EXECUTABLE] = 0;
+	w[PY_DO_FRAME_INSTR] = 56;
+	w[PY_DO_FRAME_OWNER] = 70;
+}
+
+static void test_layout_313_from_debug_offsets(void **state)
+{
+	uint64_t w[PY_DO_WORDS];
+	struct py_layout l;
+
+	(void)state;
+	/* The places of the fields in the struct's order. */
+	assert_int_equal(PY_DO_RUNTIME_INTERP_HEAD, 5);
+	assert_int_equal(PY_DO_INTERP_THREADS_HEAD, 9);
+	assert_int_equal(PY_DO_TSTATE_CURRENT_FRAME, 23);
+	assert_int_equal(PY_DO_TSTATE_NATIVE_ID, 25);
+	assert_int_equal(PY_DO_FRAME_OWNER, 33);
+	assert_int_equal(PY_DO_CODE_ADAPTIVE, 43);
+	assert_int_equal(PY_DO_OB_TYPE, 45);
+	assert_int_equal(PY_DO_BYTES_DATA, 66);
+	assert_int_equal(PY_DO_STR_ASCII_SIZE, 70);
+	assert_int_equal(PY_DO_WORDS, 73);
+	debug_image(w);
+	assert_int_equal(py_layout_from_debug(w, &l), 0);
+	assert_string_equal(l.name, "3.13");
+	assert_int_equal(l.runtime_interp_head, 1005);
+	assert_int_equal(l.interp_next, 1008);
+	assert_int_equal(l.interp_threads_head, 1009);
+	assert_int_equal(l.tstate_cframe, 0); /* current_frame is the thread state's */
+	assert_int_equal(l.cframe_current, 1023);
+	assert_int_equal(l.tstate_next, 8);
+	assert_int_equal(l.tstate_native_id, 160);
+	assert_int_equal(l.frame_code, 0);
+	assert_int_equal(l.frame_previous, 8);
+	assert_int_equal(l.frame_instr, 56);
+	assert_int_equal(l.frame_owner, 70);
+	assert_int_equal(l.owner_cstack, 3);
+	assert_int_equal(l.frame_size, 80);
+	assert_int_equal(l.code_filename, 1035);
+	assert_int_equal(l.code_name, 1036);
+	assert_int_equal(l.code_qualname, 1037);
+	assert_int_equal(l.code_linetable, 1038);
+	assert_int_equal(l.code_firstlineno, 1039);
+	assert_int_equal(l.code_adaptive, 1043);
+	assert_int_equal(l.ob_type, 1045);
+	assert_int_equal(l.bytes_size, 1065);
+	assert_int_equal(l.bytes_data, 1066);
+	assert_int_equal(l.str_state, 1068);
+	assert_int_equal(l.str_length, 1069);
+	assert_int_equal(l.str_ascii_data, 1070);
+	assert_int_equal(l.str_compact_data, 1086);
+	/* Refused: another cookie, another version, a free-threaded build, a wild offset. */
+	w[0] ^= 1;
+	assert_int_equal(py_layout_from_debug(w, &l), -1);
+	debug_image(w);
+	w[PY_DO_VERSION] = 0x030e00f0;
+	assert_int_equal(py_layout_from_debug(w, &l), -1);
+	debug_image(w);
+	w[PY_DO_FREE_THREADED] = 1;
+	assert_int_equal(py_layout_from_debug(w, &l), -2);
+	debug_image(w);
+	w[PY_DO_CODE_NAME] = 1u << 20;
+	assert_int_equal(py_layout_from_debug(w, &l), -3);
+	debug_image(w);
+	w[PY_DO_TSTATE_NATIVE_ID] = 400; /* past what the handler reads of a thread state */
+	assert_int_equal(py_layout_from_debug(w, &l), -3);
+	debug_image(w);
+	w[PY_DO_FRAME_SIZE] = 60; /* shorter than its own owner field */
+	assert_int_equal(py_layout_from_debug(w, &l), -3);
 }
 
 /*
@@ -175,11 +264,11 @@ static void test_stackfile_python_lines(void **state)
 	assert_int_equal(f.stacks[1].n_py, 0);
 	ra_stackfile_free(&f);
 
-	write_text(path, HEAD "python_off python 3.13.0: layout not known\n"
+	write_text(path, HEAD "python_off python 3.14.0: layout not known\n"
 			      "snapshot 7 ok 5 4f94ee\nmaps\nend\n");
 	assert_int_equal(ra_stackfile_read(path, &f, err, sizeof(err)), 0);
 	unlink(path);
-	assert_string_equal(f.py_off, "python 3.13.0: layout not known");
+	assert_string_equal(f.py_off, "python 3.14.0: layout not known");
 	assert_int_equal(ra_py_open(&f, getpid()), -1); /* nothing to name */
 	ra_stackfile_free(&f);
 
@@ -199,6 +288,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_layout_311_pinned),
 	    cmocka_unit_test(test_layout_312_pinned),
+	    cmocka_unit_test(test_layout_313_from_debug_offsets),
 	    cmocka_unit_test(test_location_table),
 	    cmocka_unit_test(test_stackfile_python_lines),
 	};

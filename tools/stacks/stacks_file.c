@@ -9,7 +9,6 @@
 
 #include "stacks_file.h"
 #include "stacks_format.h"
-#include "stacks_pylayout.h"
 #include "stacks_state.h"
 
 static void write_notes(FILE *f)
@@ -41,9 +40,9 @@ static void write_header(FILE *f)
 		atomic_load(&st.overruns));
 	write_notes(f);
 	if (st.py.on)
-		fprintf(f, "python_version %u.%u.%u %s %llx\n", st.py.version >> 24,
+		fprintf(f, "python_version %u.%u.%u %s %llx %llx\n", st.py.version >> 24,
 			(st.py.version >> 16) & 0xff, (st.py.version >> 8) & 0xff, st.py.lay->name,
-			(unsigned long long)st.py.code_type);
+			(unsigned long long)st.py.code_type, (unsigned long long)st.py.runtime);
 	else if (st.py.why[0])
 		fprintf(f, "python_off %s\n", st.py.why);
 }

@@ -8,14 +8,15 @@
  * tests/stacks/py_layout_check.py checks them against a running interpreter
  * (ctypes reads its own thread state, frames and code objects).
  *
- * 3.11 and 3.12 are known. 3.13+ (offsets read from _Py_DebugOffsets at
- * attach) is not done: such interpreters, and older ones, get native frames
- * only, and the file says why (docs/stacks.md).
+ * 3.11 and 3.12 are pinned here. 3.13 is read at attach from the
+ * interpreter's own _Py_DebugOffsets (py_layout_from_debug). Older and newer
+ * ones get native frames only, and the file says why (docs/stacks.md).
  */
 #ifndef ROCATTACH_STACKS_PYLAYOUT_H
 #define ROCATTACH_STACKS_PYLAYOUT_H
 
 #include <stdint.h>
+#include <string.h>
 
 struct py_layout {
 	const char *name; /* "3.11": the major.minor it is for */
@@ -177,3 +178,129 @@ static inline const struct py_layout *py_layout_named(const char *name)
 }
 
 #endif
+
+/*
+ * CPython 3.13's _Py_DebugOffsets, the first member of _PyRuntime (v3.13.0,
+ * Include/internal/pycore_runtime.h): cookie[8] "xdebugpy", then 64-bit
+ * words: version, free_threaded; runtime_state {size, finalizing,
+ * interpreters_head}; interpreter_state {size, id, next, threads_head, and
+ * nine more}; thread_state {size, prev, next, interp, current_frame,
+ * thread_id, native_thread_id, datastack_chunk, status}; interpreter_frame
+ * {size, previous, executable, instr_ptr, localsplus, owner}; code_object
+ * {size, filename, name, qualname, linetable, firstlineno, argcount,
+ * localsplusnames, localspluskinds, co_code_adaptive}; pyobject {size,
+ * ob_type}; type_object (4), tuple_object (3), list_object (3), dict_object
+ * (3), float_object (2), long_object (3); bytes_object {size, ob_size,
+ * ob_sval}; unicode_object {size, state, length, asciiobject_size}; gc (2).
+ * The word index of each field used, the cookie being word 0. The struct's
+ * own order changes between versions: only 3.13's is known.
+ */
+enum {
+	PY_DO_VERSION = 1,
+	PY_DO_FREE_THREADED = 2,
+	PY_DO_RUNTIME_INTERP_HEAD = 5,
+	PY_DO_INTERP_NEXT = 8,
+	PY_DO_INTERP_THREADS_HEAD = 9,
+	PY_DO_TSTATE_NEXT = 21,
+	PY_DO_TSTATE_CURRENT_FRAME = 23,
+	PY_DO_TSTATE_NATIVE_ID = 25,
+	PY_DO_FRAME_SIZE = 28,
+	PY_DO_FRAME_PREVIOUS = 29,
+	PY_DO_FRAME_EXECUTABLE = 30,
+	PY_DO_FRAME_INSTR = 31,
+	PY_DO_FRAME_OWNER = 33,
+	PY_DO_CODE_FILENAME = 35,
+	PY_DO_CODE_NAME = 36,
+	PY_DO_CODE_QUALNAME = 37,
+	PY_DO_CODE_LINETABLE = 38,
+	PY_DO_CODE_FIRSTLINENO = 39,
+	PY_DO_CODE_ADAPTIVE = 43,
+	PY_DO_OB_TYPE = 45,
+	PY_DO_BYTES_SIZE = 65,
+	PY_DO_BYTES_DATA = 66,
+	PY_DO_STR_STATE = 68,
+	PY_DO_STR_LENGTH = 69,
+	PY_DO_STR_ASCII_SIZE = 70,
+	PY_DO_WORDS = 73, /* the struct's size in words */
+};
+
+/* FRAME_OWNED_BY_CSTACK in v3.13.0's Include/internal/pycore_frame.h (not in the offsets). */
+#define PY_313_OWNER_CSTACK 3
+
+/*
+ * l filled from the words of a 3.13 _Py_DebugOffsets. 0; -1 not a 3.13 one
+ * (cookie, version); -2 a free-threaded build (other frames); -3 an offset
+ * out of range (not what it says it is).
+ */
+static inline int py_layout_from_debug(const uint64_t *w, struct py_layout *l)
+{
+	static const unsigned char used[] = {PY_DO_RUNTIME_INTERP_HEAD,
+					     PY_DO_INTERP_NEXT,
+					     PY_DO_INTERP_THREADS_HEAD,
+					     PY_DO_TSTATE_NEXT,
+					     PY_DO_TSTATE_CURRENT_FRAME,
+					     PY_DO_TSTATE_NATIVE_ID,
+					     PY_DO_FRAME_PREVIOUS,
+					     PY_DO_FRAME_EXECUTABLE,
+					     PY_DO_FRAME_INSTR,
+					     PY_DO_FRAME_OWNER,
+					     PY_DO_CODE_FILENAME,
+					     PY_DO_CODE_NAME,
+					     PY_DO_CODE_QUALNAME,
+					     PY_DO_CODE_LINETABLE,
+					     PY_DO_CODE_FIRSTLINENO,
+					     PY_DO_CODE_ADAPTIVE,
+					     PY_DO_OB_TYPE,
+					     PY_DO_BYTES_SIZE,
+					     PY_DO_BYTES_DATA,
+					     PY_DO_STR_STATE,
+					     PY_DO_STR_LENGTH,
+					     PY_DO_STR_ASCII_SIZE};
+
+	if (memcmp(w, "xdebugpy", 8) || (w[PY_DO_VERSION] >> 16) != 0x030d)
+		return -1;
+	if (w[PY_DO_FREE_THREADED])
+		return -2;
+	for (unsigned i = 0; i < sizeof(used); i++)
+		if (w[used[i]] > 0xfff8) /* kept as uint16_t */
+			return -3;
+	/* The handler reads at most 256 bytes of a thread state and 128 of a frame. */
+	if (w[PY_DO_TSTATE_NATIVE_ID] > 248 || w[PY_DO_TSTATE_NEXT] > 248 ||
+	    w[PY_DO_FRAME_OWNER] >= 128 || w[PY_DO_FRAME_INSTR] > 120 ||
+	    w[PY_DO_FRAME_PREVIOUS] > 120 || w[PY_DO_FRAME_EXECUTABLE] > 120)
+		return -3;
+	memset(l, 0, sizeof(*l));
+	l->name = "3.13";
+	l->hex = 0x030d;
+	l->runtime_interp_head = (uint16_t)w[PY_DO_RUNTIME_INTERP_HEAD];
+	l->interp_next = (uint16_t)w[PY_DO_INTERP_NEXT];
+	l->interp_threads_head = (uint16_t)w[PY_DO_INTERP_THREADS_HEAD];
+	l->tstate_next = (uint16_t)w[PY_DO_TSTATE_NEXT];
+	l->tstate_cframe = 0; /* current_frame is the thread state's own */
+	l->cframe_current = (uint16_t)w[PY_DO_TSTATE_CURRENT_FRAME];
+	l->tstate_native_id = (uint16_t)w[PY_DO_TSTATE_NATIVE_ID];
+	l->frame_code = (uint16_t)w[PY_DO_FRAME_EXECUTABLE];
+	l->frame_previous = (uint16_t)w[PY_DO_FRAME_PREVIOUS];
+	l->frame_instr = (uint16_t)w[PY_DO_FRAME_INSTR];
+	l->frame_owner = (uint16_t)w[PY_DO_FRAME_OWNER];
+	l->owner_cstack = PY_313_OWNER_CSTACK;
+	l->frame_size = (uint16_t)(w[PY_DO_FRAME_SIZE] < 128 ? w[PY_DO_FRAME_SIZE] : 128);
+	if (l->frame_size <= l->frame_owner || l->frame_size < l->frame_instr + 8)
+		return -3;
+	l->ob_type = (uint16_t)w[PY_DO_OB_TYPE];
+	l->code_firstlineno = (uint16_t)w[PY_DO_CODE_FIRSTLINENO];
+	l->code_filename = (uint16_t)w[PY_DO_CODE_FILENAME];
+	l->code_name = (uint16_t)w[PY_DO_CODE_NAME];
+	l->code_qualname = (uint16_t)w[PY_DO_CODE_QUALNAME];
+	l->code_linetable = (uint16_t)w[PY_DO_CODE_LINETABLE];
+	l->code_adaptive = (uint16_t)w[PY_DO_CODE_ADAPTIVE];
+	l->bytes_size = (uint16_t)w[PY_DO_BYTES_SIZE];
+	l->bytes_data = (uint16_t)w[PY_DO_BYTES_DATA];
+	l->str_length = (uint16_t)w[PY_DO_STR_LENGTH];
+	l->str_state = (uint16_t)w[PY_DO_STR_STATE];
+	l->str_ascii_data = (uint16_t)w[PY_DO_STR_ASCII_SIZE];
+	/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 (v3.13.0,
+	 * Include/cpython/unicodeobject.h). */
+	l->str_compact_data = (uint16_t)(w[PY_DO_STR_ASCII_SIZE] + 16);
+	return 0;
+}

@@ -10,7 +10,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "stacks_pylayout.h"
 #include "stacks_python.h"
 
 /* Threads walked at most to find this one's state, interpreters at most. */
@@ -100,7 +99,8 @@ void py_copy(struct record *r, pid_t tid, uint64_t *cache)
 	if (!st.py.on || (native = next_eval(r, 0)) == PY_NO_NATIVE)
 		return;
 	ts = find_tstate(l, tid, cache);
-	frame = ts ? read_word(ts + l->tstate_cframe) : 0;
+	/* 3.11, 3.12: tstate->cframe->current_frame; 3.13: tstate->current_frame. */
+	frame = ts && l->tstate_cframe ? read_word(ts + l->tstate_cframe) : ts;
 	frame = frame ? read_word(frame + l->cframe_current) : 0;
 	while (frame && read_mem(frame, fr, l->frame_size)) {
 		if (++steps > 2 * st.py.max) { /* a loop of C-stack frames: not a real chain */
@@ -166,6 +166,23 @@ static bool old_version(char *buf, size_t len)
 	return true;
 }
 
+/* 3.13: the layout from the interpreter's own _Py_DebugOffsets; NULL (why set) if not. */
+static const struct py_layout *debug_layout(const char *v)
+{
+	uint64_t w[PY_DO_WORDS];
+	int rc = -1;
+
+	if (read_mem(st.py.runtime, w, sizeof(w)))
+		rc = py_layout_from_debug(w, &st.py.debug);
+	if (!rc)
+		return &st.py.debug;
+	snprintf(st.py.why, sizeof(st.py.why), "python %s: %s", v,
+		 rc == -2   ? "a free-threaded build: layout not known"
+		 : rc == -3 ? "_Py_DebugOffsets out of range"
+			    : "no _Py_DebugOffsets as 3.13.0's");
+	return NULL;
+}
+
 void py_attach(void)
 {
 	const uint32_t *ver = dlsym(RTLD_DEFAULT, "Py_Version");
@@ -181,12 +198,16 @@ void py_attach(void)
 	}
 	st.py.version = *ver;
 	version_text(st.py.version, v, sizeof(v));
-	st.py.lay = py_layout_of(st.py.version);
 	st.py.runtime = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "_PyRuntime");
 	st.py.code_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
-	if (!st.py.lay)
+	st.py.lay = py_layout_of(st.py.version);
+	if (!st.py.lay && (st.py.version >> 16) == 0x030d && st.py.runtime)
+		st.py.lay = debug_layout(v);
+	if (!st.py.lay && !st.py.why[0])
 		snprintf(st.py.why, sizeof(st.py.why), "python %s: layout not known", v);
-	else if (!find_eval() || !st.py.runtime || !st.py.code_type)
+	if (!st.py.lay)
+		return;
+	if (!find_eval() || !st.py.runtime || !st.py.code_type)
 		snprintf(st.py.why, sizeof(st.py.why),
 			 "python %s: _PyEval_EvalFrameDefault, _PyRuntime or PyCode_Type not found",
 			 v);

@@ -26,7 +26,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-struct py_layout;
+#include "stacks_pylayout.h"
 
 #define MAX_THREADS 1024
 #define DEFAULT_FRAMES 64
@@ -75,6 +75,7 @@ struct py_state {
 	bool on;		     /* frames are copied */
 	unsigned max;		     /* frames per record */
 	const struct py_layout *lay; /* NULL: not known */
+	struct py_layout debug;	     /* 3.13: read from its _Py_DebugOffsets */
 	uint32_t version;	     /* Py_Version (PY_VERSION_HEX) */
 	uint64_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's code */
 	uint64_t runtime;	     /* &_PyRuntime */
