@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(gcc g++ make cmake pkg-config libelf-dev libdw-dev libunwind-dev libhwloc-dev hwloc libcmocka-dev libjansson-dev
-	openmpi-bin libopenmpi-dev jq python3
+	openmpi-bin libopenmpi-dev jq python3 python3-mpi4py python3-numpy
 	slurm-wlm libslurm-dev munge iproute2 util-linux procps libfaketime strace
 	man-db lammps lammps-examples libc6-dbg
 	libprotobuf-c-dev protobuf-c-compiler zlib1g-dev protobuf-compiler python3-jsonschema

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "stacks.h"
+#include "pyframes.h"
 #include "stacks_tree.h"
 
 #define STACKS_SONAME "librocattach-stacks.so"
@@ -251,6 +252,8 @@ static void fold_one(FILE *snap, FILE *samples, FILE *timed, const char *host,
 		*missing += samples != NULL;
 		return;
 	}
+	/* Python frames are named from the target's memory: it runs on, untraced. */
+	ra_py_open(&f, t->pid);
 	sym = ra_symbolizer_new(NULL);
 	if (!sym || ra_symbolizer_add_maps(sym, f.maps ? f.maps : "")) {
 		lines = -1;

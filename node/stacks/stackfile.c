@@ -60,6 +60,43 @@ static int parse_frames(struct reader *r, char *p, struct ra_stack *s)
 	return 0;
 }
 
+/* "pyframes <n> <native>:<code>:<instr> ..." [" ..."]: the last stack's Python frames. */
+static int add_pyframes(struct reader *r, struct ra_stackfile *f, char *line)
+{
+	char *tok, *save = NULL;
+	struct ra_stack *s;
+	unsigned long n;
+
+	if (!f->n_stacks || sscanf(line, "pyframes %lu", &n) != 1 || n > 4096)
+		return fail(r, "bad pyframes line (or not after a stack)");
+	s = &f->stacks[f->n_stacks - 1];
+	if (s->py)
+		return fail(r, "two pyframes lines for one stack");
+	s->py = calloc(n ? n : 1, sizeof(*s->py));
+	if (!s->py)
+		return fail(r, "out of memory");
+	strtok_r(line, " \n", &save);
+	strtok_r(NULL, " \n", &save);
+	while ((tok = strtok_r(NULL, " \n", &save))) {
+		struct ra_pyframe *p = &s->py[s->n_py];
+		unsigned long long code, instr;
+		long long native = -1;
+
+		if (!strcmp(tok, "...")) {
+			s->py_truncated = true;
+			continue;
+		}
+		if (s->n_py == n || (sscanf(tok, "%lld:%llx:%llx", &native, &code, &instr) != 3 &&
+				     sscanf(tok, "-:%llx:%llx", &code, &instr) != 2))
+			return fail(r, "bad Python frame");
+		p->native = tok[0] == '-' ? -1 : native;
+		p->code = code;
+		p->instr = instr;
+		s->n_py++;
+	}
+	return 0;
+}
+
 static int add_stack(struct reader *r, struct ra_stackfile *f, char *line, bool snap)
 {
 	struct ra_stack *grown, *s;
@@ -106,7 +143,7 @@ static int add_thread(struct reader *r, struct ra_stackfile *f, const char *line
 
 static int header_line(struct ra_stackfile *f, const char *line)
 {
-	unsigned long long v;
+	unsigned long long v, w = 0;
 	int i;
 
 	if (sscanf(line, "pid %d", &i) == 1)
@@ -125,6 +162,12 @@ static int header_line(struct ra_stackfile *f, const char *line)
 		f->attach_ns = v;
 	else if (sscanf(line, "detach_ns %llu", &v) == 1)
 		f->detach_ns = v;
+	else if (sscanf(line, "python_version %31s %15s %llx %llx", f->py_version, f->py_layout, &v,
+			&w) >= 3)
+		f->py_code_type = v, f->py_runtime = w;
+	else if (!strncmp(line, "python_off ", 11))
+		snprintf(f->py_off, sizeof(f->py_off), "%.*s", (int)strcspn(line + 11, "\n"),
+			 line + 11);
 	else if (!strncmp(line, "note ", 5))
 		snprintf(f->note, sizeof(f->note), "%.*s", (int)strcspn(line + 5, "\n"), line + 5);
 	else
@@ -177,6 +220,8 @@ static int read_body(struct reader *r, struct ra_stackfile *f, FILE *in)
 			rc = add_stack(r, f, line, true);
 		else if (!strncmp(line, "sample ", 7))
 			rc = add_stack(r, f, line, false);
+		else if (!strncmp(line, "pyframes ", 9))
+			rc = add_pyframes(r, f, line);
 		else if (!strcmp(line, "maps\n")) {
 			rc = read_maps(r, f, in);
 			goto out;
@@ -265,8 +310,12 @@ int ra_stackfile_read(const char *path, struct ra_stackfile *f, char *err, size_
 
 void ra_stackfile_free(struct ra_stackfile *f)
 {
-	for (size_t i = 0; i < f->n_stacks; i++)
+	if (f->py && f->py_free)
+		f->py_free(f->py);
+	for (size_t i = 0; i < f->n_stacks; i++) {
 		free(f->stacks[i].frames);
+		free(f->stacks[i].py);
+	}
 	free(f->stacks);
 	free(f->threads);
 	free(f->maps);

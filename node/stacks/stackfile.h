@@ -18,6 +18,13 @@ struct ra_stack_thread {
 	char name[64];
 };
 
+/* A Python frame as the tool copied it (stacks_format.h "pyframes"). */
+struct ra_pyframe {
+	uint64_t code;	/* the code object, in the target */
+	uint64_t instr; /* the frame's instruction pointer */
+	int64_t native; /* the eval-loop native frame that runs it; -1: none captured */
+};
+
 struct ra_stack {
 	pid_t tid;
 	bool snapshot;	  /* a snapshot, else a sample */
@@ -26,6 +33,9 @@ struct ra_stack {
 	bool truncated;	  /* deeper than the tool's max_frames */
 	size_t n;	  /* frames, innermost first */
 	uint64_t *frames; /* frame 0 exact, the others return addresses */
+	size_t n_py;	  /* Python frames, innermost first */
+	struct ra_pyframe *py;
+	bool py_truncated;
 };
 
 struct ra_stackfile {
@@ -41,6 +51,12 @@ struct ra_stackfile {
 	struct ra_stack *stacks; /* the snapshots, then the samples, in the file's order */
 	size_t n_stacks;
 	char *maps; /* the /proc/PID/maps copy, for ra_symbolizer_add_maps */
+	/* CPython: its version and layout ("3.11"), PyCode_Type's address, or why not. */
+	char py_version[32], py_layout[16], py_off[192];
+	uint64_t py_code_type, py_runtime;
+	/* The names of the Python frames, while open (pyframes.h); freed with f. */
+	void *py;
+	void (*py_free)(void *py);
 };
 
 /*

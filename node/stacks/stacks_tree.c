@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyframes.h"
 #include "stacks_format.h"
 
 struct node {
@@ -315,53 +316,111 @@ static void frame_name(const struct ra_frame *f, char *buf, size_t len)
 			*p = ' ';
 }
 
-/* The folded line of one stack (without its count), malloc'ed; NULL: no memory. */
-static char *fold_stack(const struct ra_stack *st, struct ra_symbolizer *s, const char *prefix)
+/* A stack's frame names as they are found, innermost first. */
+struct names {
+	char **v;
+	size_t n, len;
+};
+
+static int names_add(struct names *nm, const char *name)
+{
+	char **grown = realloc(nm->v, (nm->n + 1) * sizeof(*grown));
+
+	if (!grown)
+		return -1;
+	nm->v = grown;
+	if (!(nm->v[nm->n] = strdup(name)))
+		return -1;
+	nm->n++;
+	nm->len += strlen(name) + 1;
+	return 0;
+}
+
+/*
+ * The Python frames that native frame i runs (all those of no captured
+ * native frame when i is -1), innermost first. Without Python frames, the
+ * innermost eval loop gets the reason once (*said).
+ */
+static int add_py(const struct ra_stackfile *f, const struct ra_stack *st, int64_t i,
+		  const char *native, bool *said, struct names *nm)
+{
+	char name[600];
+
+	if (!st->n_py && f->py_off[0] && !*said && !strcmp(native, "_PyEval_EvalFrameDefault")) {
+		*said = true;
+		snprintf(name, sizeof(name), "[python frames: %s]", f->py_off);
+		for (char *p = name; *p; p++)
+			*p = *p == ';' || *p == '\n' ? ',' : *p;
+		return names_add(nm, name);
+	}
+	for (size_t k = 0; k < st->n_py; k++) {
+		if (st->py[k].native != i)
+			continue;
+		if (f->py)
+			ra_py_name(f, &st->py[k], name, sizeof(name));
+		else
+			snprintf(name, sizeof(name), "[python %s: not read]", f->py_version);
+		if (names_add(nm, name))
+			return -1;
+	}
+	if (i < 0 && st->py_truncated)
+		return names_add(nm, "[python frames: deeper than kept]");
+	return 0;
+}
+
+/* Each native frame of st, and above each eval loop the Python frames it runs. */
+static int name_frames(const struct ra_stackfile *f, const struct ra_stack *st,
+		       struct ra_symbolizer *s, struct names *nm)
 {
 	struct ra_frame fr[16];
-	char name[600], **names = NULL, *line = NULL;
-	size_t n = 0, len = strlen(prefix) + 1;
+	char name[600];
+	bool said = false;
+
+	for (size_t i = 0; i < st->n; i++) {
+		int k = ra_symbolize(s, st->frames[i], i > 0, fr, 16);
+
+		for (int j = 0; j < k; j++) {
+			frame_name(&fr[j], name, sizeof(name));
+			if ((j == k - 1 && add_py(f, st, (int64_t)i, fr[j].func, &said, nm)) ||
+			    names_add(nm, name))
+				return -1;
+		}
+	}
+	/* Python frames whose eval loop was not captured (a truncated stack): outermost. */
+	return add_py(f, st, -1, "", &said, nm);
+}
+
+/* The folded line of one stack (without its count), malloc'ed; NULL: no memory. */
+static char *fold_stack(const struct ra_stackfile *f, const struct ra_stack *st,
+			struct ra_symbolizer *s, const char *prefix)
+{
+	struct names nm = {NULL, 0, strlen(prefix) + 1};
+	char name[600], *line = NULL;
 
 	if (!st->snapshot || !strcmp(st->status, RS_SNAP_OK)) {
-		for (size_t i = 0; i < st->n; i++) {
-			int k = ra_symbolize(s, st->frames[i], i > 0, fr, 16);
-			char **grown = realloc(names, (n + (size_t)k) * sizeof(*grown));
-
-			if (!grown)
-				goto out;
-			names = grown;
-			for (int j = 0; j < k; j++) {
-				frame_name(&fr[j], name, sizeof(name));
-				if (!(names[n] = strdup(name)))
-					goto out;
-				len += strlen(name) + 1;
-				n++;
-			}
-		}
+		if (name_frames(f, st, s, &nm))
+			goto out;
 	} else {
-		names = malloc(sizeof(*names));
 		snprintf(name, sizeof(name), "[%s]",
 			 strcmp(st->status, RS_SNAP_SELF) ? st->status : "attach thread");
-		if (!names || !(names[0] = strdup(name)))
+		if (names_add(&nm, name))
 			goto out;
-		n = 1;
-		len += strlen(name) + 1;
 	}
-	line = malloc(len + 4);
+	line = malloc(nm.len + 16);
 	if (!line)
 		goto out;
 	strcpy(line, prefix);
 	/* Innermost first in the file; outermost first in the line. */
-	for (size_t i = n; i-- > 0;) {
+	for (size_t i = nm.n; i-- > 0;) {
 		strcat(line, ";");
-		strcat(line, names[i]);
+		strcat(line, nm.v[i]);
 	}
-	if (!n)
+	if (!nm.n)
 		strcat(line, ";[no frame]");
 out:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	for (size_t i = 0; i < nm.n; i++)
+		free(nm.v[i]);
+	free(nm.v);
 	return line;
 }
 
@@ -386,7 +445,7 @@ long ra_stackfile_fold(const struct ra_stackfile *f, struct ra_symbolizer *s, co
 	for (size_t i = 0; i < f->n_stacks; i++) {
 		if (f->stacks[i].snapshot == samples)
 			continue;
-		lines[n] = fold_stack(&f->stacks[i], s, prefix);
+		lines[n] = fold_stack(f, &f->stacks[i], s, prefix);
 		if (!lines[n])
 			goto fail;
 		n++;
@@ -424,7 +483,7 @@ long ra_stackfile_timed(const struct ra_stackfile *f, struct ra_symbolizer *s, c
 
 		if (st->snapshot)
 			continue;
-		line = fold_stack(st, s, "");
+		line = fold_stack(f, st, s, "");
 		if (!line)
 			return -1;
 		ret = fprintf(out, "%s\t%d\t%llu\t%s\n", prefix, (int)st->tid,

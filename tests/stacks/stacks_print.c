@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyframes.h"
 #include "stackfile.h"
+#include "stacks_pylayout.h"
 #include "stacks_tree.h"
 #include "symbolize.h"
 
@@ -117,10 +119,44 @@ static int fold(const char *host, long rank, bool samples, const char *path)
 		fprintf(stderr, "stacks_print: out of memory\n");
 		return 1;
 	}
+	ra_py_open(&f, f.pid); /* Python frames, if any, named from the live process */
 	n = ra_stackfile_fold(&f, s, host, rank, samples, stdout);
 	ra_symbolizer_free(s);
 	ra_stackfile_free(&f);
 	return n < 0;
+}
+
+/*
+ * A pinned layout ("3.11"), "field offset" a line, for py_layout_check.py;
+ * 3.13: as read from the _Py_DebugOffsets of process pid (runtime: its _PyRuntime).
+ */
+static int py_layout(const char *name, const char *pid, const char *runtime)
+{
+	const struct py_layout *l = py_layout_named(name);
+	struct py_layout debug;
+
+	if (!l && pid && runtime &&
+	    !ra_py_debug_layout((pid_t)atol(pid), strtoull(runtime, NULL, 16), &debug))
+		l = &debug;
+	if (!l) {
+		fprintf(stderr, "stacks_print: no layout %s\n", name);
+		return 1;
+	}
+	printf("version %s\nruntime_interp_head %u\ninterp_threads_head %u\n", l->name,
+	       l->runtime_interp_head, l->interp_threads_head);
+	printf("tstate_next %u\ntstate_cframe %u\ntstate_native_id %u\ncframe_current %u\n",
+	       l->tstate_next, l->tstate_cframe, l->tstate_native_id, l->cframe_current);
+	printf("frame_code %u\nframe_previous %u\nframe_instr %u\nframe_is_entry %u\n",
+	       l->frame_code, l->frame_previous, l->frame_instr, l->frame_is_entry);
+	printf("code_firstlineno %u\ncode_filename %u\ncode_name %u\ncode_qualname %u\n",
+	       l->code_firstlineno, l->code_filename, l->code_name, l->code_qualname);
+	printf("code_linetable %u\ncode_adaptive %u\nbytes_size %u\nbytes_data %u\n",
+	       l->code_linetable, l->code_adaptive, l->bytes_size, l->bytes_data);
+	printf("str_length %u\nstr_state %u\nstr_ascii_data %u\nob_type %u\n", l->str_length,
+	       l->str_state, l->str_ascii_data, l->ob_type);
+	printf("frame_owner %u\nowner_cstack %u\nstr_compact_data %u\n", l->frame_owner,
+	       l->owner_cstack, l->str_compact_data);
+	return 0;
 }
 
 static int tree(void)
@@ -149,6 +185,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--tree"))
 		return tree();
+	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "--py-layout"))
+		return py_layout(argv[2], argc == 5 ? argv[3] : NULL, argc == 5 ? argv[4] : NULL);
 	if (argc >= 5 && !strcmp(argv[1], "--fold"))
 		return fold(argv[2], atol(argv[3]), argc == 6 && !strcmp(argv[4], "--samples"),
 			    argv[argc - 1]);
@@ -169,6 +207,8 @@ int main(int argc, char **argv)
 	       f.sig, f.hz, f.overruns, f.dropped);
 	if (f.note[0])
 		printf("note %s\n", f.note);
+	if (f.py_off[0])
+		printf("python_off %s\n", f.py_off);
 	for (size_t i = 0; i < f.n_threads; i++) {
 		char cpu[24] = "-";
 

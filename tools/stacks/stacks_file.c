@@ -39,6 +39,12 @@ static void write_header(FILE *f)
 	fprintf(f, "dropped %lu\noverruns %lu\n", atomic_load(&st.dropped),
 		atomic_load(&st.overruns));
 	write_notes(f);
+	if (st.py.on)
+		fprintf(f, "python_version %u.%u.%u %s %llx %llx\n", st.py.version >> 24,
+			(st.py.version >> 16) & 0xff, (st.py.version >> 8) & 0xff, st.py.lay->name,
+			(unsigned long long)st.py.code_type, (unsigned long long)st.py.runtime);
+	else if (st.py.why[0])
+		fprintf(f, "python_off %s\n", st.py.why);
 }
 
 static void write_record(FILE *f, const struct record *r)
@@ -46,6 +52,20 @@ static void write_record(FILE *f, const struct record *r)
 	for (uint32_t k = 0; k < r->nframes; k++)
 		fprintf(f, " %llx", (unsigned long long)r->frames[k]);
 	fprintf(f, "%s\n", r->truncated ? " ..." : "");
+	if (!st.py.on || !r->npy)
+		return;
+	fprintf(f, "pyframes %u", r->npy);
+	for (uint32_t k = 0; k < r->npy; k++) {
+		const struct py_raw *p = &record_py(r)[k];
+
+		if (p->native == PY_NO_NATIVE)
+			fprintf(f, " -:%llx:%llx", (unsigned long long)p->code,
+				(unsigned long long)p->instr);
+		else
+			fprintf(f, " %u:%llx:%llx", p->native, (unsigned long long)p->code,
+				(unsigned long long)p->instr);
+	}
+	fprintf(f, "%s\n", r->py_truncated ? " ..." : "");
 }
 
 static void write_threads(FILE *f, int n)

@@ -30,6 +30,17 @@
  *                                         handler's entry and at its end (return -
  *                                         sent: signal to answer, per thread)
  *   sample <tid> <ns> <hex address>...  [...]
+ *   python_version <x.y.z> <layout> <hex> <hex>  CPython found, its frames copied; the
+ *                                         addresses of PyCode_Type (a code object's
+ *                                         type) and _PyRuntime (3.13: its offsets)
+ *   python_off <reason>                   CPython found, no Python frames, and why
+ *   pyframes <n> <native>:<code>:<instr>... after a snapshot or sample line: its
+ *                                         Python frames, innermost first: the native
+ *                                         frame index of the eval loop that runs it
+ *                                         ("-": none captured), the code object and
+ *                                         the frame's instruction pointer (hex);
+ *                                         " ..." if deeper than kept. Readers that
+ *                                         do not know these lines skip them.
  *   maps                                  then /proc/self/maps at detach, verbatim
  *   end                                   last line
  *

@@ -12,6 +12,7 @@
 #include "stacks_format.h"
 #include "stacks_handler.h"
 #include "stacks_proc.h"
+#include "stacks_python.h"
 #include "stacks_threads.h"
 
 _Static_assert(sizeof(unw_context_t) >= sizeof(ucontext_t), "libunwind's context is the ucontext");
@@ -61,6 +62,7 @@ static long claim_record(void)
 
 static void take_sample(pid_t tid, siginfo_t *si, void *uc)
 {
+	struct thread *t;
 	struct record *r;
 	long i;
 
@@ -76,6 +78,11 @@ static void take_sample(pid_t tid, siginfo_t *si, void *uc)
 	r->kind = RS_KIND_SAMPLE;
 	r->ns = now_ns();
 	unwind_into(r, uc);
+	t = thread_of(tid);
+	if (t)
+		py_copy(r, tid, &t->py_tstate);
+	else
+		r->npy = r->py_truncated = 0;
 }
 
 /* A snapshot request (tgkill): answer only if asked, once. */
@@ -95,10 +102,13 @@ static void answer_snapshot(pid_t tid, void *uc, unsigned long long entry)
 		r->kind = RS_KIND_SNAPSHOT;
 		r->ns = now_ns();
 		r->entry_mono = entry;
-		if (st.unwind)
+		r->npy = r->py_truncated = 0;
+		if (st.unwind) {
 			unwind_into(r, uc);
-		else
+			py_copy(r, tid, &t->py_tstate);
+		} else {
 			r->nframes = r->truncated = 0;
+		}
 		r->handler_ns = mono_ns() - entry;
 	}
 	atomic_store(&t->snap_record, i);
@@ -129,7 +139,8 @@ int pool_alloc(void)
 
 	st.max_frames =
 	    (unsigned)env_long("ROCPROF_STACKS_MAX_FRAMES", DEFAULT_FRAMES, 1, MAX_FRAMES);
-	st.record_size = sizeof(struct record) + st.max_frames * sizeof(uint64_t);
+	st.record_size =
+	    sizeof(struct record) + st.max_frames * sizeof(uint64_t) + py_record_bytes();
 	st.n_records = mb * 1024 * 1024 / st.record_size;
 	/* Touched now: the handler must never fault in fresh pages of a lazy mapping. */
 	st.pool = mmap(NULL, st.n_records * st.record_size, PROT_READ | PROT_WRITE,
@@ -166,6 +177,7 @@ void snapshot_self(void)
 		r->kind = RS_KIND_SNAPSHOT;
 		r->ns = now_ns();
 		unwind_into(r, NULL);
+		py_copy(r, st.self_tid, &t->py_tstate);
 	}
 	atomic_store(&t->snap_record, i);
 	t->snap_status = i < 0 ? RS_SNAP_NOROOM : RS_SNAP_SELF;

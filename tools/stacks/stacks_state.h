@@ -8,6 +8,7 @@
  *     -> stacks_file.c      the file written at detach (stacks_format.h)
  *     -> stacks_handler.c   the signal handler, the unwind, the snapshot
  *     -> stacks_threads.c   the thread table, its scans and its timers
+ *     -> stacks_python.c    CPython found at attach; its frames copied in the handler
  *     -> stacks_proc.c      what /proc/self says (masks, timers, the signal)
  *     -> stacks_state.c     this state and the clocks
  *
@@ -24,6 +25,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include "stacks_pylayout.h"
 
 #define MAX_THREADS 1024
 #define DEFAULT_FRAMES 64
@@ -50,7 +53,34 @@ struct record {
 	uint64_t entry_mono; /* snapshots: CLOCK_MONOTONIC at the handler's entry */
 	uint32_t nframes;
 	uint32_t truncated;
-	uint64_t frames[]; /* max_frames of them */
+	uint32_t npy;	       /* Python frames, after the native ones (record_py) */
+	uint32_t py_truncated; /* the chain was deeper than st.py.max */
+	uint64_t frames[];     /* max_frames of them, then st.py.max struct py_raw */
+};
+
+/* One Python frame as copied in the handler, resolved on the node. */
+struct py_raw {
+	uint64_t code;	 /* the code object */
+	uint64_t instr;	 /* the frame's instruction pointer (prev_instr) */
+	uint32_t native; /* index of the eval-loop native frame that runs it; PY_NO_NATIVE */
+	uint32_t pad;
+};
+
+#define PY_NO_NATIVE 0xffffffffu
+#define DEFAULT_PY_FRAMES 64
+#define MAX_PY_FRAMES 128
+
+/* CPython in the process, as found at attach (stacks_python.c). */
+struct py_state {
+	bool on;		     /* frames are copied */
+	unsigned max;		     /* frames per record */
+	const struct py_layout *lay; /* NULL: not known */
+	struct py_layout debug;	     /* 3.13: read from its _Py_DebugOffsets */
+	uint32_t version;	     /* Py_Version (PY_VERSION_HEX) */
+	uint64_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault's code */
+	uint64_t runtime;	     /* &_PyRuntime */
+	uint64_t code_type;	     /* &PyCode_Type, for the node to check a code object */
+	char why[160];		     /* found but not on: why (the file's python_off line) */
 };
 
 /* A thread the tool knows: its snapshot slot and its sampling timer. */
@@ -68,6 +98,7 @@ struct thread {
 	_Atomic long snap_record;	     /* index in the pool, -1 none */
 	unsigned long long sent_mono;	     /* CLOCK_MONOTONIC read just before its tgkill */
 	_Atomic unsigned long long ret_mono; /* read at the end of its handler, 0 none */
+	uint64_t py_tstate; /* its PyThreadState as last found (its own handler's only) */
 	const char *snap_status;
 };
 
@@ -84,6 +115,7 @@ struct stacks {
 	_Atomic int in_handler;
 	_Atomic int sampling; /* the handler takes samples only while set */
 	bool unwind;	      /* ROCPROF_STACKS_UNWIND=0: snapshots answer without frames */
+	struct py_state py;
 	struct sigaction old_action;
 	void (*our_handler)(int, siginfo_t *, void *); /* what sigaction shows while ours */
 	bool installed;
@@ -117,6 +149,11 @@ void sleep_ms(long ms);
 static inline struct record *record_at(size_t i)
 {
 	return (struct record *)(st.pool + i * st.record_size);
+}
+
+static inline struct py_raw *record_py(const struct record *r)
+{
+	return (struct py_raw *)(uintptr_t)&r->frames[st.max_frames];
 }
 
 #endif

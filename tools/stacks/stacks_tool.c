@@ -25,6 +25,7 @@
 #include "stacks_file.h"
 #include "stacks_handler.h"
 #include "stacks_proc.h"
+#include "stacks_python.h"
 #include "stacks_threads.h"
 
 #define TOOL_EXPORT __attribute__((visibility("default")))
@@ -140,6 +141,7 @@ static int tool_attach(rocprofiler_client_detach_t detach_func,
 	(void)n_contexts;
 	(void)data;
 	begin_window();
+	py_attach(); /* before the pool: a record holds its Python frames */
 	if (pool_alloc())
 		return -1;
 	snapshot_self(); /* also the first unwind: libunwind sets itself up outside a handler */
