@@ -19,6 +19,10 @@ static void write_notes(FILE *f)
 		fprintf(f, "note %s\n", st.taken_note);
 	if (!st.unwind)
 		fprintf(f, "note ROCPROF_STACKS_UNWIND=0: snapshots answered without frames\n");
+	if (st.sample_part != SAMPLE_ALL)
+		fprintf(f, "note ROCPROF_STACKS_SAMPLE_PART=%s: samples %s (for measuring)\n",
+			st.sample_part == SAMPLE_SIGNAL ? "signal" : "record",
+			st.sample_part == SAMPLE_SIGNAL ? "not taken" : "taken without frames");
 	if (st.too_many)
 		fprintf(f, "note more than %d threads: the others were not seen\n", MAX_THREADS);
 }

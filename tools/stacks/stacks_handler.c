@@ -64,7 +64,7 @@ static void take_sample(pid_t tid, siginfo_t *si, void *uc)
 	struct record *r;
 	long i;
 
-	if (!atomic_load(&st.sampling))
+	if (!atomic_load(&st.sampling) || st.sample_part == SAMPLE_SIGNAL)
 		return;
 	if (si->si_overrun > 0)
 		atomic_fetch_add(&st.overruns, (unsigned long)si->si_overrun);
@@ -75,7 +75,10 @@ static void take_sample(pid_t tid, siginfo_t *si, void *uc)
 	r->tid = tid;
 	r->kind = RS_KIND_SAMPLE;
 	r->ns = now_ns();
-	unwind_into(r, uc);
+	if (st.sample_part == SAMPLE_RECORD)
+		r->nframes = r->truncated = 0;
+	else
+		unwind_into(r, uc);
 }
 
 /* A snapshot request (tgkill): answer only if asked, once. */
