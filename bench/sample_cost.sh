@@ -8,7 +8,9 @@
 #
 #   --rounds R      rounds (default 5); in each, every mode once per workload, interleaved
 #   --hz HZ         the sampling rate of the tool and of perf (default 99)
-#   --units U       the fixed work, in units of about 0.1 ms of CPU (default 20000: 2 s)
+#   --units U       the fixed work, in units of about 0.1 ms of CPU (default 12000: 1.2 s);
+#                   with N > 40 threads, U x N / 40: each thread must run long beside the
+#                   sampling period (a thread's last, partial period is never sampled)
 #   --threads LIST  the C workload's thread counts (default 4,100)
 #   --no-python     without the Python workload (4 threads, python3, the same units)
 #   --modes LIST    of none, ours, perf (default all three), and the tool's parts, for
@@ -32,7 +34,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-ROUNDS=5 HZ=99 UNITS=20000 THREADS=4,100 PY=1 MODES=none,ours,perf B=$ROOT/build BEFORE=
+ROUNDS=5 HZ=99 UNITS=12000 THREADS=4,100 PY=1 MODES=none,ours,perf B=$ROOT/build BEFORE=
 ARGS=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -107,13 +109,19 @@ perf_open() {
 }
 
 # The CPU time (ms, from schedstat) of the target's thread named rocattach-poll (the
-# tool's poller), or -.
+# tool's poller), or -. A tool before the name (mode before): its poller has the name of
+# the agent's thread that started it, rocp-bg-attach, and came after it (a higher tid).
 poller_ms() {
-	local t
+	local t last= n=0
 	for t in /proc/"$1"/task/*; do
-		[ "$(cat "$t/comm" 2>/dev/null)" = rocattach-poll ] || continue
-		awk '{ printf "%.1f\n", $1 / 1e6 }' "$t/schedstat" && return
+		case $(cat "$t/comm" 2>/dev/null) in
+		rocattach-poll) awk '{ printf "%.1f\n", $1 / 1e6 }' "$t/schedstat" && return ;;
+		rocp-bg-attach) [ "${t##*/}" -gt "${last:-0}" ] && last=${t##*/}; n=$((n + 1)) ;;
+		esac
 	done
+	if [ "$2" = before ] && [ "$n" -ge 2 ]; then
+		awk '{ printf "%.1f\n", $1 / 1e6 }' "/proc/$1/task/$last/schedstat" && return
+	fi
 	echo -
 }
 # The CPU time (ms) of every thread of process $1 (perf's own), or -.
@@ -128,6 +136,7 @@ attach() {
 	perf)
 		"$PERF" record -F "$HZ" -g -p "$4" -o "$W/perf.data" >/dev/null 2>"$W/ap.err" &
 		AP=$!
+		PIDS+=("$AP")
 		wait_for perf_open "$AP" "$5" && return 0
 		;;
 	*)
@@ -138,6 +147,7 @@ attach() {
 		env $envs ROCPROF_STACKS_HZ="$HZ" ROCPROF_OUTPUT_PATH="$W/o" "$RA" -p "$4" \
 			-t "$tool" --attach-children=false >/dev/null 2>"$W/ap.err" &
 		AP=$!
+		PIDS+=("$AP")
 		wait_for attached && return 0
 		;;
 	esac
@@ -155,14 +165,26 @@ samples() {
 	esac
 }
 
-# one_run R KIND MODE: prints "run R KIND MODE WALL_MS CPU_MS SAMPLES OWN_MS", OWN_MS being
-# the poller's CPU (ours) or perf's own (perf), "-" if none.
+# handler_us MODE: the tool's handler time per sample (its file's sample_handler_ns), or -.
+handler_us() {
+	case $1 in
+	none | perf) echo - ;;
+	*) cat "$W"/o/rocattach-stacks.*.txt 2>/dev/null |
+		awk '$1 == "sample_handler_ns" && $3 > 0 { printf "%.2f/%.2f\n", $4 / 1000, $2 / $3 / 1000; f = 1 } END { if (!f) print "-" }' ;;
+	esac
+}
+
+# one_run R KIND MODE: prints "run R KIND MODE WALL_MS CPU_MS SAMPLES OWN_MS HANDLER_US",
+# OWN_MS being the poller's CPU (ours) or perf's own (perf), HANDLER_US the tool's handler
+# time per sample; "-" if none.
 one_run() {
 	local r=$1 kind=$2 mode=$3 n=${2##*[a-z]} cmd tp line own=- rc=0 in out
 	[ "$mode" = perf ] && [ -z "$PERF" ] && { echo "run $r $kind perf - - - - (perf missing)" && return 0; }
+	local units=$UNITS
+	[ "$n" -gt 40 ] && units=$((UNITS * n / 40))
 	case $kind in
-	c*) cmd=("$WORK" "$n" "$UNITS") ;;
-	py*) cmd=(/usr/bin/python3 "$HERE/sample_work.py" "$n" "$UNITS") ;;
+	c*) cmd=("$WORK" "$n" "$units") ;;
+	py*) cmd=(/usr/bin/python3 "$HERE/sample_work.py" "$n" "$units") ;;
 	esac
 	rm -rf "$W/o" "$W/in" "$W/out" "$W/perf.data" && mkfifo "$W/in" "$W/out"
 	ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT "${cmd[@]}" <"$W/in" >"$W/out" 2>"$W/err" &
@@ -175,7 +197,7 @@ one_run() {
 	elif attach "$r" "$kind" "$mode" "$tp" "$((n + 1))" && echo go >&"$in" &&
 		read -r -t 600 -u "$out" line; then
 		[ "$mode" = perf ] && own=$(proc_ms "$AP")
-		[ -n "$AP" ] && [ "$mode" != perf ] && own=$(poller_ms "$tp")
+		[ -n "$AP" ] && [ "$mode" != perf ] && own=$(poller_ms "$tp" "$mode")
 	else
 		rc=1
 	fi
@@ -186,7 +208,7 @@ one_run() {
 	wait "$tp" || rc=1
 	[ "$rc" = 0 ] || { echo "sample_cost: round $r $kind $mode failed: $(tail -2 "$W/ap.err" 2>/dev/null)" >&2 && return 1; }
 	set -- $line
-	echo "run $r $kind $mode $(($2 / 1000000)) $(($3 / 1000000)) $(samples "$mode") $own"
+	echo "run $r $kind $mode $(($2 / 1000000)) $(($3 / 1000000)) $(samples "$mode") $own $(handler_us "$mode")"
 }
 
 # summarize FILE: per workload and mode, the median slowdown against the same round's
@@ -205,12 +227,12 @@ summarize() {
 		if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
 		if ($2 > nr) nr = $2
 		if ($5 == "-") next
-		wall[$2, k] = $5; cpu[$2, k] = $6; smp[$2, k] = $7; own[$2, k] = $8
+		wall[$2, k] = $5; cpu[$2, k] = $6; smp[$2, k] = $7; own[$2, k] = $8; hdl[$2, k] = $9
 	}
 	END {
-		printf "%-6s %-7s %8s %9s %17s %9s %8s %8s\n", "work", "mode", "wall_s", "slow_%", "spread_%", "cpu+_%", "samples", "own_ms"
+		printf "%-6s %-7s %8s %9s %17s %9s %8s %8s %11s\n", "work", "mode", "wall_s", "slow_%", "spread_%", "cpu+_%", "samples", "own_ms", "hdl_us"
 		for (i = 1; i <= nk; i++) {
-			split(order[i], kv, SUBSEP); n = 0; no = 0; delete s; delete c; delete w; delete sm; delete ow
+			split(order[i], kv, SUBSEP); n = 0; no = 0; nh = 0; delete hd; delete hm; delete s; delete c; delete w; delete sm; delete ow
 			for (r = 1; r <= nr; r++) {
 				b = kv[1] SUBSEP "none"
 				if (!((r, order[i]) in wall) || !((r, b) in wall)) continue
@@ -219,13 +241,14 @@ summarize() {
 				c[n] = 100 * (cpu[r, order[i]] / cpu[r, b] - 1)
 				sm[n] = smp[r, order[i]] == "-" ? 0 : smp[r, order[i]]
 				if (own[r, order[i]] != "-") ow[++no] = own[r, order[i]]
+				if (hdl[r, order[i]] != "-" && hdl[r, order[i]] != "") { split(hdl[r, order[i]], hp, "/"); hd[++nh] = hp[1]; hm[nh] = hp[2] }
 			}
 			if (!n) { printf "%-6s %-7s %8s (no figure: %s)\n", kv[1], kv[2], "-", kv[2] == "perf" ? "perf missing" : "no run beside its baseline"; continue }
-			printf "%-6s %-7s %8.2f %9.2f %8.2f..%-7.2f %9.2f %8s %8s\n", kv[1], kv[2], med(w, n),
+			printf "%-6s %-7s %8.2f %9.2f %8.2f..%-7.2f %9.2f %8s %8s %11s\n", kv[1], kv[2], med(w, n),
 			    med(s, n), lo(s, n), hi(s, n), med(c, n), kv[2] == "none" ? "-" : med(sm, n),
-			    no ? med(ow, no) : "-"
+			    no ? med(ow, no) : "-", nh ? sprintf("%.1f/%.1f", med(hd, nh), med(hm, nh)) : "-"
 		}
-		printf "(%d rounds; slow: wall time over the same round'"'"'s unsampled run, less 1, median; spread: lowest..highest; cpu+: the same for the workload'"'"'s CPU time; own_ms: the poller'"'"'s CPU (ours), perf'"'"'s own process (perf))\n", nr
+		printf "(%d rounds; slow: wall time over the same round'"'"'s unsampled run, less 1, median; spread: lowest..highest; cpu+: the same for the workload'"'"'s CPU time; own_ms: the poller'"'"'s CPU (ours), perf'"'"'s own process (perf); hdl_us: the tool'"'"'s handler per sample, its first clock read to after the unwind, median/mean)\n", nr
 	}' "$1"
 }
 
@@ -240,7 +263,9 @@ t0=$SECONDS bad=0
 for r in $(seq 1 "$ROUNDS"); do
 	for k in "${KINDS[@]}"; do
 		for m in ${MODES//,/ }; do
-			one_run "$r" "$k" "$m" | tee -a "$W/runs" || bad=$((bad + 1))
+			# Not in a pipeline: the processes it starts are this shell's to clean up.
+			one_run "$r" "$k" "$m" >"$W/line" || bad=$((bad + 1))
+			cat "$W/line" && cat "$W/line" >>"$W/runs"
 		done
 	done
 done

@@ -59,7 +59,7 @@ static long claim_record(void)
 	return (long)i;
 }
 
-static void take_sample(pid_t tid, siginfo_t *si, void *uc)
+static void take_sample(pid_t tid, siginfo_t *si, void *uc, unsigned long long entry)
 {
 	struct record *r;
 	long i;
@@ -79,6 +79,7 @@ static void take_sample(pid_t tid, siginfo_t *si, void *uc)
 		r->nframes = r->truncated = 0;
 	else
 		unwind_into(r, uc);
+	r->handler_ns = mono_ns() - entry;
 }
 
 /* A snapshot request (tgkill): answer only if asked, once. */
@@ -119,7 +120,7 @@ void stacks_handler(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	atomic_fetch_add(&st.in_handler, 1);
 	if (si->si_code == SI_TIMER)
-		take_sample(tid, si, uc);
+		take_sample(tid, si, uc, entry);
 	else
 		answer_snapshot(tid, uc, entry);
 	atomic_fetch_sub(&st.in_handler, 1);
