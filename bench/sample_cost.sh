@@ -112,7 +112,7 @@ perf_open() {
 # tool's poller), or -. A tool before the name (mode before): its poller has the name of
 # the agent's thread that started it, rocp-bg-attach, and came after it (a higher tid).
 poller_ms() {
-	local t last= n=0
+	local t last='' n=0
 	for t in /proc/"$1"/task/*; do
 		case $(cat "$t/comm" 2>/dev/null) in
 		rocattach-poll) awk '{ printf "%.1f\n", $1 / 1e6 }' "$t/schedstat" && return ;;
@@ -207,6 +207,7 @@ one_run() {
 	exec {in}>&- {out}<&-
 	wait "$tp" || rc=1
 	[ "$rc" = 0 ] || { echo "sample_cost: round $r $kind $mode failed: $(tail -2 "$W/ap.err" 2>/dev/null)" >&2 && return 1; }
+	# shellcheck disable=SC2086 # the answer's words: done WALL_NS CPU_NS
 	set -- $line
 	echo "run $r $kind $mode $(($2 / 1000000)) $(($3 / 1000000)) $(samples "$mode") $own $(handler_us "$mode")"
 }
