@@ -339,7 +339,7 @@ check "churn: a child forked in the window has no handler of the tool ($child)" 
 check "churn: the target is unharmed" unharmed churn "$TPID"
 
 # 6. The program gives the tool's signal a handler of its own in the window: the next
-#    look of the tool's helper thread sees it; sampling stops there, every timer of the
+#    look of the tool's helper thread (10 to 100 ms apart) sees it; sampling stops there, every timer of the
 #    tool is deleted, the file says so, and the program's handler stays after the detach
 #    (the tool never takes it over). On each side.
 for side in agent rocm; do
@@ -357,8 +357,12 @@ for side in agent rocm; do
 	# The tool's signal is the highest free one: SIGRTMAX in this target.
 	rtmax=$(($(kill -l RTMAX 2>/dev/null || echo 64)))
 	ask "take_$side" "take $rtmax" >/dev/null
-	sleep 0.2
-	mid=$(grep -c "^signal: $rtmax/" /proc/"$TPID"/timers)
+	# The helper thread looks every 10 to 100 ms (slower while no thread comes or goes).
+	for _ in $(seq 25); do
+		sleep 0.02
+		mid=$(grep -c "^signal: $rtmax/" /proc/"$TPID"/timers)
+		[ "$mid" -eq 0 ] && break
+	done
 	kill -INT "$rp"
 	wait "$rp"
 	RC=$?
@@ -367,7 +371,7 @@ for side in agent rocm; do
 	check "take $side: the tool had taken SIGRTMAX" grep -q "^signal $rtmax " "$f"
 	check "take $side: the file says the program took it" \
 		grep -q "^note signal $rtmax was taken by the program .*(a handler of its own)" "$f"
-	check "take $side: the tool's timers were gone 0.2 s after ($mid left)" test "$mid" -eq 0
+	check "take $side: the tool's timers were gone within 0.5 s ($mid left)" test "$mid" -eq 0
 	check "take $side: none after the detach" \
 		test "$(grep -c "^signal: $rtmax/" /proc/"$TPID"/timers)" -eq 0
 	check "take $side: the program's handler stays ($(ask "take_$side" "taken $rtmax"))" \

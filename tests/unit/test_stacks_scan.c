@@ -6,7 +6,9 @@
  * threads at once: no thread armed twice, no entry lost, a timer of each
  * armed entry and no other, none left after the stop. A handler or a timer
  * the program gives the signal in the window stops the sampling, and is
- * left as the program set it.
+ * left as the program set it. A scan says when the poller must look again
+ * soon (a thread came, went or was armed), and the stop cuts the poller's
+ * wait short, however long it is.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -249,6 +251,71 @@ static void test_program_timer_stops_sampling(void **state)
 	timer_delete(mine);
 }
 
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Waits on hold_lock: a thread that lives as long as the test wants. */
+static void *held(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&hold_lock);
+	pthread_mutex_unlock(&hold_lock);
+	return NULL;
+}
+
+/* Busy: a thread new (and armed) or ended; quiet otherwise, so the poller slows. */
+static void test_scan_says_when_to_look_again(void **state)
+{
+	struct thread *e = NULL;
+	pthread_t t;
+
+	(void)state;
+	/*
+	 * The threads here settle first: one that blocks the signal (TSan's own) is
+	 * looked at again for BLOCKED_SCANS scans before it is left alone.
+	 */
+	for (int i = 0; i <= BLOCKED_SCANS + 1 && threads_scan(true); i++)
+		;
+	assert_false(threads_scan(true));
+	pthread_mutex_lock(&hold_lock);
+	assert_int_equal(pthread_create(&t, NULL, held, NULL), 0);
+	/* Busy until it is armed (a new thread blocks every signal for a moment). */
+	for (int i = 0; i < 200 && !(e && e->has_timer); i++) {
+		assert_true(threads_scan(true));
+		e = NULL;
+		for (int k = 0; k < atomic_load(&st.n_threads); k++)
+			if (st.threads[k].has_timer)
+				e = &st.threads[k];
+		spin_ms(1);
+	}
+	assert_non_null(e);
+	assert_false(threads_scan(true));
+	pthread_mutex_unlock(&hold_lock);
+	pthread_join(t, NULL);
+	assert_true(threads_scan(true));
+	assert_true(e->ended);
+	assert_false(threads_scan(true));
+}
+
+/* A poller in a long wait does not hold the stop (the detach) back. */
+static void test_stop_cuts_the_poll_wait(void **state)
+{
+	struct timespec a, b;
+	long ms;
+
+	(void)state;
+	st.poll_ms = 5000;
+	assert_int_equal(threads_start_poller(), 0);
+	spin_ms(100); /* its first look is done: it waits 5 s */
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	threads_stop();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (b.tv_sec - a.tv_sec) * 1000L + (b.tv_nsec - a.tv_nsec) / 1000000L;
+	printf("threads_stop took %ld ms against a 5000 ms wait\n", ms);
+	assert_false(st.poller_running);
+	assert_true(ms < 2500);
+	assert_int_equal(timers_with_signal(st.sig), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +325,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_program_handler_stops_sampling, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_program_timer_stops_sampling, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_scan_says_when_to_look_again, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_cuts_the_poll_wait, setup, teardown),
 	};
 
 	return ra_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

@@ -19,8 +19,51 @@ static void write_notes(FILE *f)
 		fprintf(f, "note %s\n", st.taken_note);
 	if (!st.unwind)
 		fprintf(f, "note ROCPROF_STACKS_UNWIND=0: snapshots answered without frames\n");
+	if (st.sample_part != SAMPLE_ALL)
+		fprintf(f, "note ROCPROF_STACKS_SAMPLE_PART=%s: samples %s (for measuring)\n",
+			st.sample_part == SAMPLE_SIGNAL ? "signal" : "record",
+			st.sample_part == SAMPLE_SIGNAL ? "not taken" : "taken without frames");
 	if (st.too_many)
 		fprintf(f, "note more than %d threads: the others were not seen\n", MAX_THREADS);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The handlers' time over every sample, and its median (a preempted handler
+ * counts its wait): what sampling costs in the program's threads.
+ */
+static void write_sample_time(FILE *f)
+{
+	size_t used = atomic_load(&st.next_record), n = 0;
+	unsigned long long sum = 0;
+	uint64_t *ns;
+
+	if (!st.pool)
+		return;
+	if (used > st.n_records)
+		used = st.n_records;
+	ns = malloc((used ? used : 1) * sizeof(*ns));
+	for (size_t i = 0; i < used; i++) {
+		const struct record *r = record_at(i);
+
+		if (r->kind != RS_KIND_SAMPLE)
+			continue;
+		sum += r->handler_ns;
+		if (ns)
+			ns[n] = r->handler_ns;
+		n++;
+	}
+	if (ns && n)
+		qsort(ns, n, sizeof(*ns), cmp_u64);
+	fprintf(f, "sample_handler_ns %llu %zu %llu\n", sum, n,
+		ns && n ? (unsigned long long)ns[n / 2] : 0ULL);
+	free(ns);
 }
 
 static void write_header(FILE *f)
@@ -38,6 +81,7 @@ static void write_header(FILE *f)
 		st.attach_ns, st.detach_ns);
 	fprintf(f, "dropped %lu\noverruns %lu\n", atomic_load(&st.dropped),
 		atomic_load(&st.overruns));
+	write_sample_time(f);
 	write_notes(f);
 	if (st.py.on)
 		fprintf(f, "python_version %u.%u.%u %s %llx %llx\n", st.py.version >> 24,

@@ -15,6 +15,10 @@
  *   dropped <n>                           records lost to a full buffer
  *   overruns <n>                          timer expiries that sent no signal (the
  *                                         last one was still pending): not sampled
+ *   sample_handler_ns <ns> <n> <p50>      the handlers' time over the n samples, and its
+ *                                         median: each from its first clock read to
+ *                                         after the unwind (CLOCK_MONOTONIC; the signal's
+ *                                         delivery and return are not in it)
  *   note <text>                           optional: why something was not done, or
  *                                         that snapshots were not unwound
  *                                         (ROCPROF_STACKS_UNWIND=0, for measuring)

@@ -60,13 +60,13 @@ static long claim_record(void)
 	return (long)i;
 }
 
-static void take_sample(pid_t tid, siginfo_t *si, void *uc)
+static void take_sample(pid_t tid, siginfo_t *si, void *uc, unsigned long long entry)
 {
 	struct thread *t;
 	struct record *r;
 	long i;
 
-	if (!atomic_load(&st.sampling))
+	if (!atomic_load(&st.sampling) || st.sample_part == SAMPLE_SIGNAL)
 		return;
 	if (si->si_overrun > 0)
 		atomic_fetch_add(&st.overruns, (unsigned long)si->si_overrun);
@@ -77,12 +77,18 @@ static void take_sample(pid_t tid, siginfo_t *si, void *uc)
 	r->tid = tid;
 	r->kind = RS_KIND_SAMPLE;
 	r->ns = now_ns();
-	unwind_into(r, uc);
-	t = thread_of(tid);
-	if (t)
-		py_copy(r, tid, &t->py_tstate);
-	else
+	if (st.sample_part == SAMPLE_RECORD) {
+		r->nframes = r->truncated = 0;
 		r->npy = r->py_truncated = 0;
+	} else {
+		unwind_into(r, uc);
+		t = thread_of(tid);
+		if (t)
+			py_copy(r, tid, &t->py_tstate);
+		else
+			r->npy = r->py_truncated = 0;
+	}
+	r->handler_ns = mono_ns() - entry;
 }
 
 /* A snapshot request (tgkill): answer only if asked, once. */
@@ -126,7 +132,7 @@ void stacks_handler(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	atomic_fetch_add(&st.in_handler, 1);
 	if (si->si_code == SI_TIMER)
-		take_sample(tid, si, uc);
+		take_sample(tid, si, uc, entry);
 	else
 		answer_snapshot(tid, uc, entry);
 	atomic_fetch_sub(&st.in_handler, 1);

@@ -34,6 +34,14 @@
 #define DEFAULT_BUFFER_MB 16
 #define DEFAULT_SNAPSHOT_MS 500
 #define MAX_HZ 10000
+/*
+ * The poller looks for new threads every DEFAULT_POLL_MS while threads come,
+ * go or wait to be armed; after a look that found nothing to do it waits twice
+ * as long, up to MAX_POLL_MS: each look wakes a thread and reads
+ * /proc/self/task, which was most of sampling's cost (bench/README.md).
+ */
+#define DEFAULT_POLL_MS 10
+#define MAX_POLL_MS 100
 
 /* Scans of the poller (10 ms apart) a thread may show the signal blocked before it is
  * taken for one that blocks it (see stacks_threads.c). */
@@ -90,6 +98,7 @@ struct thread {
 	bool has_timer, timer_tried;
 	int blocked_scans; /* poller scans that found the signal blocked in it */
 	bool ended;	   /* gone from /proc/self/task during the window */
+	unsigned seen;	   /* the last scan that listed it */
 	timer_t timer;
 	clockid_t clock;	/* its CPU-time clock */
 	long long cpu0, cpu_ns; /* CPU time at the timer's start; used while sampled, or -1 */
@@ -116,6 +125,8 @@ struct stacks {
 	_Atomic int sampling; /* the handler takes samples only while set */
 	bool unwind;	      /* ROCPROF_STACKS_UNWIND=0: snapshots answer without frames */
 	struct py_state py;
+	int sample_part; /* ROCPROF_STACKS_SAMPLE_PART, for measuring: SAMPLE_* */
+	long poll_ms;	 /* the poller's shortest interval (ROCPROF_STACKS_POLL_MS) */
 	struct sigaction old_action;
 	void (*our_handler)(int, siginfo_t *, void *); /* what sigaction shows while ours */
 	bool installed;
@@ -135,6 +146,13 @@ struct stacks {
 	char note[256];	   /* why something did not happen, for the file */
 	char taken_note[192];
 };
+
+/*
+ * How much of a sample the handler takes (ROCPROF_STACKS_SAMPLE_PART, only for
+ * measuring the parts of the cost, bench/sample_cost.sh): "signal" returns at
+ * once, "record" fills a record without frames; the default, all of it.
+ */
+enum { SAMPLE_ALL, SAMPLE_SIGNAL, SAMPLE_RECORD };
 
 /* What the program did with the tool's signal during the window. */
 enum { TAKEN_NO, TAKEN_HANDLER, TAKEN_TIMER };

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "stacks_proc.h"
@@ -11,11 +12,48 @@
 
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* What one scan has checked already. */
+/* The poller's wait, cut short by threads_stop. */
+static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t poll_cond;
+
+/*
+ * Under the scan lock: each tid's newest entry (its index + 1, 0 free), so that
+ * a scan finds a thread in constant time at any thread count. The handler does
+ * not use it (thread_of).
+ */
+#define TID_SLOTS 4096 /* over 2 x MAX_THREADS: open addressing stays short */
+static int tid_slot[TID_SLOTS];
+static unsigned scan_gen;
+
+/* What one scan has checked already, and what it found. */
 struct scan {
 	bool arm;
 	bool timers_checked;
+	bool busy; /* a thread new, ended, armed, or to be looked at again */
+	unsigned gen;
 };
+
+static unsigned slot_of(pid_t tid)
+{
+	return ((unsigned)tid * 2654435761u) % TID_SLOTS;
+}
+
+static struct thread *lookup(pid_t tid)
+{
+	for (unsigned h = slot_of(tid); tid_slot[h]; h = (h + 1) % TID_SLOTS)
+		if (st.threads[tid_slot[h] - 1].tid == tid)
+			return &st.threads[tid_slot[h] - 1];
+	return NULL;
+}
+
+static void remember(int i)
+{
+	unsigned h = slot_of(st.threads[i].tid);
+
+	while (tid_slot[h] && st.threads[tid_slot[h] - 1].tid != st.threads[i].tid)
+		h = (h + 1) % TID_SLOTS;
+	tid_slot[h] = i + 1;
+}
 
 struct thread *thread_of(pid_t tid)
 {
@@ -31,6 +69,7 @@ void threads_reset(void)
 {
 	pthread_mutex_lock(&scan_lock);
 	atomic_store(&st.n_threads, 0);
+	memset(tid_slot, 0, sizeof(tid_slot));
 	st.n_armed = 0;
 	st.too_many = false;
 	atomic_store(&st.taken, TAKEN_NO);
@@ -54,6 +93,7 @@ static struct thread *add_thread(pid_t tid)
 	t->cpu_ns = -1;
 	atomic_store(&t->snap_record, -1);
 	read_name(tid, t->name, sizeof(t->name));
+	remember(n);
 	/* Published last: the handler reads the table without a lock. */
 	atomic_store(&st.n_threads, n + 1);
 	return t;
@@ -182,12 +222,17 @@ static bool may_sample(void)
 static int see_task(pid_t tid, void *arg)
 {
 	struct scan *sc = arg;
-	struct thread *t = thread_of(tid);
+	struct thread *t = lookup(tid);
 
 	/* A tid seen ended and here again is a new thread. */
-	if (!t || t->ended)
+	if (!t || t->ended) {
 		t = add_thread(tid);
-	if (!t || !sc->arm || t->timer_tried || !may_sample())
+		sc->busy |= t != NULL;
+	}
+	if (!t)
+		return 0;
+	t->seen = sc->gen;
+	if (!sc->arm || t->timer_tried || !may_sample())
 		return 0;
 	/*
 	 * A thread that blocks the signal would only collect it pending. But a new
@@ -195,6 +240,7 @@ static int see_task(pid_t tid, void *arg)
 	 * restores its mask: look again on the next scans (BLOCKED_SCANS, about
 	 * 200 ms) before taking it for one that blocks the signal.
 	 */
+	sc->busy = true;
 	if (sig_in_mask(status_mask(tid, "SigBlk:"), st.sig)) {
 		if (++t->blocked_scans >= BLOCKED_SCANS)
 			t->timer_tried = true;
@@ -207,60 +253,125 @@ static int see_task(pid_t tid, void *arg)
 	return 0;
 }
 
-/* Under the lock: threads gone from /proc/self/task are ended, their timers deleted. */
-static void mark_ended(void)
+static bool task_gone(pid_t tid)
 {
 	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	return access(path, F_OK) != 0;
+}
+
+static void end(struct thread *t)
+{
+	t->ended = true;
+	disarm(t);
+}
+
+/*
+ * Under the lock: a thread the scan's listing did not show has ended if
+ * /proc says so (the listing leaves out the scanning thread itself); the
+ * others cost no system call.
+ */
+static bool end_unseen(unsigned gen)
+{
+	pid_t self = (pid_t)syscall(SYS_gettid);
 	int n = atomic_load(&st.n_threads);
+	bool any = false;
 
 	for (int i = 0; i < n; i++) {
 		struct thread *t = &st.threads[i];
 
-		snprintf(path, sizeof(path), "/proc/self/task/%d", (int)t->tid);
-		if (t->ended || !access(path, F_OK))
+		if (t->ended || t->seen == gen || t->tid == self || !task_gone(t->tid))
 			continue;
-		t->ended = true;
-		disarm(t);
+		end(t);
+		any = true;
 	}
+	return any;
 }
 
-void threads_scan(bool arm)
+/* Under the lock: threads gone from /proc/self/task are ended, their timers deleted. */
+static void mark_ended(void)
+{
+	int n = atomic_load(&st.n_threads);
+
+	for (int i = 0; i < n; i++)
+		if (!st.threads[i].ended && task_gone(st.threads[i].tid))
+			end(&st.threads[i]);
+}
+
+bool threads_scan(bool arm)
 {
 	struct scan sc = {.arm = arm};
 
 	pthread_mutex_lock(&scan_lock);
+	sc.gen = ++scan_gen;
 	if (arm && may_sample() && !signal_ours())
 		give_up(TAKEN_HANDLER);
 	each_task(see_task, &sc);
-	mark_ended();
+	sc.busy |= end_unseen(sc.gen);
 	pthread_mutex_unlock(&scan_lock);
+	return sc.busy;
 }
 
-/* Arms timers for threads created during the window; it takes no signal itself. */
+/* Wait ms, or less if threads_stop comes. */
+static void poll_wait(long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&poll_lock);
+	while (!atomic_load(&st.stop_poller))
+		if (pthread_cond_timedwait(&poll_cond, &poll_lock, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&poll_lock);
+}
+
+/*
+ * Arms timers for threads created during the window; it takes no signal
+ * itself. It looks every poll_ms while threads come, go or wait to be armed,
+ * and less often, up to MAX_POLL_MS, while none does (stacks_state.h).
+ */
 static void *poller_main(void *arg)
 {
-	struct timespec ts = {0, 10000000L};
+	long base = st.poll_ms > 0 ? st.poll_ms : DEFAULT_POLL_MS, ms = base;
 
 	(void)arg;
+	/* Its own name: its CPU time is the tool's, apart from the program's threads'. */
+	pthread_setname_np(pthread_self(), "rocattach-poll");
 	while (!atomic_load(&st.stop_poller)) {
-		threads_scan(true);
-		nanosleep(&ts, NULL);
+		if (threads_scan(true))
+			ms = base;
+		else if (ms < MAX_POLL_MS)
+			ms = ms * 2 < MAX_POLL_MS ? ms * 2 : MAX_POLL_MS;
+		poll_wait(ms);
 	}
 	return NULL;
 }
 
 int threads_start_poller(void)
 {
+	pthread_condattr_t ca;
 	sigset_t all, old;
 	int rc;
 
 	/* The new thread inherits a full mask: no signal of the process lands in it. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&poll_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_store(&st.stop_poller, 0);
 	rc = pthread_create(&st.poller, NULL, poller_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
+		pthread_cond_destroy(&poll_cond);
 		snprintf(st.note, sizeof(st.note), "pthread_create: %s", strerror(rc));
 		return -1;
 	}
@@ -270,9 +381,15 @@ int threads_start_poller(void)
 
 void threads_stop(void)
 {
+	pthread_mutex_lock(&poll_lock);
 	atomic_store(&st.stop_poller, 1);
 	if (st.poller_running)
+		pthread_cond_broadcast(&poll_cond);
+	pthread_mutex_unlock(&poll_lock);
+	if (st.poller_running) {
 		pthread_join(st.poller, NULL);
+		pthread_cond_destroy(&poll_cond);
+	}
 	st.poller_running = false;
 	pthread_mutex_lock(&scan_lock);
 	atomic_store(&st.sampling, 0);
@@ -287,6 +404,7 @@ void threads_atfork_child(void)
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
 	memcpy(&scan_lock, &fresh, sizeof(fresh));
+	memcpy(&poll_lock, &fresh, sizeof(fresh));
 	st.poller_running = false;
 	st.n_armed = 0;
 	atomic_store(&st.n_threads, 0);

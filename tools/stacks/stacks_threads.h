@@ -27,9 +27,10 @@ struct thread *threads_add(pid_t tid);
  * marked (their timers deleted). With arm, and while st.sampling is set, each
  * new thread that does not block the signal gets a timer, unless the program
  * has taken the signal: then every timer of ours is deleted, sampling stops,
- * and st.taken and st.taken_note say why.
+ * and st.taken and st.taken_note say why. True when the poller should look
+ * again soon: a thread was new, ended or armed, or is to be looked at again.
  */
-void threads_scan(bool arm);
+bool threads_scan(bool arm);
 
 /* The helper thread that scans every 10 ms with every signal blocked; -1 (note set) if not. */
 int threads_start_poller(void);

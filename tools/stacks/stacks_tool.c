@@ -107,6 +107,18 @@ static void stacks_atfork_child(void)
 	threads_atfork_child();
 }
 
+/* ROCPROF_STACKS_SAMPLE_PART: only for measuring the parts of a sample's cost. */
+static int sample_part(void)
+{
+	const char *v = getenv("ROCPROF_STACKS_SAMPLE_PART");
+
+	if (v && !strcmp(v, "signal"))
+		return SAMPLE_SIGNAL;
+	if (v && !strcmp(v, "record"))
+		return SAMPLE_RECORD;
+	return SAMPLE_ALL;
+}
+
 /* A fresh window's state; the table is emptied by threads_reset. */
 static void begin_window(void)
 {
@@ -122,6 +134,8 @@ static void begin_window(void)
 	st.note[0] = '\0';
 	st.hz = env_long("ROCPROF_STACKS_HZ", 0, 0, MAX_HZ);
 	st.unwind = env_long("ROCPROF_STACKS_UNWIND", 1, 0, 1);
+	st.sample_part = sample_part();
+	st.poll_ms = env_long("ROCPROF_STACKS_POLL_MS", DEFAULT_POLL_MS, 1, 1000);
 	st.self_tid = (pid_t)syscall(SYS_gettid);
 	atomic_store(&st.sampling, 0);
 	threads_reset();
