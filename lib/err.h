@@ -32,6 +32,8 @@ rocattach_status_t ra_err_set(struct ra_err *e, rocattach_status_t status, const
 rocattach_status_t ra_err_reset(struct ra_err *e, rocattach_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ra_err_clear(struct ra_err *e);
+/* Set e and give -1: a refusal. */
+#define RA_REFUSE(e, st, ...) (ra_err_set((e), (st), __VA_ARGS__), -1)
 /* Add to the message as it is (printf format), status unchanged, as far as it fits. */
 void ra_err_note(struct ra_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -14,9 +14,7 @@
 
 #include "common/late.h"
 #include "err.h"
-
-/* Set e and give -1: a refusal. */
-#define RA_REFUSE(e, st, ...) (ra_err_set((e), (st), __VA_ARGS__), -1)
+#include "late_tool.h"
 
 struct ra_late_plan {
 	char sdk[PATH_MAX]; /* the SDK the tool links, resolved */
@@ -45,13 +43,5 @@ int ra_late_check(const char *procfs, pid_t pid, const char *tools, struct ra_la
 
 /* Does pid map a librocprofiler-register.so copy? (For the hint without --late-start.) */
 bool ra_late_maps_register(const char *procfs, pid_t pid);
-
-/*
- * The SDK that the tool at path links (a DT_NEEDED librocprofiler-sdk.so*),
- * resolved through its DT_RUNPATH (else DT_RPATH, $ORIGIN expanded), then
- * its own directory; checked to be that soname with the entry points.
- * 0 and sdk; 1: the tool links no SDK; -1 with e set.
- */
-int ra_late_tool_sdk(const char *tool, char *sdk, size_t len, struct ra_err *e);
 
 #endif

@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "late_check.h"
+#include "common/late.h"
+#include "late_tool.h"
 #include "symbols.h"
 
 struct dyn_info {
