@@ -76,23 +76,8 @@ step() {
 	fi
 }
 step "format" ./scripts/format.sh --check
-# While the main suite runs, the sanitizer and fuzz trees build in the background at the
-# lowest priority (SCHED_IDLE: they get a core only when no test wants it, so no window
-# of a test is made late by them). Their steps below then find them built. A build that
-# fails here fails again, with its log, in its own step.
-prebuild() {
-	SANITIZE_BUILD_ONLY=1 ./scripts/sanitize.sh address
-	SANITIZE_BUILD_ONLY=1 ./scripts/sanitize.sh thread
-	FUZZ_BUILD_ONLY=1 ./fuzz/run.sh
-}
-idle=()
-chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0)
-"${idle[@]}" nice -n 19 bash -c "$(declare -f prebuild); prebuild" >"$log.prebuild" 2>&1 &
-prebuild_pid=$!
-trap 'kill "$prebuild_pid" 2>/dev/null; rm -f "$log" "$log.prebuild"' EXIT
 step "test suite" bash -c 'cd "${BUILD_DIR:-build}" && ctest --output-on-failure --timeout 300 "$@"' \
 	_ "${args[@]}"
-wait "$prebuild_pid" || echo "== the background builds failed (their steps build again and say why)"
 # The sanitizer suites run one after the other: at once, the extra load made windows
 # late (exit 7) where the tests expect them on time.
 step "ASan+UBSan suite" ./scripts/sanitize.sh address
