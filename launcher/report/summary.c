@@ -113,7 +113,7 @@ static void print_headline(FILE *f, const struct rm_run *r)
 	const struct rm_window *w = rm_last_window(r);
 	struct rm_counts c = rm_count_window(w);
 	size_t other = c.found - c.detached - c.failed - c.exited - c.died - c.lost - c.unreadable -
-		       c.declined;
+		       c.declined - c.late_started;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -135,6 +135,8 @@ static void print_headline(FILE *f, const struct rm_run *r)
 			" (%zu of them attached and detached, with a library of the tool list "
 			"failed)",
 			c.partial);
+	if (c.late_started)
+		fprintf(f, ", %zu late-started (the tools stay until each exits)", c.late_started);
 	/* Every tool declined there: no failure, and not attached. */
 	if (c.declined)
 		fprintf(f, ", declined on %zu", c.declined);
@@ -687,6 +689,7 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 		print_window_line(f, &r->w[i]);
 	print_no_watchdog(f, r);
 	print_tool_outcomes(f, r);
+	rm_print_late_starts(f, r);
 	rm_for_each_failure(r, print_failure, &fo);
 	if (fo.more)
 		fprintf(
