@@ -145,8 +145,8 @@ static bool valid(const struct rn_target *t)
 
 	for (size_t i = 0; tools_ok && i < t->tool_n; i++)
 		tools_ok = t->tools[i] <= ROCATTACH_TOOL_FAILED;
-	return t->state <= RN_LATE_STARTED && t->status < ROCATTACH_STATUS_LAST &&
-	       t->signal >= 0 && t->signal < 65 && tools_ok && t->ls.route <= ROCATTACH_LATE_FAILED &&
+	return t->state <= RN_LATE_STARTED && t->status < ROCATTACH_STATUS_LAST && t->signal >= 0 &&
+	       t->signal < 65 && tools_ok && t->ls.route <= ROCATTACH_LATE_FAILED &&
 	       t->ls.initialized <= 1;
 }
 

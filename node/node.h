@@ -103,18 +103,18 @@ enum rn_state {
 
 /* --late-start's word of one target (rocattach_late_report_t, cut to the wire). */
 struct rn_late {
-	bool tried;	      /* rocattach_late_start was called */
-	int8_t route;	      /* enum rocattach_late_route */
-	int8_t initialized;   /* the SDK's rocprofiler_is_initialized: 1, 0, -1; -2 unknown */
-	uint32_t copies;      /* copies of rocprofiler-register mapped */
-	uint32_t started;     /* copies whose entry point was called */
-	uint64_t planned_ns;  /* the planned start (CLOCK_REALTIME), 0: at once */
-	uint64_t start_ns;    /* the call: its start and end */
+	bool tried;	     /* rocattach_late_start was called */
+	int8_t route;	     /* enum rocattach_late_route */
+	int8_t initialized;  /* the SDK's rocprofiler_is_initialized: 1, 0, -1; -2 unknown */
+	uint32_t copies;     /* copies of rocprofiler-register mapped */
+	uint32_t started;    /* copies whose entry point was called */
+	uint64_t planned_ns; /* the planned start (CLOCK_REALTIME), 0: at once */
+	uint64_t start_ns;   /* the call: its start and end */
 	uint64_t end_ns;
-	uint64_t begin_ns;    /* the target's start thread: its start and end, 0: unknown */
+	uint64_t begin_ns; /* the target's start thread: its start and end, 0: unknown */
 	uint64_t done_ns;
-	uint64_t pause_ns;    /* how long one application thread was stopped */
-	char sdk[256];	      /* the SDK pinned, "" if none (cut to 255 bytes) */
+	uint64_t pause_ns; /* how long one application thread was stopped */
+	char sdk[256];	   /* the SDK pinned, "" if none (cut to 255 bytes) */
 };
 
 /* Tool outcomes kept per target (enum rocattach_tool_outcome), one per library of the list. */

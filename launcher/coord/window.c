@@ -207,7 +207,8 @@ static void count_refusal(const struct rm_win *w, const struct rn_target *t, str
 	}
 	r->other++;
 	r->tool_failed += rn_tool_failed(t);
-	/* Without --inject a target without a listener can never attach (a late start needs none). */
+	/* Without --inject a target without a listener can never attach (a late start needs none).
+	 */
 	r->no_listener +=
 	    t->state == RN_ATTACH_FAILED && !t->listener && !w->o->inject && !w->o->late_start;
 }

@@ -480,8 +480,7 @@ static int check_stacks(struct rm_opts *o, bool d_given, bool windows_given, cha
  * exits (ROCPROF_ATTACH_DURATION is ignored). Nothing that ends a window, or
  * loads another tool, goes with it.
  */
-static int check_late(struct rm_opts *o, bool d_given, bool windows_given, char *err,
-		      size_t len)
+static int check_late(struct rm_opts *o, bool d_given, bool windows_given, char *err, size_t len)
 {
 	const char *with = d_given	   ? "-d"
 			   : windows_given ? "--windows"

@@ -403,8 +403,8 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		 * completed one and exited after: as the headline counts them.
 		 */
 		if (t->state == RN_ATTACHED || t->state == RN_DETACHED ||
-		    t->state == RN_LATE_STARTED || t->state == RN_DETACH_FAILED || t->state == RN_DIED_ATTACHED ||
-		    (t->state == RN_EXITED && t->windows > 0))
+		    t->state == RN_LATE_STARTED || t->state == RN_DETACH_FAILED ||
+		    t->state == RN_DIED_ATTACHED || (t->state == RN_EXITED && t->windows > 0))
 			c->attached++;
 		c->failed += rm_failed(t);
 		/* A target where a library of the list failed is in failed only: they partition. */
