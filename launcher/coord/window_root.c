@@ -195,7 +195,8 @@ static bool root_decides(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 	if (w->empty_stop) {
 		/* Nothing attached: no tool runs anywhere, so the stop is now (window.h). */
 		w->empty_stop = false;
-		snprintf(m->reason, sizeof(m->reason), "nothing attached");
+		snprintf(m->reason, sizeof(m->reason), "%s",
+			 w->o->late_start ? "late starts done" : "nothing attached");
 		/* Not before the start: the window's length stays known. */
 		m->stop_ns =
 		    rm_win_rt(w, now + STOP_MARGIN_NS > start ? now + STOP_MARGIN_NS : start);
@@ -343,7 +344,7 @@ static void hold_root(struct rm_win *w, int wi, const uint64_t when[2], struct r
 
 	if (wake)
 		wake -= STOP_MARGIN_NS;
-	else if (wi == 1)
+	else if (wi == 1 && !w->o->late_start)
 		rm_say(w->self,
 		       "window 1 has no duration (-d): press Enter to end it (mpirun passes its "
 		       "input to rank 0), or send SIGUSR1 to mpirun; it ends by itself after "
@@ -436,7 +437,8 @@ static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct r
 		detached += w->roster->peers[r].lost ? 0 : w->roster->peers[r].detached;
 	rm_progress_detached(line, sizeof(line), wi, detached, w->total_targets,
 			     rm_win_mono(w, m->stop_ns), ra_monotonic_ns());
-	rm_say(w->self, "%s", line);
+	if (!w->o->late_start) /* nothing to detach: the tools stay */
+		rm_say(w->self, "%s", line);
 }
 
 void rm_run_windows(struct rm_win *w)

@@ -309,7 +309,11 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 		return;
 	}
 	if (!s.n) {
-		fprintf(f, "no target attached");
+		/* A late start attaches nothing: its own lines follow (summary_late.c). */
+		fprintf(f, "%s",
+			w->stop_reason && !strcmp(w->stop_reason, "late starts done")
+			    ? "nothing attached or detached (late starts)"
+			    : "no target attached");
 		if (lost)
 			fprintf(f, " (%zu node%s lost)", lost, lost == 1 ? "" : "s");
 		fputc('\n', f);
