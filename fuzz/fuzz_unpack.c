@@ -54,7 +54,7 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	take(r, t->topo.cpus, 8);
 	take(r, t->topo.gpus, 24);
 	t->topo.n_cpus = (int)take_u64(r);
-	t->state = (enum rn_state)(take_u64(r) % (RN_DECLINED + 3));
+	t->state = (enum rn_state)(take_u64(r) % (RN_LATE_STARTED + 3));
 	t->status = (rocattach_status_t)(take_u64(r) % (ROCATTACH_STATUS_LAST + 2));
 	t->agent_status = (int)take_u64(r);
 	t->windows = (int)take_u64(r);
@@ -68,6 +68,13 @@ static void fill_target(struct reader *r, struct rn_target *t)
 	t->timed_out = take_u64(r) & 1;
 	t->tool_n = (uint8_t)(take_u64(r) % (RN_TOOLS_MAX + 3));
 	take(r, t->tools, 8); /* outcomes past 3 are undefined: unpack must refuse them */
+	/* --late-start's word: route and initialized may be out of range too. */
+	t->ls.tried = take_u64(r) & 1;
+	t->ls.route = (int8_t)(take_u64(r) % 6);
+	t->ls.initialized = (int8_t)((int)(take_u64(r) % 5) - 2);
+	t->ls.copies = (uint32_t)take_u64(r);
+	t->ls.begin_ns = take_u64(r);
+	take(r, t->ls.sdk, 16);
 }
 
 static void check_target(const struct rn_target *t)
@@ -80,6 +87,7 @@ static void check_target(const struct rn_target *t)
 	FUZZ_CHECK(strnlen(t->topo.cpus, sizeof(t->topo.cpus)) < sizeof(t->topo.cpus));
 	FUZZ_CHECK(strnlen(t->topo.numa, sizeof(t->topo.numa)) < sizeof(t->topo.numa));
 	FUZZ_CHECK(strnlen(t->topo.gpus, sizeof(t->topo.gpus)) < sizeof(t->topo.gpus));
+	FUZZ_CHECK(strnlen(t->ls.sdk, sizeof(t->ls.sdk)) < sizeof(t->ls.sdk));
 	FUZZ_CHECK(strcmp(rn_state_name(t->state), "unknown"));
 	j = rn_target_to_json(t);
 	FUZZ_CHECK(j);
@@ -98,7 +106,10 @@ static bool same(const struct rn_target *a, const struct rn_target *b)
 	       !memcmp(a->tools, b->tools, sizeof(a->tools)) &&
 	       a->attach_end_ns == b->attach_end_ns && a->detach_tool_ns == b->detach_tool_ns &&
 	       !strcmp(a->exe, b->exe) && !strcmp(a->message, b->message) &&
-	       !strcmp(a->topo.gpus, b->topo.gpus);
+	       !strcmp(a->topo.gpus, b->topo.gpus) && a->ls.tried == b->ls.tried &&
+	       a->ls.route == b->ls.route && a->ls.initialized == b->ls.initialized &&
+	       a->ls.copies == b->ls.copies && a->ls.begin_ns == b->ls.begin_ns &&
+	       !strcmp(a->ls.sdk, b->ls.sdk);
 }
 
 /* Unpack buf; if accepted, check it and that it packs back the same. 0 if accepted. */
@@ -134,8 +145,9 @@ static bool valid(const struct rn_target *t)
 
 	for (size_t i = 0; tools_ok && i < t->tool_n; i++)
 		tools_ok = t->tools[i] <= ROCATTACH_TOOL_FAILED;
-	return t->state <= RN_DECLINED && t->status < ROCATTACH_STATUS_LAST && t->signal >= 0 &&
-	       t->signal < 65 && tools_ok;
+	return t->state <= RN_LATE_STARTED && t->status < ROCATTACH_STATUS_LAST && t->signal >= 0 &&
+	       t->signal < 65 && tools_ok && t->ls.route <= ROCATTACH_LATE_FAILED &&
+	       t->ls.initialized <= 1;
 }
 
 static void recipe(const uint8_t *data, size_t size)
@@ -172,6 +184,7 @@ static void recipe(const uint8_t *data, size_t size)
 			t[i].exe[sizeof(t[i].exe) - 1] = '\0';
 			t[i].message[sizeof(t[i].message) - 1] = '\0';
 			t[i].topo.gpus[sizeof(t[i].topo.gpus) - 1] = '\0';
+			t[i].ls.sdk[sizeof(t[i].ls.sdk) - 1] = '\0';
 			FUZZ_CHECK(same(&t[i], &back[i]));
 		}
 		if (all_valid)

@@ -12,6 +12,7 @@
  */
 #include <jansson.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,5 +83,43 @@ json_t *rn_late_json(const rocattach_late_report_t *r)
 	json_object_set_new(o, "pause_ns",
 			    ran ? json_integer((json_int_t)r->pause_ns) : json_null());
 	json_object_set_new(o, "message", rn_json_str(r->message, sizeof(r->message)));
+	return o;
+}
+
+static json_t *ns_or_null(uint64_t ns)
+{
+	return ns ? json_integer((json_int_t)ns) : json_null();
+}
+
+/*
+ * A target's record of rocattach-mpi --late-start: the object rocattach
+ * prints (rn_late_json), rebuilt from the record's fields (the SDK's path cut
+ * to 255 bytes), with the planned start and the times around it.
+ */
+json_t *rn_target_late_json(const struct rn_target *t)
+{
+	rocattach_late_report_t *r = calloc(1, sizeof(*r));
+	json_t *o = NULL;
+
+	if (!r)
+		return NULL;
+	r->size = sizeof(*r);
+	r->status = t->state == RN_LATE_STARTED ? 0 : (t->status ? t->status : 1);
+	r->route = t->ls.route;
+	r->initialized = t->ls.initialized;
+	r->register_copies = t->ls.copies;
+	r->register_started = t->ls.started;
+	r->pause_ns = t->ls.pause_ns;
+	snprintf(r->sdk, sizeof(r->sdk), "%s", t->ls.sdk);
+	snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(t->message), t->message);
+	o = rn_late_json(r);
+	free(r);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "planned_start_ns", ns_or_null(t->ls.planned_ns));
+	json_object_set_new(o, "call_start_ns", ns_or_null(t->ls.start_ns));
+	json_object_set_new(o, "call_end_ns", ns_or_null(t->ls.end_ns));
+	json_object_set_new(o, "thread_begin_ns", ns_or_null(t->ls.begin_ns));
+	json_object_set_new(o, "thread_done_ns", ns_or_null(t->ls.done_ns));
 	return o;
 }

@@ -94,6 +94,27 @@ enum rn_state {
 	 * cannot tell it from a failure (docs/report.md).
 	 */
 	RN_DECLINED,
+	/*
+	 * --late-start: the start ran and the SDK says it initialized. The
+	 * tools stay until the process exits: never detached (rn_late).
+	 */
+	RN_LATE_STARTED,
+};
+
+/* --late-start's word of one target (rocattach_late_report_t, cut to the wire). */
+struct rn_late {
+	bool tried;	     /* rocattach_late_start was called */
+	int8_t route;	     /* enum rocattach_late_route */
+	int8_t initialized;  /* the SDK's rocprofiler_is_initialized: 1, 0, -1; -2 unknown */
+	uint32_t copies;     /* copies of rocprofiler-register mapped */
+	uint32_t started;    /* copies whose entry point was called */
+	uint64_t planned_ns; /* the planned start (CLOCK_REALTIME), 0: at once */
+	uint64_t start_ns;   /* the call: its start and end */
+	uint64_t end_ns;
+	uint64_t begin_ns; /* the target's start thread: its start and end, 0: unknown */
+	uint64_t done_ns;
+	uint64_t pause_ns; /* how long one application thread was stopped */
+	char sdk[256];	   /* the SDK pinned, "" if none (cut to 255 bytes) */
 };
 
 /* Tool outcomes kept per target (enum rocattach_tool_outcome), one per library of the list. */
@@ -151,6 +172,7 @@ struct rn_target {
 	 * at once (rn_window_stop). 0: not late.
 	 */
 	uint64_t late_ns;
+	struct rn_late ls; /* --late-start's word (ls.tried) */
 };
 
 /*
@@ -207,6 +229,11 @@ struct rn_pool_opts {
 	 */
 	uint64_t planned_stop_ns;
 	bool inject; /* load the agent into targets without a listener */
+	/*
+	 * --late-start: each worker waits for start_ns, then calls
+	 * rocattach_late_start (no detach ever: RN_LATE_STARTED, or a failure).
+	 */
+	bool late_start;
 	/*
 	 * The longest one remote call into a target may take (ms; 0: the
 	 * library's default, 10000). rn_detach_all also retries a stopped target

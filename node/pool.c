@@ -237,6 +237,66 @@ static void pool_attach(struct rn_target *t, const struct rn_pool_opts *o)
 	}
 }
 
+static bool still_stopped(pid_t pid);
+
+/* A late start's report into t's record (the wire's widths). */
+static void late_record(struct rn_target *t, const rocattach_late_report_t *r)
+{
+	t->ls.route = (int8_t)r->route;
+	t->ls.initialized = (int8_t)r->initialized;
+	t->ls.copies = r->register_copies;
+	t->ls.started = r->register_started;
+	t->ls.start_ns = r->start_ns;
+	t->ls.end_ns = r->end_ns;
+	t->ls.begin_ns = r->begin_ns;
+	t->ls.done_ns = r->done_ns;
+	t->ls.pause_ns = r->pause_ns;
+	snprintf(t->ls.sdk, sizeof(t->ls.sdk), "%.*s", (int)sizeof(t->ls.sdk) - 1, r->sdk);
+	copy_message(t, r->message);
+}
+
+/*
+ * --late-start: at the planned start, the pre-checks and the start. ok only
+ * when the SDK says it initialized; a process with a listener is not
+ * late-started (it takes the normal attach: run without --late-start).
+ */
+static void pool_late(struct rn_target *t, const struct rn_pool_opts *o)
+{
+	const char *env_buf[TARGET_ENV_MAX];
+	char pid_kv[48];
+	rocattach_opts_t ro = {.size = sizeof(ro),
+			       .tool_libraries = o->tools,
+			       .env = target_env(t, o, env_buf, pid_kv, sizeof(pid_kv)),
+			       .call_timeout_ms = o->call_timeout_ms};
+	rocattach_late_report_t rep = {.size = sizeof(rep)};
+	rocattach_status_t st;
+
+	if (o->start_ns)
+		ra_sleep_until_monotonic(ra_monotonic_of_realtime(o->start_ns));
+	st = rocattach_late_start(t->pid, &ro, &rep);
+	memset(&t->ls, 0, sizeof(t->ls));
+	t->ls.tried = true;
+	t->ls.planned_ns = o->start_ns;
+	late_record(t, &rep);
+	t->status = st;
+	if (st == ROCATTACH_STATUS_SUCCESS && rep.route == ROCATTACH_LATE_STARTED &&
+	    rep.initialized == 1)
+		t->state = RN_LATE_STARTED;
+	else if (st == ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND)
+		t->state = RN_EXITED;
+	else if (rep.route == ROCATTACH_LATE_REFUSED && still_stopped(t->pid))
+		t->state = RN_STOPPED; /* refused, nothing touched: left stopped */
+	else
+		t->state = RN_ATTACH_FAILED;
+	if (t->state != RN_LATE_STARTED && !t->status)
+		t->status = ROCATTACH_STATUS_ERROR;
+	if (rep.route == ROCATTACH_LATE_ATTACHABLE)
+		snprintf(t->message, sizeof(t->message),
+			 "process %d has a listener (started with ROCP_TOOL_ATTACH=1): not "
+			 "late-started; attach it without --late-start",
+			 (int)t->pid);
+}
+
 static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)
 {
 	rocattach_opts_t ro = {
@@ -295,7 +355,9 @@ static void *pool_worker(void *arg)
 	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
 		if ((p->only && !p->only[i]) || !wanted(&p->t[i], p->attach))
 			continue;
-		if (p->attach)
+		if (p->attach && p->o->late_start)
+			pool_late(&p->t[i], p->o);
+		else if (p->attach)
 			pool_attach(&p->t[i], p->o);
 		else
 			pool_detach(&p->t[i], p->o);

@@ -13,6 +13,7 @@
 
 #include <rocattach/tool.h>
 
+#include "late_json.h"
 #include "node.h"
 
 static const char *const state_names[] = {
@@ -25,6 +26,7 @@ static const char *const state_names[] = {
     [RN_STOPPED] = "stopped",
     [RN_DIED_ATTACHED] = "died_attached",
     [RN_DECLINED] = "declined",
+    [RN_LATE_STARTED] = "late_started",
 };
 
 const char *rn_state_name(enum rn_state s)
@@ -280,6 +282,8 @@ static int set_results(json_t *o, const struct rn_target *t)
 				  t->late_ns ? json_integer((json_int_t)t->late_ns) : json_null());
 	rc |= json_object_set_new(o, "watchdog", json_boolean(t->watchdog));
 	rc |= json_object_set_new(o, "tools", tools_json(t));
+	if (t->ls.tried)
+		rc |= json_object_set_new(o, "late_start", rn_target_late_json(t));
 	return rc;
 }
 

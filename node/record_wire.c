@@ -16,7 +16,10 @@
  *     char message[512];
  *     int32 signal; uint64 died_ns;
  *     int32 flags (bit 0 watchdog, 1 timed_out, 2 self_detached);
- *     uint8 tool_n; uint8 tools[64]; uint64 late_ns; uint64 attach_call_ns
+ *     uint8 tool_n; uint8 tools[64]; uint64 late_ns; uint64 attach_call_ns;
+ *     --late-start (struct rn_late): int32 tried, route, initialized;
+ *     uint32 copies, started; uint64 planned_ns, start_ns, end_ns, begin_ns,
+ *     done_ns, pause_ns; char sdk[256]
  * Strings are NUL-padded to their width. Changing any of this means a new
  * version.
  */
@@ -33,12 +36,13 @@
 #include "node.h"
 
 #define REC_MAGIC "RNREC1\0\0"
-#define REC_VERSION 8u
+#define REC_VERSION 9u
 #define REC_HOST 256
 #define REC_HDR_SIZE (8 + 4 + 4 + REC_HOST)
 #define REC_ENTRY_SIZE                                                                             \
 	(5 * 8 + 64 + 64 + 4 + 4 + 64 + 32 + 128 + 4 + 4 * 4 + 7 * 8 + 4 + 512 + 4 + 8 + 4 + 1 +   \
-	 RN_TOOLS_MAX + 8 + 8)
+	 RN_TOOLS_MAX + 8 + 8 + REC_LATE_SIZE)
+#define REC_LATE_SIZE (5 * 4 + 6 * 8 + 256)
 
 /* The wire widths are fixed; a header change must come with a new version. */
 _Static_assert(sizeof(((struct rn_target *)0)->exe) == 64, "exe width is on the wire");
@@ -47,6 +51,7 @@ _Static_assert(sizeof(((struct rn_topo *)0)->cpus) == 64, "cpus width is on the 
 _Static_assert(sizeof(((struct rn_topo *)0)->numa) == 32, "numa width is on the wire");
 _Static_assert(sizeof(((struct rn_topo *)0)->gpus) == 128, "gpus width is on the wire");
 _Static_assert(sizeof(((struct rn_target *)0)->message) == 512, "message width is on the wire");
+_Static_assert(sizeof(((struct rn_late *)0)->sdk) == 256, "sdk width is on the wire");
 
 /* ------------------------------------------------------------------------ */
 /* Packing. */
@@ -83,6 +88,22 @@ static unsigned char *put_str(unsigned char *p, const char *s, size_t width)
 	return p + width;
 }
 
+static unsigned char *pack_late(unsigned char *p, const struct rn_late *l)
+{
+	p = put_i32(p, l->tried);
+	p = put_i32(p, l->route);
+	p = put_i32(p, l->initialized);
+	p = put(p, &l->copies, sizeof(l->copies));
+	p = put(p, &l->started, sizeof(l->started));
+	p = put_u64(p, l->planned_ns);
+	p = put_u64(p, l->start_ns);
+	p = put_u64(p, l->end_ns);
+	p = put_u64(p, l->begin_ns);
+	p = put_u64(p, l->done_ns);
+	p = put_u64(p, l->pause_ns);
+	return put_str(p, l->sdk, sizeof(l->sdk));
+}
+
 static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 {
 	p = put_i64(p, t->pid);
@@ -117,7 +138,8 @@ static unsigned char *pack_target(unsigned char *p, const struct rn_target *t)
 	p = put(p, &t->tool_n, 1);
 	p = put(p, t->tools, sizeof(t->tools));
 	p = put_u64(p, t->late_ns);
-	return put_u64(p, t->attach_call_ns);
+	p = put_u64(p, t->attach_call_ns);
+	return pack_late(p, &t->ls);
 }
 
 /* Returns 0 when n cannot be represented (count is 32 bits). */
@@ -170,6 +192,32 @@ static const unsigned char *unpack_ids(const unsigned char *p, struct rn_target 
 	return p;
 }
 
+/* --late-start's word: its values must be the library's (rocattach.h). */
+static int unpack_late(const unsigned char *p, struct rn_late *l)
+{
+	int32_t tried, route, init;
+
+	p = get(p, &tried, sizeof(tried));
+	p = get(p, &route, sizeof(route));
+	p = get(p, &init, sizeof(init));
+	p = get(p, &l->copies, sizeof(l->copies));
+	p = get(p, &l->started, sizeof(l->started));
+	p = get(p, &l->planned_ns, sizeof(uint64_t));
+	p = get(p, &l->start_ns, sizeof(uint64_t));
+	p = get(p, &l->end_ns, sizeof(uint64_t));
+	p = get(p, &l->begin_ns, sizeof(uint64_t));
+	p = get(p, &l->done_ns, sizeof(uint64_t));
+	p = get(p, &l->pause_ns, sizeof(uint64_t));
+	get_str(p, l->sdk, sizeof(l->sdk));
+	if (tried < 0 || tried > 1 || route < ROCATTACH_LATE_REFUSED ||
+	    route > ROCATTACH_LATE_FAILED || init < -2 || init > 1)
+		return -1;
+	l->tried = tried;
+	l->route = (int8_t)route;
+	l->initialized = (int8_t)init;
+	return 0;
+}
+
 /* Enums and the bool must hold a value this version defines. */
 static int unpack_target(const unsigned char *p, struct rn_target *t)
 {
@@ -203,8 +251,10 @@ static int unpack_target(const unsigned char *p, struct rn_target *t)
 	p = get(p, &t->tool_n, 1);
 	p = get(p, t->tools, sizeof(t->tools));
 	p = get(p, &t->late_ns, sizeof(uint64_t));
-	get(p, &t->attach_call_ns, sizeof(uint64_t));
-	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_DECLINED ||
+	p = get(p, &t->attach_call_ns, sizeof(uint64_t));
+	if (unpack_late(p, &t->ls))
+		return -1;
+	if ((listener != 0 && listener != 1) || state < RN_FOUND || state > RN_LATE_STARTED ||
 	    status < 0 || status >= ROCATTACH_STATUS_LAST || side < ROCATTACH_SIDE_UNKNOWN ||
 	    side > ROCATTACH_SIDE_ROCM || bounds < 0 || bounds > 3 || sig < 0 || sig >= 65 ||
 	    flags < 0 || flags > 7 || t->tool_n > RN_TOOLS_MAX)

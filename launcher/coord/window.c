@@ -101,6 +101,7 @@ static struct rn_pool_opts pool_opts(const struct rm_win *w)
 {
 	struct rn_pool_opts p = {.tools = w->o->tools,
 				 .inject = w->o->inject,
+				 .late_start = w->o->late_start,
 				 .call_timeout_ms = (unsigned)w->o->call_timeout_ms};
 
 	if (rm_stacks_on(w->o) && w->part->stacks.dir[0]) {
@@ -183,7 +184,7 @@ static bool *tried_now(const struct rm_win *w)
  */
 static void count_refusal(const struct rm_win *w, const struct rn_target *t, struct rm_ready *r)
 {
-	if (t->state == RN_ATTACHED)
+	if (t->state == RN_ATTACHED || t->state == RN_LATE_STARTED)
 		return;
 	if (t->state == RN_EXITED) {
 		r->gone++;
@@ -206,8 +207,10 @@ static void count_refusal(const struct rm_win *w, const struct rn_target *t, str
 	}
 	r->other++;
 	r->tool_failed += rn_tool_failed(t);
-	/* Without --inject a target without a listener can never attach. */
-	r->no_listener += t->state == RN_ATTACH_FAILED && !t->listener && !w->o->inject;
+	/* Without --inject a target without a listener can never attach (a late start needs none).
+	 */
+	r->no_listener +=
+	    t->state == RN_ATTACH_FAILED && !t->listener && !w->o->inject && !w->o->late_start;
 }
 
 /* when: the start and the send time, in this rank's clock. Returns how the attaches went. */

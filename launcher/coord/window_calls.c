@@ -34,6 +34,12 @@
  * tool_attach returns within it. Only their word of the attaches waits.
  */
 #define ATTACH_WAIT_NS 500000000ull
+/*
+ * --late-start: each call runs the pre-checks and the start in the target,
+ * up to --call-timeout: this rank waits for them all (rank 0 ends the window
+ * on their word), but never past the parent's wait for the word (10 s).
+ */
+#define LATE_WAIT_MAX_NS 9000000000ull
 
 /*
  * The detaches run on a helper thread while this one answers signals: each
@@ -128,8 +134,11 @@ static void attach_wait(struct rm_win *w, uint64_t until_mono)
 int rm_attaches(struct rm_win *w, struct rn_pool_opts *p, uint64_t start_mono, uint64_t stop_mono)
 {
 	uint64_t until = start_mono + ATTACH_WAIT_NS;
+	uint64_t late = (uint64_t)w->o->call_timeout_ms * RA_NS_PER_MS + ATTACH_WAIT_NS;
 	int short_by = 0;
 
+	if (w->o->late_start)
+		until = start_mono + (late < LATE_WAIT_MAX_NS ? late : LATE_WAIT_MAX_NS);
 	if (stop_mono && until > stop_mono)
 		until = stop_mono;
 	w->self->win = rn_window_open(w->self->t, w->self->n, p, &short_by);

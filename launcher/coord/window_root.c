@@ -64,6 +64,19 @@ static void say_empty(struct rm_win *w, int wi, const struct rm_ready *s)
 		   : "");
 }
 
+/* --late-start's word: what started; the tools stay (the summary has each node's figures). */
+static void say_late(struct rm_win *w, const struct rm_ready *s, long long pending)
+{
+	long long not = s->held + s->differ + s->declined + s->other + s->gone + pending;
+	long long all = (long long)w->total_targets;
+
+	rm_say(w->self,
+	       "late start: %lld of %lld targets started (%lld failed or refused, %lld ended, "
+	       "%lld still in their call); the tools stay until each process exits",
+	       all > not ? all - not : 0, all, s->held + s->differ + s->declined + s->other,
+	       s->gone, pending);
+}
+
 static void attach_outcome(struct rm_win *w, int wi, uint64_t since, bool partial)
 {
 	struct rm_ready s = {0};
@@ -94,13 +107,17 @@ static void attach_outcome(struct rm_win *w, int wi, uint64_t since, bool partia
 	w->tool_stop = !s.attached && !pending &&
 		       (s.tool_failed || (s.declined && !s.held && !s.differ && !s.other));
 	w->listener_stop = !s.attached && !pending && !w->tool_stop && s.no_listener;
-	w->empty_stop = !s.attached && !pending && !partial;
+	/* Late starts have no end: once their word is in, the window ends (a call left runs on). */
+	w->empty_stop = !s.attached && (!pending || w->o->late_start) && !partial;
 	if (partial)
 		w->tool_stop = w->listener_stop = false;
 	rm_progress_attached(line, sizeof(line), wi, s.attached, w->total_targets,
 			     rm_win_mono(w, since), ra_monotonic_ns());
-	rm_say(w->self, "%s", line);
-	if (w->empty_stop)
+	if (w->o->late_start)
+		say_late(w, &s, pending);
+	else
+		rm_say(w->self, "%s", line);
+	if (w->empty_stop && !w->o->late_start)
 		say_empty(w, wi, &s);
 	if (pending)
 		rm_say(w->self,
@@ -178,7 +195,8 @@ static bool root_decides(struct rm_win *w, uint64_t start_ns, struct rm_halt *m)
 	if (w->empty_stop) {
 		/* Nothing attached: no tool runs anywhere, so the stop is now (window.h). */
 		w->empty_stop = false;
-		snprintf(m->reason, sizeof(m->reason), "nothing attached");
+		snprintf(m->reason, sizeof(m->reason), "%s",
+			 w->o->late_start ? "late starts done" : "nothing attached");
 		/* Not before the start: the window's length stays known. */
 		m->stop_ns =
 		    rm_win_rt(w, now + STOP_MARGIN_NS > start ? now + STOP_MARGIN_NS : start);
@@ -326,7 +344,7 @@ static void hold_root(struct rm_win *w, int wi, const uint64_t when[2], struct r
 
 	if (wake)
 		wake -= STOP_MARGIN_NS;
-	else if (wi == 1)
+	else if (wi == 1 && !w->o->late_start)
 		rm_say(w->self,
 		       "window 1 has no duration (-d): press Enter to end it (mpirun passes its "
 		       "input to rank 0), or send SIGUSR1 to mpirun; it ends by itself after "
@@ -419,7 +437,8 @@ static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct r
 		detached += w->roster->peers[r].lost ? 0 : w->roster->peers[r].detached;
 	rm_progress_detached(line, sizeof(line), wi, detached, w->total_targets,
 			     rm_win_mono(w, m->stop_ns), ra_monotonic_ns());
-	rm_say(w->self, "%s", line);
+	if (!w->o->late_start) /* nothing to detach: the tools stay */
+		rm_say(w->self, "%s", line);
 }
 
 void rm_run_windows(struct rm_win *w)

@@ -54,6 +54,7 @@ enum {
 	OPT_PPROF,
 	OPT_SPEEDSCOPE,
 	OPT_DETAIL,
+	OPT_LATE_START,
 };
 
 static const struct option long_opts[] = {
@@ -78,6 +79,7 @@ static const struct option long_opts[] = {
     {"gather-slots", required_argument, NULL, OPT_GATHER_SLOTS},
     {"fanout", required_argument, NULL, OPT_FANOUT},
     {"inject", no_argument, NULL, OPT_INJECT},
+    {"late-start", no_argument, NULL, OPT_LATE_START},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"report", required_argument, NULL, OPT_REPORT},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
@@ -285,6 +287,9 @@ static int one_opt(int c, struct rm_opts *o, char *err, size_t len)
 	case OPT_INJECT:
 		o->inject = true;
 		return 0;
+	case OPT_LATE_START:
+		o->late_start = true;
+		return 0;
 	case OPT_DRY_RUN:
 		o->dry_run = true;
 		return 0;
@@ -470,6 +475,32 @@ static int check_stacks(struct rm_opts *o, bool d_given, bool windows_given, cha
 	return 0;
 }
 
+/*
+ * --late-start is one window with no end: the tools stay until each process
+ * exits (ROCPROF_ATTACH_DURATION is ignored). Nothing that ends a window, or
+ * loads another tool, goes with it.
+ */
+static int check_late(struct rm_opts *o, bool d_given, bool windows_given, char *err, size_t len)
+{
+	const char *with = d_given	   ? "-d"
+			   : windows_given ? "--windows"
+			   : o->stacks	   ? "--stacks"
+			   : o->sample_hz  ? "--sample"
+			   : o->inject	   ? "--inject"
+					   : NULL;
+
+	if (!o->late_start)
+		return 0;
+	if (!with) {
+		o->duration_ms = -1; /* ROCPROF_ATTACH_DURATION has nothing to end */
+		return 0;
+	}
+	return bad(err, len,
+		   "--late-start cannot go with %s: a late start has no end and loads the tool "
+		   "given with -t (or rocprofv3's); drop %s",
+		   with, with);
+}
+
 int rm_opts_check_outputs(const struct rm_opts *o, char *err, size_t len)
 {
 	if (ra_outpath_check(o->report, "--report", err, len) ||
@@ -519,7 +550,8 @@ int rm_opts_parse(int argc, char **argv, struct rm_opts *o, char *err, size_t le
 		return 0;
 	if (rp3_check(&o->rp3, getenv("ROCPROFILER_PC_SAMPLING_BETA_ENABLED") != NULL, err, len))
 		return -1;
-	if (check_stacks(o, d_given, windows_given, err, len))
+	if (check_late(o, d_given, windows_given, err, len) ||
+	    check_stacks(o, d_given, windows_given, err, len))
 		return -1;
 	return validate(o, err, len);
 }

@@ -73,6 +73,11 @@ struct rm_opts {
 	bool flame_per_rank;	/* --flamegraph-per-rank: and one SVG per rank */
 	const char *pprof;	/* --pprof: the samples as a gzipped pprof profile (rank 0) */
 	const char *speedscope; /* --speedscope: the samples as speedscope JSON (rank 0) */
+	/*
+	 * --late-start: one window with no end; every worker late-starts its
+	 * targets at the planned start (rocattach_late_start) and never detaches.
+	 */
+	bool late_start;
 	int verbose;
 	bool help, version;
 	struct rp3_opts rp3; /* rocprofv3's options, by its names (rank 0 only) */

@@ -238,6 +238,7 @@ char *rm_plan_encode(const struct rm_opts *o)
 		return NULL;
 	}
 	if (json_object_set_new(j, "stacks", json_boolean(o->stacks)) ||
+	    json_object_set_new(j, "late_start", json_boolean(o->late_start)) ||
 	    json_object_set_new(j, "sample_hz", json_integer(o->sample_hz)) ||
 	    json_object_set_new(j, "pprof", str_or_null(o->pprof)) ||
 	    json_object_set_new(j, "speedscope", str_or_null(o->speedscope)) ||
@@ -364,6 +365,7 @@ int rm_plan_decode(const char *text, struct rm_opts *o, struct rm_plan *p, char 
 	o->help = b[5];
 	o->version = b[6];
 	o->stacks = json_is_true(json_object_get(j, "stacks"));
+	o->late_start = json_is_true(json_object_get(j, "late_start"));
 	o->sample_hz = (int)json_integer_value(json_object_get(j, "sample_hz"));
 	if (o->sample_hz < 0 || o->sample_hz > 10000) {
 		snprintf(err, len, "rank 0's plan has a field of the wrong form");

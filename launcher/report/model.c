@@ -30,7 +30,7 @@
 /* Clean: attached, then detached, nothing failed. An exit, even after a window, is kept. */
 bool rm_clean(const struct rn_target *t)
 {
-	return t->state == RN_DETACHED && !rm_failed(t);
+	return (t->state == RN_DETACHED || t->state == RN_LATE_STARTED) && !rm_failed(t);
 }
 
 /* The one rule, on the nodes (before the wire) and on rank 0 (while writing). */
@@ -403,8 +403,8 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		 * completed one and exited after: as the headline counts them.
 		 */
 		if (t->state == RN_ATTACHED || t->state == RN_DETACHED ||
-		    t->state == RN_DETACH_FAILED || t->state == RN_DIED_ATTACHED ||
-		    (t->state == RN_EXITED && t->windows > 0))
+		    t->state == RN_LATE_STARTED || t->state == RN_DETACH_FAILED ||
+		    t->state == RN_DIED_ATTACHED || (t->state == RN_EXITED && t->windows > 0))
 			c->attached++;
 		c->failed += rm_failed(t);
 		/* A target where a library of the list failed is in failed only: they partition. */
@@ -415,6 +415,7 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->stopped += t->state == RN_STOPPED;
 		c->late += t->late_ns != 0;
 		c->declined += t->state == RN_DECLINED;
+		c->late_started += t->state == RN_LATE_STARTED && !rm_failed(t);
 		c->partial += t->state == RN_DETACHED && rn_some_tool_failed(t);
 	}
 }

@@ -88,6 +88,7 @@ struct rm_counts {
 	size_t stopped;	     /* RN_STOPPED (also in failed) */
 	size_t late;	 /* attach returned after the stop, detached at once (rn_target.late_ns) */
 	size_t declined; /* every tool declined (RN_DECLINED): not attached, not failed */
+	size_t late_started; /* --late-start, the SDK initialized: the tools stay, no detach */
 	/* In failed: attached and detached, but a library of the tool list failed there. */
 	size_t partial;
 	size_t lost_nodes, lost; /* lost nodes, and their targets (in found, nothing else) */
@@ -269,5 +270,8 @@ static inline uint64_t rm_left_of(uint64_t block, size_t kept)
 {
 	return block > kept ? block - kept : 0;
 }
+
+/* --late-start: per node, started / initialized / failed (summary_late.c); nothing if none. */
+void rm_print_late_starts(FILE *f, const struct rm_run *r);
 
 #endif

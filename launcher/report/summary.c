@@ -113,7 +113,7 @@ static void print_headline(FILE *f, const struct rm_run *r)
 	const struct rm_window *w = rm_last_window(r);
 	struct rm_counts c = rm_count_window(w);
 	size_t other = c.found - c.detached - c.failed - c.exited - c.died - c.lost - c.unreadable -
-		       c.declined;
+		       c.declined - c.late_started;
 
 	if (!w)
 		fprintf(f, "rocattach-mpi: no window ran");
@@ -135,6 +135,8 @@ static void print_headline(FILE *f, const struct rm_run *r)
 			" (%zu of them attached and detached, with a library of the tool list "
 			"failed)",
 			c.partial);
+	if (c.late_started)
+		fprintf(f, ", %zu late-started (the tools stay until each exits)", c.late_started);
 	/* Every tool declined there: no failure, and not attached. */
 	if (c.declined)
 		fprintf(f, ", declined on %zu", c.declined);
@@ -307,7 +309,11 @@ static void print_window_line(FILE *f, const struct rm_window *w)
 		return;
 	}
 	if (!s.n) {
-		fprintf(f, "no target attached");
+		/* A late start attaches nothing: its own lines follow (summary_late.c). */
+		fprintf(f, "%s",
+			w->stop_reason && !strcmp(w->stop_reason, "late starts done")
+			    ? "nothing attached or detached (late starts)"
+			    : "no target attached");
 		if (lost)
 			fprintf(f, " (%zu node%s lost)", lost, lost == 1 ? "" : "s");
 		fputc('\n', f);
@@ -687,6 +693,7 @@ void rm_print_summary(FILE *f, const struct rm_run *r)
 		print_window_line(f, &r->w[i]);
 	print_no_watchdog(f, r);
 	print_tool_outcomes(f, r);
+	rm_print_late_starts(f, r);
 	rm_for_each_failure(r, print_failure, &fo);
 	if (fo.more)
 		fprintf(

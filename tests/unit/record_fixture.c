@@ -57,6 +57,19 @@ void make_target(struct rn_target *t, size_t i, bool long_strings)
 	t->self_detached = i % 7 == 3;
 	t->late_ns = i % 3 == 2 ? 1000000000ull + i : 0;
 	t->attach_call_ns = t->attach_end_ns - 9;
+	/* --late-start's word on every other target, its SDK path long enough to be cut. */
+	t->ls.tried = i % 2;
+	t->ls.route = (int8_t)(i % 4);
+	t->ls.initialized = (int8_t)(i % 4) - 2;
+	t->ls.copies = (uint32_t)i % 3;
+	t->ls.started = (uint32_t)i % 2;
+	t->ls.planned_ns = 1000 + i;
+	t->ls.start_ns = 2000 + i;
+	t->ls.end_ns = 3000 + i;
+	t->ls.begin_ns = 4000 + i;
+	t->ls.done_ns = 5000 + i;
+	t->ls.pause_ns = 6000 + i;
+	snprintf(t->ls.sdk, sizeof(t->ls.sdk), "/opt/rocm-%zu/lib/librocprofiler-sdk.so.1", i);
 	t->tool_n = (uint8_t)(i % (RN_TOOLS_MAX + 1));
 	for (size_t k = 0; k < t->tool_n; k++)
 		t->tools[k] = (uint8_t)((i + k) % (ROCATTACH_TOOL_FAILED + 1));

@@ -289,6 +289,32 @@ static void test_rm_opts_parse_stacks(void **state)
 	assert_non_null(strstr(err, "--stacks-svg"));
 }
 
+static void test_rm_opts_parse_late_start(void **state)
+{
+	static const char *const with[][3] = {{"-d", "100", "-d"},
+					      {"--windows", "10:10:2", "--windows"},
+					      {"--stacks", NULL, "--stacks"},
+					      {"--sample", "99", "--sample"},
+					      {"--inject", NULL, "--inject"}};
+
+	(void)state;
+	setenv("ROCPROF_ATTACH_DURATION", "200", 1);
+	assert_int_equal(PARSE("--exe", "x", "--late-start", "-t", "/lib/libx.so"), 0);
+	assert_true(o.late_start);
+	assert_int_equal(o.duration_ms, -1); /* no end: the duration is ignored */
+	unsetenv("ROCPROF_ATTACH_DURATION");
+	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++) {
+		if (with[i][1])
+			assert_int_equal(
+			    PARSE("--exe", "x", "--late-start", with[i][0], with[i][1]), -1);
+		else
+			assert_int_equal(PARSE("--exe", "x", "--late-start", with[i][0]), -1);
+		assert_non_null(strstr(err, "--late-start cannot go with"));
+		assert_non_null(strstr(err, with[i][2]));
+		assert_null(strchr(err, '\n'));
+	}
+}
+
 static void test_rm_opts_parse_sample(void **state)
 {
 	(void)state;
@@ -352,6 +378,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_rm_opts_parse_detail, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_stacks, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_sample, clear_env),
+	    cmocka_unit_test_setup(test_rm_opts_parse_late_start, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_profiles, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_mpi_job_forms, clear_env),
 	    cmocka_unit_test_setup(test_rm_opts_parse_windows, clear_env),

@@ -105,7 +105,30 @@ static void test_plan_round_trip(void **state)
 	assert_string_equal(b.trace, "/tmp/p.json");
 	assert_int_equal(b.verbose, 2);
 	assert_false(b.stacks);
+	assert_false(b.late_start);
 	assert_int_equal(b.detail, RM_DETAIL_AUTO);
+	free(text);
+	rm_plan_free(&p);
+	rm_opts_free(&a);
+	rm_opts_free(&b);
+}
+
+/* --late-start crosses to every rank: each node late-starts its own targets. */
+static void test_plan_carries_late_start(void **state)
+{
+	const char *argv[] = {"rocattach-mpi", "--pid", "7", "--late-start", "-t", "/x/tool.so"};
+	struct rm_opts a, b;
+	struct rm_plan p = {0};
+	char *text;
+
+	(void)state;
+	assert_int_equal(parse(&a, sizeof(argv) / sizeof(argv[0]), argv), 0);
+	text = rm_plan_encode(&a);
+	assert_non_null(text);
+	assert_int_equal(rm_plan_decode(text, &b, &p, err, sizeof(err)), 0);
+	assert_true(b.late_start);
+	assert_int_equal(b.duration_ms, -1);
+	assert_string_equal(b.tools, "/x/tool.so");
 	free(text);
 	rm_plan_free(&p);
 	rm_opts_free(&a);
@@ -309,6 +332,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plan_round_trip),
 	    cmocka_unit_test(test_plan_carries_stacks),
+	    cmocka_unit_test(test_plan_carries_late_start),
 	    cmocka_unit_test(test_plan_carries_resolved_uid),
 	    cmocka_unit_test(test_plan_environment_is_rank0s),
 	    cmocka_unit_test(test_plan_refuses_damage),

@@ -34,7 +34,8 @@ static void test_rn_state_name_every_state(void **state)
 	assert_string_equal(rn_state_name(RN_STOPPED), "stopped");
 	assert_string_equal(rn_state_name(RN_DIED_ATTACHED), "died_attached");
 	assert_string_equal(rn_state_name(RN_DECLINED), "declined");
-	assert_string_equal(rn_state_name((enum rn_state)(RN_DECLINED + 1)), "unknown");
+	assert_string_equal(rn_state_name(RN_LATE_STARTED), "late_started");
+	assert_string_equal(rn_state_name((enum rn_state)(RN_LATE_STARTED + 1)), "unknown");
 	assert_string_equal(rn_state_name((enum rn_state) - 1), "unknown");
 }
 
@@ -56,14 +57,54 @@ static json_t *through_text(const struct rn_target *t)
 	return back;
 }
 
+/* --late-start's object: rocattach's (node/late_json.c), with the planned start. */
+static void test_rn_target_to_json_late_start(void **state)
+{
+	struct rn_target t;
+	json_t *j, *l;
+
+	(void)state;
+	make_target(&t, 0, false);
+	j = through_text(&t);
+	assert_null(json_object_get(j, "late_start")); /* not tried: no object */
+	json_decref(j);
+	make_target(&t, 3, false);
+	t.state = RN_LATE_STARTED;
+	t.status = ROCATTACH_STATUS_SUCCESS;
+	t.message[0] = '\0';
+	t.ls.route = ROCATTACH_LATE_STARTED;
+	t.ls.initialized = 1;
+	t.ls.copies = t.ls.started = 2;
+	j = through_text(&t);
+	l = json_object_get(j, "late_start");
+	assert_string_equal(json_string_value(json_object_get(l, "outcome")), "ok");
+	assert_true(json_is_true(json_object_get(l, "initialized")));
+	assert_true(json_is_true(json_object_get(l, "stays_until_exit")));
+	assert_int_equal(json_integer_value(json_object_get(l, "register_copies")), 2);
+	assert_string_equal(json_string_value(json_object_get(l, "sdk")), t.ls.sdk);
+	assert_int_equal(json_integer_value(json_object_get(l, "planned_start_ns")), 1003);
+	assert_int_equal(json_integer_value(json_object_get(l, "thread_begin_ns")), 4003);
+	assert_true(json_array_size(json_object_get(l, "covers")) > 0);
+	json_decref(j);
+	/* The SDK said it did not initialize: failed, never ok. */
+	t.state = RN_ATTACH_FAILED;
+	t.status = ROCATTACH_STATUS_ERROR;
+	t.ls.initialized = 0;
+	j = through_text(&t);
+	l = json_object_get(j, "late_start");
+	assert_string_equal(json_string_value(json_object_get(l, "outcome")), "failed");
+	assert_true(json_is_false(json_object_get(l, "initialized")));
+	json_decref(j);
+}
+
 static void test_rn_target_to_json_all_keys(void **state)
 {
 	const char *keys[] = {
-	    "pid",	"nspid",	"rank",	       "uid",	   "ppid",
-	    "exe",	"listener",	"target_side", "topology", "state",
-	    "status",	"agent_status", "windows",     "attach",   "detach",
-	    "window",	"message",	"signal",      "died_ns",  "timed_out",
-	    "watchdog", "tools",	"late",	       "late_ns",  "self_detached"};
+	    "pid",	     "nspid",	    "rank",	"uid",	  "ppid",    "exe",
+	    "listener",	     "target_side", "topology", "state",  "status",  "agent_status",
+	    "windows",	     "attach",	    "detach",	"window", "message", "signal",
+	    "died_ns",	     "timed_out",   "watchdog", "tools",  "late",    "late_ns",
+	    "self_detached", "late_start"};
 	struct rn_target t;
 	json_t *j, *topo, *att;
 	size_t i;
@@ -297,6 +338,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rn_state_name_every_state),
 	    cmocka_unit_test(test_rn_target_to_json_all_keys),
+	    cmocka_unit_test(test_rn_target_to_json_late_start),
 	    cmocka_unit_test(test_rn_target_to_json_nulls),
 	    cmocka_unit_test(test_rn_target_to_json_unfinished_step),
 	    cmocka_unit_test(test_rn_target_to_json_escapes_strings),

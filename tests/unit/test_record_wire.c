@@ -20,7 +20,7 @@
 #include "record_fixture.h"
 
 #define HDR 272	   /* magic 8 + version 4 + count 4 + host 256 */
-#define ENTRY 1089 /* see the wire layout in node/record_wire.c */
+#define ENTRY 1413 /* see the wire layout in node/record_wire.c */
 
 static void assert_target_equal(const struct rn_target *a, const struct rn_target *b)
 {
@@ -60,6 +60,18 @@ static void assert_target_equal(const struct rn_target *a, const struct rn_targe
 	assert_memory_equal(a->tools, b->tools, sizeof(a->tools));
 	assert_true(a->late_ns == b->late_ns);
 	assert_true(a->attach_call_ns == b->attach_call_ns);
+	assert_int_equal(a->ls.tried, b->ls.tried);
+	assert_int_equal(a->ls.route, b->ls.route);
+	assert_int_equal(a->ls.initialized, b->ls.initialized);
+	assert_int_equal(a->ls.copies, b->ls.copies);
+	assert_int_equal(a->ls.started, b->ls.started);
+	assert_true(a->ls.planned_ns == b->ls.planned_ns);
+	assert_true(a->ls.start_ns == b->ls.start_ns);
+	assert_true(a->ls.end_ns == b->ls.end_ns);
+	assert_true(a->ls.begin_ns == b->ls.begin_ns);
+	assert_true(a->ls.done_ns == b->ls.done_ns);
+	assert_true(a->ls.pause_ns == b->ls.pause_ns);
+	assert_string_equal(a->ls.sdk, b->ls.sdk);
 }
 
 static void round_trip(size_t n, bool long_strings)
@@ -212,7 +224,10 @@ static void test_rn_unpack_bad_header(void **state)
 	v = 7; /* the version before attach_call_ns */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
-	v = 9; /* a version from the future */
+	v = 8; /* the version before the late start's word */
+	memcpy(buf + 8, &v, 4);
+	assert_int_equal(unpack_copy(buf, size), -1);
+	v = 10; /* a version from the future */
 	memcpy(buf + 8, &v, 4);
 	assert_int_equal(unpack_copy(buf, size), -1);
 	v = 0;
@@ -254,6 +269,25 @@ static void test_rn_unpack_truncated_or_extra(void **state)
 	free(buf);
 }
 
+/* The late start's tried (0/1), route (0..3) and initialized (-2..1), at the entry's end. */
+static void bad_late(unsigned char *buf, size_t size)
+{
+	size_t late = HDR + ENTRY - 324;
+	const struct {
+		size_t off;
+		int32_t v;
+	} bad[] = {{0, 2}, {0, -1}, {4, -1}, {4, ROCATTACH_LATE_FAILED + 1}, {8, -3}, {8, 2}};
+	unsigned char save[12];
+
+	memcpy(save, buf + late, 12);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(buf + late + bad[i].off, &bad[i].v, 4);
+		assert_int_equal(unpack_copy(buf, size), -1);
+		memcpy(buf + late, save, 12);
+	}
+	assert_int_equal(unpack_copy(buf, size), 0);
+}
+
 static void test_rn_unpack_bad_enum(void **state)
 {
 	size_t size;
@@ -264,7 +298,7 @@ static void test_rn_unpack_bad_enum(void **state)
 	size_t bounds = st + 4 * 4 + 7 * 8;
 	int32_t bad[] = {-1, 2, 99, INT32_MIN};
 	int32_t badside[] = {-1, ROCATTACH_SIDE_ROCM + 1}, badbounds[] = {-1, 4};
-	int32_t badstate[] = {-1, RN_DECLINED + 1, INT32_MAX};
+	int32_t badstate[] = {-1, RN_LATE_STARTED + 1, INT32_MAX};
 	int32_t badstatus[] = {-1, ROCATTACH_STATUS_LAST};
 	unsigned char save[12];
 	size_t i;
@@ -295,6 +329,9 @@ static void test_rn_unpack_bad_enum(void **state)
 		memcpy(buf + st + 4, &badstatus[i], 4);
 		assert_int_equal(unpack_copy(buf, size), -1);
 	}
+	memcpy(buf + st, save, 12);
+	assert_int_equal(unpack_copy(buf, size), 0);
+	bad_late(buf, size);
 	free(buf);
 }
 
@@ -354,6 +391,14 @@ enum {
 	E_TOOLS = 1009,
 	E_LATE = 1073,
 	E_CALL = 1081,
+	/* --late-start's word: tried, route, initialized, copies, started, 6 times, sdk */
+	E_LS_TRIED = 1089,
+	E_LS_ROUTE = 1093,
+	E_LS_INIT = 1097,
+	E_LS_COPIES = 1101,
+	E_LS_STARTED = 1105,
+	E_LS_TIMES = 1109,
+	E_LS_SDK = 1157,
 };
 
 static int32_t i32_at(const unsigned char *p)
@@ -383,25 +428,32 @@ static bool entry_defined(const unsigned char *e)
 	int32_t listener = i32_at(e + E_LISTENER), side = i32_at(e + E_SIDE);
 	int32_t st = i32_at(e + E_STATE), status = i32_at(e + E_STATUS), b = i32_at(e + E_BOUNDS);
 	int32_t sig = i32_at(e + E_SIGNAL), flags = i32_at(e + E_FLAGS);
+	int32_t tried = i32_at(e + E_LS_TRIED), route = i32_at(e + E_LS_ROUTE);
+	int32_t init = i32_at(e + E_LS_INIT);
 	bool tools_ok = e[E_TOOL_N] <= RN_TOOLS_MAX;
+	bool late_ok = (tried == 0 || tried == 1) && route >= ROCATTACH_LATE_REFUSED &&
+		       route <= ROCATTACH_LATE_FAILED && init >= -2 && init <= 1;
 
 	for (size_t k = 0; tools_ok && k < e[E_TOOL_N]; k++)
 		tools_ok = e[E_TOOLS + k] <= ROCATTACH_TOOL_FAILED;
 	return (listener == 0 || listener == 1) && side >= ROCATTACH_SIDE_UNKNOWN &&
-	       side <= ROCATTACH_SIDE_ROCM && st >= RN_FOUND && st <= RN_DIED_ATTACHED &&
+	       side <= ROCATTACH_SIDE_ROCM && st >= RN_FOUND && st <= RN_LATE_STARTED &&
 	       status >= 0 && status < ROCATTACH_STATUS_LAST && b >= 0 && b <= 3 && sig >= 0 &&
-	       sig < 65 && flags >= 0 && flags <= 7 && tools_ok;
+	       sig < 65 && flags >= 0 && flags <= 7 && tools_ok && late_ok;
 }
 
 static void define_entry(unsigned char *e)
 {
 	put_i32_at(e + E_LISTENER, rand() % 2);
 	put_i32_at(e + E_SIDE, rand() % (ROCATTACH_SIDE_ROCM + 1));
-	put_i32_at(e + E_STATE, rand() % (RN_DIED_ATTACHED + 1));
+	put_i32_at(e + E_STATE, rand() % (RN_LATE_STARTED + 1));
 	put_i32_at(e + E_STATUS, rand() % ROCATTACH_STATUS_LAST);
 	put_i32_at(e + E_BOUNDS, rand() % 4);
 	put_i32_at(e + E_SIGNAL, rand() % 65);
 	put_i32_at(e + E_FLAGS, rand() % 8);
+	put_i32_at(e + E_LS_TRIED, rand() % 2);
+	put_i32_at(e + E_LS_ROUTE, rand() % (ROCATTACH_LATE_FAILED + 1));
+	put_i32_at(e + E_LS_INIT, rand() % 4 - 2);
 	e[E_TOOL_N] = (unsigned char)(rand() % (RN_TOOLS_MAX + 1));
 	for (size_t k = 0; k < e[E_TOOL_N]; k++)
 		e[E_TOOLS + k] = (unsigned char)(rand() % (ROCATTACH_TOOL_FAILED + 1));
@@ -456,6 +508,16 @@ static void assert_entry(const struct rn_target *t, const unsigned char *e)
 	assert_memory_equal(t->tools, e + E_TOOLS, RN_TOOLS_MAX);
 	assert_true(t->late_ns == (uint64_t)i64_at(e + E_LATE));
 	assert_true(t->attach_call_ns == (uint64_t)i64_at(e + E_CALL));
+	assert_int_equal(t->ls.tried, i32_at(e + E_LS_TRIED));
+	assert_int_equal(t->ls.route, i32_at(e + E_LS_ROUTE));
+	assert_int_equal(t->ls.initialized, i32_at(e + E_LS_INIT));
+	assert_int_equal(t->ls.copies, (uint32_t)i32_at(e + E_LS_COPIES));
+	assert_int_equal(t->ls.started, (uint32_t)i32_at(e + E_LS_STARTED));
+	memcpy(times, e + E_LS_TIMES, 6 * sizeof(times[0]));
+	assert_true(t->ls.planned_ns == times[0] && t->ls.start_ns == times[1] &&
+		    t->ls.end_ns == times[2] && t->ls.begin_ns == times[3] &&
+		    t->ls.done_ns == times[4] && t->ls.pause_ns == times[5]);
+	assert_wire_str(t->ls.sdk, e + E_LS_SDK, sizeof(t->ls.sdk));
 }
 
 /*

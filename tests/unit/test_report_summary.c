@@ -400,6 +400,57 @@ static void test_rm_print_summary_died_attached_and_stopped(void **state)
 	free(buf);
 }
 
+/* A target of --late-start: its word as the node's worker records it. */
+static struct rn_target late_target(pid_t pid, long rank, enum rn_state st, int route)
+{
+	struct rn_target t = target(pid, rank, "late_victim", st);
+
+	t.ls.tried = true;
+	t.ls.route = (int8_t)route;
+	t.ls.initialized = (int8_t)(st == RN_LATE_STARTED ? 1 : -2);
+	t.ls.copies = 1;
+	t.ls.started = route == ROCATTACH_LATE_STARTED;
+	t.ls.planned_ns = T1;
+	snprintf(t.ls.sdk, sizeof(t.ls.sdk), "/opt/rocm/lib/librocprofiler-sdk.so.1");
+	return t;
+}
+
+/* --late-start: per node started / initialized / failed, the tools stay; no attach words. */
+static void test_rm_print_summary_late_starts(void **state)
+{
+	struct rn_target t[3];
+	struct rm_node node = {.host = "nodeA", .t = t, .n = 3};
+	struct rm_window w = {1, T1, T1 + 200 * MS, "late starts done", &node, 1};
+	struct rm_run r = {.w = &w, .n_w = 1, .exit_code = 4, .exit_reason = "1 target failed"};
+	char *buf;
+
+	(void)state;
+	t[0] = late_target(500, 0, RN_LATE_STARTED, ROCATTACH_LATE_STARTED);
+	t[1] = late_target(501, 1, RN_STOPPED, ROCATTACH_LATE_REFUSED);
+	snprintf(t[1].message, sizeof(t[1].message), "process 501 is stopped: nothing was touched");
+	t[2] = late_target(502, 2, RN_LATE_STARTED, ROCATTACH_LATE_STARTED);
+	assert_int_equal(rm_count_failures(&r), 1);
+	buf = summary_of(&r);
+	print_message("%s", buf);
+	assert_non_null(
+	    strstr(buf, ", 1 failed, 2 late-started (the tools stay until each exits)"));
+	assert_null(strstr(buf, "not completed"));
+	assert_non_null(strstr(buf, "stop reason late starts done, nothing attached or detached "
+				    "(late starts)\n"));
+	assert_non_null(strstr(buf,
+			       "late start (the tools stay in each started process until it "
+			       "exits; no detach):\n  nodeA: 2 started, 2 initialized, 1 failed "
+			       "or refused\n"));
+	assert_non_null(strstr(buf, "stopped: process 501 is stopped: nothing was touched\n"));
+	free(buf);
+	/* A run without late starts has no such lines. */
+	for (size_t i = 0; i < 3; i++)
+		t[i].ls.tried = false;
+	buf = summary_of(&r);
+	assert_null(strstr(buf, "late start ("));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +464,7 @@ int main(void)
 	    cmocka_unit_test(test_rm_print_summary_length_unknown),
 	    cmocka_unit_test(test_rm_print_summary_tool_outcomes),
 	    cmocka_unit_test(test_rm_print_summary_died_attached_and_stopped),
+	    cmocka_unit_test(test_rm_print_summary_late_starts),
 	    cmocka_unit_test(test_rm_print_summary_long_host),
 	    cmocka_unit_test(test_rm_print_dry_run_lists_targets),
 	};

@@ -8,7 +8,7 @@
  *
  *   configure pid=P version=V runtime=S priority=N
  *   initialize pid=P sdk=M.m.p status=S      (S: rocprofiler_is_initialized)
- *   first-call pid=P function=F              (once per function)
+ *   first-call pid=P function=F ns=T         (once per function; T: CLOCK_REALTIME)
  *   finalize pid=P calls=N
  */
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "late_abi.h"
@@ -57,13 +58,22 @@ static void say(const char *fmt, ...)
 	close(fd);
 }
 
+static unsigned long long realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
 static void on_call(const char *function, void *data)
 {
 	(void)data;
 	atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
 	for (int i = 0; i < 3; i++)
 		if (!strcmp(function, functions[i]) && !atomic_exchange(&first[i], true))
-			say("first-call pid=%d function=%s", (int)getpid(), function);
+			say("first-call pid=%d function=%s ns=%llu", (int)getpid(), function,
+			    realtime_ns());
 }
 
 static int tool_init(late_sdk_client_fini fini, void *data)

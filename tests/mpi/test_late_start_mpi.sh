@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# rocattach-mpi --late-start on real late_victim processes (the doubles of tests/rocm/late/),
+# selected with --pid under one launcher rank (issue 33):
+#  1. 4 victims: exit 0; every target's "late_start" object says ok, initialized; each
+#     victim's calls reach the double SDK's wrappers (its per-second wrapped count grows);
+#     the tool's first wrapped calls come at or after the planned start; the summary says
+#     per node how many started / initialized / failed, and that the tools stay; the
+#     victims run on untraced, every answer right;
+#  2. harm: 4 victims, one SIGSTOPped: it is refused and left stopped, untraced; the
+#     other 3 are started; exit 4, the summary says 1 failed or refused;
+#  3. bad usage: --late-start with -d or --inject is one line, exit 2, nothing touched.
+# Usage: test_late_start_mpi.sh BUILD_DIR   (under the heavy-test lock)
+B=$(cd "${1:?usage: test_late_start_mpi.sh BUILD_DIR}" && pwd)
+. "$(dirname "$0")/lib.sh"
+command -v jq >/dev/null || { echo "SKIP: jq not found (package jq)"; exit 77; }
+L=$B/tests/rocm/late
+LTOOL=$L/liblate_tool.so
+W=$(mktemp -d /tmp/rocattach-late-mpi.XXXXXX)
+chmod 755 "$W"
+VICTIMS=()
+cleanup_late() {
+	for p in "${VICTIMS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+	cleanup
+	[ "${KEEP:-0}" = 1 ] || rm -rf "$W"
+}
+trap cleanup_late EXIT
+for v in $(compgen -e | grep '^ROCP'); do unset "$v"; done
+export LATE_TOOL_LOG=$W/tool.log
+
+# victims NAME N: N late_victim processes (output W/NAME.I.out), pids in VP, once "ready".
+victims() {
+	local name=$1 n=$2 i
+	VP=()
+	for i in $(seq "$n"); do
+		"$L/late_victim" --seconds 60 --threads 2 </dev/null >"$W/$name.$i.out" 2>&1 &
+		VP+=($!)
+		VICTIMS+=($!)
+	done
+	for i in $(seq "$n"); do
+		for _ in $(seq 500); do
+			grep -qs '^ready' "$W/$name.$i.out" && continue 2
+			sleep 0.01
+		done
+		fail "$name: victim $i did not start"
+		return 1
+	done
+}
+untraced() { [ -d "/proc/$1" ] && awk '/^TracerPid:/ { exit $2 != 0 }' "/proc/$1/status"; }
+# wrapped FILE: the last tick's wrapped count (0 if none yet).
+wrapped() { awk '/^tick/ { for (i = 1; i <= NF; i++) { split($i, kv, "=");
+	if (kv[1] == "wrapped") w = kv[2] } } END { print w + 0 }' "$1"; }
+# grows FILE: within 5 s, a tick counts calls through the wrappers, and a later one more.
+grows() {
+	local first=0 until=$((SECONDS + 5)) now
+	while [ "$SECONDS" -le "$until" ]; do
+		now=$(wrapped "$1")
+		[ "$first" -gt 0 ] && [ "$now" -gt "$first" ] && return 0
+		[ "$first" -eq 0 ] && first=$now
+		sleep 0.3
+	done
+	return 1
+}
+# end PID FILE: SIGTERM; unharmed = exit 0 (every answer right) and "done ... bad=0".
+end() {
+	kill -CONT "$1" 2>/dev/null
+	kill "$1"
+	wait "$1"
+	local rc=$?
+	[ "$rc" -eq 0 ] && grep -q '^done .* bad=0' "$2"
+}
+pids() { (IFS=,; echo "$*"); }
+# run NAME PIDS...: one launcher rank, --late-start; rc in RC, report W/NAME.json.
+run() {
+	local name=$1
+	shift
+	mpirun -np 1 "$LAUNCHER" --late-start -t "$LTOOL" --pid "$(pids "$@")" --detail all \
+		--report "$W/$name.json" </dev/null >"$W/$name.out" 2>&1
+	RC=$?
+}
+# late NAME PID JQ: jq over PID's late_start object in NAME's report.
+late() {
+	jq -r --argjson p "$2" "[.. | objects | select(.pid? == \$p and has(\"late_start\"))][0]
+		| $3" "$W/$1.json"
+}
+
+# 1. Four victims at one planned start.
+if victims four 4; then
+	sleep 1.2
+	before=0
+	for i in 1 2 3 4; do before=$((before + $(wrapped "$W/four.$i.out"))); done
+	run four "${VP[@]}"
+	summary=$(cat "$W/four.out")
+	good=0
+	for i in 1 2 3 4; do
+		p=${VP[$((i - 1))]}
+		if [ "$(late four "$p" '.late_start | "\(.outcome) \(.initialized) \(.stays_until_exit)"')" = \
+			"ok true true" ] && [ "$(late four "$p" .state)" = late_started ] &&
+			grows "$W/four.$i.out" && untraced "$p"; then
+			good=$((good + 1))
+		else
+			echo "victim $p: $(late four "$p" .late_start.message); $(tail -1 "$W/four.$i.out")" >&2
+		fi
+	done
+	check "4 victims: exit 0 (rc $RC)" test "$RC" -eq 0
+	check "nothing wrapped before the start" test "$before" -eq 0
+	check "every target initialized, its calls through the wrappers, untraced ($good of 4)" \
+		test "$good" -eq 4
+	# The first wrapped call of each victim at or after the planned start.
+	on_time=0
+	for p in "${VP[@]}"; do
+		planned=$(late four "$p" .late_start.planned_start_ns)
+		first=$(awk -v p="pid=$p" '$1 == "first-call" && $2 == p { sub("ns=", "", $4);
+			if (m == "" || $4 < m) m = $4 } END { print m }' "$LATE_TOOL_LOG")
+		[ -n "$first" ] && [ "$planned" != null ] && [ "$planned" -gt 0 ] &&
+			[ "$first" -ge "$planned" ] && on_time=$((on_time + 1))
+	done
+	check "each tool's first wrapped call at or after the planned start ($on_time of 4)" \
+		test "$on_time" -eq 4
+	check "one planned start for all" test "$(jq '[.. | objects | .late_start?.planned_start_ns
+		| select(. != null)] | unique | length' "$W/four.json")" -eq 1
+	check "the summary: 4 started, 4 initialized, 0 failed; the tools stay" \
+		grep -qE "^  .*: 4 started, 4 initialized, 0 failed or refused$" <<<"$summary"
+	check "the summary says the tools stay until each process exits" \
+		grep -q "stay in each started process until it exits" <<<"$summary"
+	unharmed=0
+	for i in 1 2 3 4; do end "${VP[$((i - 1))]}" "$W/four.$i.out" && unharmed=$((unharmed + 1)); done
+	check "the victims ran on, every answer right ($unharmed of 4)" test "$unharmed" -eq 4
+	[ "$RC" -eq 0 ] || cat "$W/four.out" >&2
+fi
+
+# 2. One victim stopped: refused, left stopped; the others started; exit 4.
+if victims stop 4; then
+	s=${VP[1]}
+	kill -STOP "$s"
+	sleep 0.1
+	run stop "${VP[@]}"
+	st=$(awk '{ print $3 }' "/proc/$s/stat")
+	check "a stopped victim: exit 4 (rc $RC)" test "$RC" -eq 4
+	check "the stopped one is refused, left stopped and untraced" \
+		test "$(late stop "$s" '"\(.state) \(.late_start.outcome)"')" = "stopped refused" -a \
+		"$st" = T
+	untraced "$s" || fail "the stopped victim is traced"
+	started=0
+	for i in 1 3 4; do
+		p=${VP[$((i - 1))]}
+		[ "$(late stop "$p" .late_start.initialized)" = true ] && grows "$W/stop.$i.out" &&
+			end "$p" "$W/stop.$i.out" && started=$((started + 1))
+	done
+	check "the 3 others are started and unharmed ($started of 3)" test "$started" -eq 3
+	check "the summary: 3 initialized, 1 failed or refused" \
+		grep -qE "^  .*: 3 started, 3 initialized, 1 failed or refused$" "$W/stop.out"
+	check "the stopped victim is unharmed once resumed" end "$s" "$W/stop.2.out"
+	[ "$RC" -eq 4 ] || cat "$W/stop.out" >&2
+fi
+
+# 3. Bad usage: one line, exit 2 (no target is looked at).
+for bad in "-d 100" "--inject"; do
+	# shellcheck disable=SC2086
+	mpirun -np 1 "$LAUNCHER" --late-start $bad --pid 1 -t "$LTOOL" </dev/null >"$W/usage.out" 2>&1
+	rc=$?
+	check "--late-start $bad: exit 2 (rc $rc)" test "$rc" -eq 2
+	check "--late-start $bad: one line naming it" test "$(grep -c '^rocattach-mpi' "$W/usage.out")" \
+		-eq 1 -a -n "$(grep -F -- "cannot go with ${bad%% *}" "$W/usage.out")"
+done
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
