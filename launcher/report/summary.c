@@ -277,15 +277,19 @@ static void print_late(FILE *f, const struct rm_window *w)
 		l.of == 1 ? "target's" : "targets'", (double)l.tolerance_ns / NS_PER_MS);
 	if (l.unknown)
 		fprintf(f, " (%zu more may have: records cut)", l.unknown);
+	/* put_ms: a span no window can have (a clock gone wrong) is "unknown". */
 	fputs(": late by p50 ", f);
 	if (l.n && l.p50_known)
-		fprintf(f, "%.1f ms", (double)l.p50_ns / NS_PER_MS);
+		put_ms(f, l.p50_ns, 1);
 	else
 		fputs("unknown", f);
-	fprintf(f, ", max %.1f ms%s", (double)l.max_ns / NS_PER_MS,
-		l.bound ? " (at least: from ROCm's calls' starts)" : "");
-	if (w->lead_why[0])
-		fprintf(f, "; lead was %.1f ms", (double)w->lead_ns / NS_PER_MS);
+	fputs(", max ", f);
+	put_ms(f, l.max_ns, 1);
+	fputs(l.bound ? " (at least: from ROCm's calls' starts)" : "", f);
+	if (w->lead_why[0]) {
+		fputs("; lead was ", f);
+		put_ms(f, w->lead_ns, 1);
+	}
 	fputc('\n', f);
 }
 
