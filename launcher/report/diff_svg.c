@@ -9,11 +9,13 @@
  * table lists them.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "profiles.h"
 #include "report_int.h"
+#include "svg.h"
 
 #define DS_W 1200.0
 #define DS_ROW 20
@@ -129,28 +131,6 @@ static void colour(const struct draw *w, double c, char *buf, size_t len)
 		snprintf(buf, len, "#ffffff");
 }
 
-static void text(FILE *f, const char *s, size_t max)
-{
-	size_t len = strlen(s);
-
-	for (size_t i = 0; i < len && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (i + 1 == max && len > max)
-			c = '~';
-		if (c == '&')
-			fputs("&amp;", f);
-		else if (c == '<')
-			fputs("&lt;", f);
-		else if (c == '>')
-			fputs("&gt;", f);
-		else if (c == '"')
-			fputs("&quot;", f);
-		else
-			fputc(c < 0x20 || c >= 0x7f ? '?' : c, f);
-	}
-}
-
 static void boxes(struct draw *w, const struct dnode *d, double x, int y)
 {
 	for (size_t i = 0; i < d->n_kids; i++) {
@@ -162,7 +142,7 @@ static void boxes(struct draw *w, const struct dnode *d, double x, int y)
 			continue;
 		colour(w, c, fill, sizeof(fill));
 		fputs("<g><title>", w->f);
-		text(w->f, k->frame, 4096);
+		svg_xml_put(w->f, k->frame, SIZE_MAX, 4096);
 		fprintf(w->f,
 			" A %llu (%.2f%%) B %llu (%.2f%%) change %+.2f points</title>"
 			"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
@@ -172,7 +152,7 @@ static void boxes(struct draw *w, const struct dnode *d, double x, int y)
 		if (wd > 3 * DS_CHAR_W) {
 			fprintf(w->f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">", x + 3,
 				y + DS_ROW - 6);
-			text(w->f, k->frame, (size_t)((wd - 6) / DS_CHAR_W));
+			svg_xml_put(w->f, k->frame, SIZE_MAX, (size_t)((wd - 6) / DS_CHAR_W));
 			fputs("</text>", w->f);
 		}
 		fputs("</g>\n", w->f);
@@ -190,7 +170,7 @@ static void header(struct draw *w, const struct dnode *root, const char *title)
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
 		"<text x=\"%.0f\" y=\"20\" font-size=\"15\">",
 		DS_W, DS_TOP + w->depth * DS_ROW + 20, DS_MARGIN);
-	text(w->f, title, 4096);
+	svg_xml_put(w->f, title, SIZE_MAX, 4096);
 	fprintf(w->f,
 		"</text>\n<text x=\"%.0f\" y=\"36\" font-size=\"11\">A: %llu samples, B: %llu. "
 		"Width: B's samples. Red: a larger share of the samples in B than in A; blue: "

@@ -7,10 +7,12 @@
  * is drawn in another colour: the odd rank out stands out.
  */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report_int.h"
+#include "svg.h"
 #include "stacks_tree.h"
 
 #define ST_W 1200.0
@@ -133,29 +135,6 @@ json_t *rm_stacks_json(const struct rm_run *r)
 	return r->stacks ? ra_stack_tree_json(r->stacks) : json_null();
 }
 
-/* Text into XML, escaped; non-ASCII and control bytes as '?'; at most max characters. */
-static void xml_text(FILE *f, const char *s, size_t max)
-{
-	size_t len = strlen(s);
-
-	for (size_t i = 0; i < len && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (i + 1 == max && len > max)
-			c = '~';
-		if (c == '&')
-			fputs("&amp;", f);
-		else if (c == '<')
-			fputs("&lt;", f);
-		else if (c == '>')
-			fputs("&gt;", f);
-		else if (c == '"')
-			fputs("&quot;", f);
-		else
-			fputc(c < 0x20 || c >= 0x7f ? '?' : c, f);
-	}
-}
-
 static size_t depth_of(json_t *kids)
 {
 	size_t i, best = 0;
@@ -185,7 +164,7 @@ static void boxes(FILE *f, json_t *kids, const char *parent_ranks, double x, int
 		bool split = parent_ranks && strcmp(parent_ranks, ranks);
 
 		fprintf(f, "<g><title>");
-		xml_text(f, frame, 4096);
+		svg_xml_put(f, frame, SIZE_MAX, 4096);
 		fprintf(f, " [ranks %s] %lld %s%s</title>", ranks, count, unit,
 			count == 1 ? "" : "s");
 		fprintf(f,
@@ -199,7 +178,7 @@ static void boxes(FILE *f, json_t *kids, const char *parent_ranks, double x, int
 			snprintf(label, sizeof(label), "%s [%s]", frame, ranks);
 			fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">", x + 3,
 				y + ST_ROW - 6);
-			xml_text(f, label, max);
+			svg_xml_put(f, label, SIZE_MAX, max);
 			fputs("</text>", f);
 		}
 		fputs("</g>\n", f);
@@ -234,7 +213,7 @@ static int write_tree_svg(const char *path, const char *what, json_t *tree, cons
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
 		"<text x=\"%.0f\" y=\"20\" font-size=\"15\">",
 		ST_W, h, ST_MARGIN);
-	xml_text(out.f, title, 4096);
+	svg_xml_put(out.f, title, SIZE_MAX, 4096);
 	fprintf(out.f,
 		": %lld %s%s (outermost frame on top)</text>\n"
 		"<text x=\"%.0f\" y=\"36\" font-size=\"11\">Width: %ss. Red: fewer ranks "
