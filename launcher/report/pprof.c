@@ -316,29 +316,11 @@ out:
 
 int rm_write_pprof(const char *path, const struct rm_run *r, char *err, size_t len)
 {
-	struct rm_prof p;
-	struct rm_out out;
-	char why[128], comment[160];
+	char comment[160];
 
-	if (rm_prof_of_run(r, &p)) {
-		rm_prof_free(&p);
-		snprintf(err, len, "cannot write the pprof profile %s: out of memory", path);
-		return -1;
-	}
 	snprintf(comment, sizeof(comment),
 		 "rocattach-mpi --sample %d: cpu nanoseconds = samples x 1/%d s, an estimate from "
 		 "the sampling rate",
 		 r->sample_hz, r->sample_hz);
-	if (rm_out_open(&out, path, "pprof profile", err, len)) {
-		rm_prof_free(&p);
-		return -1;
-	}
-	if (rm_pprof_write(out.f, &p, comment, why, sizeof(why))) {
-		rm_prof_free(&p);
-		rm_out_abort(&out, ENOMEM, err, len);
-		snprintf(err, len, "cannot write the pprof profile %s: %s", path, why);
-		return -1;
-	}
-	rm_prof_free(&p);
-	return rm_out_close(&out, err, len);
+	return rm_prof_write_file(path, r, "pprof profile", rm_pprof_write, comment, err, len);
 }

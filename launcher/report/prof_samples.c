@@ -4,6 +4,7 @@
  * folded or timed lines in, identical samples merged, and a table of
  * distinct strings for the writers' frame lists.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,4 +291,30 @@ int rm_prof_of_run(const struct rm_run *r, struct rm_prof *p)
 		return -1;
 	}
 	return rm_prof_merge(p);
+}
+
+int rm_prof_write_file(const char *path, const struct rm_run *r, const char *what,
+		       rm_prof_writer *write, const char *label, char *err, size_t len)
+{
+	struct rm_prof p;
+	struct rm_out out;
+	char why[128];
+
+	if (rm_prof_of_run(r, &p)) {
+		rm_prof_free(&p);
+		snprintf(err, len, "cannot write the %s %s: out of memory", what, path);
+		return -1;
+	}
+	if (rm_out_open(&out, path, what, err, len)) {
+		rm_prof_free(&p);
+		return -1;
+	}
+	if (write(out.f, &p, label, why, sizeof(why))) {
+		rm_prof_free(&p);
+		rm_out_abort(&out, ENOMEM, err, len);
+		snprintf(err, len, "cannot write the %s %s: %s", what, path, why);
+		return -1;
+	}
+	rm_prof_free(&p);
+	return rm_out_close(&out, err, len);
 }

@@ -66,6 +66,17 @@ int rm_pprof_write(FILE *f, const struct rm_prof *p, const char *comment, char *
 /* p as speedscope JSON, one sampled profile per rank, into f; 0 or -1. */
 int rm_speedscope_write(FILE *f, const struct rm_prof *p, const char *name, char *err, size_t len);
 
+/* A writer of p into f (rm_pprof_write, rm_speedscope_write); label: the file's own name or note.
+ */
+typedef int rm_prof_writer(FILE *f, const struct rm_prof *p, const char *label, char *err,
+			   size_t len);
+/*
+ * The run's samples into path by write, written whole or not at all; what
+ * names the file in the messages ("pprof profile"). 0, or -1 with err set.
+ */
+int rm_prof_write_file(const char *path, const struct rm_run *r, const char *what,
+		       rm_prof_writer *write, const char *label, char *err, size_t len);
+
 /* --pprof FILE and --speedscope FILE of rocattach-mpi --sample (rank 0, at the end). */
 int rm_write_pprof(const char *path, const struct rm_run *r, char *err, size_t len);
 int rm_write_speedscope(const char *path, const struct rm_run *r, char *err, size_t len);

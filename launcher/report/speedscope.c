@@ -114,26 +114,8 @@ int rm_speedscope_write(FILE *f, const struct rm_prof *p, const char *name, char
 
 int rm_write_speedscope(const char *path, const struct rm_run *r, char *err, size_t len)
 {
-	struct rm_prof p;
-	struct rm_out out;
-	char why[128], name[96];
+	char name[96];
 
-	if (rm_prof_of_run(r, &p)) {
-		rm_prof_free(&p);
-		snprintf(err, len, "cannot write the speedscope file %s: out of memory", path);
-		return -1;
-	}
 	snprintf(name, sizeof(name), "rocattach-mpi --sample %d", r->sample_hz);
-	if (rm_out_open(&out, path, "speedscope file", err, len)) {
-		rm_prof_free(&p);
-		return -1;
-	}
-	if (rm_speedscope_write(out.f, &p, name, why, sizeof(why))) {
-		rm_prof_free(&p);
-		rm_out_abort(&out, ENOMEM, err, len);
-		snprintf(err, len, "cannot write the speedscope file %s: %s", path, why);
-		return -1;
-	}
-	rm_prof_free(&p);
-	return rm_out_close(&out, err, len);
+	return rm_prof_write_file(path, r, "speedscope file", rm_speedscope_write, name, err, len);
 }
