@@ -80,21 +80,6 @@ bool rn_some_tool_failed(const struct rn_target *t)
 /* ------------------------------------------------------------------------ */
 /* JSON. */
 
-struct json_t *rn_json_str(const char *s, size_t width)
-{
-	size_t len = strnlen(s, width), i;
-	json_t *j = json_stringn(s, len);
-	char *copy;
-
-	if (j || !(copy = malloc(len ? len : 1)))
-		return j;
-	for (i = 0; i < len; i++)
-		copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
-	j = json_stringn(copy, len);
-	free(copy);
-	return j;
-}
-
 static json_t *gpus_json(const struct rn_topo *topo)
 {
 	size_t len = strnlen(topo->gpus, sizeof(topo->gpus)), i = 0, k;
