@@ -30,6 +30,29 @@ unsigned long long status_mask(pid_t tid, const char *key)
 	return m;
 }
 
+/*
+ * Whether thread tid has been on a CPU yet: the first field of its schedstat
+ * (ns run). A thread made but not yet run still has the all-blocked mask that
+ * pthread_create gives it. Unreadable (no schedstat): taken as run.
+ */
+bool has_run(pid_t tid)
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10) > 0;
+}
+
 /* Signals named by the process's POSIX timers (/proc/self/timers, "signal: N/..."). */
 static unsigned long long timer_signals(void)
 {

@@ -15,6 +15,9 @@ static inline bool sig_in_mask(unsigned long long mask, int sig)
 	return (mask >> (sig - 1)) & 1;
 }
 
+/* Whether thread tid has run at all (its schedstat); true when that cannot be read. */
+bool has_run(pid_t tid);
+
 /* How many of the process's POSIX timers name signal sig (/proc/self/timers); -1 unreadable. */
 int timers_with_signal(int sig);
 

@@ -238,11 +238,13 @@ static int see_task(pid_t tid, void *arg)
 	 * A thread that blocks the signal would only collect it pending. But a new
 	 * thread starts with every signal blocked until glibc's start routine
 	 * restores its mask: look again on the next scans (BLOCKED_SCANS, about
-	 * 200 ms) before taking it for one that blocks the signal.
+	 * 200 ms) before taking it for one that blocks the signal. Only scans after
+	 * it first ran count: on a loaded machine a new thread can wait longer
+	 * than that for its first turn on a CPU.
 	 */
 	sc->busy = true;
 	if (sig_in_mask(status_mask(tid, "SigBlk:"), st.sig)) {
-		if (++t->blocked_scans >= BLOCKED_SCANS)
+		if (has_run(tid) && ++t->blocked_scans >= BLOCKED_SCANS)
 			t->timer_tried = true;
 		return 0;
 	}
