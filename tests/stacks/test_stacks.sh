@@ -138,6 +138,12 @@ signal_state() {
 threads_of() {
 	ls /proc/"$1"/task
 }
+# retire PID: a target whose section is done goes: its spinning thread would take CPU
+# from the sections after it.
+retire() {
+	kill -9 "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
 unharmed() { # unharmed NAME PID: still running, untraced, still spinning, no EINTR
 	local a b
 	a=$(ask "$1" spin | awk '{ print $2 }')
@@ -185,6 +191,7 @@ for side in agent rocm inject; do
 	check "$side: the process's timers as before" \
 		test "$timers_before" = "$(cat /proc/"$TPID"/timers)"
 	check "$side: the target is unharmed" unharmed "snap_$side" "$TPID"
+	retire "$TPID"
 	if [ "$failures" -gt 0 ]; then
 		cat "$W/snap_$side.rocattach" "$W/snap_$side.stacks"
 	fi
@@ -258,6 +265,7 @@ for side in agent rocm inject; do
 	grep '^process' "$W/hz_$side.stacks"
 	check "$side: no timer left" test -z "$(cat /proc/"$TPID"/timers)"
 	check "$side: the target is unharmed" unharmed "hz_$side" "$TPID"
+	retire "$TPID"
 done
 
 # 3. A program with its own SIGPROF timer and handler: ticks keep following its CPU time,
@@ -284,6 +292,7 @@ check "sigprof: the tool did not take SIGPROF" eval '! grep -q "^signal 27 " "$W
 check "sigprof: the tool sampled" test "$(samples "$W/prof.stacks" stuck)" -ge 3
 check "sigprof: SigCgt and each thread's SigBlk as before" test "$before" = "$after"
 check "sigprof: the target is unharmed" unharmed prof "$TPID"
+retire "$TPID"
 
 # 4. Signals the process uses are never taken: SIGRTMAX has a handler, SIGRTMAX-1 is
 #    named by a timer, SIGRTMAX-2 is blocked: the tool takes SIGRTMAX-3.
@@ -297,6 +306,7 @@ check "own signals: the tool takes SIGRTMAX-3 ($((rtmax - 3)))" \
 check "own signals: its timer is still there" test "$timers_before" = "$(cat /proc/"$TPID"/timers)"
 check "own signals: snapshot of stuck" snap_has "$W/own.stacks" stuck stuck_here
 check "own signals: the target is unharmed" unharmed own "$TPID"
+retire "$TPID"
 
 # 5. A thread created in the window, which ends in it: listed as ended, sampled in
 #    short_lived; the threads of the start still sampled. A child forked in the window
@@ -341,6 +351,7 @@ check "churn: the stuck thread too" test "$(samples "$W/churn.stacks" stuck)" -g
 check "churn: a child forked in the window has no handler of the tool ($child)" \
 	test "$child" = "child handlers 0"
 check "churn: the target is unharmed" unharmed churn "$TPID"
+retire "$TPID"
 
 # 6. The program gives the tool's signal a handler of its own in the window: the next
 #    look of the tool's helper thread (10 to 100 ms apart) sees it; sampling stops there, every timer of the
@@ -381,6 +392,7 @@ for side in agent rocm; do
 	check "take $side: the program's handler stays ($(ask "take_$side" "taken $rtmax"))" \
 		eval '[[ "$(ask "take_$side" "taken $rtmax")" == *" handler=own" ]]'
 	check "take $side: the target is unharmed" unharmed "take_$side" "$TPID"
+	retire "$TPID"
 done
 
 # 7. The target exits in the window: the detach does not hang; it is reported as a
@@ -435,6 +447,7 @@ for side in agent rocm; do
 			test "$(grep -c librocattach-stacks /proc/"$TPID"/maps)" -eq 0
 	fi
 	check "after $side: the target is unharmed" unharmed "after_$side" "$TPID"
+	retire "$TPID"
 	[ "$failures" -gt 0 ] && cat "$W/mpi_$side.out"
 done
 
