@@ -12,6 +12,8 @@
 B=$(realpath "${1:?usage: test_outcomes.sh BUILD_DIR}")
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-outcomes-test.XXXXXX)
+# The run's files go at the end, unless KEEP=1 keeps them for a look.
+trap 'cleanup; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"' EXIT
 SDK_C=$B/tests/tools/libsdk-tool-c.so
 
 # elapsed_ms T0: milliseconds since T0 (now's form).

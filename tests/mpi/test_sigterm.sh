@@ -17,6 +17,8 @@
 B=${1:?usage: test_sigterm.sh BUILD_DIR}
 . "$(dirname "$0")/lib.sh"
 W=$(mktemp -d /tmp/rocattach-sigterm-test.XXXXXX)
+# The run's files go at the end, unless KEEP=1 keeps them for a look.
+trap 'cleanup; [ "${KEEP:-0}" = 1 ] || rm -rf "$W"' EXIT
 chmod 755 "$W"
 ROCATTACH=$B/bin/rocattach
 
