@@ -28,7 +28,7 @@
 
 #include "late_covers.h"
 
-#define LATE_START_MIN 10300u	  /* 1.3.0: late start */
+#define LATE_START_MIN 10300u	 /* 1.3.0: late start */
 #define INTERPOSITION_MIN 10302u /* 1.3.2: queue interposition */
 
 static const char api[] = "HIP, HSA, ROCTx and RCCL API tracing, from each thread's next call";
@@ -98,8 +98,7 @@ void rn_late_covers_for(const unsigned int *v, const char *why, struct rn_late_c
 			COVER(c, old_queues);
 		else
 			NOT(c, no_old_queues);
-		snprintf(c->basis, sizeof(c->basis), "rocprofiler-sdk %u.%u.%u", v[0], v[1],
-			 v[2]);
+		snprintf(c->basis, sizeof(c->basis), "rocprofiler-sdk %u.%u.%u", v[0], v[1], v[2]);
 	}
 	NOT(c, in_flight);
 	NOT(c, no_names);
