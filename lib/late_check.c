@@ -14,6 +14,7 @@
 #include "common/protocol.h"
 #include "late_check.h"
 #include "symbols.h"
+#include "trust.h"
 
 static const char *base_of(const char *path)
 {
@@ -148,8 +149,34 @@ static int look_process(const char *procfs, pid_t pid, struct ra_err *e)
 	return RA_LATE_GO;
 }
 
-/* Every tool that links an SDK links the same one; at least one does. */
-static int look_tools(const char *tools, struct ra_late_plan *p, struct ra_err *e)
+/*
+ * A tool or SDK file, as given and as resolved, and its directories: none
+ * writable by others or owned by someone not trusted, as for the normal
+ * attach (trust.h). The late start cannot be undone, so neither can a
+ * library swapped in by someone else.
+ */
+static int look_trust(pid_t pid, const char *what, const char *path, const struct ra_trust *tr,
+		      struct ra_err *e)
+{
+	char real[PATH_MAX], which[PATH_MAX], why[256];
+	const char *problem = NULL;
+
+	if (path[0] == '/')
+		problem = ra_trust_path(path, tr, which, sizeof(which), why, sizeof(why));
+	if (!problem && realpath(path, real))
+		problem = ra_trust_path(real, tr, which, sizeof(which), why, sizeof(why));
+	if (!problem)
+		return 0;
+	return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
+			 "refusing %s %s for process %d: %s %s %s; nothing was touched", what, path,
+			 pid,
+			 strcmp(which, path) && strcmp(which, real) ? "its directory" : "the file",
+			 which, problem);
+}
+
+/* Every tool that links an SDK links the same one; at least one does; all are trusted. */
+static int look_tools(pid_t pid, const char *tools, const struct ra_trust *tr,
+		      struct ra_late_plan *p, struct ra_err *e)
 {
 	char tool[PATH_MAX], sdk[PATH_MAX];
 
@@ -162,8 +189,10 @@ static int look_tools(const char *tools, struct ra_late_plan *p, struct ra_err *
 		t += n + (t[n] == ':');
 		if (!tool[0])
 			continue;
+		if (look_trust(pid, "tool", tool, tr, e))
+			return -1;
 		r = ra_late_tool_sdk(tool, sdk, sizeof(sdk), e);
-		if (r < 0)
+		if (r < 0 || (r == 0 && look_trust(pid, "the SDK", sdk, tr, e)))
 			return -1;
 		if (r == 0 && p->sdk[0] && strcmp(p->sdk, sdk))
 			return RA_REFUSE(e, ROCATTACH_STATUS_ERROR_INVALID_ARGUMENT,
@@ -184,14 +213,18 @@ static int look_tools(const char *tools, struct ra_late_plan *p, struct ra_err *
 int ra_late_check(const char *procfs, pid_t pid, const char *tools, struct ra_late_plan *p,
 		  struct ra_err *e)
 {
+	struct ra_trust tr;
 	int ret;
 
 	memset(p, 0, sizeof(*p));
 	ret = look_process(procfs, pid, e);
 	if (!ret)
 		ret = look_maps(procfs, pid, p, e);
+	if (!ret && ra_trust_read(procfs, pid, &tr))
+		ret = RA_REFUSE(e, ROCATTACH_STATUS_ERROR_PTRACE_PROCESS_NOT_FOUND,
+				"process %d does not exist", pid);
 	if (!ret)
-		ret = look_tools(tools, p, e);
+		ret = look_tools(pid, tools, &tr, p, e);
 	return ret;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/late.h"
+#include "late_needs.h"
 #include "late_tool.h"
 #include "symbols.h"
 
@@ -156,7 +157,7 @@ static int check_sdk(const char *tool, const char *needed, const char *sdk, stru
 				 " or " RA_LATE_IS_INITIALIZED
 				 ": not a rocprofiler-sdk; install the one the tool was built with",
 				 sdk, tool);
-	return 0;
+	return ra_late_tool_needs(tool, needed, sdk, e);
 }
 
 int ra_late_tool_sdk(const char *tool, char *sdk, size_t len, struct ra_err *e)

@@ -30,6 +30,7 @@
 #include "session.h"
 #include "symbols.h"
 #include "target_memory.h"
+#include "trust.h"
 
 /* A start or stop time further ahead than this is refused (our agent ignores one). */
 #define AHEAD_MAX_NS (10 * RA_NS_PER_SEC)
@@ -73,39 +74,9 @@ static int open_in_target(int base, const char *path, int flags, bool in_root)
 	return openat(base, *path ? path : ".", flags | O_CLOEXEC);
 }
 
-/* Who may own code we make a process run: root, its user, or us. */
-struct trust {
-	uid_t ruid, euid, self;
-};
-
-static const char *trust_problem(const struct stat *sb, const struct trust *tr, char *buf,
-				 size_t len)
-{
-	bool dir = S_ISDIR(sb->st_mode);
-
-	if ((sb->st_mode & (S_IWGRP | S_IWOTH)) && !(dir && (sb->st_mode & S_ISVTX))) {
-		snprintf(buf, len,
-			 "is writable by %s (mode %04o), so others could replace it: "
-			 "fix with chmod go-w",
-			 sb->st_mode & S_IWOTH ? "everyone" : "its group",
-			 (unsigned int)(sb->st_mode & 07777));
-		return buf;
-	}
-	if (sb->st_uid && sb->st_uid != tr->ruid && sb->st_uid != tr->euid &&
-	    sb->st_uid != tr->self) {
-		snprintf(buf, len,
-			 "is owned by uid %u, neither root, the target's user (uid %u) "
-			 "nor us (uid %u): fix with chown, or copy the library to a directory "
-			 "you own",
-			 (unsigned int)sb->st_uid, (unsigned int)tr->ruid, (unsigned int)tr->self);
-		return buf;
-	}
-	return NULL;
-}
-
 /* One directory of t's path, or t itself (name == t): 0, or -1 with e set. */
 static int check_node(pid_t pid, int base, const char *t, const char *name, bool in_root,
-		      const struct trust *tr, struct ra_err *e)
+		      const struct ra_trust *tr, struct ra_err *e)
 {
 	const char *problem;
 	char why[256];
@@ -115,7 +86,7 @@ static int check_node(pid_t pid, int base, const char *t, const char *name, bool
 	fd = open_in_target(base, name, O_PATH, in_root);
 	if (fd < 0)
 		return 0; /* a missing path is check_file's to report */
-	problem = fstat(fd, &sb) ? NULL : trust_problem(&sb, tr, why, sizeof(why));
+	problem = fstat(fd, &sb) ? NULL : ra_trust_problem(&sb, tr, why, sizeof(why));
 	close(fd);
 	if (!problem)
 		return 0;
@@ -126,7 +97,7 @@ static int check_node(pid_t pid, int base, const char *t, const char *name, bool
 }
 
 /* The directories of t from the top down, then t itself: none may be open to hijack. */
-static int check_chain(pid_t pid, int base, const char *t, bool in_root, const struct trust *tr,
+static int check_chain(pid_t pid, int base, const char *t, bool in_root, const struct ra_trust *tr,
 		       struct ra_err *e)
 {
 	char prefix[4096];
@@ -214,7 +185,7 @@ static int check_file(pid_t pid, int base, const char *t, bool in_root, struct r
  * loadable shared object for this machine, and be safe from hijack. A bare
  * name is the target's to search (its LD_LIBRARY_PATH, cache, RUNPATH).
  */
-static int check_one_tool(pid_t pid, const char *t, const struct trust *tr, struct ra_err *e)
+static int check_one_tool(pid_t pid, const char *t, const struct ra_trust *tr, struct ra_err *e)
 {
 	bool in_root = t[0] == '/';
 	char path[64];
@@ -240,7 +211,7 @@ static int check_one_tool(pid_t pid, const char *t, const struct trust *tr, stru
 	return ret ? -1 : 0;
 }
 
-static int check_tools(pid_t pid, struct prepared *p, const struct trust *tr, struct ra_err *e)
+static int check_tools(pid_t pid, struct prepared *p, const struct ra_trust *tr, struct ra_err *e)
 {
 	for (size_t i = 0; i < p->tools.n; i++)
 		if (check_one_tool(pid, p->tools.v[i], tr, e))
@@ -252,7 +223,7 @@ static int check_tools(pid_t pid, struct prepared *p, const struct trust *tr, st
  * /proc/PID/root, maps and mem need ptrace read access: without it, say why
  * here rather than fail on the first of them.
  */
-static int check_access(pid_t pid, struct trust *tr, struct ra_err *e)
+static int check_access(pid_t pid, struct ra_trust *tr, struct ra_err *e)
 {
 	char path[64], why[256];
 	struct ra_status st;
@@ -444,7 +415,7 @@ static int build_payload(const rocattach_opts_t *o, int side, bool ends, struct 
 #define INJECT_LISTENER_WAIT_MS 2000
 
 /* --inject: no listener yet, so load the agent, which starts one. */
-static int inject_listener(struct session *s, const rocattach_opts_t *o, const struct trust *tr,
+static int inject_listener(struct session *s, const rocattach_opts_t *o, const struct ra_trust *tr,
 			   struct op *op)
 {
 	char agent[4096];
@@ -482,7 +453,7 @@ static int inject_listener(struct session *s, const rocattach_opts_t *o, const s
  * ROCm's side has no watchdog of its own: librocattach-watchdog, if we can
  * find one it may load, gets one. Without it the attach goes on (warned).
  */
-static void find_watchdog(pid_t pid, const rocattach_opts_t *o, const struct trust *tr,
+static void find_watchdog(pid_t pid, const rocattach_opts_t *o, const struct ra_trust *tr,
 			  struct prepared *p)
 {
 	static atomic_bool warned_missing;
@@ -565,7 +536,7 @@ static int rocm_kept_path(pid_t pid, const struct prepared *p, struct ra_err *e)
 int ra_prepare(struct session *s, const rocattach_opts_t *o, struct prepared *p, struct op *op)
 {
 	struct ra_err *e = &op->e;
-	struct trust tr;
+	struct ra_trust tr;
 	struct ra_stat st;
 	int ret;
 

@@ -1,14 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What a late start covers, as the upstream text says it (ROCm/rocm-systems
- * 492f029de653cc82db31522b4ae8f6342a87c751: rocprofiler-sdk
- * registration/late.cpp, the SDK asks rocprofiler-register to hand over
- * the stored tables again, so each runtime's API calls are wrapped from the
- * next call; hsa/queue_interposition.cpp: dispatches are seen on queues
- * created through the wrapped table, so from the start on; queues created
- * before are reached only by the newest SDK's inline queue interposition,
- * experimental, which a late start does not switch on; code objects loaded
- * before the start were never reported to it, so they have no names).
+ * --late-start's object in a report. What it covers comes from the SDK's
+ * version (node/late_covers.c, from the upstream text).
  */
 #include <jansson.h>
 #include <limits.h>
@@ -16,21 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "late_covers.h"
 #include "late_json.h"
 #include "node.h"
-
-static const char *const covers[] = {
-    "HIP, HSA, ROCTx and RCCL API tracing, from each thread's next call",
-    "kernel dispatches on queues created after the start",
-};
-
-static const char *const not_covered[] = {
-    "calls already in flight when a table was swapped",
-    "kernel dispatches on queues created before the start (inline queue interposition, "
-    "experimental, is not switched on)",
-    "names of code objects loaded before the start",
-    "a detach: the tool stays until the process exits",
-};
 
 static json_t *list(const char *const *v, size_t n)
 {
@@ -51,19 +32,20 @@ const char *rn_late_outcome(const rocattach_late_report_t *r)
 /* The version in the SDK's real file name (librocprofiler-sdk.so.1.3.5), else null. */
 static json_t *sdk_version(const char *sdk)
 {
-	char real[PATH_MAX];
-	const char *v;
+	unsigned int v[3];
+	char text[40];
 
-	if (!sdk[0] || !realpath(sdk, real))
+	if (rn_late_sdk_version(sdk, v))
 		return json_null();
-	v = strstr(real, ".so.");
-	return v && strchr(v + 4, '.') ? json_string(v + 4) : json_null();
+	snprintf(text, sizeof(text), "%u.%u.%u", v[0], v[1], v[2]);
+	return json_string(text);
 }
 
 json_t *rn_late_json(const rocattach_late_report_t *r)
 {
 	bool ran = r->route == ROCATTACH_LATE_STARTED || r->route == ROCATTACH_LATE_FAILED;
 	json_t *o = json_object();
+	struct rn_late_covers c;
 
 	if (!o)
 		return NULL;
@@ -76,9 +58,10 @@ json_t *rn_late_json(const rocattach_late_report_t *r)
 			    ran ? json_integer(r->register_started) : json_null());
 	json_object_set_new(o, "initialized",
 			    r->initialized >= 0 ? json_boolean(r->initialized == 1) : json_null());
-	json_object_set_new(o, "covers", list(covers, sizeof(covers) / sizeof(covers[0])));
-	json_object_set_new(o, "not_covered",
-			    list(not_covered, sizeof(not_covered) / sizeof(not_covered[0])));
+	rn_late_covers_of(r->sdk, &c);
+	json_object_set_new(o, "covers", list(c.covers, c.ncovers));
+	json_object_set_new(o, "not_covered", list(c.not_covered, c.nnot_covered));
+	json_object_set_new(o, "covers_basis", json_string(c.basis));
 	json_object_set_new(o, "stays_until_exit", json_boolean(ran));
 	json_object_set_new(o, "pause_ns",
 			    ran ? json_integer((json_int_t)r->pause_ns) : json_null());

@@ -24,6 +24,7 @@
 
 #include "../skip.h"
 #include "late_check.h"
+#include "late_needs.h"
 #include "testlib.h"
 
 #define TOOL RA_LATE_DIR "/liblate_tool.so"
@@ -116,6 +117,41 @@ static void tool_without_sdk(void **state)
 
 	(void)state;
 	assert_int_equal(ra_late_tool_sdk(RA_TOOL_PATH, sdk, sizeof(sdk), &e), 1);
+}
+
+/*
+ * The tool's needs against an SDK's exports: the double SDK has all; sdk-lean
+ * (1.3.1, the same soname) lacks rocprofiler_get_version, which the tool calls.
+ */
+static void tool_needs_symbols(void **state)
+{
+	struct ra_err e = {0};
+
+	(void)state;
+	assert_int_equal(ra_late_tool_needs(TOOL, "librocprofiler-sdk.so.1", SDK, &e), 0);
+	assert_int_equal(ra_late_tool_needs(TOOL, "librocprofiler-sdk.so.1",
+					    RA_LATE_DIR "/sdk-lean/librocprofiler-sdk.so.1", &e),
+			 -1);
+	printf("refused: %s\n", e.msg);
+	assert_non_null(strstr(e.msg, "needs rocprofiler_get_version, which the SDK"));
+	assert_null(strchr(e.msg, '\n'));
+}
+
+/*
+ * Symbol versions: the tool's verneed asks libc.so.6 for GLIBC_2.x, which
+ * a file without those version definitions (the double SDK) does not have.
+ */
+static void tool_needs_versions(void **state)
+{
+	struct ra_err e = {0};
+
+	(void)state;
+	assert_int_equal(ra_late_tool_needs(TOOL, "libc.so.6", SDK, &e), -1);
+	printf("refused: %s\n", e.msg);
+	assert_non_null(strstr(e.msg, "needs symbol version GLIBC_2."));
+	assert_non_null(strstr(e.msg, "of libc.so.6"));
+	/* No version asked of a file the tool does not name. */
+	assert_int_equal(ra_late_tool_needs(TOOL, "libnothing.so.9", SDK, &e), 0);
 }
 
 /* The victim's output, read up to "ready" and kept open while it runs (no SIGPIPE). */
@@ -262,11 +298,12 @@ static void process_without_rocm(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(names_pinned),	  cmocka_unit_test(tool_sdk_found),
-	    cmocka_unit_test(tool_sdk_missing),	  cmocka_unit_test(tool_sdk_mismatched),
-	    cmocka_unit_test(tool_without_sdk),	  cmocka_unit_test(process_go),
-	    cmocka_unit_test(process_two_copies), cmocka_unit_test(process_runs_sdk),
-	    cmocka_unit_test(process_stopped),	  cmocka_unit_test(process_without_rocm),
+	    cmocka_unit_test(names_pinned),	   cmocka_unit_test(tool_sdk_found),
+	    cmocka_unit_test(tool_sdk_missing),	   cmocka_unit_test(tool_sdk_mismatched),
+	    cmocka_unit_test(tool_without_sdk),	   cmocka_unit_test(tool_needs_symbols),
+	    cmocka_unit_test(tool_needs_versions), cmocka_unit_test(process_go),
+	    cmocka_unit_test(process_two_copies),  cmocka_unit_test(process_runs_sdk),
+	    cmocka_unit_test(process_stopped),	   cmocka_unit_test(process_without_rocm),
 	};
 
 	return ra_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rocattach-slurm and rocprofv3's options, without Slurm: its --check-options step
 # refuses what rocprofv3 refuses in attach mode (and -d PATH) before Slurm is asked
-# anything, and passes the options through to rocattach-mpi's step unchanged.
+# anything, and passes the options through to rocattach-mpi's step unchanged; so is
+# --late-start, with no listener dry run before it.
 # squeue and srun are stand-ins on PATH that answer for one running job and record
 # the step's command line.
 # usage: test_rocprofv3_slurm.sh BUILD_DIR
@@ -21,6 +22,7 @@ EOS
 cat >"$W/srun" <<EOS
 #!/bin/sh
 printf '%s\n' "\$@" >"$W/step.args"
+echo step >>"$W/steps"
 EOS
 chmod +x "$W/squeue" "$W/srun"
 export PATH=$W:$PATH ROCATTACH_SLURM_CHECK=0 SRUN=$W/srun
@@ -60,6 +62,21 @@ else
 fi
 grep -qx "$B/bin/rocattach-mpi" "$W/step.args" && ok "the step runs rocattach-mpi" ||
 	fail "the step does not run rocattach-mpi"
+
+# --late-start: refused with -d before Slurm is asked; else passed on to the step as given,
+# and with the listener check on (the default), no dry run first (it needs no listener).
+refused "--late-start with -d" "--late-start cannot go with -d" --late-start -t /x/libtool.so -d 100
+rm -f "$W/steps" "$W/step.args"
+ROCATTACH_SLURM_CHECK=1 "$S" 1234.0 --late-start -t /x/libtool.so --hip-trace >"$W/out" 2>&1
+rc=$?
+want=(--slurm-step 1234.0 --late-start -t /x/libtool.so --hip-trace)
+if [ "$rc" -eq 0 ] && [ "$(wc -l <"$W/steps")" -eq 1 ] &&
+	diff <(tail -n "${#want[@]}" "$W/step.args") <(printf '%s\n' "${want[@]}") >&2 &&
+	! grep -qx -- --dry-run "$W/step.args"; then
+	ok "--late-start: passed on to rocattach-mpi's step, one step, no listener dry run"
+else
+	fail "--late-start: exit $rc, $(cat "$W/steps" 2>/dev/null | wc -l) steps: $(cat "$W/out" "$W/step.args")"
+fi
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

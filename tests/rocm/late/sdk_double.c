@@ -30,7 +30,9 @@
  *  - rocprofiler_is_initialized(&status) / rocprofiler_is_finalized: the
  *    status (0, -1 or 1); the call itself always returns SUCCESS;
  *  - rocprofiler_get_version(&major, &minor, &patch): this build's version
- *    (LATE_SDK_MAJOR/MINOR/PATCH; the file is librocprofiler-sdk.so.M.m.p).
+ *    (LATE_SDK_MAJOR/MINOR/PATCH; the file is librocprofiler-sdk.so.M.m.p);
+ *    not in the LATE_SDK_LEAN build (sdk-lean/): an SDK of the same soname
+ *    that lacks a call a tool needs.
  *
  * Its own calls, for tests: late_sdk_double_wrapped_calls(table) and
  * late_sdk_double_set_api_callback(cb, data).
@@ -294,6 +296,7 @@ EXPORT int rocprofiler_is_finalized(int *status)
 	return LATE_SDK_STATUS_SUCCESS;
 }
 
+#ifndef LATE_SDK_LEAN
 EXPORT int rocprofiler_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch)
 {
 	if (major)
@@ -304,6 +307,7 @@ EXPORT int rocprofiler_get_version(uint32_t *major, uint32_t *minor, uint32_t *p
 		*patch = LATE_SDK_PATCH;
 	return LATE_SDK_STATUS_SUCCESS;
 }
+#endif
 
 EXPORT uint64_t late_sdk_double_wrapped_calls(const void *table)
 {

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# rocattach --late-start's pre-checks and its report's covers, on real late_victim processes
+# (the doubles of tests/rocm/late/):
+#  1. covers / not_covered follow the SDK's version: 1.3.5 (inline queue interposition, so
+#     queues created before the start, experimental); an SDK file whose name has no version:
+#     the conservative list (API tracing only), saying why;
+#  2. an SDK of the tool's soname but another version (sdk-lean, 1.3.1) that lacks a symbol the
+#     tool needs (rocprofiler_get_version): refused, exit 4, one line, nothing touched;
+#  3. a tool file, an SDK file, or an SDK's directory writable by its group: refused, one line
+#     naming the file and the fix (chmod go-w), nothing touched.
+# usage: test_late_checks.sh BUILD_DIR
+set -u
+B=$(cd "${1:?usage: test_late_checks.sh BUILD_DIR}" && pwd)
+L=$B/tests/rocm/late
+CLI=$B/bin/rocattach
+TOOL=$L/liblate_tool.so
+PASSED=0
+FAILED=0
+fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
+ok() { echo "ok: $*"; PASSED=$((PASSED + 1)); }
+W=$(mktemp -d /tmp/rocattach-late-checks.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+for v in $(compgen -e | grep '^ROCP'); do unset "$v"; done
+export LATE_TOOL_LOG=$W/tool.log
+
+# victim NAME: late_victim with 2 busy threads, output in $W/NAME.out, its pid in VP.
+victim() {
+	"$L/late_victim" --seconds 60 --threads 2 </dev/null >"$W/$1.out" 2>&1 &
+	VP=$!
+	PIDS+=("$VP")
+	for _ in $(seq 500); do
+		grep -qs '^ready' "$W/$1.out" && return 0
+		sleep 0.01
+	done
+	fail "$1: the victim did not start"
+	return 1
+}
+untraced() { [ -d "/proc/$1" ] && awk '/^TracerPid:/ { exit $2 != 0 }' "/proc/$1/status"; }
+# end PID NAME [WRAPPED]: unharmed (exit 0, bad=0); WRAPPED 0: no call ever reached a wrapper.
+end() {
+	kill "$1"
+	wait "$1"
+	local rc=$?
+	[ "$rc" -eq 0 ] && grep -q '^done .* bad=0' "$W/$2.out" || return 1
+	[ "${3:-}" != 0 ] || grep -q '^done .* wrapped=0 ' "$W/$2.out"
+}
+json() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["late_start"]
+print(eval(sys.argv[2]))' "$W/json" "$1"; }
+
+# 1. covers per version.
+# started NAME TOOL: a late start that initialized; its JSON in $W/json.
+started() {
+	victim "$1" || return 1
+	P=$VP
+	"$CLI" --late-start -p "$P" -t "$2" >"$W/json" 2>"$W/err" &&
+		[ "$(json 'o["outcome"], o["initialized"]')" = "('ok', True)" ]
+}
+if started v135 "$TOOL" &&
+	[ "$(json 'o["sdk_version"], o["covers_basis"]')" = "('1.3.5', 'rocprofiler-sdk 1.3.5')" ] &&
+	[ "$(json 'len(o["covers"])')" = 3 ] &&
+	json 'o["covers"][2]' | grep -q "queues created before the start.*experimental" &&
+	! json 'o["not_covered"]' | grep -q "queues created before" &&
+	json 'o["not_covered"]' | grep -q "names of code objects loaded before" &&
+	untraced "$P" && end "$P" v135; then
+	ok "SDK 1.3.5: API tracing, new queues, queues from before (experimental)"
+else
+	fail "1.3.5: $(cat "$W/err" "$W/json")"
+fi
+mkdir -p "$W/plain/sdk"
+cp "$TOOL" "$W/plain/"
+cp -L "$L/sdk/librocprofiler-sdk.so.1" "$W/plain/sdk/librocprofiler-sdk.so.1"
+if started plain "$W/plain/liblate_tool.so" &&
+	[ "$(json 'o["sdk_version"], len(o["covers"])')" = "(None, 1)" ] &&
+	json 'o["covers_basis"]' | grep -q "version cannot be read (its file name has no M.m.p)" &&
+	json 'o["not_covered"]' | grep -q "kernel dispatches: not claimed" &&
+	untraced "$P" && end "$P" plain; then
+	ok "an SDK whose version cannot be read: API tracing only, and why"
+else
+	fail "plain: $(cat "$W/err" "$W/json")"
+fi
+
+# refused NAME SAYS TOOL: exit 4, one line saying SAYS, untraced, no abort, never wrapped.
+refused() {
+	victim "$1" || return
+	local p=$VP rc
+	"$CLI" --late-start -p "$p" -t "$3" >"$W/json" 2>"$W/err"
+	rc=$?
+	sleep 0.2
+	if [ "$rc" -eq 4 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$2" "$W/err" &&
+		untraced "$p" && ! grep -q FATAL "$W/$1.out" && end "$p" "$1" 0; then
+		ok "$1: refused (exit 4, one line), nothing touched"
+	else
+		fail "$1: rc $rc: $(cat "$W/err")"
+	fi
+}
+
+# 2. The same soname, another version, a symbol short.
+mkdir -p "$W/lean/sdk"
+cp "$TOOL" "$W/lean/"
+cp -P "$L"/sdk-lean/librocprofiler-sdk.so* "$W/lean/sdk/"
+refused lean_sdk "needs rocprofiler_get_version, which the SDK $W/lean/sdk/librocprofiler-sdk.so.1" \
+	"$W/lean/liblate_tool.so"
+
+# 3. Writable by others: the tool, the SDK file, the SDK's directory.
+mkdir -p "$W/gw_tool/sdk" "$W/gw_sdk/sdk" "$W/gw_dir/sdk"
+for d in gw_tool gw_sdk gw_dir; do
+	cp "$TOOL" "$W/$d/"
+	cp -P "$L"/sdk/librocprofiler-sdk.so* "$W/$d/sdk/"
+done
+chmod g+w "$W/gw_tool/liblate_tool.so" "$W/gw_sdk/sdk/librocprofiler-sdk.so.1.3.5"
+chmod 0775 "$W/gw_dir/sdk"
+refused gw_tool "refusing tool $W/gw_tool/liblate_tool.so for process" "$W/gw_tool/liblate_tool.so"
+grep -qF "the file $W/gw_tool/liblate_tool.so is writable by its group (mode 0775), so others could replace it: fix with chmod go-w" "$W/err" ||
+	fail "gw_tool: the line does not name the file and the fix: $(cat "$W/err")"
+refused gw_sdk "the file $W/gw_sdk/sdk/librocprofiler-sdk.so.1.3.5 is writable by its group" \
+	"$W/gw_sdk/liblate_tool.so"
+refused gw_dir "its directory $W/gw_dir/sdk is writable by its group (mode 0775)" \
+	"$W/gw_dir/liblate_tool.so"
+
+echo "late checks: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
