@@ -210,7 +210,10 @@ static void sum_late(const struct rn_target *t, size_t n, struct rm_node_sum *su
 			       t[k].ls.route == ROCATTACH_LATE_FAILED;
 		sum->ls_init += t[k].state == RN_LATE_STARTED && !rm_failed(&t[k]);
 		sum->ls_failed += rm_failed(&t[k]);
-		sum->ls_listener += t[k].ls.route == ROCATTACH_LATE_ATTACHABLE;
+		if (t[k].ls.route == ROCATTACH_LATE_ATTACHABLE) {
+			sum->ls_listener += !rm_failed(&t[k]);
+			sum->ls_listener_failed += rm_failed(&t[k]);
+		}
 	}
 }
 
@@ -307,14 +310,16 @@ static int late_fault(const struct rm_node_sum *s, char *why, size_t len)
 {
 	uint64_t t = s->ls_tried;
 
+	uint64_t listener = s->ls_listener + s->ls_listener_failed;
+
 	if (t <= s->found && s->ls_ran <= t && s->ls_init <= s->ls_ran && s->ls_failed <= t &&
-	    s->ls_listener <= t && s->ls_ran + s->ls_listener <= t)
+	    listener <= t && s->ls_ran + listener <= t && s->ls_listener_failed <= s->ls_failed)
 		return 0;
 	snprintf(why, len,
 		 "its late starts do not add up (tried %llu of %llu found, ran %llu, "
-		 "initialized %llu, failed %llu, with a listener %llu)",
+		 "initialized %llu, failed %llu, with a listener %llu attached and %llu failed)",
 		 LLU(t), LLU(s->found), LLU(s->ls_ran), LLU(s->ls_init), LLU(s->ls_failed),
-		 LLU(s->ls_listener));
+		 LLU(s->ls_listener), LLU(s->ls_listener_failed));
 	return -1;
 }
 

@@ -3,15 +3,15 @@
  * --late-start in the summary: per node, how many targets were started,
  * how many the SDK says initialized, how many failed or were refused, and
  * how many had a listener and were attached on the normal path (detached at
- * the window's end). A late start has no end: the tools stay until each
- * process exits. A node cut at --detail gives its block's counts.
+ * the window's end), or failed there (among those failed). A late start has no end: the tools stay
+ * until each process exits. A node cut at --detail gives its block's counts.
  */
 #include <stdio.h>
 
 #include "report_int.h"
 
 struct late_counts {
-	size_t tried, started, initialized, failed, exited, listener;
+	size_t tried, started, initialized, failed, exited, listener, listener_failed;
 };
 
 static void count_late(const struct rn_target *t, size_t n, struct late_counts *c)
@@ -25,7 +25,10 @@ static void count_late(const struct rn_target *t, size_t n, struct late_counts *
 		c->initialized += t[k].state == RN_LATE_STARTED && !rm_failed(&t[k]);
 		c->exited += t[k].state == RN_EXITED;
 		c->failed += rm_failed(&t[k]);
-		c->listener += t[k].ls.route == ROCATTACH_LATE_ATTACHABLE;
+		if (t[k].ls.route == ROCATTACH_LATE_ATTACHABLE) {
+			c->listener += !rm_failed(&t[k]);
+			c->listener_failed += rm_failed(&t[k]);
+		}
 	}
 }
 
@@ -37,6 +40,7 @@ static void count_block(const struct rm_node_sum *s, struct late_counts *c)
 	c->initialized = (size_t)s->ls_init;
 	c->failed = (size_t)s->ls_failed;
 	c->listener = (size_t)s->ls_listener;
+	c->listener_failed = (size_t)s->ls_listener_failed;
 }
 
 static void print_node(FILE *f, const struct rm_node *n, const struct late_counts *c)
@@ -50,6 +54,8 @@ static void print_node(FILE *f, const struct rm_node *n, const struct late_count
 			", %zu with a listener attached on the normal path (detached at the "
 			"window's end)",
 			c->listener);
+	if (c->listener_failed)
+		fprintf(f, ", %zu with a listener whose normal attach failed", c->listener_failed);
 	if (rm_left_out(n))
 		fprintf(f, ", %zu more not listed (--detail)", rm_left_out(n));
 	fputc('\n', f);

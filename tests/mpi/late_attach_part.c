@@ -30,7 +30,8 @@ static void note(const char *what)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	n = snprintf(line, sizeof(line), "%s pid=%d ns=%llu\n", what, (int)getpid(),
-		     (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+		     (unsigned long long)ts.tv_sec * 1000000000ull +
+			 (unsigned long long)ts.tv_nsec);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
@@ -61,8 +62,8 @@ EXPORT rocprofiler_tool_configure_attach_result_t *
 rocprofiler_configure_attach(uint32_t version, const char *runtime_version, uint32_t priority,
 			     rocprofiler_client_id_t *client_id)
 {
-	static rocprofiler_tool_configure_attach_result_t r = {sizeof(r), tool_attach,
-							       tool_detach, NULL};
+	static rocprofiler_tool_configure_attach_result_t r = {sizeof(r), tool_attach, tool_detach,
+							       NULL};
 
 	(void)version;
 	(void)runtime_version;

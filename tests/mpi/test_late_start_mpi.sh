@@ -13,11 +13,14 @@
 #     rocprofv3's --hip-trace and its default tool (a fake ROCM_PATH whose
 #     librocprofiler-sdk-tool.so is the late tool): exit 0, every rank initialized, its calls
 #     through the wrappers from the planned start on;
-#  5. mixed: 2 victims and one process with a listener (ROCP_TOOL_ATTACH=1, our agent): the
-#     victims are late-started and stay; the other is attached normally, and detached when
-#     the window is ended (SIGUSR1 to mpirun); the report and the summary say which is which;
+#  5. mixed: 2 victims and 2 processes with a listener (ROCP_TOOL_ATTACH=1: our agent, ROCm's
+#     double): the victims are late-started and stay; the others are attached normally, held
+#     while the window is open, and detached when it is ended (SIGUSR1 to mpirun); the
+#     report and the summary say which is which;
 #  6. --detail none, one of 3 victims stopped: rank 0 has only the node's block, which
-#     counts 2 late-started and 1 failed; exit 4, and the summary says so.
+#     counts 2 late-started and 1 failed; exit 4, and the summary says so;
+#  7. harm: a stopped process with a listener beside a victim: refused before any ptrace,
+#     left stopped and untraced, no tool in it; the victim started; exit 4.
 # Usage: test_late_start_mpi.sh BUILD_DIR   (under the heavy-test lock)
 B=$(cd "${1:?usage: test_late_start_mpi.sh BUILD_DIR}" && pwd)
 . "$(dirname "$0")/lib.sh"
@@ -202,27 +205,41 @@ kill "$JOB" 2>/dev/null
 wait "$JOB" 2>/dev/null
 [ "$RC" -eq 0 ] || cat "$W/job.run" >&2
 
-# 5. Mixed: 2 victims late-started, one with a listener attached normally, then detached.
+# 5. Mixed: 2 victims late-started; 2 processes with a listener (our agent's, ROCm's double)
+# attached normally, then detached when the window is ended.
 ATOOL=$L/liblate_tool_attach.so
 if victims mix 2; then
-	ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT "$B/bin/rocattach-example-target" </dev/null \
-		>"$W/mix.l.out" 2>&1 &
-	lp=$!
-	VICTIMS+=("$lp")
+	LP=()
+	for pre in "$AGENT" "$DOUBLE"; do
+		ROCP_TOOL_ATTACH=1 LD_PRELOAD=$pre "$B/bin/rocattach-example-target" </dev/null \
+			>"$W/mix.l${#LP[@]}.out" 2>&1 &
+		LP+=($!)
+		VICTIMS+=($!)
+	done
 	sleep 0.5
-	mpirun -np 1 "$LAUNCHER" --late-start -t "$ATOOL" --pid "$(pids "${VP[@]}" "$lp")" \
+	mpirun -np 1 "$LAUNCHER" --late-start -t "$ATOOL" --pid "$(pids "${VP[@]}" "${LP[@]}")" \
 		--detail all --report "$W/mix.json" </dev/null >"$W/mix.out" 2>&1 &
 	mr=$!
 	for _ in $(seq 200); do grep -q "attached on the normal path" "$W/mix.out" && break; sleep 0.05; done
-	held=$(grep -c "^attach pid=$lp " "$LATE_TOOL_LOG")
+	held=0
+	for p in "${LP[@]}"; do
+		[ "$(grep -c "^attach pid=$p " "$LATE_TOOL_LOG")" -eq 1 ] &&
+			[ "$(grep -c "^detach pid=$p " "$LATE_TOOL_LOG")" -eq 0 ] && held=$((held + 1))
+	done
 	kill -USR1 "$mr"
 	wait "$mr"
 	RC=$?
 	check "mixed: exit 0 (rc $RC)" test "$RC" -eq 0
-	check "the listener's process: attached normally, then detached" \
-		test "$(late mix "$lp" '"\(.state) \(.late_start.outcome)"')" = "detached attached"
-	check "its tool was attached while the window held, and detached at its end" \
-		test "$held" -eq 1 -a "$(grep -c "^detach pid=$lp " "$LATE_TOOL_LOG")" -eq 1
+	normal=0
+	for p in "${LP[@]}"; do
+		[ "$(late mix "$p" '"\(.state) \(.late_start.outcome)"')" = "detached attached" ] &&
+			[ "$(grep -c "^detach pid=$p " "$LATE_TOOL_LOG")" -eq 1 ] && untraced "$p" &&
+			normal=$((normal + 1))
+	done
+	check "both sides' listeners: attached, held while the window was open ($held of 2)" \
+		test "$held" -eq 2
+	check "both sides' listeners: detached at the window's end, untraced ($normal of 2)" \
+		test "$normal" -eq 2
 	both=0
 	for i in 1 2; do
 		p=${VP[$((i - 1))]}
@@ -230,10 +247,11 @@ if victims mix 2; then
 			grows "$W/mix.$i.out" && end "$p" "$W/mix.$i.out" && both=$((both + 1))
 	done
 	check "the 2 victims are late-started, stay, unharmed ($both of 2)" test "$both" -eq 2
-	check "the summary names the one attached on the normal path" grep -qE \
-		"^  .*: 2 started, 2 initialized, 0 failed or refused, 1 with a listener attached" \
+	check "the summary names the 2 attached on the normal path" grep -qE \
+		"^  .*: 2 started, 2 initialized, 0 failed or refused, 2 with a listener attached" \
 		"$W/mix.out"
-	kill "$lp" 2>/dev/null
+	check "the window's line says they were detached" grep -q "detached 2/4 targets" "$W/mix.out"
+	for p in "${LP[@]}"; do kill "$p" 2>/dev/null; done
 	[ "$RC" -eq 0 ] || cat "$W/mix.out" >&2
 fi
 
@@ -254,6 +272,36 @@ if victims none 3; then
 		grep -qE "1 failed.*2 late-started" "$W/none.out"
 	for i in 1 2 3; do end "${VP[$((i - 1))]}" "$W/none.$i.out" || fail "none: victim $i harmed"; done
 	[ "$RC" -eq 4 ] || cat "$W/none.out" >&2
+fi
+
+# 7. Harm: a process with a listener, stopped, beside a victim: its attach is refused
+# before any ptrace (left stopped, untraced), the victim is late-started; exit 4.
+if victims hs 1; then
+	ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT "$B/bin/rocattach-example-target" </dev/null \
+		>"$W/hs.l.out" 2>&1 &
+	sp=$!
+	VICTIMS+=("$sp")
+	sleep 0.5
+	kill -STOP "$sp"
+	mpirun -np 1 "$LAUNCHER" --late-start -t "$ATOOL" --pid "$(pids "${VP[0]}" "$sp")" \
+		--detail all --report "$W/hs.json" </dev/null >"$W/hs.out" 2>&1
+	RC=$?
+	st=$(awk '{ print $3 }' "/proc/$sp/stat")
+	check "a stopped listener: exit 4 (rc $RC)" test "$RC" -eq 4
+	check "it is stopped, its attach refused, left stopped and untraced" \
+		test "$(late hs "$sp" '"\(.state) \(.late_start.outcome)"')" = "stopped attached" -a \
+		"$st" = T
+	untraced "$sp" || fail "the stopped listener is traced"
+	check "no tool reached it" test "$(grep -c "^attach pid=$sp " "$LATE_TOOL_LOG")" -eq 0
+	check "the victim beside it is late-started" \
+		test "$(late hs "${VP[0]}" .late_start.initialized)" = true
+	check "the summary: 1 started, 1 failed or refused: a listener whose attach failed" grep -qE \
+		"^  .*: 1 started, 1 initialized, 1 failed or refused, 1 with a listener whose normal attach failed$" \
+		"$W/hs.out"
+	end "${VP[0]}" "$W/hs.1.out" || fail "hs: the victim was harmed"
+	kill -CONT "$sp"
+	kill "$sp"
+	[ "$RC" -eq 4 ] || cat "$W/hs.out" >&2
 fi
 
 echo "$PASSED passed, $FAILED failed"
