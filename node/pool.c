@@ -257,8 +257,9 @@ static void late_record(struct rn_target *t, const rocattach_late_report_t *r)
 
 /*
  * --late-start: at the planned start, the pre-checks and the start. ok only
- * when the SDK says it initialized; a process with a listener is not
- * late-started (it takes the normal attach: run without --late-start).
+ * when the SDK says it initialized. A process with a listener takes the
+ * normal attach instead (as rocattach --late-start does): ls.route says
+ * ROCATTACH_LATE_ATTACHABLE, and the window's end detaches it.
  */
 static void pool_late(struct rn_target *t, const struct rn_pool_opts *o)
 {
@@ -271,12 +272,25 @@ static void pool_late(struct rn_target *t, const struct rn_pool_opts *o)
 	rocattach_late_report_t rep = {.size = sizeof(rep)};
 	rocattach_status_t st;
 
-	if (o->start_ns)
-		ra_sleep_until_monotonic(ra_monotonic_of_realtime(o->start_ns));
-	st = rocattach_late_start(t->pid, &ro, &rep);
 	memset(&t->ls, 0, sizeof(t->ls));
 	t->ls.tried = true;
 	t->ls.planned_ns = o->start_ns;
+	t->ls.initialized = -2; /* not asked: no SDK was loaded */
+	/* A listener seen at the selection: sent now, its tool held to the start as a window's. */
+	if (t->listener) {
+		t->ls.route = ROCATTACH_LATE_ATTACHABLE;
+		pool_attach(t, o);
+		return;
+	}
+	if (o->start_ns)
+		ra_sleep_until_monotonic(ra_monotonic_of_realtime(o->start_ns));
+	st = rocattach_late_start(t->pid, &ro, &rep);
+	if (rep.route == ROCATTACH_LATE_ATTACHABLE) {
+		/* One that came since: the pre-checks only read; its attach starts late. */
+		t->ls.route = ROCATTACH_LATE_ATTACHABLE;
+		pool_attach(t, o);
+		return;
+	}
 	late_record(t, &rep);
 	t->status = st;
 	if (st == ROCATTACH_STATUS_SUCCESS && rep.route == ROCATTACH_LATE_STARTED &&
@@ -290,11 +304,6 @@ static void pool_late(struct rn_target *t, const struct rn_pool_opts *o)
 		t->state = RN_ATTACH_FAILED;
 	if (t->state != RN_LATE_STARTED && !t->status)
 		t->status = ROCATTACH_STATUS_ERROR;
-	if (rep.route == ROCATTACH_LATE_ATTACHABLE)
-		snprintf(t->message, sizeof(t->message),
-			 "process %d has a listener (started with ROCP_TOOL_ATTACH=1): not "
-			 "late-started; attach it without --late-start",
-			 (int)t->pid);
 }
 
 static void pool_detach(struct rn_target *t, const struct rn_pool_opts *o)

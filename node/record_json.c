@@ -237,6 +237,21 @@ static json_t *tools_json(const struct rn_target *t)
 	return a;
 }
 
+/*
+ * rocattach-mpi --late-start on a process with a listener: not late-started,
+ * attached on the normal path (the record's state and steps say how that
+ * went), and detached at the window's end.
+ */
+static json_t *late_attached_json(const struct rn_target *t)
+{
+	return json_pack(
+	    "{s:s, s:b, s:o, s:s}", "outcome", "attached", "stays_until_exit", 0,
+	    "planned_start_ns",
+	    t->ls.planned_ns ? json_integer((json_int_t)t->ls.planned_ns) : json_null(), "route",
+	    "it has a listener (started with ROCP_TOOL_ATTACH=1): attached on the "
+	    "normal path, detached at the window's end");
+}
+
 static int set_results(json_t *o, const struct rn_target *t)
 {
 	const char *status = rocattach_get_status_name(t->status);
@@ -267,7 +282,9 @@ static int set_results(json_t *o, const struct rn_target *t)
 				  t->late_ns ? json_integer((json_int_t)t->late_ns) : json_null());
 	rc |= json_object_set_new(o, "watchdog", json_boolean(t->watchdog));
 	rc |= json_object_set_new(o, "tools", tools_json(t));
-	if (t->ls.tried)
+	if (t->ls.tried && t->ls.route == ROCATTACH_LATE_ATTACHABLE)
+		rc |= json_object_set_new(o, "late_start", late_attached_json(t));
+	else if (t->ls.tried)
 		rc |= json_object_set_new(o, "late_start", rn_target_late_json(t));
 	return rc;
 }

@@ -64,10 +64,15 @@ static void say_empty(struct rm_win *w, int wi, const struct rm_ready *s)
 		   : "");
 }
 
-/* --late-start's word: what started; the tools stay (the summary has each node's figures). */
+/*
+ * --late-start's word: what started (the tools stay: the summary has each
+ * node's figures), and what had a listener and was attached on the normal
+ * path: the window then holds until it is ended, and detaches those.
+ */
 static void say_late(struct rm_win *w, const struct rm_ready *s, long long pending)
 {
-	long long not = s->held + s->differ + s->declined + s->other + s->gone + pending;
+	long long not =
+	    s->held + s->differ + s->declined + s->other + s->gone + pending + s->attached;
 	long long all = (long long)w->total_targets;
 
 	rm_say(w->self,
@@ -75,6 +80,15 @@ static void say_late(struct rm_win *w, const struct rm_ready *s, long long pendi
 	       "%lld still in their call); the tools stay until each process exits",
 	       all > not ? all - not : 0, all, s->held + s->differ + s->declined + s->other,
 	       s->gone, pending);
+	if (s->attached)
+		rm_say(w->self,
+		       "late start: %lld %s a listener and %s attached on the normal path: "
+		       "press Enter to end the window and detach %s (mpirun passes its input "
+		       "to rank 0), or send SIGUSR1 to mpirun; it ends by itself after "
+		       "--max-window %lld ms",
+		       (long long)s->attached, s->attached == 1 ? "target has" : "targets have",
+		       s->attached == 1 ? "was" : "were", s->attached == 1 ? "it" : "them",
+		       w->o->max_window_ms);
 }
 
 static void attach_outcome(struct rm_win *w, int wi, uint64_t since, bool partial)
@@ -437,7 +451,8 @@ static void keep_window(struct rm_win *w, int wi, uint64_t start, const struct r
 		detached += w->roster->peers[r].lost ? 0 : w->roster->peers[r].detached;
 	rm_progress_detached(line, sizeof(line), wi, detached, w->total_targets,
 			     rm_win_mono(w, m->stop_ns), ra_monotonic_ns());
-	if (!w->o->late_start) /* nothing to detach: the tools stay */
+	/* Late starts: nothing to detach but the targets attached on the normal path. */
+	if (!w->o->late_start || detached)
 		rm_say(w->self, "%s", line);
 }
 

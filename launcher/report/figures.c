@@ -199,6 +199,24 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint6
 
 _Static_assert(RM_SUM_HIST_BINS == RM_HIST_BINS, "the block's histograms are the report's");
 
+/* --late-start's counts of all n targets (a node at --detail none keeps no record of them). */
+static void sum_late(const struct rn_target *t, size_t n, struct rm_node_sum *sum)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (!t[k].ls.tried)
+			continue;
+		sum->ls_tried++;
+		sum->ls_ran += t[k].ls.route == ROCATTACH_LATE_STARTED ||
+			       t[k].ls.route == ROCATTACH_LATE_FAILED;
+		sum->ls_init += t[k].state == RN_LATE_STARTED && !rm_failed(&t[k]);
+		sum->ls_failed += rm_failed(&t[k]);
+		if (t[k].ls.route == ROCATTACH_LATE_ATTACHABLE) {
+			sum->ls_listener += !rm_failed(&t[k]);
+			sum->ls_listener_failed += rm_failed(&t[k]);
+		}
+	}
+}
+
 int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint64_t since,
 		    struct rm_node_sum *sum)
 {
@@ -241,6 +259,7 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->late = c.late;
 	sum->declined = c.declined;
 	sum->partial = c.partial;
+	sum_late(t, n, sum);
 	sum->attach = sum_of_fig3(&f.attach);
 	sum->detach = sum_of_fig3(&f.detach);
 	sum->over = sum_of_fig3(&f.over);
@@ -286,6 +305,24 @@ static int head_fault(const struct rm_node_sum *s, const struct rm_node *n, char
 	return -1;
 }
 
+/* --late-start's counts: within found, and each within those tried. */
+static int late_fault(const struct rm_node_sum *s, char *why, size_t len)
+{
+	uint64_t t = s->ls_tried;
+
+	uint64_t listener = s->ls_listener + s->ls_listener_failed;
+
+	if (t <= s->found && s->ls_ran <= t && s->ls_init <= s->ls_ran && s->ls_failed <= t &&
+	    listener <= t && s->ls_ran + listener <= t && s->ls_listener_failed <= s->ls_failed)
+		return 0;
+	snprintf(why, len,
+		 "its late starts do not add up (tried %llu of %llu found, ran %llu, "
+		 "initialized %llu, failed %llu, with a listener %llu attached and %llu failed)",
+		 LLU(t), LLU(s->found), LLU(s->ls_ran), LLU(s->ls_init), LLU(s->ls_failed),
+		 LLU(s->ls_listener), LLU(s->ls_listener_failed));
+	return -1;
+}
+
 /* The block's own counts: each within found, the states apart, the outcome they give. */
 static int counts_fault(const struct rm_node_sum *s, char *why, size_t len)
 {
@@ -293,11 +330,15 @@ static int counts_fault(const struct rm_node_sum *s, char *why, size_t len)
 			      s->stopped,  s->exited_after, s->late,   s->declined};
 	static const char *const name[] = {"attached", "failed",       "exited", "detached", "died",
 					   "stopped",  "exited after", "late",	 "declined"};
-	uint64_t f = s->found, states = s->detached + s->exited + s->died + s->stopped;
-	int want = !f		     ? RM_OUT_EMPTY
-		   : s->failed	     ? RM_OUT_FAILED
-		   : s->detached < f ? RM_OUT_OTHER
-				     : RM_OUT_CLEAN;
+	uint64_t f = s->found, clean = s->detached + s->ls_init,
+		 states = clean + s->exited + s->died + s->stopped;
+	int want = !f	       ? RM_OUT_EMPTY
+		   : s->failed ? RM_OUT_FAILED
+		   : clean < f ? RM_OUT_OTHER
+			       : RM_OUT_CLEAN;
+
+	if (late_fault(s, why, len))
+		return -1;
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		if (c[i] > f) {
@@ -305,14 +346,14 @@ static int counts_fault(const struct rm_node_sum *s, char *why, size_t len)
 				 LLU(f));
 			return -1;
 		}
-	if (states > f || s->failed + s->detached > f)
+	if (states > f || s->failed + clean > f)
 		snprintf(why, len,
 			 "its counts add up past the %llu found (detached %llu, failed %llu, "
 			 "exited %llu, died %llu, stopped %llu)",
 			 LLU(f), LLU(s->detached), LLU(s->failed), LLU(s->exited), LLU(s->died),
 			 LLU(s->stopped));
 	else if (s->stopped > s->failed || s->exited_after > s->exited ||
-		 s->detached + s->died > s->attached)
+		 clean + s->died > s->attached)
 		snprintf(why, len,
 			 "its counts contradict each other (stopped %llu of %llu failed, "
 			 "%llu of %llu exited after a window, detached and died %llu of "
@@ -354,10 +395,18 @@ static int kept_fault(const struct rm_node_sum *s, const struct rm_counts *k, ch
 			      s->exited_after, s->attached, s->detached, s->late};
 	const size_t kc[] = {k->failed,	      k->died,	   k->exited,	k->stopped,
 			     k->exited_after, k->attached, k->detached, k->late};
-	uint64_t want;
+	/* Clean ones left out are detached, or late-started (and never detached). */
+	uint64_t want, init_left = rm_left_of(s->ls_init, k->late_started);
 
+	if (s->ls_init < k->late_started || init_left > s->left_out) {
+		snprintf(why, len,
+			 "late-started %llu, below the %zu such records kept or past the %llu "
+			 "left out",
+			 LLU(s->ls_init), k->late_started, LLU(s->left_out));
+		return -1;
+	}
 	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
-		want = kc[i] + (i < 5 ? 0 : s->left_out);
+		want = kc[i] + (i < 5 ? 0 : s->left_out - (i == 6 ? init_left : 0));
 		if (b[i] < kc[i])
 			snprintf(why, len, "%s %llu, fewer than the %zu such records kept", name[i],
 				 LLU(b[i]), kc[i]);
@@ -376,7 +425,7 @@ static int kept_fault(const struct rm_node_sum *s, const struct rm_counts *k, ch
 		return -1;
 	}
 	if (rm_left_of(s->detached, k->detached) + rm_left_of(s->exited, k->exited) +
-		rm_left_of(s->died, k->died) + rm_left_of(s->stopped, k->stopped) <=
+		rm_left_of(s->died, k->died) + rm_left_of(s->stopped, k->stopped) + init_left <=
 	    s->left_out)
 		return 0;
 	snprintf(why, len, "its counts, less the records kept, claim more than the %llu left out",

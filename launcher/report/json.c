@@ -75,6 +75,8 @@ static json_t *counts_json(json_t *o, const struct rm_counts *c, const char *fou
 	rc |= json_object_set_new(o, "stopped", json_integer((json_int_t)c->stopped));
 	rc |= json_object_set_new(o, "late", json_integer((json_int_t)c->late));
 	rc |= json_object_set_new(o, "declined", json_integer((json_int_t)c->declined));
+	/* --late-start: the SDK initialized (a cut node's block counts them too). */
+	rc |= json_object_set_new(o, "late_started", json_integer((json_int_t)c->late_started));
 	if (rc) {
 		json_decref(o);
 		return NULL;

@@ -389,6 +389,7 @@ void rm_count_node(const struct rm_node *n, const struct rn_target *all, struct 
 		c->late += (size_t)n->sum->late;
 		c->declined += (size_t)n->sum->declined;
 		c->partial += (size_t)n->sum->partial;
+		c->late_started += (size_t)n->sum->ls_init;
 		return;
 	}
 	if (!all && n->n) {
@@ -655,6 +656,7 @@ struct rm_counts rm_left_counts(const struct rm_node *n, const struct rn_target 
 	l.exited_after = (size_t)rm_left_of(s->exited_after, k.exited_after);
 	l.stopped = (size_t)rm_left_of(s->stopped, k.stopped);
 	l.late = (size_t)rm_left_of(s->late, k.late);
+	l.late_started = (size_t)rm_left_of(s->ls_init, k.late_started);
 	return l;
 }
 

@@ -40,6 +40,14 @@ struct rm_node_sum {
 	/* rm_count_node's counts of all its targets */
 	uint64_t attached, failed, exited, detached, died, exited_after, stopped, late;
 	uint64_t declined, partial;
+	/*
+	 * --late-start (rn_target.ls) of all its targets: tried, the start ran,
+	 * initialized (RN_LATE_STARTED, the headline's late-started), failed
+	 * (rm_failed), and those with a listener that took the normal attach:
+	 * not failed (attached, detached at the window's end), and failed.
+	 * 32 bits each: the block stays within its bound below.
+	 */
+	uint32_t ls_tried, ls_ran, ls_init, ls_failed, ls_listener, ls_listener_failed;
 	/* The window's figures (rm_node_figures from the window's start). */
 	struct rm_sum_fig3 attach, detach, over, back;
 	uint64_t calls_lo, calls_hi, early;

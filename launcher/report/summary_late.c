@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --late-start in the summary: per node, how many targets were started,
- * how many the SDK says initialized, and how many failed or were refused.
- * A late start has no end: the tools stay until each process exits.
+ * how many the SDK says initialized, how many failed or were refused, and
+ * how many had a listener and were attached on the normal path (detached at
+ * the window's end), or failed there (among those failed). A late start has no end: the tools stay
+ * until each process exits. A node cut at --detail gives its block's counts.
  */
 #include <stdio.h>
 
 #include "report_int.h"
 
 struct late_counts {
-	size_t tried, started, initialized, failed, exited;
+	size_t tried, started, initialized, failed, exited, listener, listener_failed;
 };
 
 static void count_late(const struct rn_target *t, size_t n, struct late_counts *c)
@@ -20,10 +22,43 @@ static void count_late(const struct rn_target *t, size_t n, struct late_counts *
 		c->tried++;
 		c->started += t[k].ls.route == ROCATTACH_LATE_STARTED ||
 			      t[k].ls.route == ROCATTACH_LATE_FAILED;
-		c->initialized += t[k].state == RN_LATE_STARTED;
+		c->initialized += t[k].state == RN_LATE_STARTED && !rm_failed(&t[k]);
 		c->exited += t[k].state == RN_EXITED;
 		c->failed += rm_failed(&t[k]);
+		if (t[k].ls.route == ROCATTACH_LATE_ATTACHABLE) {
+			c->listener += !rm_failed(&t[k]);
+			c->listener_failed += rm_failed(&t[k]);
+		}
 	}
+}
+
+/* A cut node: its block counts all its targets (it has no count of those that ended). */
+static void count_block(const struct rm_node_sum *s, struct late_counts *c)
+{
+	c->tried = (size_t)s->ls_tried;
+	c->started = (size_t)s->ls_ran;
+	c->initialized = (size_t)s->ls_init;
+	c->failed = (size_t)s->ls_failed;
+	c->listener = (size_t)s->ls_listener;
+	c->listener_failed = (size_t)s->ls_listener_failed;
+}
+
+static void print_node(FILE *f, const struct rm_node *n, const struct late_counts *c)
+{
+	fprintf(f, "  %s: %zu started, %zu initialized, %zu failed or refused", n->host, c->started,
+		c->initialized, c->failed);
+	if (c->exited)
+		fprintf(f, ", %zu ended", c->exited);
+	if (c->listener)
+		fprintf(f,
+			", %zu with a listener attached on the normal path (detached at the "
+			"window's end)",
+			c->listener);
+	if (c->listener_failed)
+		fprintf(f, ", %zu with a listener whose normal attach failed", c->listener_failed);
+	if (rm_left_out(n))
+		fprintf(f, ", %zu more not listed (--detail)", rm_left_out(n));
+	fputc('\n', f);
 }
 
 void rm_print_late_starts(FILE *f, const struct rm_run *r)
@@ -34,23 +69,21 @@ void rm_print_late_starts(FILE *f, const struct rm_run *r)
 
 	for (size_t i = 0; w && i < w->n_nodes; i++) {
 		const struct rm_node *n = &w->nodes[i];
-		const struct rn_target *t = n->lost ? NULL : rm_targets(n, &h);
 		struct late_counts c = {0};
 
-		count_late(t, n->n, &c);
+		if (n->lost)
+			continue;
+		if (n->cut)
+			count_block(n->sum, &c);
+		else
+			count_late(rm_targets(n, &h), n->n, &c);
 		if (!c.tried)
 			continue;
 		if (!any)
 			fprintf(f, "late start (the tools stay in each started process until it "
 				   "exits; no detach):\n");
 		any = true;
-		fprintf(f, "  %s: %zu started, %zu initialized, %zu failed or refused", n->host,
-			c.started, c.initialized, c.failed);
-		if (c.exited)
-			fprintf(f, ", %zu ended", c.exited);
-		if (rm_left_out(n))
-			fprintf(f, ", %zu more not listed (--detail)", rm_left_out(n));
-		fputc('\n', f);
+		print_node(f, n, &c);
 	}
 	rm_hold_free(&h);
 }

@@ -8,7 +8,19 @@
 #     victims run on untraced, every answer right;
 #  2. harm: 4 victims, one SIGSTOPped: it is refused and left stopped, untraced; the
 #     other 3 are started; exit 4, the summary says 1 failed or refused;
-#  3. bad usage: --late-start with -d or --inject is one line, exit 2, nothing touched.
+#  3. bad usage: --late-start with -d or --inject is one line, exit 2, nothing touched;
+#  4. a real 4-rank job (mpirun -np 4 late_victim), selected with --mpirun-pid, with
+#     rocprofv3's --hip-trace and its default tool (a fake ROCM_PATH whose
+#     librocprofiler-sdk-tool.so is the late tool): exit 0, every rank initialized, its calls
+#     through the wrappers from the planned start on;
+#  5. mixed: 2 victims and 2 processes with a listener (ROCP_TOOL_ATTACH=1: our agent, ROCm's
+#     double): the victims are late-started and stay; the others are attached normally, held
+#     while the window is open, and detached when it is ended (SIGUSR1 to mpirun); the
+#     report and the summary say which is which;
+#  6. --detail none, one of 3 victims stopped: rank 0 has only the node's block, which
+#     counts 2 late-started and 1 failed; exit 4, and the summary says so;
+#  7. harm: a stopped process with a listener beside a victim: refused before any ptrace,
+#     left stopped and untraced, no tool in it; the victim started; exit 4.
 # Usage: test_late_start_mpi.sh BUILD_DIR   (under the heavy-test lock)
 B=$(cd "${1:?usage: test_late_start_mpi.sh BUILD_DIR}" && pwd)
 . "$(dirname "$0")/lib.sh"
@@ -162,6 +174,135 @@ for bad in "-d 100" "--inject"; do
 	check "--late-start $bad: one line naming it" test "$(grep -c '^rocattach-mpi' "$W/usage.out")" \
 		-eq 1 -a -n "$(grep -F -- "cannot go with ${bad%% *}" "$W/usage.out")"
 done
+
+# 4. A real 4-rank job, rocprofv3's --hip-trace with its default tool under a fake ROCm.
+R=$W/rocm/lib/rocprofiler-sdk
+mkdir -p "$R" && cp "$LTOOL" "$R/librocprofiler-sdk-tool.so" && ln -s "$L/sdk" "$R/sdk"
+: >"$LATE_TOOL_LOG"
+mpirun -np 4 -x LATE_TOOL_LOG "$L/late_victim" --seconds 60 --threads 2 </dev/null \
+	>"$W/job.out" 2>&1 &
+JOB=$!
+VICTIMS+=("$JOB")
+wait_ready "$W/job.out" 4 || fail "the 4-rank job did not start"
+ROCM_PATH=$W/rocm mpirun -np 1 "$LAUNCHER" --late-start --hip-trace --mpirun-pid "$JOB" \
+	--detail all --report "$W/job.json" </dev/null >"$W/job.run" 2>&1
+RC=$?
+check "4-rank job with --hip-trace: exit 0 (rc $RC)" test "$RC" -eq 0
+check "every rank initialized (4 of 4)" test "$(jq '[.windows[].nodes[].targets[]
+	| select(.late_start.initialized == true and .state == "late_started")] | length' \
+	"$W/job.json")" -eq 4
+on_time=0
+for p in $(jq -r '.windows[].nodes[].targets[].pid' "$W/job.json"); do
+	planned=$(late job "$p" .late_start.planned_start_ns)
+	first=$(awk -v p="pid=$p" '$1 == "first-call" && $2 == p { sub("ns=", "", $4);
+		if (m == "" || $4 < m) m = $4 } END { print m }' "$LATE_TOOL_LOG")
+	[ -n "$first" ] && [ "$planned" != null ] && [ "$first" -ge "$planned" ] &&
+		on_time=$((on_time + 1))
+done
+check "each rank's calls reach the wrappers from the planned start on ($on_time of 4)" \
+	test "$on_time" -eq 4
+kill "$JOB" 2>/dev/null
+wait "$JOB" 2>/dev/null
+[ "$RC" -eq 0 ] || cat "$W/job.run" >&2
+
+# 5. Mixed: 2 victims late-started; 2 processes with a listener (our agent's, ROCm's double)
+# attached normally, then detached when the window is ended.
+ATOOL=$L/liblate_tool_attach.so
+if victims mix 2; then
+	LP=()
+	for pre in "$AGENT" "$DOUBLE"; do
+		ROCP_TOOL_ATTACH=1 LD_PRELOAD=$pre "$B/bin/rocattach-example-target" </dev/null \
+			>"$W/mix.l${#LP[@]}.out" 2>&1 &
+		LP+=($!)
+		VICTIMS+=($!)
+	done
+	sleep 0.5
+	mpirun -np 1 "$LAUNCHER" --late-start -t "$ATOOL" --pid "$(pids "${VP[@]}" "${LP[@]}")" \
+		--detail all --report "$W/mix.json" </dev/null >"$W/mix.out" 2>&1 &
+	mr=$!
+	for _ in $(seq 200); do grep -q "attached on the normal path" "$W/mix.out" && break; sleep 0.05; done
+	held=0
+	for p in "${LP[@]}"; do
+		[ "$(grep -c "^attach pid=$p " "$LATE_TOOL_LOG")" -eq 1 ] &&
+			[ "$(grep -c "^detach pid=$p " "$LATE_TOOL_LOG")" -eq 0 ] && held=$((held + 1))
+	done
+	kill -USR1 "$mr"
+	wait "$mr"
+	RC=$?
+	check "mixed: exit 0 (rc $RC)" test "$RC" -eq 0
+	normal=0
+	for p in "${LP[@]}"; do
+		[ "$(late mix "$p" '"\(.state) \(.late_start.outcome)"')" = "detached attached" ] &&
+			[ "$(grep -c "^detach pid=$p " "$LATE_TOOL_LOG")" -eq 1 ] && untraced "$p" &&
+			normal=$((normal + 1))
+	done
+	check "both sides' listeners: attached, held while the window was open ($held of 2)" \
+		test "$held" -eq 2
+	check "both sides' listeners: detached at the window's end, untraced ($normal of 2)" \
+		test "$normal" -eq 2
+	both=0
+	for i in 1 2; do
+		p=${VP[$((i - 1))]}
+		[ "$(late mix "$p" '"\(.state) \(.late_start.initialized)"')" = "late_started true" ] &&
+			grows "$W/mix.$i.out" && end "$p" "$W/mix.$i.out" && both=$((both + 1))
+	done
+	check "the 2 victims are late-started, stay, unharmed ($both of 2)" test "$both" -eq 2
+	check "the summary names the 2 attached on the normal path" grep -qE \
+		"^  .*: 2 started, 2 initialized, 0 failed or refused, 2 with a listener attached" \
+		"$W/mix.out"
+	check "the window's line says they were detached" grep -q "detached 2/4 targets" "$W/mix.out"
+	for p in "${LP[@]}"; do kill "$p" 2>/dev/null; done
+	[ "$RC" -eq 0 ] || cat "$W/mix.out" >&2
+fi
+
+# 6. --detail none: only the node's block reaches rank 0; a failed start is counted.
+if victims none 3; then
+	s=${VP[0]}
+	kill -STOP "$s"
+	mpirun -np 1 "$LAUNCHER" --late-start -t "$LTOOL" --pid "$(pids "${VP[@]}")" \
+		--detail none --report "$W/none.json" </dev/null >"$W/none.out" 2>&1
+	RC=$?
+	check "--detail none, one stopped: exit 4 (rc $RC)" test "$RC" -eq 4
+	check "no record kept, the block read (not unreadable)" test "$(jq -c '[.windows[-1].nodes[]
+		| [(.targets | length), .records_left_out, .late_started, .failed]]' \
+		"$W/none.json")" = "[[0,3,2,1]]"
+	check "the summary: 2 started, 2 initialized, 1 failed or refused" \
+		grep -qE "^  .*: 2 started, 2 initialized, 1 failed or refused" "$W/none.out"
+	check "the summary's headline: 1 failed, 2 late-started" \
+		grep -qE "1 failed.*2 late-started" "$W/none.out"
+	for i in 1 2 3; do end "${VP[$((i - 1))]}" "$W/none.$i.out" || fail "none: victim $i harmed"; done
+	[ "$RC" -eq 4 ] || cat "$W/none.out" >&2
+fi
+
+# 7. Harm: a process with a listener, stopped, beside a victim: its attach is refused
+# before any ptrace (left stopped, untraced), the victim is late-started; exit 4.
+if victims hs 1; then
+	ROCP_TOOL_ATTACH=1 LD_PRELOAD=$AGENT "$B/bin/rocattach-example-target" </dev/null \
+		>"$W/hs.l.out" 2>&1 &
+	sp=$!
+	VICTIMS+=("$sp")
+	sleep 0.5
+	kill -STOP "$sp"
+	mpirun -np 1 "$LAUNCHER" --late-start -t "$ATOOL" --pid "$(pids "${VP[0]}" "$sp")" \
+		--detail all --report "$W/hs.json" </dev/null >"$W/hs.out" 2>&1
+	RC=$?
+	st=$(awk '{ print $3 }' "/proc/$sp/stat")
+	check "a stopped listener: exit 4 (rc $RC)" test "$RC" -eq 4
+	check "it is stopped, its attach refused, left stopped and untraced" \
+		test "$(late hs "$sp" '"\(.state) \(.late_start.outcome)"')" = "stopped attached" -a \
+		"$st" = T
+	untraced "$sp" || fail "the stopped listener is traced"
+	check "no tool reached it" test "$(grep -c "^attach pid=$sp " "$LATE_TOOL_LOG")" -eq 0
+	check "the victim beside it is late-started" \
+		test "$(late hs "${VP[0]}" .late_start.initialized)" = true
+	check "the summary: 1 started, 1 failed or refused: a listener whose attach failed" grep -qE \
+		"^  .*: 1 started, 1 initialized, 1 failed or refused, 1 with a listener whose normal attach failed$" \
+		"$W/hs.out"
+	end "${VP[0]}" "$W/hs.1.out" || fail "hs: the victim was harmed"
+	kill -CONT "$sp"
+	kill "$sp"
+	[ "$RC" -eq 4 ] || cat "$W/hs.out" >&2
+fi
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -95,6 +95,19 @@ static void test_rn_target_to_json_late_start(void **state)
 	assert_string_equal(json_string_value(json_object_get(l, "outcome")), "failed");
 	assert_true(json_is_false(json_object_get(l, "initialized")));
 	json_decref(j);
+	/* A listener: attached on the normal path and detached; nothing stays, not "failed". */
+	t.state = RN_DETACHED;
+	t.status = ROCATTACH_STATUS_SUCCESS;
+	t.ls.route = ROCATTACH_LATE_ATTACHABLE;
+	t.ls.initialized = -2;
+	j = through_text(&t);
+	l = json_object_get(j, "late_start");
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "detached");
+	assert_string_equal(json_string_value(json_object_get(l, "outcome")), "attached");
+	assert_true(json_is_false(json_object_get(l, "stays_until_exit")));
+	assert_int_equal(json_integer_value(json_object_get(l, "planned_start_ns")), 1003);
+	assert_non_null(strstr(json_string_value(json_object_get(l, "route")), "listener"));
+	json_decref(j);
 }
 
 static void test_rn_target_to_json_all_keys(void **state)

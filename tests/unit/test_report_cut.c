@@ -295,6 +295,133 @@ static void test_rm_take_sum_refuses_at_none(void **state)
 	free(sum);
 	free(bad);
 }
+
+/*
+ * --late-start (issue 33): 2 late-started, 1 refused and left stopped, 1
+ * whose SDK did not initialize (3 starts ran), 1 with a listener attached
+ * on the normal path and detached. Before the block carried the late starts, a node cut
+ * at none or failures was refused (late-started ones are clean but not
+ * detached) and its starts were not counted.
+ */
+#define LATE_N 5
+static void late_outcomes(struct rn_target *t)
+{
+	for (int k = 0; k < LATE_N; k++) {
+		clean(&t[k], (pid_t)(4000 + k), k + 1);
+		t[k].ls.tried = true;
+		t[k].ls.route = ROCATTACH_LATE_STARTED;
+		t[k].ls.initialized = 1;
+		t[k].ls.planned_ns = T0;
+		if (k == 4)
+			continue;
+		t[k].state = RN_LATE_STARTED;
+		t[k].windows = 0;
+		t[k].attach_start_ns = t[k].attach_end_ns = t[k].attach_tool_ns = 0;
+		t[k].detach_start_ns = t[k].detach_end_ns = t[k].detach_tool_ns = 0;
+	}
+	t[2].state = RN_STOPPED;
+	t[2].ls.route = ROCATTACH_LATE_REFUSED;
+	t[2].ls.initialized = -2;
+	t[3].state = RN_ATTACH_FAILED;
+	t[3].ls.route = ROCATTACH_LATE_FAILED;
+	t[3].ls.initialized = 0;
+	t[4].ls.route = ROCATTACH_LATE_ATTACHABLE; /* detached at the window's end */
+	t[4].ls.initialized = -2;
+}
+
+static void test_late_starts_cut_carried(void **state)
+{
+	static const enum rm_detail levels[] = {RM_DETAIL_FAILURES, RM_DETAIL_NONE};
+	struct rn_target all[LATE_N];
+	struct rm_node full = {.host = "every", .t = all, .n = LATE_N};
+	struct rm_counts ca, cb;
+
+	(void)state;
+	late_outcomes(all);
+	for (size_t li = 0; li < 2; li++) {
+		struct rm_node cut = {0};
+		struct rm_window w = {1, T0, STOP, "enter", &cut, 1};
+		struct rm_run r = {.w = &w, .n_w = 1, .cfg = {.windows = 1, .ranks = 1}};
+		char *text;
+
+		cut_on_node(all, LATE_N, levels[li], 0, &cut);
+		snprintf(cut.host, sizeof(cut.host), "every");
+		assert_true(cut.cut);
+		assert_int_equal(cut.n, levels[li] == RM_DETAIL_NONE ? 0 : 2);
+		memset(&ca, 0, sizeof(ca));
+		memset(&cb, 0, sizeof(cb));
+		rm_count_node(&full, all, &ca);
+		rm_count_node(&cut, cut.t, &cb);
+		assert_memory_equal(&ca, &cb, sizeof(ca));
+		assert_int_equal(cb.late_started, 2);
+		assert_int_equal(cb.failed, 2);
+		assert_int_equal(rm_node_outcome(&cut, cut.t), RM_OUT_FAILED);
+		assert_int_equal(rm_count_failures(&r), 2);
+		text = summary_of(&r);
+		assert_non_null(strstr(text, ", 2 failed, 2 late-started"));
+		assert_non_null(strstr(text, "  every: 3 started, 2 initialized, 2 failed or "
+					     "refused, 1 with a listener attached on the normal "
+					     "path (detached at the window's end)"));
+		free(text);
+		free(cut.t);
+		rm_node_sum_free(&cut);
+	}
+	/* The listener's normal attach failed: among those failed, and said so. */
+	failed(&all[4], 4004);
+	all[4].ls.tried = true;
+	all[4].ls.route = ROCATTACH_LATE_ATTACHABLE;
+	all[4].ls.initialized = -2;
+	{
+		struct rm_node cut = {0};
+		struct rm_window w = {1, T0, STOP, "late starts done", &cut, 1};
+		struct rm_run r = {.w = &w, .n_w = 1, .cfg = {.windows = 1, .ranks = 1}};
+		char *text;
+
+		cut_on_node(all, LATE_N, RM_DETAIL_NONE, 0, &cut);
+		snprintf(cut.host, sizeof(cut.host), "every");
+		assert_int_equal(cut.sum->ls_listener, 0);
+		assert_int_equal(cut.sum->ls_listener_failed, 1);
+		text = summary_of(&r);
+		assert_non_null(strstr(text, ", 3 failed, 2 late-started"));
+		assert_non_null(strstr(text, "  every: 3 started, 2 initialized, 3 failed or "
+					     "refused, 1 with a listener whose normal attach "
+					     "failed, 5 more not listed (--detail)\n"));
+		free(text);
+		free(cut.t);
+		rm_node_sum_free(&cut);
+	}
+}
+
+/* A block whose late starts do not add up is refused, with the reason. */
+static void test_late_starts_block_refused(void **state)
+{
+	struct rn_target all[LATE_N];
+	struct rm_node_sum *sum = calloc(1, sizeof(*sum)), *bad = calloc(1, sizeof(*bad));
+	struct rm_node n = {.host = "every", .t = all, .n = 0};
+
+	(void)state;
+	assert_non_null(sum);
+	assert_non_null(bad);
+	late_outcomes(all);
+	assert_int_equal(rm_node_summary(all, LATE_N, RM_DETAIL_NONE, T0, sum), 0);
+	assert_int_equal(sum->ls_tried, 5);
+	assert_int_equal(sum->ls_ran, 3);
+	assert_int_equal(sum->ls_init, 2);
+	assert_int_equal(sum->ls_failed, 2);
+	assert_int_equal(sum->ls_listener, 1);
+	assert_int_equal(sum->ls_listener_failed, 0);
+	REFUSED(&n, bad->ls_tried = 6, "its late starts do not add up (tried 6 of 5 found");
+	REFUSED(&n, bad->ls_listener_failed = 3, "its late starts do not add up");
+	REFUSED(&n, bad->ls_init = 4, "its late starts do not add up");
+	REFUSED(&n, bad->ls_listener = 3, "its late starts do not add up");
+	REFUSED(&n, (bad->ls_init = 1, bad->outcome = RM_OUT_CLEAN),
+		"outcome ok, but its counts make it failed");
+	REFUSED(&n, bad->ls_init = 3, "its counts add up past the 5 found");
+	assert_int_equal(rm_take_sum(sum, 0, &n, NULL, 0), 0);
+	rm_node_sum_free(&n);
+	free(sum);
+	free(bad);
+}
 #undef REFUSED
 
 /*
@@ -381,6 +508,8 @@ int main(void)
 	    cmocka_unit_test(test_rm_take_sum_refuses_at_none),
 	    cmocka_unit_test(test_left_out_failures_and_deaths_count),
 	    cmocka_unit_test(test_failures_kept_are_not_counted_twice),
+	    cmocka_unit_test(test_late_starts_cut_carried),
+	    cmocka_unit_test(test_late_starts_block_refused),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
