@@ -11,52 +11,13 @@
 # usage: test_late_checks.sh BUILD_DIR
 set -u
 B=$(cd "${1:?usage: test_late_checks.sh BUILD_DIR}" && pwd)
-L=$B/tests/rocm/late
-CLI=$B/bin/rocattach
-TOOL=$L/liblate_tool.so
-PASSED=0
-FAILED=0
-fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
-ok() { echo "ok: $*"; PASSED=$((PASSED + 1)); }
-W=$(mktemp -d /tmp/rocattach-late-checks.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$W"
-}
-trap cleanup EXIT
-for v in $(compgen -e | grep '^ROCP'); do unset "$v"; done
-export LATE_TOOL_LOG=$W/tool.log
-
-# victim NAME: late_victim with 2 busy threads, output in $W/NAME.out, its pid in VP.
-victim() {
-	"$L/late_victim" --seconds 60 --threads 2 </dev/null >"$W/$1.out" 2>&1 &
-	VP=$!
-	PIDS+=("$VP")
-	for _ in $(seq 500); do
-		grep -qs '^ready' "$W/$1.out" && return 0
-		sleep 0.01
-	done
-	fail "$1: the victim did not start"
-	return 1
-}
-untraced() { [ -d "/proc/$1" ] && awk '/^TracerPid:/ { exit $2 != 0 }' "/proc/$1/status"; }
-# end PID NAME [WRAPPED]: unharmed (exit 0, bad=0); WRAPPED 0: no call ever reached a wrapper.
-end() {
-	kill "$1"
-	wait "$1"
-	local rc=$?
-	[ "$rc" -eq 0 ] && grep -q '^done .* bad=0' "$W/$2.out" || return 1
-	[ "${3:-}" != 0 ] || grep -q '^done .* wrapped=0 ' "$W/$2.out"
-}
-json() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["late_start"]
-print(eval(sys.argv[2]))' "$W/json" "$1"; }
+PREFIX=rocattach-late-checks
+. "$(dirname "$0")/lib.sh"
 
 # 1. covers per version.
 # started NAME TOOL: a late start that initialized; its JSON in $W/json.
 started() {
-	victim "$1" || return 1
+	victim "$1" --threads 2 || return 1
 	P=$VP
 	"$CLI" --late-start -p "$P" -t "$2" >"$W/json" 2>"$W/err" &&
 		[ "$(json 'o["outcome"], o["initialized"]')" = "('ok', True)" ]
@@ -87,7 +48,7 @@ fi
 
 # refused NAME SAYS TOOL: exit 4, one line saying SAYS, untraced, no abort, never wrapped.
 refused() {
-	victim "$1" || return
+	victim "$1" --threads 2 || return
 	local p=$VP rc
 	"$CLI" --late-start -p "$p" -t "$3" >"$W/json" 2>"$W/err"
 	rc=$?

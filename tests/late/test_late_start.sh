@@ -15,47 +15,9 @@
 set -u
 B=$(cd "${1:?usage: test_late_start.sh BUILD_DIR [N]}" && pwd)
 N=${2:-50}
-L=$B/tests/rocm/late
-CLI=$B/bin/rocattach
-TOOL=$L/liblate_tool.so
-PASSED=0
-FAILED=0
-fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
-ok() { echo "ok: $*"; PASSED=$((PASSED + 1)); }
-W=$(mktemp -d /tmp/rocattach-late.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$W"
-}
-trap cleanup EXIT
-for v in $(compgen -e | grep '^ROCP'); do unset "$v"; done
-export LATE_TOOL_LOG=$W/tool.log
+PREFIX=rocattach-late
+. "$(dirname "$0")/lib.sh"
 
-# victim NAME ARGS...: late_victim, output in $W/NAME.out, its pid in VP once "ready".
-victim() {
-	local name=$1
-	shift
-	"$L/late_victim" --seconds 60 "$@" </dev/null >"$W/$name.out" 2>&1 &
-	VP=$!
-	PIDS+=("$VP")
-	for _ in $(seq 500); do
-		grep -qs '^ready' "$W/$name.out" && return 0
-		sleep 0.01
-	done
-	fail "$name: the victim did not start"
-	return 1
-}
-untraced() { [ -d "/proc/$1" ] && awk '/^TracerPid:/ { exit $2 != 0 }' "/proc/$1/status"; }
-# end PID NAME: SIGTERM; unharmed = exit 0 (every answer right) and a "done" line with bad=0.
-end() {
-	kill -CONT "$1" 2>/dev/null
-	kill "$1"
-	wait "$1"
-	local rc=$?
-	[ "$rc" -eq 0 ] && grep -q '^done .* bad=0' "$W/$2.out"
-}
 # wrapped NAME [copies]: within 5 s, a tick counted calls through the wrappers (of copies).
 wrapped() {
 	local want=${2:-1} until=$((SECONDS + 5))
@@ -69,8 +31,6 @@ wrapped() {
 	return 1
 }
 late() { "$CLI" --late-start -p "$@" 2>"$W/err" >"$W/json"; }
-json() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["late_start"]
-print(eval(sys.argv[2]))' "$W/json" "$1"; }
 
 # 1. The switch.
 if victim switch --threads 4; then
