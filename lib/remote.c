@@ -296,7 +296,7 @@ static uint64_t call_deadline(const struct ra_remote *r)
 static int watch_park(struct ra_remote *r)
 {
 	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
-	uint64_t deadline = call_deadline(r);
+	uint64_t deadline = call_deadline(r), next_look = 0;
 	struct ra_pace p;
 	/* why: 1 the thread is gone, 2 the deadline passed; 0 with ret: parked, or failed. */
 	int status, ret = 0, why = 0;
@@ -318,10 +318,13 @@ static int watch_park(struct ra_remote *r)
 			why = 1;
 		if (ret)
 			break;
-		if (deadline && ra_monotonic_ns() >= deadline)
+		if (deadline && ra_monotonic_ns() >= deadline) {
 			why = 2;
-		else
+		} else {
+			/* A tool may crash on a thread we do not trace: know what ran first. */
+			ra_remote_watch_current(r, &next_look);
 			ra_pace_wait(&p);
+		}
 	}
 	ra_pace_end(&p);
 	if (why == 1)

@@ -76,7 +76,7 @@ void ra_remote_read_current(struct ra_remote *r)
  * most every millisecond: a tool that crashes on a thread we do not trace
  * (a starter thread) takes the process with it before we could look.
  */
-static void watch_current(struct ra_remote *r, uint64_t *next)
+void ra_remote_watch_current(struct ra_remote *r, uint64_t *next)
 {
 	uint64_t now;
 
@@ -111,7 +111,7 @@ int ra_remote_wait(struct ra_remote *r, int *status, uint64_t deadline, long max
 			ret = 0;
 			break;
 		}
-		watch_current(r, &next_look);
+		ra_remote_watch_current(r, &next_look);
 		ra_pace_wait(&p);
 	}
 	ra_pace_end(&p);

@@ -18,6 +18,11 @@ int ra_remote_lost(struct ra_remote *r, long ret);
 /* What our agent says it is running now, kept in r->current. */
 void ra_remote_read_current(struct ra_remote *r);
 /*
+ * The same, while a call runs, at most every millisecond (*next: when to
+ * look again, 0 at first). Both ways of waiting for the park use it.
+ */
+void ra_remote_watch_current(struct ra_remote *r, uint64_t *next);
+/*
  * waitpid on the thread without blocking, paced (ra_pace) until deadline
  * (CLOCK_MONOTONIC; 0: none). 1 with *status, 0 when the deadline came
  * first, -errno when there is nothing to wait for.

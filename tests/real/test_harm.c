@@ -212,7 +212,9 @@ static void test_harm_tool_detach_never_returns(void **state)
 /*
  * tool_detach crashes at a stop time: our agent runs it on a starter thread
  * we do not trace; the line still names the phase. ROCm's side has no stop
- * time (the call itself is made then): its line names the entry point.
+ * time (the call itself is made then): its line names the entry point. Both
+ * ways the attacher waits for the park: the signal way, and the watching way
+ * (ROCATTACH_PARK=watch), which it also falls back to on its own.
  */
 static void test_harm_tool_detach_segv_at_stop_time(void **state)
 {
@@ -222,7 +224,11 @@ static void test_harm_tool_detach_segv_at_stop_time(void **state)
 	int status = 0;
 
 	(void)state;
-	for (int side = 0; side < 2; side++) {
+	for (int run = 0; run < 4; run++) {
+		int side = run % 2;
+
+		if (run == 2)
+			setenv("ROCATTACH_PARK", "watch", 1);
 		assert_int_equal(victim_start(&v, sides[side]), 0);
 		assert_int_equal(attach_with(v.pid, "detach-segv", 5000, &rep),
 				 ROCATTACH_STATUS_SUCCESS);
@@ -230,7 +236,8 @@ static void test_harm_tool_detach_segv_at_stop_time(void **state)
 		rep.size = sizeof(rep);
 		o.stop_ns = realtime_ns() + 300 * MS;
 		assert_int_equal(rocattach_detach_ex(v.pid, &o, &rep), ROCATTACH_STATUS_ERROR);
-		print_message("%s side: %s\n", side_names[side], rep.message);
+		print_message("%s side%s: %s\n", side_names[side], run >= 2 ? ", watching" : "",
+			      rep.message);
 		assert_true(rep.flags & ROCATTACH_REPORT_KILLED);
 		assert_int_equal(rep.signal, SIGSEGV);
 		assert_non_null(
@@ -242,6 +249,7 @@ static void test_harm_tool_detach_segv_at_stop_time(void **state)
 		v.pid = 0;
 		victim_stop(&v);
 	}
+	unsetenv("ROCATTACH_PARK");
 }
 
 /* The wait for a start or stop time is not counted against the call's deadline. */
