@@ -18,22 +18,9 @@ command -v jq >/dev/null || vc_skip "jq not found (package jq)"
 [ -x "$BUILD/tests/rocm/late/late_victim" ] || { echo "FAIL: no late_victim: build the tests"; exit 1; }
 vc_close_fds
 
-S=$VC_STATE
 export VC_SLURM_CPUS=8
-stage_build "$BUILD"
-cp -P "$BUILD"/lib/librocattach-late.so* "$B/lib/"
+stage_slurm "$BUILD"
 cp -a "$BUILD/tests/rocm/late" "$B/late"
-W=$STAGE/out
-mkdir -p "$W"
-SL=$S/vc-slurm
-cleanup() {
-	"$SL" scancel --full -u root >/dev/null 2>&1
-	"$HERE/slurm-down.sh" >/dev/null 2>&1
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
 
 # each_victim PATTERN: within 30 s, each of the 4 victims' outputs has a line matching it.
 each_victim() {

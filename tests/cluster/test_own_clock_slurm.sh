@@ -19,23 +19,9 @@ command -v jq >/dev/null || vc_skip "jq not found (package jq)"
 [ -e "$BUILD/lib/libra_fault_tool.so" ] || { echo "FAIL: no fault tool: build the tests"; exit 1; }
 vc_close_fds
 
-S=$VC_STATE
 export VC_SLURM_CPUS=8
-stage_build "$BUILD"
+stage_slurm "$BUILD"
 cp "$BUILD/lib/libra_fault_tool.so" "$B/lib/"
-# ROCm's side loads our watchdog, found beside librocattach.
-cp -P "$BUILD"/lib/librocattach-watchdog.so* "$B/lib/"
-W=$STAGE/out
-mkdir -p "$W"
-SL=$S/vc-slurm
-cleanup() {
-	"$SL" scancel --full -u root >/dev/null 2>&1
-	"$HERE/slurm-down.sh" >/dev/null 2>&1
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
 
 "$HERE/slurm-down.sh" >/dev/null 2>&1
 "$HERE/slurm-up.sh" 2 || { vc_t_fail "slurm-up.sh 2"; vc_t_done; exit 1; }

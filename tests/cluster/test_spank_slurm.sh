@@ -34,18 +34,7 @@ vc_close_fds
 
 S=$VC_STATE
 export VC_SLURM_CPUS=8
-stage_build "$BUILD"
-W=$STAGE/out
-mkdir -p "$W"
-SL=$S/vc-slurm
-cleanup() {
-	"$SL" scancel --full -u root >/dev/null 2>&1
-	"$HERE/slurm-down.sh" >/dev/null 2>&1
-	[ "${KEEP:-0}" = 1 ] || rm -rf "$STAGE"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
+stage_slurm "$BUILD"
 
 AGENT=$B/lib/librocattach-agent.so.0
 TOOL=$B/lib/librocattach-example-tool.so
