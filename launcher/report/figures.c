@@ -199,7 +199,10 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint6
 
 _Static_assert(RM_SUM_HIST_BINS == RM_HIST_BINS, "the block's histograms are the report's");
 
-/* --late-start's counts of all n targets (a node at --detail none keeps no record of them). */
+/*
+ * --late-start's counts of all n targets (a node at --detail none keeps no
+ * record of them); those initialized are rm_count_node's late_started.
+ */
 static void sum_late(const struct rn_target *t, size_t n, struct rm_node_sum *sum)
 {
 	for (size_t k = 0; k < n; k++) {
@@ -208,7 +211,6 @@ static void sum_late(const struct rn_target *t, size_t n, struct rm_node_sum *su
 		sum->ls_tried++;
 		sum->ls_ran += t[k].ls.route == ROCATTACH_LATE_STARTED ||
 			       t[k].ls.route == ROCATTACH_LATE_FAILED;
-		sum->ls_init += t[k].state == RN_LATE_STARTED && !rm_failed(&t[k]);
 		sum->ls_failed += rm_failed(&t[k]);
 		if (t[k].ls.route == ROCATTACH_LATE_ATTACHABLE) {
 			sum->ls_listener += !rm_failed(&t[k]);
@@ -259,6 +261,7 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->late = c.late;
 	sum->declined = c.declined;
 	sum->partial = c.partial;
+	sum->ls_init = c.late_started;
 	sum_late(t, n, sum);
 	sum->attach = sum_of_fig3(&f.attach);
 	sum->detach = sum_of_fig3(&f.detach);
@@ -308,9 +311,7 @@ static int head_fault(const struct rm_node_sum *s, const struct rm_node *n, char
 /* --late-start's counts: within found, and each within those tried. */
 static int late_fault(const struct rm_node_sum *s, char *why, size_t len)
 {
-	uint64_t t = s->ls_tried;
-
-	uint64_t listener = s->ls_listener + s->ls_listener_failed;
+	uint64_t t = s->ls_tried, listener = s->ls_listener + s->ls_listener_failed;
 
 	if (t <= s->found && s->ls_ran <= t && s->ls_init <= s->ls_ran && s->ls_failed <= t &&
 	    listener <= t && s->ls_ran + listener <= t && s->ls_listener_failed <= s->ls_failed)
