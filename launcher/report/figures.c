@@ -200,10 +200,11 @@ void rm_node_figures(const struct rm_node *n, const struct rn_target *all, uint6
 _Static_assert(RM_SUM_HIST_BINS == RM_HIST_BINS, "the block's histograms are the report's");
 
 /*
- * --late-start's counts of all n targets (a node at --detail none keeps no
- * record of them); those initialized are rm_count_node's late_started.
+ * --late-start's counts of t[0..n) (report_int.h): a node cut at --detail
+ * sends them in its block, as it keeps no record of them; the summary counts
+ * an uncut node's with it too.
  */
-static void sum_late(const struct rn_target *t, size_t n, struct rm_node_sum *sum)
+void rm_late_sum(const struct rn_target *t, size_t n, struct rm_node_sum *sum)
 {
 	for (size_t k = 0; k < n; k++) {
 		if (!t[k].ls.tried)
@@ -211,6 +212,7 @@ static void sum_late(const struct rn_target *t, size_t n, struct rm_node_sum *su
 		sum->ls_tried++;
 		sum->ls_ran += t[k].ls.route == ROCATTACH_LATE_STARTED ||
 			       t[k].ls.route == ROCATTACH_LATE_FAILED;
+		sum->ls_init += t[k].state == RN_LATE_STARTED && !rm_failed(&t[k]);
 		sum->ls_failed += rm_failed(&t[k]);
 		if (t[k].ls.route == ROCATTACH_LATE_ATTACHABLE) {
 			sum->ls_listener += !rm_failed(&t[k]);
@@ -261,8 +263,7 @@ int rm_node_summary(const struct rn_target *t, size_t n, enum rm_detail d, uint6
 	sum->late = c.late;
 	sum->declined = c.declined;
 	sum->partial = c.partial;
-	sum->ls_init = c.late_started;
-	sum_late(t, n, sum);
+	rm_late_sum(t, n, sum);
 	sum->attach = sum_of_fig3(&f.attach);
 	sum->detach = sum_of_fig3(&f.detach);
 	sum->over = sum_of_fig3(&f.over);

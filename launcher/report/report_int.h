@@ -145,6 +145,8 @@ struct rm_node_fig {
 	uint32_t attach_hist[RM_HIST_BINS], skew_hist[RM_HIST_BINS];
 	size_t early;
 };
+/* --late-start's counts (the ls_* fields of sum) of t[0..n), added to sum (figures.c). */
+void rm_late_sum(const struct rn_target *t, size_t n, struct rm_node_sum *sum);
 void rm_node_figures(const struct rm_node *n, const struct rn_target *t, uint64_t since,
 		     struct rm_node_fig *f);
 

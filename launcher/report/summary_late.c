@@ -14,24 +14,6 @@ struct late_counts {
 	size_t tried, started, initialized, failed, exited, listener, listener_failed;
 };
 
-static void count_late(const struct rn_target *t, size_t n, struct late_counts *c)
-{
-	for (size_t k = 0; t && k < n; k++) {
-		if (!t[k].ls.tried)
-			continue;
-		c->tried++;
-		c->started += t[k].ls.route == ROCATTACH_LATE_STARTED ||
-			      t[k].ls.route == ROCATTACH_LATE_FAILED;
-		c->initialized += t[k].state == RN_LATE_STARTED && !rm_failed(&t[k]);
-		c->exited += t[k].state == RN_EXITED;
-		c->failed += rm_failed(&t[k]);
-		if (t[k].ls.route == ROCATTACH_LATE_ATTACHABLE) {
-			c->listener += !rm_failed(&t[k]);
-			c->listener_failed += rm_failed(&t[k]);
-		}
-	}
-}
-
 /* A cut node: its block counts all its targets (it has no count of those that ended). */
 static void count_block(const struct rm_node_sum *s, struct late_counts *c)
 {
@@ -41,6 +23,19 @@ static void count_block(const struct rm_node_sum *s, struct late_counts *c)
 	c->failed = (size_t)s->ls_failed;
 	c->listener = (size_t)s->ls_listener;
 	c->listener_failed = (size_t)s->ls_listener_failed;
+}
+
+/* An uncut node: the block's counts of its targets, and those that ended. */
+static void count_late(const struct rn_target *t, size_t n, struct late_counts *c)
+{
+	struct rm_node_sum s = {0};
+
+	if (!t)
+		return;
+	rm_late_sum(t, n, &s);
+	count_block(&s, c);
+	for (size_t k = 0; k < n; k++)
+		c->exited += t[k].ls.tried && t[k].state == RN_EXITED;
 }
 
 static void print_node(FILE *f, const struct rm_node *n, const struct late_counts *c)
