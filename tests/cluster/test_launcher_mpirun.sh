@@ -75,7 +75,8 @@ vc_t_eq "2 ranks on each node" "$(printf '%s\n' "${PIDS[@]}" | awk '{print $1}' 
 echo "== 1. one launcher rank per node attaches every rank once"
 launcher "$W/t1" --mpi-job -t "$TOOL" -d 500 --report "$W/r1.json" --timeline "$W/t1.svg" \
 	>"$W/l1.out" 2>&1
-vc_t_eq "launcher exit code" "$?" 0
+rc=$?
+vc_t_cmd "launcher exit code $rc: 0, or 7 with a window shown late (on_plan)" on_plan "$rc" "$W/r1.json"
 vc_t_eq "report: hostnames" "$(jq -r '[.windows[0].nodes[].host] | sort | join(" ")' "$W/r1.json")" \
 	"node1 node2 node3"
 vc_t_eq "report: job ranks" "$(jq -c '[.windows[0].nodes[].targets[].rank] | sort' "$W/r1.json")" \
@@ -107,7 +108,8 @@ vc_t_cmd "report: so no node's times were corrected" jq -e \
 	'[.windows[0].nodes[].clock_corrected] == [false, false, false]' "$W/r1.json"
 
 launcher "$W/t3" --mpi-job -t "$TOOL" --windows 200:300:2 --report "$W/r3.json" >"$W/l3.out" 2>&1
-vc_t_eq "two windows: exit code" "$?" 0
+rc=$?
+vc_t_cmd "two windows: exit code $rc: 0, or 7 with a window shown late (on_plan)" on_plan "$rc" "$W/r3.json"
 vc_t_eq "two windows: tool_attach per target" \
 	"$(cat "$W"/t3/*.log | grep -c '^tool_attach ')" 12
 vc_t_eq "two windows in the report" "$(jq '.windows | length' "$W/r3.json")" 2

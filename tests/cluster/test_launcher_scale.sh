@@ -59,7 +59,8 @@ t0=$(vc_ms)
 	-t "$TOOL" -d 500 --fanout 2 --report "$W/r1.json" </dev/null >"$W/l1.out" 2>&1
 rc=$?
 echo "launcher run: $(($(vc_ms) - t0)) ms"
-vc_t_eq "launcher exit code" "$rc" 0
+vc_t_cmd "launcher exit code $rc: 0, or 7 with a window shown late (on_plan)" on_plan "$rc" "$W/r1.json"
+echo "late: $(jq -c '.windows[0].late' "$W/r1.json")"
 [ "$rc" = 0 ] || sed 's/^/  | /' "$W/l1.out" | tail -20
 vc_t_eq "report: $N nodes, all ok" "$(jq '[.windows[0].nodes[] | select(.state == "ok")] | length' \
 	"$W/r1.json")" "$N"

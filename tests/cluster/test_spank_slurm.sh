@@ -23,6 +23,7 @@ set -uo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
 . "$HERE/lib.sh"
 . "$HERE/stage.sh"
+. "$HERE/../lib/windows.sh"
 BUILD=$(readlink -f "${1:?usage: $0 BUILD_DIR}")
 
 why=$(vc_missing_base) || vc_skip "$why"
@@ -104,7 +105,8 @@ vc_t_eq "the batch script is left alone" "$(grep '^batch:' "$W/j1.out")" "batch:
 ROCPROF_OUTPUT_PATH=$W/t1 "$SL" "$RSLURM" "$J.0" -t "$TOOL" -d 500 --report "$W/r1.json" \
 	>"$W/l1.out" 2>&1
 rc=$?
-vc_t_eq "rocattach-slurm $J.0 -t TOOL -d 500: exit code" "$rc" 0
+vc_t_cmd "rocattach-slurm $J.0 -t TOOL -d 500: exit code $rc: 0, or 7 with a window shown late (on_plan)" \
+	on_plan "$rc" "$W/r1.json"
 [ "$rc" = 0 ] || cat "$W/l1.out"
 vc_t_eq "report: 6 distinct targets, all detached" \
 	"$(jq -r '[.windows[0].nodes[] | .host as $h | .targets[] | select(.state == "detached") |
