@@ -1,5 +1,6 @@
 # Shared helpers for the launcher tests (sourced). Needs B (build dir) set.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/windows.sh" # on_plan
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 AGENT=$B/lib/librocattach-agent.so.0
@@ -73,12 +74,15 @@ loose() {
 		echo "note: did not hold: $what (under $ROCATTACH_SANITIZED not checked)"
 	fi
 }
-# exit_ok RC REPORT: the run's exit is 0; under a sanitizer (several times slower) also
-# 7 where its report says a window was off its plan (late starts are the plain build's).
+# exit_ok RC REPORT: the run's exit agrees with its windows (on_plan, tests/lib/windows.sh):
+# 0 with none off its plan, or 7 with one shown late within the loose slack (a tool a few
+# ms past the tolerance on 2 loaded cores); under a sanitizer (several times slower) 7
+# where a window was off by any amount. mpi.late tests the lateness itself.
 exit_ok() {
-	[ "$1" = 0 ] && return 0
-	[ -n "${ROCATTACH_SANITIZED:-}" ] && [ "$1" = 7 ] &&
-		jq -e '[.windows[].late.off] | any' "$2" >/dev/null 2>&1
+	local slack=$WINDOW_SLACK_MS
+
+	[ -n "${ROCATTACH_SANITIZED:-}" ] && slack=3600000
+	WINDOW_SLACK_MS=$slack on_plan "$1" "$2"
 }
 # within T0 S "what": a bound of time since T0, checked in the plain build. Under a
 # sanitizer (scripts/sanitize.sh sets ROCATTACH_SANITIZED) the launcher runs several
