@@ -353,12 +353,66 @@ static int watch_park(struct ra_remote *r)
  * the park. The wait has the call's deadline: it looks without blocking,
  * backing off as watch_park does.
  */
+static int send_park_sig(const struct ra_remote *r)
+{
+	return (int)syscall(SYS_tgkill, r->pid, r->tid, RA_PARK_SIG);
+}
+
+/*
+ * Our signal came before any of the code ran (the pc is still the code's
+ * first): the thread left the previous park's stop still under the park's
+ * mask, which lets the signal through. The kernel puts the thread's own mask
+ * back only once no signal is left to deliver, so a signal sent at once
+ * would come early again. Discard this one, let the thread go on, and send
+ * it again once the thread's own mask is back (it blocks the signal: the
+ * signal then waits for the park) or the thread has parked already.
+ * 0: sent; 1: the thread did neither within EARLY_WAIT_NS, watch instead.
+ */
+#define EARLY_MAX 8
+#define EARLY_WAIT_NS 20000000ull
+
+static int left_delivery(const struct ra_remote *r)
+{
+	const uint64_t bit = 1ull << (RA_PARK_SIG - 1);
+	struct ra_status st;
+	char task[64];
+
+	snprintf(task, sizeof(task), "%s/%d/task", RA_PROCFS, r->pid);
+	if (ra_status_read(task, r->tid, &st) || !st.sigs_known)
+		return -ESRCH;
+	return (st.sig_blocked & bit) ? 1 : parked_now(r);
+}
+
+static int resend_park_sig(struct ra_remote *r)
+{
+	uint64_t until = ra_monotonic_ns() + EARLY_WAIT_NS;
+	struct ra_pace p;
+	int ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
+
+	if (ret)
+		return ret;
+	ra_pace_begin(&p, 200000);
+	while (!(ret = left_delivery(r)) && ra_monotonic_ns() < until)
+		ra_pace_wait(&p);
+	ra_pace_end(&p);
+	if (ret == -ESRCH)
+		return ra_remote_gone(r, "during a remote call");
+	if (ret <= 0)
+		return 1;
+	ra_debug("pid %d: thread %d took signal %d before the code ran: sent again", r->pid, r->tid,
+		 RA_PARK_SIG);
+	if (send_park_sig(r))
+		return errno == ESRCH ? ra_remote_gone(r, "during a remote call") : -errno;
+	return 0;
+}
+
 static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_regs)
 {
 	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
-	int status, ret;
+	uint64_t start_pc = ra_arch_pc(regs);
+	int status, ret, early = 0;
 
-	if (syscall(SYS_tgkill, r->pid, r->tid, RA_PARK_SIG))
+	if (send_park_sig(r))
 		return errno == ESRCH ? ra_remote_gone(r, "during a remote call") : -errno;
 	ret = start(r);
 	while (!ret) {
@@ -383,10 +437,18 @@ static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_re
 			*have_regs = true;
 			return 0;
 		}
-		ra_debug("pid %d: thread %d took signal %d at 0x%llx (trampoline 0x%llx), not in "
-			 "the park: watching instead",
+		if (ra_arch_pc(regs) == start_pc && early++ < EARLY_MAX) {
+			ret = resend_park_sig(r);
+			if (ret == 1) {
+				r->sigpark = false;
+				return watch_park(r);
+			}
+			continue;
+		}
+		ra_debug("pid %d: thread %d took signal %d at 0x%llx (trampoline 0x%llx, the code "
+			 "began at 0x%llx, %d early), not in the park: watching instead",
 			 r->pid, r->tid, RA_PARK_SIG, (unsigned long long)ra_arch_pc(regs),
-			 (unsigned long long)r->tramp);
+			 (unsigned long long)r->tramp, (unsigned long long)start_pc, early);
 		r->sigpark = false;
 		ret = (int)ra_ptrace(PTRACE_CONT, r->tid, NULL, NULL, r->e);
 		if (!ret)

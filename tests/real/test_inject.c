@@ -121,12 +121,63 @@ static void test_inject_missing_agent_rejected(void **state)
 	victim_stop(&v);
 }
 
+/* What the library said while a test ran (its debug messages). */
+struct said {
+	int early, watched;
+};
+
+static void count_said(int level, const char *message, void *user)
+{
+	struct said *s = user;
+
+	(void)level;
+	s->early += strstr(message, "before the code ran: sent again") != NULL;
+	s->watched += strstr(message, "not in the park: watching instead") != NULL;
+}
+
+/*
+ * The inject runs remote calls one after the other on the loader thread,
+ * which blocks every signal: the park's signal tells the attacher of each
+ * call's end. After one park the thread leaves its stop still under the
+ * park's mask, so the next call's signal comes before that call runs. It is
+ * sent again, and the signal way holds: no call falls back to watching.
+ * Before, each inject here fell back to watching after its first call.
+ */
+static void test_inject_park_signal_kept_from_call_to_call(void **state)
+{
+	struct said said = {0};
+	struct victim v[5];
+
+	(void)state;
+	rocattach_set_log_callback(count_said, &said);
+	rocattach_set_log_level(ROCATTACH_LOG_DEBUG);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(victim_start(&v[i], &(struct victim_opts){0}), 0);
+		assert_int_equal(rocattach_attach_ex(v[i].pid, &inject_opts, NULL),
+				 ROCATTACH_STATUS_SUCCESS);
+		assert_int_equal(rocattach_detach(v[i].pid), ROCATTACH_STATUS_SUCCESS);
+	}
+	rocattach_set_log_level(ROCATTACH_LOG_WARNING);
+	rocattach_set_log_callback(NULL, NULL);
+	print_message("5 injects: %d signals sent again, %d calls watched\n", said.early,
+		      said.watched);
+	assert_true(said.early >= 5);
+	assert_int_equal(said.watched, 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(tool_count(log_of(v[i].pid), "tool_detach"), 1);
+		assert_int_equal(proc_tracer(v[i].pid), 0);
+		assert_int_equal(victim_status(&v[i], "eintr"), 0);
+		victim_stop(&v[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_inject_plain_program_full_lifecycle),
 	    cmocka_unit_test(test_inject_static_program_refused),
 	    cmocka_unit_test(test_inject_missing_agent_rejected),
+	    cmocka_unit_test(test_inject_park_signal_kept_from_call_to_call),
 	};
 
 	return cmocka_run_group_tests(tests, setup_outdir_no_tool, NULL);
