@@ -20,7 +20,9 @@
 #  6. --detail none, one of 3 victims stopped: rank 0 has only the node's block, which
 #     counts 2 late-started and 1 failed; exit 4, and the summary says so;
 #  7. harm: a stopped process with a listener beside a victim: refused before any ptrace,
-#     left stopped and untraced, no tool in it; the victim started; exit 4.
+#     left stopped and untraced, no tool in it; the victim started; exit 4;
+#  8. a listener that came after the selection (rocattach --inject during the start lead):
+#     attached on the normal path after the start, late (exit 7), held, then detached.
 # Usage: test_late_start_mpi.sh BUILD_DIR   (under the heavy-test lock)
 B=$(cd "${1:?usage: test_late_start_mpi.sh BUILD_DIR}" && pwd)
 . "$(dirname "$0")/lib.sh"
@@ -302,6 +304,52 @@ if victims hs 1; then
 	kill -CONT "$sp"
 	kill "$sp"
 	[ "$RC" -eq 4 ] || cat "$W/hs.out" >&2
+fi
+
+# 8. A listener that came after the selection: a plain program, selected without one, gets
+# our agent (rocattach --inject) during the start lead. The start's pre-checks find the
+# listener and attach it on the normal path, after the start: late (exit 7), and said so.
+# Then it is held, and detached when the window is ended.
+if victims lc 1; then
+	"$B/bin/rocattach-example-target" --threads 2 </dev/null >"$W/lc.p.out" 2>&1 &
+	lp=$!
+	VICTIMS+=("$lp")
+	sleep 0.3
+	mpirun -np 1 "$LAUNCHER" --late-start -t "$ATOOL" --pid "$(pids "${VP[0]}" "$lp")" \
+		--start-lead 2500 -v --detail all --report "$W/lc.json" </dev/null >"$W/lc.out" 2>&1 &
+	mr=$!
+	for _ in $(seq 400); do grep -q "start lead" "$W/lc.out" && break; sleep 0.05; done
+	mkdir -p "$W/lc.inj"
+	ROCPROF_OUTPUT_PATH=$W/lc.inj "$B/bin/rocattach" -p "$lp" --inject -t "$TOOL" -d 0 \
+		>"$W/lc.inj.out" 2>&1
+	check "the listener came after the selection (rocattach --inject: rc $?)" test -n \
+		"$(grep "start lead" "$W/lc.out")" -a "$(grep -c "^attach pid=$lp " "$LATE_TOOL_LOG")" = 0
+	for _ in $(seq 400); do grep -q "attached on the normal path" "$W/lc.out" && break; sleep 0.05; done
+	held=$(grep -c "^attach pid=$lp " "$LATE_TOOL_LOG")
+	kill -USR1 "$mr"
+	wait "$mr"
+	RC=$?
+	check "a listener that came later: exit 7, late (rc $RC)" test "$RC" -eq 7
+	check "it was attached after the start and held ($held attach)" test "$held" -eq 1
+	check "its record: detached, on the normal path" \
+		test "$(late lc "$lp" '"\(.state) \(.late_start.outcome)"')" = "detached attached"
+	check "the window: its one attached target late" \
+		test "$(jq -c '.windows[-1].late | [.targets, .of, .off]' "$W/lc.json")" = "[1,1,true]"
+	check "its tool detached once, the target untraced" \
+		test "$(grep -c "^detach pid=$lp " "$LATE_TOOL_LOG")" -eq 1
+	untraced "$lp" || fail "the listener that came later is traced"
+	check "the victim beside it is late-started" \
+		test "$(late lc "${VP[0]}" .late_start.initialized)" = true
+	check "the summary: 1 started, 1 with a listener attached on the normal path" grep -qE \
+		"^  .*: 1 started, 1 initialized, 0 failed or refused, 1 with a listener attached" \
+		"$W/lc.out"
+	check "the summary says the window was late" grep -qE "exit 7: 1 window late" "$W/lc.out"
+	end "${VP[0]}" "$W/lc.1.out" || fail "lc: the victim was harmed"
+	kill "$lp"
+	wait "$lp"
+	check "the program that got the listener ran on and ended cleanly (rc $?)" \
+		grep -q "^done work=" "$W/lc.p.out"
+	[ "$RC" -eq 7 ] || cat "$W/lc.out" >&2
 fi
 
 echo "$PASSED passed, $FAILED failed"
