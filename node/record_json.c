@@ -248,8 +248,8 @@ static json_t *late_attached_json(const struct rn_target *t)
 	    "{s:s, s:b, s:o, s:s}", "outcome", "attached", "stays_until_exit", 0,
 	    "planned_start_ns",
 	    t->ls.planned_ns ? json_integer((json_int_t)t->ls.planned_ns) : json_null(), "route",
-	    "it has a listener (started with ROCP_TOOL_ATTACH=1): attached on the "
-	    "normal path, detached at the window's end");
+	    "it has an attach listener (started with ROCP_TOOL_ATTACH=1, or given one by "
+	    "--inject): attached on the normal path, detached at the window's end");
 }
 
 static int set_results(json_t *o, const struct rn_target *t)
