@@ -17,6 +17,7 @@
 #include "common/protocol.h"
 #include "inject.h"
 #include "late_check.h"
+#include "target_path.h"
 #include "log.h"
 #include "session.h"
 #include "symbols.h"
@@ -222,6 +223,28 @@ out:
 	return ret;
 }
 
+/*
+ * The start library, the tools and the SDK, by the paths the target gets:
+ * the files checked here (target_path.h).
+ */
+static int seen_alike(pid_t pid, const char *tools, const struct ra_late_plan *p, struct ra_err *e)
+{
+	char one[PATH_MAX], abs[PATH_MAX];
+
+	if (late_lib(one, sizeof(one), e) || ra_target_same_file(pid, "the start library", one, e))
+		return -1;
+
+	for (const char *t = tools; *t;) {
+		size_t n = strcspn(t, ":");
+
+		snprintf(one, sizeof(one), "%.*s", (int)n, t);
+		t += n + (t[n] == ':');
+		if (one[0] && realpath(one, abs) && ra_target_same_file(pid, "the tool", abs, e))
+			return -1;
+	}
+	return ra_target_same_file(pid, "the SDK", p->sdk, e);
+}
+
 /* Options and report as the caller's size allows; the pre-checks. */
 static int check(int pid, const rocattach_opts_t *opts, rocattach_late_report_t *r,
 		 struct ra_late_plan *p, const char **tools, struct ra_err *e)
@@ -233,6 +256,8 @@ static int check(int pid, const rocattach_opts_t *opts, rocattach_late_report_t 
 				 "rocattach_late_start: bad argument (pid %d)", pid);
 	*tools = ra_tool_list_for(opts);
 	ret = ra_late_check(RA_PROCFS, pid, *tools, p, e);
+	if (!ret)
+		ret = seen_alike(pid, *tools, p, e);
 	snprintf(r->sdk, sizeof(r->sdk), "%s", p->sdk);
 	r->register_copies = (uint32_t)p->ncopies;
 	if (ret == RA_LATE_NORMAL)

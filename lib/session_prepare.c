@@ -8,7 +8,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,7 +15,6 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +27,7 @@
 #include "ptrace_calls.h"
 #include "session.h"
 #include "symbols.h"
+#include "target_path.h"
 #include "target_memory.h"
 #include "trust.h"
 
@@ -55,25 +54,6 @@ const char *ra_tool_list_for(const rocattach_opts_t *o)
 	return ra_default_tool;
 }
 
-/*
- * Opening paths as the target sees them. An absolute path is resolved in the
- * target's root (RESOLVE_IN_ROOT keeps absolute symlinks inside a container
- * root; before Linux 5.6 they would resolve in ours), a relative one from its
- * working directory.
- */
-static int open_in_target(int base, const char *path, int flags, bool in_root)
-{
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .resolve = in_root ? RESOLVE_IN_ROOT : 0};
-	int fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
-
-	if (fd >= 0 || errno != ENOSYS)
-		return fd;
-	while (in_root && *path == '/')
-		path++;
-	return openat(base, *path ? path : ".", flags | O_CLOEXEC);
-}
-
 /* One directory of t's path, or t itself (name == t): 0, or -1 with e set. */
 static int check_node(pid_t pid, int base, const char *t, const char *name, bool in_root,
 		      const struct ra_trust *tr, struct ra_err *e)
@@ -83,7 +63,7 @@ static int check_node(pid_t pid, int base, const char *t, const char *name, bool
 	struct stat sb;
 	int fd;
 
-	fd = open_in_target(base, name, O_PATH, in_root);
+	fd = ra_open_in_target(base, name, O_PATH, in_root);
 	if (fd < 0)
 		return 0; /* a missing path is check_file's to report */
 	problem = fstat(fd, &sb) ? NULL : ra_trust_problem(&sb, tr, why, sizeof(why));
@@ -161,9 +141,9 @@ static int check_file(pid_t pid, int base, const char *t, bool in_root, struct r
 	struct stat sb;
 	int fd, err;
 
-	fd = open_in_target(base, t, O_RDONLY | O_NOCTTY | O_NONBLOCK, in_root);
+	fd = ra_open_in_target(base, t, O_RDONLY | O_NOCTTY | O_NONBLOCK, in_root);
 	if (fd < 0 && errno == EACCES)
-		fd = open_in_target(base, t, O_PATH, in_root);
+		fd = ra_open_in_target(base, t, O_PATH, in_root);
 	if (fd < 0 || fstat(fd, &sb)) {
 		err = errno;
 		if (fd >= 0)

@@ -22,10 +22,17 @@ for v in $(compgen -e | grep '^ROCP'); do unset "$v"; done
 export LATE_TOOL_LOG=$W/tool.log
 
 # victim NAME ARGS...: late_victim, output in $W/NAME.out, its pid in VP once "ready".
+# With NS_MOUNT set: in a mount namespace of its own (a container's view), where the shell
+# command NS_MOUNT runs first (mounts seen by the victim alone).
 victim() {
 	local name=$1
 	shift
-	"$L/late_victim" --seconds 60 "$@" </dev/null >"$W/$name.out" 2>&1 &
+	if [ -n "${NS_MOUNT:-}" ]; then
+		unshare --mount --propagation private sh -c "$NS_MOUNT"' && exec "$0" "$@"' \
+			"$L/late_victim" --seconds 60 "$@" </dev/null >"$W/$name.out" 2>&1 &
+	else
+		"$L/late_victim" --seconds 60 "$@" </dev/null >"$W/$name.out" 2>&1 &
+	fi
 	VP=$!
 	PIDS+=("$VP")
 	for _ in $(seq 500); do

@@ -7,7 +7,10 @@
 #  2. an SDK of the tool's soname but another version (sdk-lean, 1.3.1) that lacks a symbol the
 #     tool needs (rocprofiler_get_version): refused, exit 4, one line, nothing touched;
 #  3. a tool file, an SDK file, or an SDK's directory writable by its group: refused, one line
-#     naming the file and the fix (chmod go-w), nothing touched.
+#     naming the file and the fix (chmod go-w), nothing touched;
+#  4. a target in a mount namespace of its own: late-started where it sees the same files;
+#     refused (exit 4, one line, nothing touched) where the SDK's path names another file, or
+#     the start library's path none.
 # usage: test_late_checks.sh BUILD_DIR
 set -u
 B=$(cd "${1:?usage: test_late_checks.sh BUILD_DIR}" && pwd)
@@ -83,6 +86,28 @@ refused gw_sdk "the file $W/gw_sdk/sdk/librocprofiler-sdk.so.1.3.5 is writable b
 	"$W/gw_sdk/liblate_tool.so"
 refused gw_dir "its directory $W/gw_dir/sdk is writable by its group (mode 0775)" \
 	"$W/gw_dir/liblate_tool.so"
+
+# 4. A target in a mount namespace of its own (a container): the start library, the tool and
+# the SDK are read here, so the target must see the very same files at those paths.
+if ! unshare --mount --propagation private true 2>/dev/null; then
+	echo "SKIP: mount namespaces: unshare --mount failed (it needs root)"
+	echo "late checks: $PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ] && exit 77
+	exit 1
+fi
+if NS_MOUNT=true started ns_same "$TOOL" && untraced "$P" && end "$P" ns_same; then
+	ok "a mount namespace of its own that sees the same files: late-started"
+else
+	fail "ns_same: $(cat "$W/err" "$W/json")"
+fi
+mkdir -p "$W/sdkcopy"
+cp -P "$L"/sdk/librocprofiler-sdk.so* "$W/sdkcopy/"
+NS_MOUNT="mount --bind $W/sdkcopy $L/sdk" refused ns_sdk \
+	"where the SDK $L/sdk/librocprofiler-sdk.so.1 is another file: it would not load the file checked here; mount the same file" \
+	"$TOOL"
+NS_MOUNT="mount -t tmpfs tmpfs $B/lib" refused ns_lib \
+	"where the start library $B/lib/librocattach-late.so cannot be opened (No such file or directory)" \
+	"$TOOL"
 
 echo "late checks: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
