@@ -235,8 +235,12 @@ echo "== 4. --fanout 2, 7 ranks, 2 windows: leaf rank 3 SIGSTOPped between them"
 # hand their targets back at window 2's planned stop all the same (the wait for READY
 # runs inside the hold); rank 3 is lost with its reason. SIGCONTed after the report,
 # it finds its order past its window and ends without attaching.
+# --call-timeout 3000: a node that owed its READY at the stop may have calls running, so
+# its parent waits the call deadline longer for its records (rm_win_calls_wait); 3 s,
+# not the default 10 s, keeps that wait short. The calls here take milliseconds.
 O=$W/stop
-run 7 "$O" --enable-recovery -- --fanout 2 --windows 2000:1000:2 --report "$O/r.json"
+run 7 "$O" --enable-recovery -- --fanout 2 --windows 2000:1000:2 --call-timeout 3000 \
+	--report "$O/r.json"
 for _ in $(seq 600); do grep -q "next window in" "$O/out" && break; sleep 0.05; done
 s=$(launcher_of 3)
 check "window 1 done, rank 3's launcher found" [ -n "$s" ]
