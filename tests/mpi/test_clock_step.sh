@@ -76,8 +76,8 @@ run() {
 
 checks() { # CASE
 	local c=$1
-	check "$c: exit 0 (got $RC)" test "$RC" -eq 0
-	check "$c: no node lost, both targets detached" jq -e '.exit_code == 0 and
+	check "$c: exit 0 (got $RC)" exit_ok "$RC" "$W/r.$c.json"
+	check "$c: no node lost, both targets detached" jq -e --argjson rc "$RC" '.exit_code == $rc and
 		(.windows[0].nodes | length == 2 and all(.state == "ok"))
 		and ([.windows[0].nodes[].targets[].state] == ["detached", "detached"])' \
 		"$W/r.$c.json"

@@ -43,7 +43,7 @@ mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" --sample 99 -d 3000 --folded "$
 	--flamegraph "$W/g.svg" --report "$W/r.json" </dev/null >"$W/l.out" 2>&1
 rc=$?
 wait "$JOB_PID"
-check "sampled: exit 0 (got $rc)" test "$rc" -eq 0
+check "sampled: exit 0 (got $rc)" exit_ok "$rc" "$W/r.json"
 check "sampled run completes" grep -q '^Loop time' "$W/sampled.out"
 check "both ranks sampled through the whole window: attached and detached" jq -e \
 	'[.windows[0].nodes[].targets[] | select(.state == "detached")] | length == 2' "$W/r.json"

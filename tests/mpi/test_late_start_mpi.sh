@@ -231,7 +231,7 @@ if victims mix 2; then
 	kill -USR1 "$mr"
 	wait "$mr"
 	RC=$?
-	check "mixed: exit 0 (rc $RC)" test "$RC" -eq 0
+	check "mixed: exit 0 (rc $RC)" exit_ok "$RC" "$W/mix.json"
 	normal=0
 	for p in "${LP[@]}"; do
 		[ "$(late mix "$p" '"\(.state) \(.late_start.outcome)"')" = "detached attached" ] &&

@@ -37,7 +37,7 @@ export ROCPROF_OUTPUT_PATH=$W/w1
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 1000 --report "$W/r1.json" \
 	--timeline "$W/t1.svg" --trace "$W/t1.json" </dev/null >"$W/l1.out" 2>&1
 rc=$?
-check "1 s window: exit 0 (got $rc)" test "$rc" -eq 0
+check "1 s window: exit 0 (got $rc)" exit_ok "$rc" "$W/r1.json"
 check "timeline: bars are the tools' windows, armed calls thin, no label on a line" \
 	python3 "$HERE/svg_check.py" "$W/t1.svg" "$W/r1.json" 4
 check "trace: every attach and detach call a success" jq -e '
@@ -48,7 +48,7 @@ check "trace: every attach and detach call a success" jq -e '
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" --windows 150:200:3 \
 	--report "$W/r2.json" --timeline "$W/t2.svg" </dev/null >"$W/l2.out" 2>&1
 rc=$?
-check "3 windows: exit 0 (got $rc)" test "$rc" -eq 0
+check "3 windows: exit 0 (got $rc)" exit_ok "$rc" "$W/r2.json"
 check "timeline of 3 windows: bars and labels right" \
 	python3 "$HERE/svg_check.py" "$W/t2.svg" "$W/r2.json" 12
 
@@ -105,7 +105,7 @@ echo >&3
 exec 3>&-
 wait "$L"
 rc=$?
-check "no -d: Enter ended the window, exit 0 (got $rc)" test "$rc" -eq 0
+check "no -d: Enter ended the window, exit 0 (got $rc)" exit_ok "$rc" "$W/r5.json"
 check "no -d: stop reason enter" jq -e '.windows[0].stop_reason == "enter"' "$W/r5.json"
 # (said 2 s after the end of input, when no signal came meanwhile: a Ctrl-C at mpirun
 # closes the input too, and its SIGTERM follows 1 s later)
@@ -143,7 +143,7 @@ wait_ready "$W/job7.out" 4 || exit 1
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 8000 --report "$W/r7.json" \
 	--trace "$W/t7.json" </dev/null >"$W/l7.out" 2>&1
 rc=$?
-check "targets exit mid-window: exit 0 (got $rc)" test "$rc" -eq 0
+check "targets exit mid-window: exit 0 (got $rc)" exit_ok "$rc" "$W/r7.json"
 check "targets exit mid-window: no error line" eval '! grep -q "error" "$W/l7.out"'
 check "targets exit mid-window: job ended, all 4 attached" jq -e '
 	.exit_reason == "job ended" and .summary.attached == 4 and .summary.failed == 0' "$W/r7.json"

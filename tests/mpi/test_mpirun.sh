@@ -61,7 +61,7 @@ export ROCPROF_OUTPUT_PATH=$W/w1
 mpirun -np 2 "$LAUNCHER" --mpi-job="$JOB" -t "$TOOL" -d 300 --report "$W/r1.json" \
 	--timeline "$W/t1.svg" </dev/null >"$W/l1.out" 2>&1
 rc=$?
-check "window run exits 0 (got $rc)" test "$rc" -eq 0
+check "window run exits 0 (got $rc)" exit_ok "$rc" "$W/r1.json"
 for p in "${RANKS[@]}"; do
 	check "pid $p attached once" test "$(events "$W/w1" tool_attach "$p")" -eq 1
 	check "pid $p detached once" test "$(events "$W/w1" tool_detach "$p")" -eq 1
@@ -72,8 +72,8 @@ check "report: one node, 4 targets, all detached" jq -e \
 	 and ([.windows[0].nodes[0].targets[].state] | all(. == "detached"))' "$W/r1.json"
 check "report: job ranks 0..3" jq -e \
 	'[.windows[0].nodes[0].targets[].rank] | sort == [0,1,2,3]' "$W/r1.json"
-check "report: well-typed fields" jq -e \
-	'(.started_ns|type)=="number" and (.config.argv|type)=="array" and .exit_code==0
+check "report: well-typed fields, the exit code the run's" jq -e --argjson rc "$rc" \
+	'(.started_ns|type)=="number" and (.config.argv|type)=="array" and .exit_code==$rc
 	 and (.windows[0].skew.attach_ns|type)=="number" and .summary.failed==0
 	 and (.windows[0].nodes[0].targets[0].attach.start_ns|type)=="number"
 	 and (.errors|length)==0' "$W/r1.json"
@@ -134,7 +134,7 @@ fi
 export ROCPROF_OUTPUT_PATH=$W/wexe
 mpirun -np 1 "$LAUNCHER" --exe "$EXE" -t "$TOOL" -d 200 \
 	--report "$W/rexe.json" </dev/null >"$W/lexe.out" 2>&1
-check "--exe window: exit 0" test $? -eq 0
+check "--exe window: exit 0" exit_ok $? "$W/rexe.json"
 check "--exe window: our process only" test "$(report_pids "$W/rexe.json")" = "$MYPROC"
 check "--exe window: ours attached" test "$(events "$W/wexe" tool_detach "$MYPROC")" -eq 1
 kill "$MYPROC"
@@ -180,7 +180,7 @@ done
 export ROCPROF_OUTPUT_PATH=$W/mw
 mpirun -np 1 "$LAUNCHER" --mpi-job="$JOB" -t "$TOOL" --max-window 400 --report "$W/mw.json" \
 	</dev/null >"$W/mw.out" 2>&1
-check "--max-window: exit 0" test $? -eq 0
+check "--max-window: exit 0" exit_ok $? "$W/mw.json"
 check "--max-window: stop reason" jq -e '.windows[0].stop_reason == "max-window"' "$W/mw.json"
 for p in "${RANKS[@]}"; do
 	check "--max-window: pid $p detached" test "$(events "$W/mw" tool_detach "$p")" -eq 1
@@ -214,7 +214,7 @@ check "second launcher: the failure is printed" grep -q "is attached by rocattac
 check "second launcher: reached no tool" test ! -e "$W/second"
 wait "$L"
 rc=$?
-check "first launcher: exit 0 (got $rc)" test "$rc" -eq 0
+check "first launcher: exit 0 (got $rc)" exit_ok "$rc" "$W/first.json"
 for p in "${RANKS[@]}"; do
 	check "first window: pid $p attached once" test "$(events "$W/first" tool_attach "$p")" -eq 1
 	check "first window: pid $p detached once" test "$(events "$W/first" tool_detach "$p")" -eq 1

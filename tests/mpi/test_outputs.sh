@@ -81,7 +81,7 @@ bad_path "two launcher ranks, report is a directory" --report "$W/dir" "it is a 
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 300 --report "$W/ok.json" \
 	</dev/null >"$W/ok.out" 2>&1
 rc=$?
-check "good run: exit 0 (got $rc)" test "$rc" -eq 0
+check "good run: exit 0 (got $rc)" exit_ok "$rc" "$W/ok.json"
 check "good run: figures sane" sane "$W/ok.out"
 check "good run: the summary after 'report written'" awk '
 	/report written to/ { w = NR } /\(exit 0: ok\)/ { s = NR } END { exit !(w && s > w) }' \

@@ -86,7 +86,7 @@ export ROCPROF_OUTPUT_PATH=$W/w2
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" --windows 200:1000:2 \
 	--call-timeout "$CT_MS" --report "$W/r2.json" </dev/null >"$W/l2.out" 2>&1
 rc=$?
-check "next run: exit 0 (got $rc)" test "$rc" -eq 0
+check "next run: exit 0 (got $rc)" exit_ok "$rc" "$W/r2.json"
 [ "$rc" -eq 0 ] || tail -n 20 "$W/l2.out"
 check "next run: every target detached, twice, none self_detached" jq -e \
 	'[.windows[].nodes[].targets[] | .state == "detached" and (.self_detached | not)] ==

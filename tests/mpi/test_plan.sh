@@ -40,7 +40,7 @@ mkdir -p "$W/t" "$W/wrong"
 # Shared-memory transports do not cross PID namespaces: MPI over TCP.
 timeout 120 mpirun --bind-to none --mca btl self,tcp "${r0[@]}" : "${r1[@]}" </dev/null >"$W/out" 2>&1
 rc=$?
-check "two ranks, rank 1's environment differs: exit 0 (got $rc)" test "$rc" -eq 0
+check "two ranks, rank 1's environment differs: exit 0 (got $rc)" exit_ok "$rc" "$W/r.json"
 [ "$rc" -eq 0 ] || cat "$W/out" >&2
 check "no rank complains of its environment" bash -c "! grep -qi 'invalid\|error' '$W/out'"
 check "report: 2 nodes, one target each, detached" jq -e '.windows[0].nodes | length == 2
@@ -75,7 +75,7 @@ rm -f "$W/r.json"
 timeout 120 mpirun --bind-to none --mca btl self,tcp "${r0b[@]}" : "${r1b[@]}" </dev/null \
 	>"$W/out3" 2>&1
 rc=$?
-check "settings only on mpirun's node (rank 1): exit 0 (got $rc)" test "$rc" -eq 0
+check "settings only on mpirun's node (rank 1): exit 0 (got $rc)" exit_ok "$rc" "$W/r.json"
 [ "$rc" -eq 0 ] || cat "$W/out3" >&2
 check "the window is rank 1's ROCPROF_ATTACH_DURATION (300 ms)" jq -e \
 	'.windows[0] | .stop_reason == "duration" and

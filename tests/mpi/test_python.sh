@@ -40,7 +40,7 @@ rc=$?
 echo "rocattach-mpi --stacks: exit $rc in $((SECONDS - t0)) s; its tree:"
 sed -n '/^stacks at the window/,$p' "$W/l.out"
 stuck="stuck_here \(py_app.py:($(line "$APP" stuck_while)|$(line "$APP" stuck_here))\)"
-check "exit 0 (got $rc)" test "$rc" -eq 0
+check "exit 0 (got $rc)" exit_ok "$rc" "$W/r.json"
 check "rank 2 apart: stuck_here at its line, under the interpreter's frames" \
 	grep -qE "^ +\[2\] 1 thread: (.* > )?$stuck( > .*)?$" "$W/l.out"
 check "ranks 0-1,3 together in wait_for_all > comm.Barrier()" \

@@ -17,7 +17,7 @@ export ROCPROF_OUTPUT_PATH=$W/w1
 mpirun -np 1 "$LAUNCHER" --mpirun-pid "$JOB_PID" -t "$TOOL" -d 300 --report "$W/r1.json" \
 	--trace "$W/t1.json" </dev/null >"$W/l1.out" 2>"$W/l1.err"
 rc=$?
-check "window with --trace: exit 0 (got $rc)" test "$rc" -eq 0
+check "window with --trace: exit 0 (got $rc)" exit_ok "$rc" "$W/r1.json"
 check "trace: parses, trace-event form" jq -e \
 	'(.traceEvents | type) == "array" and .displayTimeUnit == "ns"
 	 and (.otherData.clock | test("CLOCK_REALTIME"))' "$W/t1.json"

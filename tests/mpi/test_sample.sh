@@ -85,7 +85,7 @@ after_attach "$W/l1.out" 0.3
 echo "spawn 300" >&"${TFD[a0]}"
 wait "$L"
 rc=$?
-check "sides: exit 0 (got $rc)" test "$rc" -eq 0
+check "sides: exit 0 (got $rc)" exit_ok "$rc" "$W/r1.json"
 check "sides: every folded line starts with the host and a rank" \
 	test "$(grep -vcE "^$HOST;rank [01];.+ [0-9]+$" "$W/f1.txt")" -eq 0
 for r in 0 1; do
