@@ -156,6 +156,7 @@ vc_t_eq "job end: the report's exit, reason and window stop (N: a rank of the 3)
 	"$(jq -r '[.exit_code, .exit_reason, .windows[0].stop_reason] | @tsv' "$W/r7.json" 2>/dev/null |
 		sed 's/SIGTERM on rank [0-2]$/SIGTERM on rank N/')" "$want"
 vc_t_cmd "job end: SIGCONT never named" test -z "$(grep -l SIGCONT "$W/l7.out" "$W/r7.json")"
+[ -s "$W/r7.json" ] || { echo "job end: no report; the launcher said:"; tail -30 "$W/l7.out" | sed 's/^/  | /'; }
 
 echo "== the batch-script recipe: the job profiles a window of itself"
 J2=$("$SL" sbatch --parsable -N3 --ntasks-per-node=2 -o "$W/batch.out" \
