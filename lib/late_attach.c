@@ -68,20 +68,34 @@ static bool crosses(const char *kv)
 	return true;
 }
 
+/*
+ * The next tool of a colon-separated list, as its real path, into abs
+ * (PATH_MAX): 1, or 0 at the list's end. Empty entries and paths that do not
+ * resolve are skipped.
+ */
+static int next_tool(const char **t, char *abs)
+{
+	char one[PATH_MAX];
+
+	while (**t) {
+		size_t n = strcspn(*t, ":");
+
+		snprintf(one, sizeof(one), "%.*s", (int)n, *t);
+		*t += n + ((*t)[n] == ':');
+		if (one[0] && realpath(one, abs))
+			return 1;
+	}
+	return 0;
+}
+
 /* Tools as absolute paths, colon-separated, for ROCP_TOOL_LIBRARIES. */
 static void put_tools(struct blob *b, const char *tools, char *list, size_t len)
 {
-	char one[PATH_MAX], abs[PATH_MAX];
+	char abs[PATH_MAX];
 	size_t k = 0;
 
 	list[0] = '\0';
-	for (const char *t = tools; *t;) {
-		size_t n = strcspn(t, ":");
-
-		snprintf(one, sizeof(one), "%.*s", (int)n, t);
-		t += n + (t[n] == ':');
-		if (!one[0] || !realpath(one, abs))
-			continue;
+	for (const char *t = tools; next_tool(&t, abs);) {
 		put(b, 'T', abs, NULL);
 		k += (size_t)snprintf(list + k, len > k ? len - k : 0, "%s%s", k ? ":" : "", abs);
 	}
@@ -229,19 +243,13 @@ out:
  */
 static int seen_alike(pid_t pid, const char *tools, const struct ra_late_plan *p, struct ra_err *e)
 {
-	char one[PATH_MAX], abs[PATH_MAX];
+	char abs[PATH_MAX];
 
-	if (late_lib(one, sizeof(one), e) || ra_target_same_file(pid, "the start library", one, e))
+	if (late_lib(abs, sizeof(abs), e) || ra_target_same_file(pid, "the start library", abs, e))
 		return -1;
-
-	for (const char *t = tools; *t;) {
-		size_t n = strcspn(t, ":");
-
-		snprintf(one, sizeof(one), "%.*s", (int)n, t);
-		t += n + (t[n] == ':');
-		if (one[0] && realpath(one, abs) && ra_target_same_file(pid, "the tool", abs, e))
+	for (const char *t = tools; next_tool(&t, abs);)
+		if (ra_target_same_file(pid, "the tool", abs, e))
 			return -1;
-	}
 	return ra_target_same_file(pid, "the SDK", p->sdk, e);
 }
 

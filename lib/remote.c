@@ -52,6 +52,15 @@ static int save_and_write_code(struct ra_remote *r)
 	return 0;
 }
 
+/* The driven thread's signal masks (/proc/PID/task/TID/status): 0, or -1. */
+static int thread_sigs(const struct ra_remote *r, struct ra_status *st)
+{
+	char task[64];
+
+	snprintf(task, sizeof(task), "%s/%d/task", RA_PROCFS, r->pid);
+	return ra_status_read(task, r->tid, st) || !st->sigs_known ? -1 : 0;
+}
+
 /*
  * Can the kernel tell us of the park? Only if the thread blocks RA_PARK_SIG
  * (so it waits, pending, through the remote code, and a leftover one is
@@ -64,12 +73,10 @@ static bool sigpark_usable(const struct ra_remote *r)
 	const uint64_t bit = 1ull << (RA_PARK_SIG - 1);
 	const char *how = getenv("ROCATTACH_PARK");
 	struct ra_status st;
-	char task[64];
 
 	if (how && !strcmp(how, "watch"))
 		return false;
-	snprintf(task, sizeof(task), "%s/%d/task", RA_PROCFS, r->pid);
-	if (ra_status_read(task, r->tid, &st) || !st.sigs_known)
+	if (thread_sigs(r, &st))
 		return false;
 	return (st.sig_blocked & bit) && !(st.sig_ignored & bit) && !(st.sig_caught & bit);
 }
@@ -342,17 +349,6 @@ static int watch_park(struct ra_remote *r)
 	return ret;
 }
 
-/*
- * The kernel tells us: RA_PARK_SIG, sent now, waits blocked through the
- * remote code; the park's rt_sigsuspend lets it through, and its delivery
- * is a signal-delivery stop reported to us, the tracer (no looks at /proc).
- * We leave that stop with no signal: it is discarded. Had we died instead,
- * the park would have discarded it (ignored by default) and slept on. A
- * delivery anywhere else means the remote code let the signal through
- * itself: swallowed, and we watch instead. *regs receives the registers at
- * the park. The wait has the call's deadline: it looks without blocking,
- * backing off as watch_park does.
- */
 static int send_park_sig(const struct ra_remote *r)
 {
 	return (int)syscall(SYS_tgkill, r->pid, r->tid, RA_PARK_SIG);
@@ -375,10 +371,8 @@ static int left_delivery(const struct ra_remote *r)
 {
 	const uint64_t bit = 1ull << (RA_PARK_SIG - 1);
 	struct ra_status st;
-	char task[64];
 
-	snprintf(task, sizeof(task), "%s/%d/task", RA_PROCFS, r->pid);
-	if (ra_status_read(task, r->tid, &st) || !st.sigs_known)
+	if (thread_sigs(r, &st))
 		return -ESRCH;
 	return (st.sig_blocked & bit) ? 1 : parked_now(r);
 }
@@ -406,6 +400,17 @@ static int resend_park_sig(struct ra_remote *r)
 	return 0;
 }
 
+/*
+ * The kernel tells us: RA_PARK_SIG, sent now, waits blocked through the
+ * remote code; the park's rt_sigsuspend lets it through, and its delivery
+ * is a signal-delivery stop reported to us, the tracer (no looks at /proc).
+ * We leave that stop with no signal: it is discarded. Had we died instead,
+ * the park would have discarded it (ignored by default) and slept on. A
+ * delivery anywhere else means the remote code let the signal through
+ * itself: swallowed, and we watch instead. *regs receives the registers at
+ * the park. The wait has the call's deadline: it looks without blocking,
+ * backing off as watch_park does.
+ */
 static int sigpark_wait(struct ra_remote *r, struct ra_regs *regs, bool *have_regs)
 {
 	long max_nap = r->tight ? RA_TIGHT_NAP_NS : 2000000;
